@@ -1,0 +1,79 @@
+# tinyformer — a flat Makefile. Every object goes under build/.
+# On a fresh Debian machine, as root: `make demo` and `make test` do everything
+# (install missing packages, build, run).
+
+CXX      ?= g++
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++20 -Wall -Wextra -Wpedantic -I.
+PKGS     := openblas stb
+# pkg-config is asked lazily (=, not :=) so that `make deps` can install it first.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LDLIBS   += -lm
+
+DEBIAN_PACKAGES := libopenblas-dev doctest-dev libstb-dev nlohmann-json3-dev pkg-config
+
+ENGINE_SRC := $(wildcard engine/*.cpp)
+LAYERS_SRC := $(wildcard layers/*.cpp)
+MODELS_SRC := $(wildcard models/*.cpp)
+LIB_SRC    := $(ENGINE_SRC) $(LAYERS_SRC) $(MODELS_SRC)
+CLI_SRC    := $(wildcard tools/cli/*.cpp)
+TEST_SRC   := $(wildcard tests/*.cpp)
+BENCH_SRC  := $(wildcard tools/bench/*.cpp)
+
+LIB_OBJ   := $(LIB_SRC:%.cpp=build/%.o)
+CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
+TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
+BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
+
+.PHONY: all deps test demo bench clean
+
+# Build the command-line tool build/tinyformer (and with it every engine object).
+all: build/tinyformer
+
+# Install the Debian packages that are missing. Does nothing (and touches no
+# network) when all are present; as non-root it prints the command to run.
+deps:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	echo "make deps: missing Debian packages:$$missing"; \
+	if [ "$$(id -u)" != 0 ]; then \
+	  echo "make deps: run as root:  apt-get update && apt-get install -y$$missing"; exit 1; \
+	fi; \
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+
+# Build and run every doctest suite.
+test: deps
+	@$(MAKE) --no-print-directory build/tinyformer-tests
+	./build/tinyformer-tests
+
+# Build and run the main example: the lesson's worked examples, run as a learner would.
+demo: deps
+	@$(MAKE) --no-print-directory build/tinyformer
+	./build/tinyformer lesson all
+
+# Build and run the benchmarks (measured, never asserted).
+bench: deps
+	@$(MAKE) --no-print-directory build/tinyformer-bench
+	./build/tinyformer-bench
+
+# Remove everything the build wrote.
+clean:
+	rm -rf build
+
+build/tinyformer: $(CLI_OBJ) $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+build/tinyformer-bench: $(BENCH_OBJ) $(LIB_OBJ)
+	$(CXX) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+build/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,247 @@
+#include "engine/attention.h"
+
+#include "engine/matmul.h"
+#include "engine/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tinyformer {
+
+namespace {
+
+constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+
+// One (batch, head) slice of the problem, as 2-D views into the big tensors.
+struct HeadSlice {
+    ConstMatrixView query;  // [L, Dk]
+    ConstMatrixView key;    // [S, Dk]
+    ConstMatrixView value;  // [S, Dv]
+    MatrixView output;      // [L, Dv]
+    MatrixView weights;     // [L, S]; data == nullptr when not wanted
+    int64_t batch, head;
+};
+
+// What every slice shares: the mask, the query padding, the scale, and the
+// input shapes for error messages.
+struct Problem {
+    const Mask& mask;
+    bool mask_blocks_nothing;
+    const Padding& query_padding;
+    float scale;  // 1 / sqrt(Dk)
+    int64_t heads;
+    Shape query_shape, key_shape;
+
+    bool is_padded_query(int64_t b, int64_t l) const {
+        return !query_padding.empty() && query_padding.is_padding(b, l);
+    }
+    std::string where(const HeadSlice& slice, int64_t l) const {
+        std::string text = "query " + std::to_string(l) + " of batch " + std::to_string(slice.batch);
+        return heads > 1 ? text + ", head " + std::to_string(slice.head) : text;
+    }
+};
+
+void check_scores_finite(const Problem& problem, const HeadSlice& slice, int64_t l, int64_t first_key,
+                         const float* scores, int64_t count) {
+    for (int64_t j = 0; j < count; ++j)
+        if (!std::isfinite(scores[j]))
+            fail("attention: the score of ", problem.where(slice, l), " with key ", first_key + j,
+                 " is not finite (query ", shape_string(problem.query_shape), ", key ",
+                 shape_string(problem.key_shape), "): query and key must be finite and Q K^T / sqrt(Dk) must fit "
+                 "in float32");
+}
+
+[[noreturn]] void fail_empty_row(const Problem& problem, const HeadSlice& slice, int64_t l) {
+    fail("attention: ", problem.where(slice, l), " may attend no key (mask ", shape_string(problem.mask.shape()),
+         " blocks all ", slice.key.rows, "): softmax has no distribution. Allow at least one key, or mark the "
+         "query as padding (options.query_padding) to define its output as 0");
+}
+
+// Adds the mask M to one query's scores for keys [first_key, first_key+count):
+// -inf where the key is blocked (weight exactly 0 after softmax), + bias where
+// an additive mask carries one.
+void apply_mask(float* scores, int64_t first_key, int64_t count, const Mask::Row& row) {
+    for (int64_t j = 0; j < count; ++j) {
+        const int64_t at = (first_key + j) * row.step;
+        if (!row.allowed[at])
+            scores[j] = kMinusInfinity;
+        else if (row.bias)
+            scores[j] += row.bias[at];
+    }
+}
+
+void zero_row(float* row, int64_t n) { std::fill(row, row + n, 0.0f); }
+
+// A = softmax(Q K^T / sqrt(Dk) + M), O = A V — the formula, written out.
+void attend_materialized(const Problem& problem, const HeadSlice& slice, std::vector<float>& scratch) {
+    const int64_t L = slice.query.rows, S = slice.key.rows;
+    MatrixView scores = slice.weights;
+    if (!scores.data) {
+        scratch.resize(static_cast<size_t>(L * S));
+        scores = {scratch.data(), L, S, S};
+    }
+    gemm(slice.query, Transpose::No, slice.key, Transpose::Yes, scores, problem.scale);  // [L, S]
+    for (int64_t l = 0; l < L; ++l) {
+        float* row = scores.row(l);
+        check_scores_finite(problem, slice, l, 0, row, S);
+        if (problem.is_padded_query(slice.batch, l)) {
+            zero_row(row, S);
+            continue;
+        }
+        if (!problem.mask_blocks_nothing) apply_mask(row, 0, S, problem.mask.row(slice.batch, slice.head, l));
+        if (!softmax_row(row, S)) fail_empty_row(problem, slice, l);  // over S, the key axis
+    }
+    gemm(scores, Transpose::No, slice.value, Transpose::No, slice.output);  // [L, Dv]
+    for (int64_t l = 0; l < L; ++l)  // 0 * v is -0 for negative v: make padded rows exactly +0
+        if (problem.is_padded_query(slice.batch, l)) zero_row(slice.output.row(l), slice.output.cols);
+}
+
+// The same result without holding [L, S]: for each block of queries, walk the
+// keys tile by tile keeping, per query, the running maximum m and the running
+// sum z of exp(score - m); the output row accumulates sum exp(score - m) v and
+// is rescaled by exp(m_old - m_new) whenever m grows. At the end O = acc / z.
+void attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t query_block, int64_t key_tile,
+                      std::vector<float>& scratch) {
+    const int64_t L = slice.query.rows, S = slice.key.rows, Dv = slice.value.cols;
+    const int64_t block = std::min(query_block, L), tile = std::min(key_tile, S);
+    scratch.resize(static_cast<size_t>(block * tile + 2 * block));
+    float* running_max = scratch.data() + block * tile;
+    float* running_sum = running_max + block;
+
+    for (int64_t q0 = 0; q0 < L; q0 += block) {
+        const int64_t rows = std::min(block, L - q0);
+        MatrixView accumulator = slice.output.rows_range(q0, rows);  // [rows, Dv]
+        for (int64_t r = 0; r < rows; ++r) {
+            zero_row(accumulator.row(r), Dv);
+            running_max[r] = kMinusInfinity;
+            running_sum[r] = 0.0f;
+        }
+        for (int64_t s0 = 0; s0 < S; s0 += tile) {
+            const int64_t keys = std::min(tile, S - s0);
+            MatrixView probabilities{scratch.data(), rows, keys, keys};
+            gemm(slice.query.rows_range(q0, rows), Transpose::No, slice.key.rows_range(s0, keys), Transpose::Yes,
+                 probabilities, problem.scale);  // scores of this tile, [rows, keys]
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t l = q0 + r;
+                float* row = probabilities.row(r);
+                check_scores_finite(problem, slice, l, s0, row, keys);
+                if (!problem.is_padded_query(slice.batch, l) && !problem.mask_blocks_nothing)
+                    apply_mask(row, s0, keys, problem.mask.row(slice.batch, slice.head, l));
+                const float tile_max = *std::max_element(row, row + keys);
+                if (problem.is_padded_query(slice.batch, l) || tile_max == kMinusInfinity) {
+                    zero_row(row, keys);  // nothing of this tile takes part
+                    continue;
+                }
+                const float new_max = std::max(running_max[r], tile_max);
+                const float correction = std::exp(running_max[r] - new_max);  // exp(-inf) = 0 the first time
+                float tile_sum = 0.0f;
+                for (int64_t j = 0; j < keys; ++j) {
+                    row[j] = std::exp(row[j] - new_max);
+                    tile_sum += row[j];
+                }
+                if (correction != 1.0f)
+                    for (int64_t c = 0; c < Dv; ++c) accumulator(r, c) *= correction;
+                running_sum[r] = running_sum[r] * correction + tile_sum;
+                running_max[r] = new_max;
+            }
+            gemm(probabilities, Transpose::No, slice.value.rows_range(s0, keys), Transpose::No, accumulator, 1.0f,
+                 1.0f);  // acc += P V_tile
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t l = q0 + r;
+            if (problem.is_padded_query(slice.batch, l)) {
+                zero_row(accumulator.row(r), Dv);
+                continue;
+            }
+            if (running_sum[r] == 0.0f) fail_empty_row(problem, slice, l);
+            const float inverse = 1.0f / running_sum[r];
+            for (int64_t c = 0; c < Dv; ++c) accumulator(r, c) *= inverse;
+        }
+    }
+}
+
+void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value, int64_t heads) {
+    const std::string shapes = "query " + shape_string(query.shape()) + ", key " + shape_string(key.shape()) +
+                               ", value " + shape_string(value.shape());
+    if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3)
+        fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got ", shapes);
+    if (query.dim(0) != key.dim(0) || key.dim(0) != value.dim(0))
+        fail("attention: batch dimensions must match; got ", shapes);
+    if (heads < 1) fail("attention: heads must be >= 1, got ", heads);
+    for (const Tensor* t : {&query, &key, &value})
+        if (t->dim(-1) % heads != 0)
+            fail("attention: the last axis (", t->dim(-1), ") is not divisible by H=", heads, " heads; got ", shapes);
+    if (query.dim(-1) != key.dim(-1))
+        fail("attention: key has Dk=", key.dim(-1) / heads, " but query has Dk=", query.dim(-1) / heads, " (",
+             shapes, ")");
+    if (key.dim(1) != value.dim(1))
+        fail("attention: key has S=", key.dim(1), " but value has S=", value.dim(1), " (", shapes, ")");
+    if (key.dim(1) == 0 || query.dim(-1) == 0)
+        fail("attention: source length S and key dimension Dk must be positive; got ", shapes);
+    if (!value.all_finite()) fail("attention: value holds a non-finite number (", shapes, ")");
+}
+
+}  // namespace
+
+const char* path_name(AttentionPath path) {
+    switch (path) {
+        case AttentionPath::Materialized: return "materialized";
+        case AttentionPath::Streaming: return "streaming";
+        case AttentionPath::Automatic: return "automatic";
+    }
+    return "unknown";
+}
+
+AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                        int64_t heads, const Mask& mask,
+                                                        const AttentionOptions& options) {
+    check_inputs(query, key, value, heads);
+    const int64_t B = query.dim(0), L = query.dim(1), S = key.dim(1);
+    const int64_t Dk = query.dim(2) / heads, Dv = value.dim(2) / heads;
+    mask.check_broadcasts_to({B, heads, L, S}, "attention");
+    if (!options.query_padding.empty() &&
+        (options.query_padding.batch() != B || options.query_padding.length() != L))
+        fail("attention: query_padding is [", options.query_padding.batch(), ",", options.query_padding.length(),
+             "] but the query is [B,L] = [", B, ",", L, "]");
+    if (options.query_block < 1 || options.key_tile < 1)
+        fail("attention: query_block and key_tile must be >= 1, got ", options.query_block, " and ", options.key_tile);
+
+    AttentionPath path = options.path;
+    if (path == AttentionPath::Automatic)
+        path = options.want_weights ? AttentionPath::Materialized : AttentionPath::Streaming;
+    if (options.want_weights && path == AttentionPath::Streaming)
+        fail("attention: weights were asked for, but the streaming path never holds them; use the materialized path");
+
+    const Problem problem{mask,  mask.allows_everything(), options.query_padding, 1.0f / std::sqrt(float(Dk)),
+                          heads, query.shape(),            key.shape()};
+    AttentionResult result{Tensor({B, L, heads * Dv}), Tensor(), path};
+    if (options.want_weights) result.weights = Tensor({B, heads, L, S});
+
+    std::vector<float> scratch;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < heads; ++h) {
+            const HeadSlice slice{query.matrix(b).columns(h * Dk, Dk),  // [L, Dk], a view into head h
+                                  key.matrix(b).columns(h * Dk, Dk),    // [S, Dk]
+                                  value.matrix(b).columns(h * Dv, Dv),  // [S, Dv]
+                                  result.output.matrix(b).columns(h * Dv, Dv),
+                                  options.want_weights ? result.weights.matrix(b * heads + h) : MatrixView{},
+                                  b,
+                                  h};
+            if (path == AttentionPath::Materialized)
+                attend_materialized(problem, slice, scratch);
+            else
+                attend_streaming(problem, slice, options.query_block, options.key_tile, scratch);
+        }
+    return result;
+}
+
+AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                             const Mask& mask, const AttentionOptions& options) {
+    AttentionResult result = multi_head_scaled_dot_product_attention(query, key, value, 1, mask, options);
+    if (!result.weights.empty())  // [B, 1, L, S] -> [B, L, S]
+        result.weights = result.weights.reshaped({query.dim(0), query.dim(1), key.dim(1)});
+    return result;
+}
+
+}  // namespace tinyformer

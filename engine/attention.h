@@ -1,0 +1,64 @@
+// Scaled dot-product attention (lesson 10.3, section 2):
+//
+//     A = softmax(Q K^T / sqrt(Dk) + M)      softmax over S, the key axis
+//     O = A V
+//
+//   query Q [B, L, Dk]     key K [B, S, Dk]     value V [B, S, Dv]
+//   scores / weights A [B, L, S]              output O [B, L, Dv]
+//
+// M comes from a Mask (engine/mask.h, true = may attend): blocked keys get
+// -inf before softmax, so their weight is exactly 0 and each query's allowed
+// weights sum to 1. A finite additive bias in the mask is added as it is.
+//
+// Query padding (options.query_padding [B, L], true = padding): the output
+// row and weight row of a padded query are exactly 0 — masking padded keys
+// does not remove padded queries' outputs, so this is done here, explicitly.
+//
+// A query that may attend no key has no softmax distribution: Error naming
+// the batch and query index — unless that query is padding (then 0). No NaN
+// ever leaves this function.
+//
+// Two paths, one answer (to float rounding):
+//   Materialized: scores [L, S] via sgemm, mask, softmax, then A V. Memory
+//                 O(L*S). The only path that can return the weights.
+//   Streaming:    walks key tiles with an online softmax (running maximum and
+//                 sum per query, rescaling the partial output when the
+//                 maximum grows), never holding more than a tile of scores.
+//   Automatic picks Materialized iff weights are wanted, else Streaming.
+//
+// Multi-head form: query [B, L, H*Dk], key [B, S, H*Dk], value [B, S, H*Dv];
+// head h is the column block h of the last axis, read as a strided 2-D view
+// (no copy). Output [B, L, H*Dv] (heads concatenated), weights [B, H, L, S],
+// mask broadcast to [B, H, L, S].
+#pragma once
+
+#include "engine/mask.h"
+#include "engine/tensor.h"
+
+namespace tinyformer {
+
+enum class AttentionPath { Automatic, Materialized, Streaming };
+const char* path_name(AttentionPath path);  // "materialized", "streaming", "automatic"
+
+struct AttentionOptions {
+    AttentionPath path = AttentionPath::Automatic;
+    bool want_weights = false;     // needs the materialized path
+    Padding query_padding;         // [B, L], true = padded query; empty = none
+    int64_t query_block = 64;      // streaming: queries per block
+    int64_t key_tile = 512;        // streaming: keys per tile
+};
+
+struct AttentionResult {
+    Tensor output;        // [B, L, Dv], or [B, L, H*Dv] for the multi-head form
+    Tensor weights;       // [B, L, S] or [B, H, L, S] when asked for, else empty
+    AttentionPath path;   // the path that ran: Materialized or Streaming
+};
+
+AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                             const Mask& mask = Mask(), const AttentionOptions& options = {});
+
+AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                        int64_t heads, const Mask& mask = Mask(),
+                                                        const AttentionOptions& options = {});
+
+}  // namespace tinyformer

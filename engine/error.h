@@ -1,0 +1,34 @@
+// tinyformer::Error — the one exception type of the library.
+//
+// Every public function validates what it is given and throws Error with a
+// message that names the operation, the argument, what was expected and what
+// came, e.g.
+//   attention: key has Dk=32 but query has Dk=64 (query [2,4,64], key [2,6,32])
+// The CLI prints it as `tinyformer: error: <message>` and exits 1.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tinyformer {
+
+class Error : public std::runtime_error {
+public:
+    explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// "[2,4,64]" — the one way shapes are written in messages, tests and docs.
+std::string shape_string(const std::vector<int64_t>& shape);
+
+// Builds a message from any streamable pieces: fail("attention: ", x, " ...").
+template <typename... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+    std::ostringstream message;
+    (message << ... << parts);
+    throw Error(message.str());
+}
+
+}  // namespace tinyformer

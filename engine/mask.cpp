@@ -1,0 +1,223 @@
+#include "engine/mask.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tinyformer {
+
+namespace {
+
+// Checks a BoolTensor's shape against its values and pads the shape with
+// leading 1s to rank 4 ([L,S] -> [1,1,L,S], [B,L,S] -> [B,1,L,S]).
+Shape to_rank4(const char* op, const Shape& shape, size_t value_count) {
+    if (shape.size() < 2 || shape.size() > 4)
+        fail(op, ": a mask is [L,S], [B,L,S] or [B,H,L,S]; got ", shape_string(shape));
+    if (checked_numel(shape, op) != static_cast<int64_t>(value_count))
+        fail(op, ": shape ", shape_string(shape), " needs ", checked_numel(shape, op), " values, got ", value_count);
+    Shape full = shape;
+    if (full.size() == 3) full.insert(full.begin() + 1, 1);  // [B,L,S]: one mask for every head
+    while (full.size() < 4) full.insert(full.begin(), 1);
+    return full;
+}
+
+void check_flags(const char* op, const std::vector<uint8_t>& values) {
+    for (uint8_t v : values)
+        if (v > 1) fail(op, ": Boolean values must be 0 or 1, got ", static_cast<int>(v));
+}
+
+}  // namespace
+
+Padding Padding::from_lengths(const std::vector<int64_t>& lengths, int64_t length) {
+    if (length < 0) fail("Padding::from_lengths: length must be >= 0, got ", length);
+    Padding padding;
+    padding.batch_ = static_cast<int64_t>(lengths.size());
+    padding.length_ = length;
+    padding.flags_.assign(lengths.size() * static_cast<size_t>(length), 0);
+    for (int64_t b = 0; b < padding.batch_; ++b) {
+        const int64_t valid = lengths[static_cast<size_t>(b)];
+        if (valid < 0 || valid > length)
+            fail("Padding::from_lengths: lengths[", b, "] = ", valid, " is outside 0..", length);
+        for (int64_t t = valid; t < length; ++t) padding.flags_[static_cast<size_t>(b * length + t)] = 1;
+    }
+    return padding;
+}
+
+Padding Padding::from_flags(const BoolTensor& is_padding) {
+    if (is_padding.shape.size() != 2)
+        fail("Padding::from_flags: padding flags must be [B,T], got ", shape_string(is_padding.shape));
+    if (checked_numel(is_padding.shape, "Padding::from_flags") != static_cast<int64_t>(is_padding.values.size()))
+        fail("Padding::from_flags: shape ", shape_string(is_padding.shape), " does not match ",
+             is_padding.values.size(), " values");
+    check_flags("Padding::from_flags", is_padding.values);
+    Padding padding;
+    padding.batch_ = is_padding.shape[0];
+    padding.length_ = is_padding.shape[1];
+    padding.flags_ = is_padding.values;
+    return padding;
+}
+
+Mask::Mask() : Mask({1, 1, 1, 1}, {1}, {}) {}
+
+Mask::Mask(Shape shape, std::vector<uint8_t> allowed, std::vector<float> bias)
+    : shape_(std::move(shape)), allowed_(std::move(allowed)), bias_(std::move(bias)) {
+    int64_t stride = 1;
+    for (int axis = 3; axis >= 0; --axis) {
+        strides_[axis] = shape_[static_cast<size_t>(axis)] == 1 ? 0 : stride;
+        stride *= shape_[static_cast<size_t>(axis)];
+    }
+}
+
+Mask Mask::causal(int64_t length) {
+    if (length < 1) fail("Mask::causal: length must be >= 1, got ", length);
+    std::vector<uint8_t> allowed(static_cast<size_t>(length * length));
+    for (int64_t l = 0; l < length; ++l)
+        for (int64_t s = 0; s < length; ++s) allowed[static_cast<size_t>(l * length + s)] = s <= l;
+    return Mask({1, 1, length, length}, std::move(allowed), {});
+}
+
+Mask Mask::prefix_lm(const std::vector<int64_t>& prefix_lengths, int64_t length) {
+    if (length < 1) fail("Mask::prefix_lm: length must be >= 1, got ", length);
+    if (prefix_lengths.empty()) fail("Mask::prefix_lm: prefix_lengths is empty; need one per batch row");
+    const int64_t batch = static_cast<int64_t>(prefix_lengths.size());
+    std::vector<uint8_t> allowed(static_cast<size_t>(batch * length * length));
+    for (int64_t b = 0; b < batch; ++b) {
+        const int64_t prefix = prefix_lengths[static_cast<size_t>(b)];
+        if (prefix < 0 || prefix > length)
+            fail("Mask::prefix_lm: prefix_lengths[", b, "] = ", prefix, " is outside 0..", length);
+        for (int64_t l = 0; l < length; ++l)
+            for (int64_t s = 0; s < length; ++s)
+                allowed[static_cast<size_t>((b * length + l) * length + s)] = s < prefix || s <= l;
+    }
+    return Mask({batch, 1, length, length}, std::move(allowed), {});
+}
+
+Mask Mask::key_padding(const Padding& padding) {
+    if (padding.empty() || padding.batch() < 1 || padding.length() < 1)
+        fail("Mask::key_padding: padding must be [B,S] with B, S >= 1, got [", padding.batch(), ",",
+             padding.length(), "]");
+    std::vector<uint8_t> allowed(static_cast<size_t>(padding.batch() * padding.length()));
+    for (int64_t b = 0; b < padding.batch(); ++b)
+        for (int64_t s = 0; s < padding.length(); ++s)
+            allowed[static_cast<size_t>(b * padding.length() + s)] = !padding.is_padding(b, s);
+    return Mask({padding.batch(), 1, 1, padding.length()}, std::move(allowed), {});
+}
+
+Mask Mask::local_window(int64_t length, int64_t radius) {
+    if (length < 1) fail("Mask::local_window: length must be >= 1, got ", length);
+    if (radius < 0) fail("Mask::local_window: radius must be >= 0, got ", radius);
+    std::vector<uint8_t> allowed(static_cast<size_t>(length * length));
+    for (int64_t l = 0; l < length; ++l)
+        for (int64_t s = 0; s < length; ++s)
+            allowed[static_cast<size_t>(l * length + s)] = std::abs(l - s) <= radius;
+    return Mask({1, 1, length, length}, std::move(allowed), {});
+}
+
+Mask Mask::from_allowed(const BoolTensor& allowed) {
+    Shape shape = to_rank4("Mask::from_allowed", allowed.shape, allowed.values.size());
+    check_flags("Mask::from_allowed", allowed.values);
+    return Mask(std::move(shape), allowed.values, {});
+}
+
+Mask Mask::from_torch_sdpa_mask(const BoolTensor& allowed) {
+    // SDPA: True = take part. That is already the engine's meaning.
+    Shape shape = to_rank4("Mask::from_torch_sdpa_mask", allowed.shape, allowed.values.size());
+    check_flags("Mask::from_torch_sdpa_mask", allowed.values);
+    return Mask(std::move(shape), allowed.values, {});
+}
+
+Mask Mask::from_torch_mha_attn_mask(const BoolTensor& blocked) {
+    // nn.MultiheadAttention: True = NOT allowed. Flip every value.
+    Shape shape = to_rank4("Mask::from_torch_mha_attn_mask", blocked.shape, blocked.values.size());
+    check_flags("Mask::from_torch_mha_attn_mask", blocked.values);
+    std::vector<uint8_t> allowed(blocked.values.size());
+    for (size_t i = 0; i < allowed.size(); ++i) allowed[i] = !blocked.values[i];
+    return Mask(std::move(shape), std::move(allowed), {});
+}
+
+Mask Mask::from_torch_key_padding_mask(const BoolTensor& is_padding) {
+    // key_padding_mask [B,S], True = ignore: exactly Padding's meaning.
+    return key_padding(Padding::from_flags(is_padding));
+}
+
+Mask Mask::from_additive(const Tensor& additive) {
+    Shape shape = to_rank4("Mask::from_additive", additive.shape(), static_cast<size_t>(additive.numel()));
+    std::vector<uint8_t> allowed(static_cast<size_t>(additive.numel()));
+    std::vector<float> bias(static_cast<size_t>(additive.numel()));
+    bool any_bias = false;
+    for (size_t i = 0; i < allowed.size(); ++i) {
+        const float v = additive.data()[i];
+        if (std::isnan(v) || v == std::numeric_limits<float>::infinity())
+            fail("Mask::from_additive: value ", v, " at flat index ", i, " of ", shape_string(additive.shape()),
+                 "; an additive mask holds 0, -inf or a finite bias");
+        allowed[i] = v != -std::numeric_limits<float>::infinity();
+        bias[i] = allowed[i] ? v : 0.0f;
+        any_bias = any_bias || bias[i] != 0.0f;
+    }
+    if (!any_bias) bias.clear();  // a pure 0 / -inf mask is exactly a Boolean mask
+    return Mask(std::move(shape), std::move(allowed), std::move(bias));
+}
+
+Mask Mask::operator&(const Mask& other) const {
+    Shape shape(4);
+    for (size_t axis = 0; axis < 4; ++axis) {
+        const int64_t a = shape_[axis], b = other.shape_[axis];
+        if (a != b && a != 1 && b != 1)
+            fail("Mask::operator&: masks ", shape_string(shape_), " and ", shape_string(other.shape_),
+                 " do not broadcast (axis ", axis, ": ", a, " vs ", b, ")");
+        shape[axis] = std::max(a, b);
+    }
+    const bool with_bias = has_bias() || other.has_bias();
+    std::vector<uint8_t> allowed(static_cast<size_t>(shape[0] * shape[1] * shape[2] * shape[3]));
+    std::vector<float> bias(with_bias ? allowed.size() : 0);
+    size_t i = 0;
+    for (int64_t b = 0; b < shape[0]; ++b)
+        for (int64_t h = 0; h < shape[1]; ++h)
+            for (int64_t l = 0; l < shape[2]; ++l)
+                for (int64_t s = 0; s < shape[3]; ++s, ++i) {
+                    allowed[i] = allows(b, h, l, s) && other.allows(b, h, l, s);
+                    if (with_bias) bias[i] = this->bias(b, h, l, s) + other.bias(b, h, l, s);
+                }
+    return Mask(std::move(shape), std::move(allowed), std::move(bias));
+}
+
+Mask::Row Mask::row(int64_t b, int64_t h, int64_t l) const {
+    const int64_t start = index(b, h, l, 0);
+    return {allowed_.data() + start, has_bias() ? bias_.data() + start : nullptr, strides_[3]};
+}
+
+bool Mask::allows_everything() const {
+    return !has_bias() && std::all_of(allowed_.begin(), allowed_.end(), [](uint8_t v) { return v != 0; });
+}
+
+void Mask::check_broadcasts_to(const Shape& target, const char* op) const {
+    for (size_t axis = 0; axis < 4; ++axis)
+        if (shape_[axis] != 1 && shape_[axis] != target[axis])
+            fail(op, ": mask ", shape_string(shape_), " does not broadcast to [B,H,L,S] = ", shape_string(target));
+}
+
+std::string Mask::to_ascii(int64_t queries, int64_t keys, int64_t batch, int64_t head) const {
+    if (batch < 0 || head < 0 || (shape_[0] != 1 && batch >= shape_[0]) || (shape_[1] != 1 && head >= shape_[1]))
+        fail("Mask::to_ascii: batch ", batch, ", head ", head, " outside mask ", shape_string(shape_));
+    check_broadcasts_to({shape_[0], shape_[1], queries, keys}, "Mask::to_ascii");
+    std::string text;
+    for (int64_t l = 0; l < queries; ++l) {
+        std::string line = "q" + std::to_string(l) + ":";
+        bool any = false;
+        for (int64_t s = 0; s < keys; ++s)
+            if (allows(batch, head, l, s)) {
+                line += " k" + std::to_string(s);
+                any = true;
+            }
+        text += line + (any ? "" : " (none)") + "\n";
+    }
+    return text;
+}
+
+Seq2SeqMasks seq2seq_masks(const Padding& target, const Padding& source) {
+    if (target.batch() != source.batch())
+        fail("seq2seq_masks: target padding has B=", target.batch(), " but source padding has B=", source.batch());
+    return {Mask::causal(target.length()) & Mask::key_padding(target), Mask::key_padding(source)};
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,148 @@
+// Masks — which keys each query may attend. ONE meaning inside the engine:
+//
+//     mask.allows(b, h, l, s) == true   <=>   query l may attend key s
+//
+// (the meaning of a Boolean attn_mask in torch.nn.functional.
+// scaled_dot_product_attention). A Mask has shape [B, H, L, S]; any axis may
+// be 1 and then broadcasts, as in PyTorch (a causal mask is [1,1,T,T], a key
+// padding mask [B,1,1,S]). Attention applies it to the scores BEFORE softmax,
+// as -inf, so a blocked key gets weight exactly 0 and the allowed weights of
+// each row still sum to 1.
+//
+// Raw Boolean tensors from elsewhere are never guessed at: they enter only
+// through a conversion named for where they come from —
+//   from_torch_mha_attn_mask / from_torch_key_padding_mask:
+//       nn.MultiheadAttention, True = blocked (ignore this key)
+//   from_torch_sdpa_mask:
+//       F.scaled_dot_product_attention, True = allowed (take part)
+//   from_additive:
+//       a float mask added to the scores: 0 = allowed, -inf = blocked. Any
+//       other finite value is kept as a bias: it only suppresses a key, it
+//       never guarantees weight 0.
+//
+// Padding — which positions of a [B, T] batch are padding (true = padding,
+// PyTorch's key_padding_mask meaning). Padded keys are masked for every
+// query; padded queries are given output 0 by attention (see attention.h).
+#pragma once
+
+#include "engine/tensor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tinyformer {
+
+// A Boolean tensor as it arrives from outside (PyTorch, a file): values 0/1.
+struct BoolTensor {
+    Shape shape;
+    std::vector<uint8_t> values;
+};
+
+class Padding {
+public:
+    Padding() = default;  // no padding at all (batch 0, length 0 = "absent")
+    // Right padding: position t of row b is padding iff t >= lengths[b].
+    static Padding from_lengths(const std::vector<int64_t>& lengths, int64_t length);
+    // [B, T] flags, true = padding (PyTorch's *_key_padding_mask).
+    static Padding from_flags(const BoolTensor& is_padding);
+
+    bool empty() const { return batch_ == 0 && length_ == 0; }
+    int64_t batch() const { return batch_; }
+    int64_t length() const { return length_; }
+    bool is_padding(int64_t b, int64_t t) const { return flags_[static_cast<size_t>(b * length_ + t)] != 0; }
+
+private:
+    int64_t batch_ = 0, length_ = 0;
+    std::vector<uint8_t> flags_;
+};
+
+class Mask {
+public:
+    // Allows every query to attend every key: shape [1,1,1,1], true.
+    Mask();
+
+    // --- factories (all in the true = allowed meaning) ---
+    // [1,1,T,T]: query l sees key s iff s <= l (lower triangle with diagonal).
+    static Mask causal(int64_t length);
+    // [B,1,T,T]: query l sees key s iff s < prefix_lengths[b] or s <= l. The
+    // prefix is bidirectional, the rest causal (prefix-LM).
+    static Mask prefix_lm(const std::vector<int64_t>& prefix_lengths, int64_t length);
+    // [B,1,1,S]: every query sees key s of row b iff s is not padding.
+    static Mask key_padding(const Padding& padding);
+    // [1,1,T,T]: query l sees key s iff |l - s| <= radius (a local window).
+    static Mask local_window(int64_t length, int64_t radius);
+    // Arbitrary: a shape of rank 2..4 ([L,S], [B,L,S] or [B,H,L,S]) and its
+    // values, true = allowed.
+    static Mask from_allowed(const BoolTensor& allowed);
+
+    // --- conversions named for their source ---
+    // nn.MultiheadAttention bool attn_mask, True = blocked: [L,S], [B,L,S] or
+    // [B,H,L,S] (PyTorch's [B*H,L,S] must be reshaped to [B,H,L,S] first).
+    static Mask from_torch_mha_attn_mask(const BoolTensor& blocked);
+    // nn.MultiheadAttention key_padding_mask [B,S], True = ignore this key.
+    static Mask from_torch_key_padding_mask(const BoolTensor& is_padding);
+    // F.scaled_dot_product_attention bool attn_mask, True = allowed: [L,S],
+    // [B,L,S] or [B,H,L,S].
+    static Mask from_torch_sdpa_mask(const BoolTensor& allowed);
+    // Additive float mask: 0 allowed, -inf blocked, other finite = a bias kept
+    // and added to the scores. NaN and +inf are refused.
+    static Mask from_additive(const Tensor& additive);
+
+    // AND: a key is allowed only where both masks allow it (biases add).
+    // Shapes must broadcast against each other.
+    Mask operator&(const Mask& other) const;
+
+    const Shape& shape() const { return shape_; }  // always rank 4
+    bool allows(int64_t b, int64_t h, int64_t l, int64_t s) const {
+        return allowed_[static_cast<size_t>(index(b, h, l, s))] != 0;
+    }
+    bool has_bias() const { return !bias_.empty(); }
+    float bias(int64_t b, int64_t h, int64_t l, int64_t s) const {
+        return has_bias() ? bias_[static_cast<size_t>(index(b, h, l, s))] : 0.0f;
+    }
+    // One query's view over the keys, for kernels: key s is allowed iff
+    // allowed[s * step] != 0; its bias (if any) is bias[s * step].
+    struct Row {
+        const uint8_t* allowed;
+        const float* bias;  // nullptr when the mask has no bias
+        int64_t step;       // 0 when the mask broadcasts over keys
+    };
+    Row row(int64_t b, int64_t h, int64_t l) const;
+
+    // True for the default mask: no key is blocked and there is no bias.
+    bool allows_everything() const;
+
+    // Throws unless this mask broadcasts to `target` = [B,H,L,S]; `op` and
+    // `what` name the caller and the target in the message.
+    void check_broadcasts_to(const Shape& target, const char* op) const;
+
+    // The lesson's picture of one (batch, head) slice, one line per query:
+    //   q0: k0
+    //   q1: k0 k1
+    // A query that may attend no key shows "(none)".
+    std::string to_ascii(int64_t queries, int64_t keys, int64_t batch = 0, int64_t head = 0) const;
+
+private:
+    Mask(Shape shape, std::vector<uint8_t> allowed, std::vector<float> bias);
+    int64_t index(int64_t b, int64_t h, int64_t l, int64_t s) const {
+        return b * strides_[0] + h * strides_[1] + l * strides_[2] + s * strides_[3];
+    }
+
+    Shape shape_;                 // [B|1, H|1, L|1, S|1]
+    int64_t strides_[4] = {};     // 0 on broadcast axes
+    std::vector<uint8_t> allowed_;
+    std::vector<float> bias_;     // empty, or one finite value per element
+};
+
+// The masks of an encoder-decoder (sequence-to-sequence) model:
+//   decoder_self = causal(T) AND key_padding(target)      [B,1,T,T]
+//   cross        = key_padding(source)                    [B,1,1,S]
+// (the encoder's own self-attention uses key_padding(source) alone).
+struct Seq2SeqMasks {
+    Mask decoder_self;
+    Mask cross;
+};
+Seq2SeqMasks seq2seq_masks(const Padding& target, const Padding& source);
+
+}  // namespace tinyformer

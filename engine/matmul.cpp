@@ -1,0 +1,100 @@
+#include "engine/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+
+namespace tinyformer {
+
+namespace {
+
+// The shape of op(X): rows and columns after the optional transpose.
+int64_t op_rows(ConstMatrixView x, Transpose t) { return t == Transpose::Yes ? x.cols : x.rows; }
+int64_t op_cols(ConstMatrixView x, Transpose t) { return t == Transpose::Yes ? x.rows : x.cols; }
+
+void check_gemm_shapes(const char* op, ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb,
+                       MatrixView c) {
+    if (op_cols(a, ta) != op_rows(b, tb) || op_rows(a, ta) != c.rows || op_cols(b, tb) != c.cols)
+        fail(op, ": op(A) is [", op_rows(a, ta), ",", op_cols(a, ta), "], op(B) is [", op_rows(b, tb), ",",
+             op_cols(b, tb), "], C is [", c.rows, ",", c.cols, "]; need [M,K] @ [K,N] -> [M,N]");
+    if (a.stride < a.cols || b.stride < b.cols || c.stride < c.cols)
+        fail(op, ": a view's row stride is smaller than its column count");
+}
+
+}  // namespace
+
+void gemm(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, MatrixView c, float alpha, float beta) {
+    check_gemm_shapes("gemm", a, ta, b, tb, c);
+    const int64_t m = c.rows, n = c.cols, k = op_cols(a, ta);
+    if (m == 0 || n == 0) return;
+    // BLAS requires leading dimensions >= 1 even for empty operands.
+    auto ld = [](int64_t stride) { return static_cast<blasint>(stride > 0 ? stride : 1); };
+    cblas_sgemm(CblasRowMajor, ta == Transpose::Yes ? CblasTrans : CblasNoTrans,
+                tb == Transpose::Yes ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), alpha, a.data, ld(a.stride), b.data, ld(b.stride), beta, c.data, ld(c.stride));
+}
+
+void gemm_naive(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, MatrixView c, float alpha,
+                float beta) {
+    check_gemm_shapes("gemm_naive", a, ta, b, tb, c);
+    const int64_t k_size = op_cols(a, ta);
+    for (int64_t i = 0; i < c.rows; ++i)
+        for (int64_t j = 0; j < c.cols; ++j) {
+            double sum = 0.0;
+            for (int64_t k = 0; k < k_size; ++k) {
+                float a_ik = ta == Transpose::Yes ? a(k, i) : a(i, k);
+                float b_kj = tb == Transpose::Yes ? b(j, k) : b(k, j);
+                sum += static_cast<double>(a_ik) * b_kj;
+            }
+            float previous = beta == 0.0f ? 0.0f : beta * c(i, j);  // beta = 0 ignores C, as BLAS does
+            c(i, j) = alpha * static_cast<float>(sum) + previous;
+        }
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b, Transpose tb) {
+    if (a.rank() < 2 || b.rank() < 2)
+        fail("matmul: a and b need rank >= 2, got a ", shape_string(a.shape()), ", b ", shape_string(b.shape()));
+    const bool shared_b = b.rank() == 2;
+    if (!shared_b && (b.rank() != a.rank() || a.matrix_count() != b.matrix_count() ||
+                      !std::equal(a.shape().begin(), a.shape().end() - 2, b.shape().begin())))
+        fail("matmul: batch axes differ: a ", shape_string(a.shape()), ", b ", shape_string(b.shape()));
+    const int64_t k_b = tb == Transpose::Yes ? b.dim(-1) : b.dim(-2);
+    const int64_t n = tb == Transpose::Yes ? b.dim(-2) : b.dim(-1);
+    if (a.dim(-1) != k_b)
+        fail("matmul: a has K=", a.dim(-1), " but b has K=", k_b, " (a ", shape_string(a.shape()), ", b ",
+             shape_string(b.shape()), tb == Transpose::Yes ? ", b transposed)" : ")");
+    Shape out_shape = a.shape();
+    out_shape.back() = n;
+    Tensor out(out_shape);
+    for (int64_t i = 0; i < a.matrix_count(); ++i)
+        gemm(a.matrix(i), Transpose::No, b.matrix(shared_b ? 0 : i), tb, out.matrix(i));
+    return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    if (weight.rank() != 2)
+        fail("linear: weight must be [out,in], got ", shape_string(weight.shape()));
+    if (x.empty() || x.dim(-1) != weight.dim(1))
+        fail("linear: x has ", x.empty() ? 0 : x.dim(-1), " input features but weight ", shape_string(weight.shape()),
+             " expects ", weight.dim(1), " (x ", shape_string(x.shape()), ")");
+    if (!bias.empty() && (bias.rank() != 1 || bias.dim(0) != weight.dim(0)))
+        fail("linear: bias must be [", weight.dim(0), "], got ", shape_string(bias.shape()));
+    const int64_t in = weight.dim(1), out_features = weight.dim(0);
+    int64_t rows = 1;  // every axis of x but the last is a batch of rows
+    for (int64_t axis = 0; axis + 1 < x.rank(); ++axis) rows *= x.dim(axis);
+    Shape out_shape = x.shape();
+    out_shape.back() = out_features;
+    Tensor y(out_shape);
+    MatrixView y_rows{y.data(), rows, out_features, out_features};
+    if (!bias.empty())  // y starts as the bias in every row, then sgemm adds x W^T (beta = 1)
+        for (int64_t r = 0; r < y_rows.rows; ++r) std::copy(bias.data(), bias.data() + out_features, y_rows.row(r));
+    ConstMatrixView x_rows{x.data(), y_rows.rows, in, in};
+    gemm(x_rows, Transpose::No, weight.matrix(), Transpose::Yes, y_rows, 1.0f, bias.empty() ? 0.0f : 1.0f);
+    return y;
+}
+
+std::string blas_description() { return openblas_get_config(); }
+int blas_threads() { return openblas_get_num_threads(); }
+void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+
+}  // namespace tinyformer

@@ -1,0 +1,35 @@
+// Matrix products — every one goes through OpenBLAS's cblas_sgemm.
+//
+//   gemm:   C = alpha * op(A) op(B) + beta * C   on strided 2-D views, where
+//           op(X) is X or X^T. op(A) is [M, K], op(B) is [K, N], C is [M, N].
+//   matmul: a [..., M, K] @ b [..., K, N] (or b [K, N] shared by every batch).
+//   linear: y = x W^T + b  in PyTorch's layout: x [..., in], W [out, in],
+//           b [out] (or an empty Tensor for no bias) -> y [..., out].
+//
+// gemm_naive is the three-loop reference beside the BLAS kernel (as llm.c's
+// matmul_forward_naive); tests check that the two agree.
+#pragma once
+
+#include "engine/tensor.h"
+
+#include <string>
+
+namespace tinyformer {
+
+enum class Transpose { No, Yes };
+
+void gemm(ConstMatrixView a, Transpose transpose_a, ConstMatrixView b, Transpose transpose_b, MatrixView c,
+          float alpha = 1.0f, float beta = 0.0f);
+void gemm_naive(ConstMatrixView a, Transpose transpose_a, ConstMatrixView b, Transpose transpose_b, MatrixView c,
+                float alpha = 1.0f, float beta = 0.0f);
+
+Tensor matmul(const Tensor& a, const Tensor& b, Transpose transpose_b = Transpose::No);
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// What the BLAS is, for benchmarks and `tinyformer --version`:
+// e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".
+std::string blas_description();
+int blas_threads();
+void set_blas_threads(int threads);
+
+}  // namespace tinyformer

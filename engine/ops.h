@@ -1,0 +1,27 @@
+// Elementwise and row-wise operations, each in its one place.
+//
+//   softmax_rows:  y_i = exp(x_i - max_j x_j) / sum_j exp(x_j - max_j x_j)
+//                  over the last axis; -inf entries get exactly 0 weight. A row
+//                  that is entirely -inf has no distribution: Error.
+//   layer_norm:    y = (x - mean) / sqrt(var + eps) * gamma + beta over the
+//                  last axis, var the biased (1/N) variance, as PyTorch.
+//   relu:          max(0, x)
+//   gelu:          x * 0.5 * (1 + erf(x / sqrt(2)))  — the exact form, PyTorch's default
+//   add:           a + b, same shapes (the residual connection)
+#pragma once
+
+#include "engine/tensor.h"
+
+namespace tinyformer {
+
+// In place over one row of n floats. Returns false (and leaves the row
+// untouched) when every entry is -inf: the caller decides what that means.
+bool softmax_row(float* row, int64_t n);
+
+Tensor softmax_rows(const Tensor& x);
+Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);
+Tensor add(const Tensor& a, const Tensor& b);
+
+}  // namespace tinyformer

@@ -1,0 +1,97 @@
+// Tensor — contiguous, row-major float32 with a shape of rank 1..4, last axis
+// contiguous, axes in NumPy/PyTorch order. Value semantics: copying a Tensor
+// copies its numbers.
+//
+// The dimension vocabulary used everywhere (code, comments, tests, messages):
+//   B  batch                     H   attention heads
+//   L  query length              Dh  head dimension (D / H); Dk, Dv in attention
+//   S  key / source length       F   feed-forward dimension
+//   T  target (decoder) length   V   vocabulary size
+//   D  model dimension (d_model)
+//
+// MatrixView / ConstMatrixView are strided 2-D windows into a tensor: `rows`
+// rows of `cols` floats, row r starting at data + r * stride. A head's slice of
+// a [L, H*Dh] projection is the view with cols = Dh, stride = H*Dh — no copy.
+#pragma once
+
+#include "engine/error.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+namespace tinyformer {
+
+using Shape = std::vector<int64_t>;
+
+struct ConstMatrixView {
+    const float* data = nullptr;
+    int64_t rows = 0, cols = 0, stride = 0;
+
+    float operator()(int64_t r, int64_t c) const { return data[r * stride + c]; }
+    const float* row(int64_t r) const { return data + r * stride; }
+    // Columns [first, first+count) of every row — e.g. one head of a projection.
+    ConstMatrixView columns(int64_t first, int64_t count) const;
+    ConstMatrixView rows_range(int64_t first, int64_t count) const;
+};
+
+struct MatrixView {
+    float* data = nullptr;
+    int64_t rows = 0, cols = 0, stride = 0;
+
+    float& operator()(int64_t r, int64_t c) const { return data[r * stride + c]; }
+    float* row(int64_t r) const { return data + r * stride; }
+    MatrixView columns(int64_t first, int64_t count) const;
+    MatrixView rows_range(int64_t first, int64_t count) const;
+    operator ConstMatrixView() const { return {data, rows, cols, stride}; }
+};
+
+class Tensor {
+public:
+    // An empty tensor (rank 0, no numbers): used for "absent", e.g. no weights.
+    Tensor() = default;
+    // A tensor of the given shape filled with zeros.
+    explicit Tensor(Shape shape);
+    // A tensor of the given shape with every element `value`.
+    static Tensor filled(Shape shape, float value);
+    // A tensor of the given shape holding `values` (row-major; sizes must agree).
+    Tensor(Shape shape, std::vector<float> values);
+
+    const Shape& shape() const { return shape_; }
+    int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+    bool empty() const { return shape_.empty(); }
+    // Size of one axis; negative axes count from the end (dim(-1) = last).
+    int64_t dim(int64_t axis) const;
+    int64_t numel() const { return static_cast<int64_t>(values_.size()); }
+
+    float* data() { return values_.data(); }
+    const float* data() const { return values_.data(); }
+    const std::vector<float>& values() const { return values_; }
+
+    // Checked element access: t.at({b, l, s}). Throws Error naming the index.
+    float& at(std::initializer_list<int64_t> index);
+    float at(std::initializer_list<int64_t> index) const;
+
+    // The same numbers under a new shape with the same element count.
+    Tensor reshaped(Shape shape) const;
+
+    // The last two axes as a matrix, at flat index `leading` over the other
+    // axes: for [B, L, D], matrix(b) is [L, D]; for [L, D], matrix(0) is itself.
+    MatrixView matrix(int64_t leading = 0);
+    ConstMatrixView matrix(int64_t leading = 0) const;
+    // Number of such matrices (product of all axes but the last two).
+    int64_t matrix_count() const;
+
+    bool all_finite() const;
+
+private:
+    int64_t offset(std::initializer_list<int64_t> index) const;
+
+    Shape shape_;
+    std::vector<float> values_;
+};
+
+// Throws unless every axis is >= 0 and rank is 1..4; returns the element count.
+int64_t checked_numel(const Shape& shape, const char* what);
+
+}  // namespace tinyformer

@@ -1,0 +1,78 @@
+#include "layers/multi_head_attention.h"
+
+#include "engine/matmul.h"
+
+#include <algorithm>
+
+namespace tinyformer {
+
+namespace {
+
+// Rows [first, first+count) of a matrix, or elements of a vector, as a Tensor.
+Tensor slice_rows(const Tensor& t, int64_t first, int64_t count) {
+    const int64_t row = t.rank() == 2 ? t.dim(1) : 1;
+    Shape shape = t.shape();
+    shape[0] = count;
+    Tensor part(shape);
+    std::copy(t.data() + first * row, t.data() + (first + count) * row, part.data());
+    return part;
+}
+
+void check_shape(const Tensor& t, const Shape& expected, const char* name) {
+    if (t.shape() != expected)
+        fail("MultiHeadAttention: ", name, " must be ", shape_string(expected), ", got ", shape_string(t.shape()));
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads) : heads_(heads) {
+    if (weights.out_proj_weight.rank() != 2)
+        fail("MultiHeadAttention: out_proj.weight must be [D,D], got ", shape_string(weights.out_proj_weight.shape()));
+    d_model_ = weights.out_proj_weight.dim(0);
+    const int64_t D = d_model_;
+    if (D < 1) fail("MultiHeadAttention: d_model must be >= 1, got ", D);
+    if (heads < 1 || D % heads != 0)
+        fail("MultiHeadAttention: d_model (", D, ") must be divisible by the number of heads (", heads, ")");
+    check_shape(weights.in_proj_weight, {3 * D, D}, "in_proj_weight");
+    check_shape(weights.in_proj_bias, {3 * D}, "in_proj_bias");
+    check_shape(weights.out_proj_weight, {D, D}, "out_proj.weight");
+    check_shape(weights.out_proj_bias, {D}, "out_proj.bias");
+    w_query_ = slice_rows(weights.in_proj_weight, 0, D);
+    w_key_ = slice_rows(weights.in_proj_weight, D, D);
+    w_value_ = slice_rows(weights.in_proj_weight, 2 * D, D);
+    b_query_ = slice_rows(weights.in_proj_bias, 0, D);
+    b_key_ = slice_rows(weights.in_proj_bias, D, D);
+    b_value_ = slice_rows(weights.in_proj_bias, 2 * D, D);
+    w_out_ = weights.out_proj_weight;
+    b_out_ = weights.out_proj_bias;
+}
+
+Tensor MultiHeadAttention::project_query(const Tensor& x_q) const { return linear(x_q, w_query_, b_query_); }
+Tensor MultiHeadAttention::project_key(const Tensor& x_kv) const { return linear(x_kv, w_key_, b_key_); }
+Tensor MultiHeadAttention::project_value(const Tensor& x_kv) const { return linear(x_kv, w_value_, b_value_); }
+
+AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
+                                           const Mask& mask, const AttentionOptions& options) const {
+    // Heads are column blocks of Q, K, V: the engine reads them as views.
+    AttentionResult result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, options);
+    result.output = linear(result.output, w_out_, b_out_);  // Concat(heads) W_O^T + b_O, [B, L, D]
+    const Padding& padding = options.query_padding;
+    for (int64_t b = 0; b < padding.batch(); ++b)  // b_O must not revive a padded query: its row stays 0
+        for (int64_t l = 0; l < padding.length(); ++l)
+            if (padding.is_padding(b, l)) {
+                MatrixView row = result.output.matrix(b).rows_range(l, 1);
+                std::fill(row.data, row.data + d_model_, 0.0f);
+            }
+    return result;
+}
+
+AttentionResult MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const Mask& mask,
+                                            const AttentionOptions& options) const {
+    for (const Tensor* x : {&x_q, &x_kv})
+        if (x->rank() != 3 || x->dim(2) != d_model_)
+            fail("MultiHeadAttention: inputs must be [B,L,D] with D=", d_model_, "; got x_q ",
+                 shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
+    return attend(project_query(x_q), project_key(x_kv), project_value(x_kv), mask, options);
+}
+
+}  // namespace tinyformer

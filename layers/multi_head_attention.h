@@ -1,0 +1,56 @@
+// MultiHeadAttention — nn.MultiheadAttention(batch_first=True) at inference,
+// in PyTorch's layout (lesson 10.3, section 7):
+//
+//   in_proj_weight [3D, D]: rows 0..D-1 are W_Q, D..2D-1 W_K, 2D..3D-1 W_V
+//   in_proj_bias   [3D]     out_proj_weight [D, D]     out_proj_bias [D]
+//
+//   Q = x_q  W_Q^T + b_Q    [B, L, D]      (x_q: the queries' inputs)
+//   K = x_kv W_K^T + b_K    [B, S, D]      (x_kv: the keys'/values' inputs;
+//   V = x_kv W_V^T + b_V    [B, S, D]       x_kv = x_q for self-attention)
+//   head_h = Attention(Q_h, K_h, V_h)      Q_h = columns h*Dh..(h+1)*Dh-1, Dh = D/H
+//   MHA(x) = Concat(head_1, ..., head_H) W_O^T + b_O     [B, L, D]
+//
+// D % H == 0 is required. Per-head weights come back as [B, H, L, S], never
+// averaged over heads. Cross-attention is the same module with x_kv = the
+// encoder memory, so L != S is normal.
+#pragma once
+
+#include "engine/attention.h"
+#include "engine/tensor.h"
+
+namespace tinyformer {
+
+struct MultiHeadAttentionWeights {
+    Tensor in_proj_weight;   // [3D, D]
+    Tensor in_proj_bias;     // [3D]
+    Tensor out_proj_weight;  // [D, D]
+    Tensor out_proj_bias;    // [D]
+};
+
+class MultiHeadAttention {
+public:
+    MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads);
+
+    // x_q [B, L, D], x_kv [B, S, D] -> output [B, L, D] (+ weights [B, H, L, S]).
+    AttentionResult forward(const Tensor& x_q, const Tensor& x_kv, const Mask& mask = Mask(),
+                            const AttentionOptions& options = {}) const;
+
+    // The steps of forward, for callers that keep K and V (a KV cache).
+    Tensor project_query(const Tensor& x_q) const;   // [B, L, D]
+    Tensor project_key(const Tensor& x_kv) const;    // [B, S, D]
+    Tensor project_value(const Tensor& x_kv) const;  // [B, S, D]
+    // Attention over heads of projected Q, K, V, then the output projection.
+    AttentionResult attend(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask,
+                           const AttentionOptions& options) const;
+
+    int64_t d_model() const { return d_model_; }
+    int64_t heads() const { return heads_; }
+
+private:
+    int64_t d_model_, heads_;
+    Tensor w_query_, w_key_, w_value_;  // [D, D] each, split from in_proj_weight
+    Tensor b_query_, b_key_, b_value_;  // [D] each
+    Tensor w_out_, b_out_;
+};
+
+}  // namespace tinyformer
