@@ -4,7 +4,8 @@
 
 CXX      ?= g++
 CXXFLAGS ?= -O2 -g
-CXXFLAGS += -std=c++20 -Wall -Wextra -Wpedantic -I.
+# What the code needs, kept apart so that `make CXXFLAGS=...` cannot drop it.
+REQUIRED_FLAGS := -std=c++20 -Wall -Wextra -Wpedantic -I.
 PKGS     := openblas stb
 # pkg-config is asked lazily (=, not :=) so that `make deps` can install it first.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -64,16 +65,16 @@ clean:
 	rm -rf build
 
 build/tinyformer: $(CLI_OBJ) $(LIB_OBJ)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 build/tinyformer-bench: $(BENCH_OBJ) $(LIB_OBJ)
-	$(CXX) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 build/%.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,109 @@
+// Tests for layers/multi_head_attention.*.
+
+#include "engine/attention.h"
+#include "engine/matmul.h"
+#include "engine/random.h"
+#include "layers/multi_head_attention.h"
+#include "tests/helpers.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using namespace tinyformer;
+
+namespace {
+
+MultiHeadAttentionWeights random_weights(Random& random, int64_t D) {
+    return {random.normal_tensor({3 * D, D}, 0.4f), random.normal_tensor({3 * D}, 0.2f),
+            random.normal_tensor({D, D}, 0.4f), random.normal_tensor({D}, 0.2f)};
+}
+
+// y[b, t, o] = sum_i x[b, t, i] * W[row0 + o, i] + bias[row0 + o], by plain loops.
+Tensor project_by_hand(const Tensor& x, const Tensor& W, const Tensor& bias, int64_t row0, int64_t out) {
+    Tensor y({x.dim(0), x.dim(1), out});
+    for (int64_t b = 0; b < x.dim(0); ++b)
+        for (int64_t t = 0; t < x.dim(1); ++t)
+            for (int64_t o = 0; o < out; ++o) {
+                double sum = bias.at({row0 + o});
+                for (int64_t i = 0; i < x.dim(2); ++i) sum += static_cast<double>(x.at({b, t, i})) * W.at({row0 + o, i});
+                y.at({b, t, o}) = static_cast<float>(sum);
+            }
+    return y;
+}
+
+// Columns [first, first+count) of a [B, T, C] tensor, copied: a head's slice.
+Tensor columns(const Tensor& x, int64_t first, int64_t count) {
+    Tensor y({x.dim(0), x.dim(1), count});
+    for (int64_t b = 0; b < x.dim(0); ++b)
+        for (int64_t t = 0; t < x.dim(1); ++t)
+            for (int64_t c = 0; c < count; ++c) y.at({b, t, c}) = x.at({b, t, first + c});
+    return y;
+}
+
+}  // namespace
+
+TEST_CASE("MultiHeadAttention equals a hand loop over heads calling scaled_dot_product_attention") {
+    const int64_t B = 2, L = 3, S = 5, D = 12, H = 3, Dh = D / H;
+    Random random(10);
+    const MultiHeadAttentionWeights w = random_weights(random, D);
+    const MultiHeadAttention attention(w, H);
+    const Tensor x_q = random.normal_tensor({B, L, D});   // decoder states: L queries
+    const Tensor x_kv = random.normal_tensor({B, S, D});  // encoder memory: S keys (cross-attention)
+    const Mask mask = Mask::key_padding(Padding::from_lengths({5, 3}, S));
+    AttentionOptions options;
+    options.want_weights = true;
+    const AttentionResult result = attention.forward(x_q, x_kv, mask, options);
+    REQUIRE(result.output.shape() == Shape{B, L, D});
+    REQUIRE(result.weights.shape() == Shape{B, H, L, S});
+
+    // The hand loop: project with plain loops (rows 0..D-1 of in_proj are W_Q,
+    // D..2D-1 W_K, 2D..3D-1 W_V), attend head by head, concatenate, W_O.
+    const Tensor Q = project_by_hand(x_q, w.in_proj_weight, w.in_proj_bias, 0, D);
+    const Tensor K = project_by_hand(x_kv, w.in_proj_weight, w.in_proj_bias, D, D);
+    const Tensor V = project_by_hand(x_kv, w.in_proj_weight, w.in_proj_bias, 2 * D, D);
+    Tensor concat({B, L, D});
+    AttentionOptions head_options;
+    head_options.want_weights = true;
+    for (int64_t h = 0; h < H; ++h) {
+        const AttentionResult head = scaled_dot_product_attention(columns(Q, h * Dh, Dh), columns(K, h * Dh, Dh),
+                                                                  columns(V, h * Dh, Dh), mask, head_options);
+        for (int64_t b = 0; b < B; ++b)
+            for (int64_t l = 0; l < L; ++l) {
+                for (int64_t c = 0; c < Dh; ++c) concat.at({b, l, h * Dh + c}) = head.output.at({b, l, c});
+                for (int64_t s = 0; s < S; ++s)
+                    CHECK(result.weights.at({b, h, l, s}) == doctest::Approx(head.weights.at({b, l, s})).epsilon(1e-5));
+            }
+    }
+    const Tensor expected = project_by_hand(concat, w.out_proj_weight, w.out_proj_bias, 0, D);
+    for (int64_t i = 0; i < expected.numel(); ++i)
+        CHECK(std::fabs(result.output.data()[i] - expected.data()[i]) <= 1e-4f);
+    // Padded keys of batch 1 (positions 3, 4) get weight 0 in every head.
+    for (int64_t h = 0; h < H; ++h) CHECK(result.weights.at({1, h, 0, 3}) == 0.0f);
+}
+
+TEST_CASE("MultiHeadAttention refuses D % H != 0 and badly shaped weights, naming the shapes") {
+    Random random(11);
+    const MultiHeadAttentionWeights w = random_weights(random, 8);
+    CHECK_THROWS_WITH_AS(MultiHeadAttention(w, 3), doctest::Contains("d_model (8) must be divisible by the number of heads (3)"),
+                         Error);
+    CHECK_THROWS_WITH_AS(MultiHeadAttention(w, 0), doctest::Contains("divisible"), Error);
+    MultiHeadAttentionWeights bad = w;
+    bad.in_proj_weight = Tensor({24, 7});
+    CHECK_THROWS_WITH_AS(MultiHeadAttention(bad, 2), doctest::Contains("in_proj_weight must be [24,8], got [24,7]"), Error);
+    const MultiHeadAttention attention(w, 2);
+    CHECK_ERROR_CONTAINS(attention.forward(Tensor({1, 3, 6}), Tensor({1, 3, 8})), "D=8", "x_q [1,3,6]");
+}
+
+TEST_CASE("MultiHeadAttention keeps padded query rows at exactly 0 despite the output bias") {
+    Random random(12);
+    const MultiHeadAttentionWeights w = random_weights(random, 4);
+    const MultiHeadAttention attention(w, 2);
+    const Tensor x = random.normal_tensor({1, 3, 4});
+    const Padding padding = Padding::from_lengths({2}, 3);
+    AttentionOptions options;
+    options.query_padding = padding;
+    const AttentionResult result = attention.forward(x, x, Mask::causal(3) & Mask::key_padding(padding), options);
+    for (int64_t c = 0; c < 4; ++c) CHECK(result.output.at({0, 2, c}) == 0.0f);
+    CHECK(result.output.at({0, 1, 0}) != 0.0f);
+}

@@ -1,0 +1,23 @@
+// The `tinyformer` command line: one binary, git-style subcommands.
+// Only tools/ parses command lines. Library errors (tinyformer::Error) become
+// `tinyformer: error: <message>` and exit 1; UsageError (bad flags or
+// arguments) the same with exit 2.
+#pragma once
+
+#include "engine/error.h"
+
+#include <string>
+#include <vector>
+
+namespace tinyformer::cli {
+
+class UsageError : public Error {
+public:
+    using Error::Error;
+};
+
+using Arguments = std::vector<std::string>;
+
+int lesson_command(const Arguments& args);
+
+}  // namespace tinyformer::cli

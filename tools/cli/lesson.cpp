@@ -1,0 +1,400 @@
+// `tinyformer lesson [NAME|all]` — lesson 10.3's worked examples and
+// practices, run on the engine as a learner would run them in a notebook.
+// Every number printed here is computed by the engine at run time; the
+// expected values quoted in the text are the lesson's hand calculations.
+
+#include "engine/attention.h"
+#include "engine/mask.h"
+#include "engine/matmul.h"
+#include "engine/random.h"
+#include "layers/multi_head_attention.h"
+#include "tools/cli/cli.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+namespace tinyformer::cli {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+void heading(const char* title) { std::printf("\n=== %s ===\n\n", title); }
+
+void print_matrix(const char* name, ConstMatrixView m, int precision = 4) {
+    std::printf("%s [%lld,%lld]\n", name, static_cast<long long>(m.rows), static_cast<long long>(m.cols));
+    for (int64_t r = 0; r < m.rows; ++r) {
+        std::printf("  ");
+        for (int64_t c = 0; c < m.cols; ++c) std::printf(" %*.*f", precision + 4, precision, m(r, c));
+        std::printf("\n");
+    }
+}
+
+void print_row_sums(ConstMatrixView weights) {
+    std::printf("row sums:");
+    for (int64_t r = 0; r < weights.rows; ++r) {
+        double sum = 0;
+        for (int64_t c = 0; c < weights.cols; ++c) sum += weights(r, c);
+        std::printf(" %.6f", sum);
+    }
+    std::printf("\n");
+}
+
+BoolTensor bool_matrix(int64_t rows, int64_t cols, std::vector<uint8_t> values) {
+    return BoolTensor{{rows, cols}, std::move(values)};
+}
+
+AttentionOptions with_weights() {
+    AttentionOptions options;
+    options.want_weights = true;
+    return options;
+}
+
+// Practice 1.
+void lesson_shapes() {
+    heading("shapes: cross-attention, L != S (practice 1)");
+    std::printf("In cross-attention the queries come from the decoder (length L) and the keys\n"
+                "and values from the encoder (length S), so L and S differ.\n\n");
+    Random random(1);
+    const Tensor query = random.normal_tensor({2, 4, 8});  // [B, L, Dk]
+    const Tensor key = random.normal_tensor({2, 6, 8});    // [B, S, Dk]
+    const Tensor value = random.normal_tensor({2, 6, 5});  // [B, S, Dv]
+    const AttentionResult result = scaled_dot_product_attention(query, key, value, Mask(), with_weights());
+    std::printf("query   Q [B,L,Dk] = %s\n", shape_string(query.shape()).c_str());
+    std::printf("key     K [B,S,Dk] = %s\n", shape_string(key.shape()).c_str());
+    std::printf("value   V [B,S,Dv] = %s\n", shape_string(value.shape()).c_str());
+    std::printf("scores  A [B,L,S]  = %s   (softmax runs over S, the key axis)\n",
+                shape_string(result.weights.shape()).c_str());
+    std::printf("output  O [B,L,Dv] = %s\n\n", shape_string(result.output.shape()).c_str());
+    print_matrix("weights of batch 0 (one row per query, one column per key)", result.weights.matrix(0));
+    print_row_sums(result.weights.matrix(0));
+    std::printf("\nA key with the wrong Dk is refused with both shapes named:\n  ");
+    try {
+        scaled_dot_product_attention(query, random.normal_tensor({2, 6, 7}), value);
+    } catch (const Error& error) {
+        std::printf("%s\n", error.what());
+    }
+}
+
+// Section 5's worked example and practice 2.
+void lesson_causal() {
+    heading("causal: the 3x3 worked example (practice 2)");
+    std::printf("Q = K = 0, so every allowed score is 0 and each query averages its allowed values.\n"
+                "V = [2, 4, 8]. Causal mask (true = may attend):\n\n");
+    const Tensor zeros({1, 3, 2});
+    const Tensor value({1, 3, 1}, {2.0f, 4.0f, 8.0f});
+    const Mask causal = Mask::causal(3);
+    std::printf("%s\n", causal.to_ascii(3, 3).c_str());
+    AttentionResult result = scaled_dot_product_attention(zeros, zeros, value, causal, with_weights());
+    print_matrix("weights", result.weights.matrix(0));
+    std::printf("outputs: %.6f %.6f %.6f   (lesson: 2, 3, 14/3 = %.6f)\n", result.output.at({0, 0, 0}),
+                result.output.at({0, 1, 0}), result.output.at({0, 2, 0}), 14.0 / 3.0);
+    bool future_zero = true;
+    for (int64_t l = 0; l < 3; ++l)
+        for (int64_t s = l + 1; s < 3; ++s) future_zero = future_zero && result.weights.at({0, l, s}) == 0.0f;
+    std::printf("every future weight (key > query) is exactly 0: %s\n\n", future_zero ? "yes" : "NO");
+
+    std::printf("The reversed mask (each query sees itself and the FUTURE) changes the numbers at once,\n"
+                "which is why this check beats checking shapes:\n\n");
+    const Mask reversed = Mask::from_allowed(bool_matrix(3, 3, {1, 1, 1, 0, 1, 1, 0, 0, 1}));
+    std::printf("%s\n", reversed.to_ascii(3, 3).c_str());
+    result = scaled_dot_product_attention(zeros, zeros, value, reversed, with_weights());
+    std::printf("outputs: %.6f %.6f %.6f   (by hand: 14/3, (4+8)/2 = 6, 8)\n", result.output.at({0, 0, 0}),
+                result.output.at({0, 1, 0}), result.output.at({0, 2, 0}));
+}
+
+// Section 4 and practice 3.
+void lesson_conventions() {
+    heading("conventions: the two PyTorch Boolean meanings (practice 3)");
+    std::printf("nn.MultiheadAttention's bool attn_mask / key_padding_mask: True = BLOCKED.\n"
+                "F.scaled_dot_product_attention's bool attn_mask:        True = ALLOWED.\n"
+                "tinyformer keeps one meaning inside (true = may attend) and converts at the boundary\n"
+                "with functions named for the source.\n\n");
+    const Tensor zeros({1, 3, 2});
+    const Tensor value({1, 3, 1}, {2.0f, 4.0f, 8.0f});
+    // The causal mask as each API wants it.
+    const BoolTensor mha_style = bool_matrix(3, 3, {0, 1, 1, 0, 0, 1, 0, 0, 0});   // triu(1): True = blocked
+    const BoolTensor sdpa_style = bool_matrix(3, 3, {1, 0, 0, 1, 1, 0, 1, 1, 1});  // tril: True = allowed
+    const Mask from_mha = Mask::from_torch_mha_attn_mask(mha_style);
+    const Mask from_sdpa = Mask::from_torch_sdpa_mask(sdpa_style);
+    std::printf("MHA tensor [[F,T,T],[F,F,T],[F,F,F]] via from_torch_mha_attn_mask:\n%s\n",
+                from_mha.to_ascii(3, 3).c_str());
+    std::printf("SDPA tensor [[T,F,F],[T,T,F],[T,T,T]] via from_torch_sdpa_mask:\n%s\n",
+                from_sdpa.to_ascii(3, 3).c_str());
+    const AttentionResult a = scaled_dot_product_attention(zeros, zeros, value, from_mha, with_weights());
+    const AttentionResult b = scaled_dot_product_attention(zeros, zeros, value, from_sdpa, with_weights());
+    print_matrix("weights (MHA tensor, MHA conversion)", a.weights.matrix(0));
+    print_matrix("weights (SDPA tensor, SDPA conversion)", b.weights.matrix(0));
+    std::printf("identical: %s\n\n", a.weights.values() == b.weights.values() ? "yes" : "NO");
+
+    std::printf("The migration bug: the MHA tensor passed on as if it were an SDPA mask.\n"
+                "Query 2 now sees nothing and query 0 sees only the future:\n\n");
+    const Mask migrated = Mask::from_torch_sdpa_mask(mha_style);
+    std::printf("%s", migrated.to_ascii(3, 3).c_str());
+    try {
+        scaled_dot_product_attention(zeros, zeros, value, migrated, with_weights());
+    } catch (const Error& error) {
+        std::printf("-> %s\n", error.what());
+    }
+}
+
+// Section 4's last paragraph and practice 4; section 3's query padding.
+void lesson_empty_row() {
+    heading("empty-row: a query whose every key is masked (practice 4)");
+    std::printf("Softmax over nothing has no distribution. Computed naively, every entry is\n"
+                "exp(-inf - max) with max = -inf, i.e. exp(nan):\n  naive softmax([-inf, -inf, -inf]) =");
+    const float row[3] = {-kInf, -kInf, -kInf};
+    float max_score = -kInf;
+    for (float v : row) max_score = std::max(max_score, v);
+    double sum = 0;
+    for (float v : row) sum += std::exp(v - max_score);
+    for (float v : row) std::printf(" %g", std::exp(v - max_score) / sum);
+    std::printf("\n\ntinyformer refuses it, naming batch and query:\n  ");
+    const Tensor zeros({1, 3, 2});
+    const Tensor value({1, 3, 1}, {2.0f, 4.0f, 8.0f});
+    const Mask keys = Mask::from_allowed(bool_matrix(3, 3, {1, 0, 0, 1, 1, 0, 0, 0, 0}));  // query 2: no key
+    try {
+        scaled_dot_product_attention(zeros, zeros, value, keys, with_weights());
+    } catch (const Error& error) {
+        std::printf("%s\n", error.what());
+    }
+    std::printf("\nIf query 2 is padding, its result is DEFINED: output and weight row exactly 0.\n"
+                "Masking padded keys alone never does this; padded queries must be marked too:\n\n");
+    AttentionOptions options = with_weights();
+    options.query_padding = Padding::from_lengths({2}, 3);  // positions 0, 1 real; 2 padding
+    const AttentionResult result = scaled_dot_product_attention(zeros, zeros, value, keys, options);
+    print_matrix("weights", result.weights.matrix(0));
+    std::printf("outputs: %g %g %g   (query 2 is padding; any NaN: %s)\n", result.output.at({0, 0, 0}),
+                result.output.at({0, 1, 0}), result.output.at({0, 2, 0}),
+                result.output.all_finite() && result.weights.all_finite() ? "no" : "YES");
+}
+
+// Section 3: -inf vs a finite negative, and masking after softmax.
+void lesson_finite_negative() {
+    heading("finite-negative: -inf vs a finite negative, and zeroing after softmax");
+    std::printf("Scores of one query against 3 keys: [0, 0, 10004]. Key 2 is to be masked.\n\n");
+    const float big = 10004.0f;
+    // Q K^T / sqrt(Dk) with Dk = 1: q = 1, keys 0, 0, 10004.
+    const Tensor query({1, 1, 1}, {1.0f});
+    const Tensor key({1, 3, 1}, {0.0f, 0.0f, big});
+    const Tensor value({1, 3, 1}, {1.0f, 2.0f, 100.0f});
+    const Tensor minus_inf({1, 3}, {0.0f, 0.0f, -kInf});
+    const Tensor finite({1, 3}, {0.0f, 0.0f, -1e4f});
+    const AttentionResult hard =
+        scaled_dot_product_attention(query, key, value, Mask::from_additive(minus_inf), with_weights());
+    const AttentionResult soft =
+        scaled_dot_product_attention(query, key, value, Mask::from_additive(finite), with_weights());
+    print_matrix("additive mask [0, 0, -inf] -> weights", hard.weights.matrix(0), 6);
+    print_matrix("additive mask [0, 0, -1e4] -> weights", soft.weights.matrix(0), 6);
+    std::printf("With -1e4 the masked key's score is still 10004 - 10000 = 4 > 0, so it gets\n"
+                "e^4 / (2 + e^4) = %.6f of the weight: a finite negative only suppresses\n"
+                "relative to the other scores; -inf guarantees exactly 0.\n\n",
+                std::exp(4.0) / (2.0 + std::exp(4.0)));
+
+    std::printf("Zeroing after softmax without renormalising: all scores 0, key 2 zeroed afterwards.\n");
+    const Tensor flat_key({1, 3, 1});
+    AttentionResult all = scaled_dot_product_attention(query, flat_key, value, Mask(), with_weights());
+    all.weights.at({0, 0, 2}) = 0.0f;
+    std::printf("zeroed after softmax:  ");
+    print_row_sums(all.weights.matrix(0));
+    const AttentionResult proper =
+        scaled_dot_product_attention(query, flat_key, value, Mask::from_additive(minus_inf), with_weights());
+    std::printf("masked before softmax: ");
+    print_row_sums(proper.weights.matrix(0));
+}
+
+// Section 2: why divide by sqrt(Dk).
+void lesson_scale() {
+    heading("scale: why 1/sqrt(Dk)");
+    std::printf("q and k with independent unit-variance components: Var(q . k) = Dk.\n"
+                "Dividing by sqrt(Dk) brings it back to ~1 and keeps softmax from saturating.\n"
+                "(Sampled: 4000 random pairs for the variance; 200 queries x 16 keys for the weights.)\n\n");
+    std::printf("%6s  %12s  %12s  %16s  %16s\n", "Dk", "Var(q.k)", "Var(q.k/sqD)", "max weight raw", "max weight /sqD");
+    Random random(7);
+    for (int64_t dk : {4, 64, 1024}) {
+        double sum = 0, sum_sq = 0;
+        const int pairs = 4000;
+        for (int i = 0; i < pairs; ++i) {
+            double dot = 0;
+            for (int64_t d = 0; d < dk; ++d) dot += static_cast<double>(random.normal()) * random.normal();
+            sum += dot;
+            sum_sq += dot * dot;
+        }
+        const double variance = sum_sq / pairs - (sum / pairs) * (sum / pairs);
+        // Largest softmax weight of a query over 16 keys, raw and scaled, averaged over queries.
+        const Tensor query = random.normal_tensor({1, 200, dk});
+        const Tensor key = random.normal_tensor({1, 16, dk});
+        const Tensor value({1, 16, 1});
+        const AttentionResult scaled = scaled_dot_product_attention(query, key, value, Mask(), with_weights());
+        // Without the scale: multiply Q by sqrt(Dk) so that the engine's 1/sqrt(Dk) cancels.
+        Tensor raw_query = query;
+        for (int64_t i = 0; i < raw_query.numel(); ++i) raw_query.data()[i] *= std::sqrt(static_cast<float>(dk));
+        const AttentionResult raw = scaled_dot_product_attention(raw_query, key, value, Mask(), with_weights());
+        auto mean_max = [](const Tensor& weights) {
+            double total = 0;
+            const ConstMatrixView w = weights.matrix(0);
+            for (int64_t r = 0; r < w.rows; ++r) total += *std::max_element(w.row(r), w.row(r) + w.cols);
+            return total / static_cast<double>(w.rows);
+        };
+        std::printf("%6lld  %12.2f  %12.3f  %16.3f  %16.3f\n", static_cast<long long>(dk), variance,
+                    variance / static_cast<double>(dk), mean_max(raw.weights), mean_max(scaled.weights));
+    }
+    std::printf("\nUnscaled, the largest weight approaches 1 as Dk grows (softmax saturates, gradients\n"
+                "vanish); scaled, it stays moderate. The argument assumes independent, zero-mean,\n"
+                "unit-variance components - trained representations need not satisfy it.\n");
+}
+
+// Section 7: multi-head attention.
+void lesson_multihead() {
+    heading("multihead: H heads, concat, output projection");
+    const int64_t D = 8, H = 2;
+    Random random(3);
+    MultiHeadAttentionWeights weights{random.normal_tensor({3 * D, D}, 0.5f), random.normal_tensor({3 * D}, 0.1f),
+                                      random.normal_tensor({D, D}, 0.5f), random.normal_tensor({D}, 0.1f)};
+    const MultiHeadAttention attention(weights, H);
+    const Tensor x = random.normal_tensor({1, 4, D});
+    const AttentionResult result = attention.forward(x, x, Mask::causal(4), with_weights());
+    std::printf("D = %lld, H = %lld, Dh = D/H = %lld. x %s -> output %s, weights [B,H,L,S] = %s\n\n",
+                static_cast<long long>(D), static_cast<long long>(H), static_cast<long long>(D / H),
+                shape_string(x.shape()).c_str(), shape_string(result.output.shape()).c_str(),
+                shape_string(result.weights.shape()).c_str());
+    print_matrix("head 0 weights", result.weights.matrix(0));
+    print_matrix("head 1 weights", result.weights.matrix(1));
+    std::printf("Each head has its own weights from its own learned subspace; nothing forces a head\n"
+                "to mean anything a person would name. The heads' outputs are concatenated and\n"
+                "mixed by W_O. D must be divisible by H:\n  ");
+    try {
+        MultiHeadAttention(weights, 3);
+    } catch (const Error& error) {
+        std::printf("%s\n", error.what());
+    }
+}
+
+// Section 8/10: the fused (streaming) path gives the same answer without [L,S].
+void lesson_paths() {
+    heading("paths: materialized vs streaming (fused-style) attention");
+    Random random(5);
+    const int64_t L = 300, S = 1000, Dk = 32;
+    const Tensor query = random.normal_tensor({1, L, Dk});
+    const Tensor key = random.normal_tensor({1, S, Dk});
+    const Tensor value = random.normal_tensor({1, S, Dk});
+    AttentionOptions materialized, streaming;
+    materialized.path = AttentionPath::Materialized;
+    streaming.path = AttentionPath::Streaming;
+    const Mask mask = Mask::local_window(S, 100) & Mask::causal(S);  // used for the self-attention below
+    const AttentionResult a = scaled_dot_product_attention(query, key, value, Mask(), materialized);
+    const AttentionResult b = scaled_dot_product_attention(query, key, value, Mask(), streaming);
+    double max_diff = 0;
+    for (int64_t i = 0; i < a.output.numel(); ++i)
+        max_diff = std::max(max_diff, static_cast<double>(std::fabs(a.output.data()[i] - b.output.data()[i])));
+    std::printf("L = %lld, S = %lld, Dk = Dv = %lld\n", static_cast<long long>(L), static_cast<long long>(S),
+                static_cast<long long>(Dk));
+    std::printf("  %-12s holds the scores [L,S]: %8.1f KiB\n", path_name(a.path), L * S * 4 / 1024.0);
+    const AttentionOptions defaults;
+    std::printf("  %-12s holds one tile [%lld,%lld] plus 2 floats per query of a block: %8.1f KiB\n",
+                path_name(b.path), static_cast<long long>(defaults.query_block),
+                static_cast<long long>(defaults.key_tile),
+                (defaults.query_block * defaults.key_tile + 2 * defaults.query_block) * 4 / 1024.0);
+    std::printf("  largest difference between their outputs: %.2e (float rounding, not semantics)\n", max_diff);
+    const Tensor x = random.normal_tensor({1, S, Dk});
+    const AttentionResult c = scaled_dot_product_attention(x, x, x, mask, materialized);
+    const AttentionResult d = scaled_dot_product_attention(x, x, x, mask, streaming);
+    max_diff = 0;
+    for (int64_t i = 0; i < c.output.numel(); ++i)
+        max_diff = std::max(max_diff, static_cast<double>(std::fabs(c.output.data()[i] - d.output.data()[i])));
+    std::printf("  with a causal local window (radius 100) over S = %lld: difference %.2e\n",
+                static_cast<long long>(S), max_diff);
+    std::printf("Only the materialized path can return the weights (heatmaps need it); the streaming\n"
+                "path is the default when they are not asked for. Benchmarks: make bench.\n");
+}
+
+// Section 9: attention has no positional information.
+void lesson_permutation() {
+    heading("permutation: self-attention without positions is permutation-equivariant");
+    Random random(11);
+    const int64_t T = 5, D = 4;
+    const Tensor x = random.normal_tensor({1, T, D});
+    const std::vector<int64_t> perm = {3, 0, 4, 1, 2};  // new position i holds old token perm[i]
+    Tensor permuted({1, T, D});
+    for (int64_t i = 0; i < T; ++i)
+        for (int64_t d = 0; d < D; ++d) permuted.at({0, i, d}) = x.at({0, perm[static_cast<size_t>(i)], d});
+    auto distance = [&](const Tensor& out, const Tensor& out_of_permuted) {
+        double worst = 0;  // compare out[perm[i]] with out_of_permuted[i]
+        for (int64_t i = 0; i < T; ++i)
+            for (int64_t d = 0; d < D; ++d)
+                worst = std::max(worst, static_cast<double>(std::fabs(out.at({0, perm[static_cast<size_t>(i)], d}) -
+                                                                      out_of_permuted.at({0, i, d}))));
+        return worst;
+    };
+    std::printf("Tokens permuted by %s; compare attention(permuted x) with permuted attention(x):\n",
+                "[3,0,4,1,2]");
+    std::printf("  no mask:                                  max difference %.2e\n",
+                distance(scaled_dot_product_attention(x, x, x).output,
+                         scaled_dot_product_attention(permuted, permuted, permuted).output));
+    const Mask causal = Mask::causal(T);
+    std::printf("  causal mask, same mask for both:          max difference %.2e\n",
+                distance(scaled_dot_product_attention(x, x, x, causal).output,
+                         scaled_dot_product_attention(permuted, permuted, permuted, causal).output));
+    std::vector<uint8_t> permuted_mask(static_cast<size_t>(T * T));
+    for (int64_t i = 0; i < T; ++i)
+        for (int64_t j = 0; j < T; ++j)
+            permuted_mask[static_cast<size_t>(i * T + j)] =
+                causal.allows(0, 0, perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
+    std::printf("  causal mask permuted along both axes too: max difference %.2e\n",
+                distance(scaled_dot_product_attention(x, x, x, causal).output,
+                         scaled_dot_product_attention(permuted, permuted, permuted,
+                                                      Mask::from_allowed(bool_matrix(T, T, permuted_mask)))
+                             .output));
+    std::printf("A causal or local mask carries position; without it (and without positional\n"
+                "encodings) attention cannot tell token order.\n");
+}
+
+struct Lesson {
+    const char* name;
+    const char* summary;
+    void (*run)();
+};
+
+const Lesson kLessons[] = {
+    {"shapes", "practice 1: Q/K/V/scores/output shapes of cross-attention, L != S", lesson_shapes},
+    {"causal", "practice 2: the 3x3 causal example (2, 3, 14/3), then the reversed mask", lesson_causal},
+    {"conventions", "practice 3: nn.MultiheadAttention (True = blocked) vs SDPA (True = allowed)", lesson_conventions},
+    {"empty-row", "practice 4: a fully masked query: the error, then the defined padding result", lesson_empty_row},
+    {"finite-negative", "-inf vs a finite negative; zeroing after softmax leaves rows unnormalised",
+     lesson_finite_negative},
+    {"scale", "why 1/sqrt(Dk): dot-product variance and softmax saturation for Dk = 4, 64, 1024", lesson_scale},
+    {"multihead", "H heads: per-head weights [B,H,L,S], concat, W_O; D % H != 0 refused", lesson_multihead},
+    {"paths", "materialized vs streaming (online-softmax) attention: same answer, no [L,S]", lesson_paths},
+    {"permutation", "without positions attention is permutation-equivariant; a causal mask is not",
+     lesson_permutation},
+};
+
+void print_lessons(std::FILE* out) {
+    std::fprintf(out, "usage: tinyformer lesson [NAME|all]\n\nLesson 10.3's worked examples, run on the engine:\n");
+    for (const Lesson& lesson : kLessons) std::fprintf(out, "  %-16s %s\n", lesson.name, lesson.summary);
+    std::fprintf(out, "  %-16s every one of the above, in order\n", "all");
+}
+
+}  // namespace
+
+int lesson_command(const Arguments& args) {
+    if (args.empty()) {
+        print_lessons(stdout);
+        return 0;
+    }
+    if (args[0] == "--help" || args[0] == "-h") {
+        print_lessons(stdout);
+        return 0;
+    }
+    if (args.size() > 1) throw UsageError("lesson takes one NAME, got " + std::to_string(args.size()) + " arguments");
+    for (const Lesson& lesson : kLessons)
+        if (args[0] == "all" || args[0] == lesson.name) lesson.run();
+    if (args[0] == "all") return 0;
+    for (const Lesson& lesson : kLessons)
+        if (args[0] == lesson.name) return 0;
+    throw UsageError("unknown lesson '" + args[0] + "' (run 'tinyformer lesson' for the list)");
+}
+
+}  // namespace tinyformer::cli

@@ -1,0 +1,70 @@
+#include "engine/matmul.h"
+#include "tools/cli/cli.h"
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <new>
+
+namespace tinyformer::cli {
+namespace {
+
+struct Command {
+    const char* name;
+    const char* summary;
+    int (*run)(const Arguments&);
+};
+
+const Command kCommands[] = {
+    {"lesson", "run the lesson's worked examples and practices (lesson 10.3)", lesson_command},
+};
+
+void print_usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: tinyformer <command> [arguments]\n"
+                 "       tinyformer <command> --help\n"
+                 "       tinyformer --version\n\n"
+                 "An educational Transformer inference engine. Commands:\n");
+    for (const Command& command : kCommands) std::fprintf(out, "  %-10s %s\n", command.name, command.summary);
+}
+
+int dispatch(const Arguments& args) {
+    if (args.empty()) {
+        print_usage(stderr);
+        return 2;
+    }
+    if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        print_usage(stdout);
+        return 0;
+    }
+    if (args[0] == "--version") {
+        std::printf("tinyformer 0.1 (C++20, g++ %s)\nBLAS: %s, %d thread(s)\n", __VERSION__,
+                    blas_description().c_str(), blas_threads());
+        return 0;
+    }
+    for (const Command& command : kCommands)
+        if (args[0] == command.name) return command.run(Arguments(args.begin() + 1, args.end()));
+    throw UsageError("unknown command '" + args[0] + "' (see 'tinyformer --help')");
+}
+
+}  // namespace
+}  // namespace tinyformer::cli
+
+int main(int argc, char** argv) {
+    using namespace tinyformer::cli;
+    try {
+        return dispatch(Arguments(argv + 1, argv + argc));
+    } catch (const UsageError& error) {
+        std::fprintf(stderr, "tinyformer: error: %s\n", error.what());
+        return 2;
+    } catch (const tinyformer::Error& error) {
+        std::fprintf(stderr, "tinyformer: error: %s\n", error.what());
+        return 1;
+    } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "tinyformer: error: out of memory\n");
+        return 1;
+    } catch (const std::exception& error) {
+        std::fprintf(stderr, "tinyformer: error: %s\n", error.what());
+        return 1;
+    }
+}
