@@ -1,0 +1,287 @@
+#include "engine/safetensors.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <unistd.h>
+
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+
+namespace tinyformer {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Reads exactly `count` bytes at the current position or throws.
+void read_exactly(std::ifstream& in, uint8_t* out, uint64_t count, const std::string& path) {
+    if (count && !in.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(count)))
+        fail(path, ": could not read ", count, " bytes (file changed while reading?)");
+}
+
+uint64_t parse_offset(const json& value, const std::string& where) {
+    if (!value.is_number_unsigned()) fail(where, ": data_offsets must be two non-negative integers");
+    return value.get<uint64_t>();
+}
+
+}  // namespace
+
+uint64_t dtype_size(const std::string& dtype) {
+    static const std::map<std::string, uint64_t> sizes = {
+        {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1},
+        {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    auto found = sizes.find(dtype);
+    return found == sizes.end() ? 0 : found->second;
+}
+
+float half_to_float(uint16_t half) {
+    const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+    const uint32_t exponent = (half >> 10) & 0x1Fu;
+    const uint32_t mantissa = half & 0x3FFu;
+    if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
+        const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+        return sign ? -magnitude : magnitude;
+    }
+    uint32_t bits = exponent == 0x1F ? sign | 0x7F800000u | (mantissa << 13)               // inf / NaN
+                                     : sign | ((exponent + 112) << 23) | (mantissa << 13);  // rebias 15 -> 127
+    return std::bit_cast<float>(bits);
+}
+
+float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+SafetensorsFile SafetensorsFile::read(const std::string& path) {
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    if (error || !std::filesystem::exists(status)) fail(path, ": no such file");
+    if (std::filesystem::is_directory(status)) fail(path, ": is a directory, expected a .safetensors file");
+    if (!std::filesystem::is_regular_file(status)) fail(path, ": not a regular file");
+    const uint64_t file_size = std::filesystem::file_size(path, error);
+    if (error) fail(path, ": cannot read its size: ", error.message());
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(path, ": cannot open: ", std::strerror(errno));
+
+    if (file_size < 8)
+        fail(path, ": file is ", file_size, " bytes; a safetensors file starts with an 8-byte header length");
+    uint8_t length_bytes[8];
+    read_exactly(in, length_bytes, 8, path);
+    uint64_t header_length = 0;
+    for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | length_bytes[i];
+    if (header_length > kMaxHeaderBytes)
+        fail(path, ": header length ", header_length, " bytes is above the limit of ", kMaxHeaderBytes, " bytes");
+    if (header_length > file_size - 8)
+        fail(path, ": header length ", header_length, " bytes runs past the end of the file (", file_size,
+             " bytes)");
+
+    std::string header_text(header_length, '\0');
+    read_exactly(in, reinterpret_cast<uint8_t*>(header_text.data()), header_length, path);
+    const json header = json::parse(header_text, nullptr, /*allow_exceptions=*/false);
+    if (header.is_discarded()) fail(path, ": the header is not valid JSON");
+    if (!header.is_object()) fail(path, ": the header must be a JSON object, got ", header.type_name());
+
+    SafetensorsFile file;
+    file.path_ = path;
+    const uint64_t data_size = file_size - 8 - header_length;
+    for (const auto& [name, entry] : header.items()) {
+        if (name == "__metadata__") {
+            if (!entry.is_object()) fail(path, ": __metadata__ must be an object of strings");
+            for (const auto& [key, value] : entry.items()) {
+                if (!value.is_string())
+                    fail(path, ": __metadata__ value '", key, "' must be a string, got ", value.type_name());
+                file.metadata_[key] = value.get<std::string>();
+            }
+            continue;
+        }
+        const std::string where = path + ": tensor '" + name + "'";
+        if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+            !entry.contains("data_offsets"))
+            fail(where, ": needs an object with dtype, shape and data_offsets");
+        StoredTensor stored;
+        if (!entry["dtype"].is_string()) fail(where, ": dtype must be a string");
+        stored.dtype = entry["dtype"].get<std::string>();
+        const uint64_t element_size = dtype_size(stored.dtype);
+        if (element_size == 0) fail(where, ": unknown dtype '", stored.dtype, "'");
+        if (!entry["shape"].is_array()) fail(where, ": shape must be an array");
+        uint64_t count = 1;
+        for (const json& size : entry["shape"]) {
+            if (!size.is_number_unsigned()) fail(where, ": shape must hold non-negative integers");
+            const uint64_t axis = size.get<uint64_t>();
+            if (axis > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
+                (axis != 0 && count > std::numeric_limits<uint64_t>::max() / element_size / axis))
+                fail(where, ": shape ", entry["shape"].dump(), " has too many elements");
+            count *= axis;
+            stored.shape.push_back(static_cast<int64_t>(axis));
+        }
+        const json& offsets = entry["data_offsets"];
+        if (!offsets.is_array() || offsets.size() != 2) fail(where, ": data_offsets must be [begin, end]");
+        stored.begin = parse_offset(offsets[0], where);
+        stored.end = parse_offset(offsets[1], where);
+        if (stored.end < stored.begin)
+            fail(where, ": data_offsets [", stored.begin, ", ", stored.end, "] are reversed");
+        if (stored.end > data_size)
+            fail(where, ": data_offsets [", stored.begin, ", ", stored.end, "] run past the data section (",
+                 data_size, " bytes)");
+        if (stored.end - stored.begin != count * element_size)
+            fail(where, ": ", stored.dtype, " ", shape_string(stored.shape), " needs ", count * element_size,
+                 " bytes but data_offsets span ", stored.end - stored.begin);
+        file.tensors_[name] = stored;
+    }
+
+    // Offsets must tile the data section exactly: no overlap, no hole.
+    std::vector<std::pair<const std::string*, const StoredTensor*>> by_offset;
+    for (const auto& [name, stored] : file.tensors_) by_offset.push_back({&name, &stored});
+    std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) {
+        return a.second->begin != b.second->begin ? a.second->begin < b.second->begin
+                                                   : a.second->end < b.second->end;
+    });
+    uint64_t covered = 0;
+    const std::string* previous = nullptr;
+    for (const auto& [name, stored] : by_offset) {
+        if (stored->begin < covered)
+            fail(path, ": tensor '", *name, "' overlaps tensor '", *previous, "' (data_offsets [", stored->begin, ", ",
+                 stored->end, "])");
+        if (stored->begin > covered)
+            fail(path, ": bytes ", covered, "..", stored->begin, " of the data section belong to no tensor (before '",
+                 *name, "')");
+        covered = stored->end;
+        previous = name;
+    }
+    if (covered != data_size)
+        fail(path, ": the data section has ", data_size, " bytes but the tensors cover ", covered);
+
+    file.data_.resize(data_size);
+    read_exactly(in, file.data_.data(), data_size, path);
+    return file;
+}
+
+const StoredTensor& SafetensorsFile::info(const std::string& name) const {
+    auto found = tensors_.find(name);
+    if (found == tensors_.end()) fail(path_, ": no tensor named '", name, "'");
+    return found->second;
+}
+
+const uint8_t* SafetensorsFile::bytes_of(const std::string& name) const { return data_.data() + info(name).begin; }
+
+Tensor SafetensorsFile::read_float(const std::string& name) const {
+    const StoredTensor& stored = info(name);
+    if (stored.shape.empty() || stored.shape.size() > 4)
+        fail(path_, ": tensor '", name, "' has shape ", shape_string(stored.shape), "; expected rank 1..4");
+    Tensor tensor(stored.shape);
+    const uint8_t* bytes = bytes_of(name);
+    const int64_t count = tensor.numel();
+    if (stored.dtype == "F32") {
+        std::memcpy(tensor.data(), bytes, static_cast<size_t>(count) * 4);
+    } else if (stored.dtype == "F16" || stored.dtype == "BF16") {
+        const bool half = stored.dtype == "F16";
+        for (int64_t i = 0; i < count; ++i) {
+            uint16_t bits;
+            std::memcpy(&bits, bytes + 2 * i, 2);
+            tensor.data()[i] = half ? half_to_float(bits) : bfloat16_to_float(bits);
+        }
+    } else {
+        fail(path_, ": tensor '", name, "' has dtype ", stored.dtype, "; expected F32 (or F16, BF16)");
+    }
+    return tensor;
+}
+
+IntTensor SafetensorsFile::read_int(const std::string& name) const {
+    const StoredTensor& stored = info(name);
+    IntTensor result{stored.shape, {}};
+    const uint64_t count = (stored.end - stored.begin) / std::max<uint64_t>(1, dtype_size(stored.dtype));
+    const uint8_t* bytes = bytes_of(name);
+    result.values.resize(count);
+    if (stored.dtype == "I64") {
+        std::memcpy(result.values.data(), bytes, count * 8);
+    } else if (stored.dtype == "I32") {
+        for (uint64_t i = 0; i < count; ++i) {
+            int32_t value;
+            std::memcpy(&value, bytes + 4 * i, 4);
+            result.values[i] = value;
+        }
+    } else {
+        fail(path_, ": tensor '", name, "' has dtype ", stored.dtype, "; expected I64 or I32");
+    }
+    return result;
+}
+
+BoolTensor SafetensorsFile::read_bool(const std::string& name) const {
+    const StoredTensor& stored = info(name);
+    if (stored.dtype != "BOOL" && stored.dtype != "U8")
+        fail(path_, ": tensor '", name, "' has dtype ", stored.dtype, "; expected BOOL or U8");
+    const uint8_t* bytes = bytes_of(name);
+    BoolTensor result{stored.shape, std::vector<uint8_t>(bytes, bytes + (stored.end - stored.begin))};
+    for (uint8_t value : result.values)
+        if (value > 1)
+            fail(path_, ": tensor '", name, "' holds ", static_cast<int>(value), "; a Boolean mask holds 0 or 1");
+    return result;
+}
+
+TensorToWrite f32_tensor(const std::string& name, const Tensor& tensor) {
+    TensorToWrite out{name, "F32", tensor.shape(), std::vector<uint8_t>(static_cast<size_t>(tensor.numel()) * 4)};
+    std::memcpy(out.bytes.data(), tensor.data(), out.bytes.size());
+    return out;
+}
+
+TensorToWrite i64_tensor(const std::string& name, const IntTensor& tensor) {
+    TensorToWrite out{name, "I64", tensor.shape, std::vector<uint8_t>(tensor.values.size() * 8)};
+    std::memcpy(out.bytes.data(), tensor.values.data(), out.bytes.size());
+    return out;
+}
+
+TensorToWrite bool_tensor(const std::string& name, const BoolTensor& tensor) {
+    return {name, "BOOL", tensor.shape, tensor.values};
+}
+
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata) {
+    json header = json::object();
+    if (!metadata.empty()) header["__metadata__"] = metadata;
+    std::vector<const TensorToWrite*> ordered;
+    for (const TensorToWrite& t : tensors) ordered.push_back(&t);
+    std::sort(ordered.begin(), ordered.end(), [](auto* a, auto* b) { return a->name < b->name; });
+    uint64_t offset = 0;
+    for (const TensorToWrite* t : ordered) {
+        if (header.contains(t->name) || t->name == "__metadata__")
+            fail("write_safetensors: tensor name '", t->name, "' appears twice or is reserved");
+        uint64_t count = 1;
+        for (int64_t size : t->shape) count *= static_cast<uint64_t>(size);
+        if (dtype_size(t->dtype) == 0 || count * dtype_size(t->dtype) != t->bytes.size())
+            fail("write_safetensors: tensor '", t->name, "' (", t->dtype, " ", shape_string(t->shape), ") has ",
+                 t->bytes.size(), " bytes");
+        header[t->name] = {{"dtype", t->dtype}, {"shape", t->shape}, {"data_offsets", {offset, offset + t->bytes.size()}}};
+        offset += t->bytes.size();
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
+
+    const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out) fail(path, ": cannot write: ", std::strerror(errno));
+        uint8_t length_bytes[8];
+        for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<uint8_t>(text.size() >> (8 * i));
+        out.write(reinterpret_cast<const char*>(length_bytes), 8);
+        out.write(text.data(), static_cast<std::streamsize>(text.size()));
+        for (const TensorToWrite* t : ordered)
+            out.write(reinterpret_cast<const char*>(t->bytes.data()), static_cast<std::streamsize>(t->bytes.size()));
+        out.flush();
+        if (!out) {
+            std::remove(temporary.c_str());
+            fail(path, ": writing failed (disk full?)");
+        }
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+        const int saved = errno;
+        std::remove(temporary.c_str());
+        fail(path, ": cannot move the written file into place: ", std::strerror(saved));
+    }
+}
+
+}  // namespace tinyformer

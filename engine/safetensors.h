@@ -1,0 +1,95 @@
+// safetensors files — checkpoints, `forward` inputs and outputs.
+//
+// Layout (github.com/huggingface/safetensors):
+//   8 bytes    N, the header length, unsigned little-endian
+//   N bytes    a JSON object: {"__metadata__": {"key": "string", ...},
+//              "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
+//   the rest   tensor bytes, little-endian, row-major; offsets count from the
+//              end of the header.
+//
+// Reading checks every rule before any tensor is used, and throws Error
+// naming the file (and the tensor): a header length past the file or above
+// kMaxHeaderBytes, a header that is not a JSON object, metadata values that
+// are not strings, an unknown dtype, a negative or overflowing shape, offsets
+// reversed, outside the data, overlapping, or leaving holes (the safetensors
+// rule: the data must be indexed entirely), and a byte count that does not
+// match dtype x shape. The file is read once; memory = the file's size.
+//
+// Writing goes to a temporary file in the same folder that is renamed into
+// place, so an interrupted or failed write leaves no half-written file.
+#pragma once
+
+#include "engine/mask.h"
+#include "engine/tensor.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tinyformer {
+
+constexpr uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;  // 100 MB
+
+// A stored tensor's description, as the header gives it.
+struct StoredTensor {
+    std::string dtype;        // "F32", "F16", "BF16", "I64", "I32", "BOOL", "U8", ...
+    std::vector<int64_t> shape;
+    uint64_t begin = 0, end = 0;  // byte offsets into the data section
+};
+
+// Integer tensors (token ids, lengths), widened to int64.
+struct IntTensor {
+    Shape shape;
+    std::vector<int64_t> values;
+};
+
+class SafetensorsFile {
+public:
+    static SafetensorsFile read(const std::string& path);
+
+    const std::string& path() const { return path_; }
+    const std::map<std::string, std::string>& metadata() const { return metadata_; }
+    const std::map<std::string, StoredTensor>& tensors() const { return tensors_; }
+    bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
+    const StoredTensor& info(const std::string& name) const;
+
+    // F32, or F16 / BF16 widened to F32. Rank 1..4.
+    Tensor read_float(const std::string& name) const;
+    // I64 or I32.
+    IntTensor read_int(const std::string& name) const;
+    // BOOL or U8 holding only 0 and 1.
+    BoolTensor read_bool(const std::string& name) const;
+
+private:
+    const uint8_t* bytes_of(const std::string& name) const;
+
+    std::string path_;
+    std::map<std::string, std::string> metadata_;
+    std::map<std::string, StoredTensor> tensors_;
+    std::vector<uint8_t> data_;  // the data section, after the header
+};
+
+// One tensor to write: dtype, shape and its raw little-endian bytes.
+struct TensorToWrite {
+    std::string name;
+    std::string dtype;
+    std::vector<int64_t> shape;
+    std::vector<uint8_t> bytes;
+};
+TensorToWrite f32_tensor(const std::string& name, const Tensor& tensor);
+TensorToWrite i64_tensor(const std::string& name, const IntTensor& tensor);
+TensorToWrite bool_tensor(const std::string& name, const BoolTensor& tensor);
+
+// Writes atomically (temporary file + rename). Names must be unique.
+void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+// Bytes per element of a dtype name; 0 for an unknown name.
+uint64_t dtype_size(const std::string& dtype);
+
+// IEEE half and bfloat16 to float (exact).
+float half_to_float(uint16_t half);
+float bfloat16_to_float(uint16_t bits);
+
+}  // namespace tinyformer

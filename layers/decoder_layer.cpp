@@ -1,0 +1,32 @@
+#include "layers/decoder_layer.h"
+
+#include "engine/ops.h"
+#include "layers/encoder_layer.h"
+
+namespace tinyformer {
+
+Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& self_mask, const Mask& cross_mask,
+                             const Padding& target_padding, Tensor* self_weights, Tensor* cross_weights) const {
+    auto self_attention = [&](const Tensor& input) {
+        AttentionResult result =
+            self_attn.forward(input, input, self_mask, attention_options(target_padding, self_weights != nullptr));
+        if (self_weights) *self_weights = std::move(result.weights);
+        return std::move(result.output);
+    };
+    auto cross_attention = [&](const Tensor& input) {
+        AttentionResult result = multihead_attn.forward(input, memory, cross_mask,
+                                                        attention_options(target_padding, cross_weights != nullptr));
+        if (cross_weights) *cross_weights = std::move(result.weights);
+        return std::move(result.output);
+    };
+    if (norm_first) {
+        const Tensor h1 = add(x, self_attention(norm1.forward(x)));
+        const Tensor h2 = add(h1, cross_attention(norm2.forward(h1)));
+        return add(h2, feed_forward.forward(norm3.forward(h2)));
+    }
+    const Tensor h1 = norm1.forward(add(x, self_attention(x)));
+    const Tensor h2 = norm2.forward(add(h1, cross_attention(h1)));
+    return norm3.forward(add(h2, feed_forward.forward(h2)));
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,36 @@
+// DecoderLayer — nn.TransformerDecoderLayer(batch_first=True) at inference
+// (dropout is the identity):
+//
+//   post-LN (norm_first = false):  x = norm1(x + SelfAttention(x))            causal
+//                                  x = norm2(x + CrossAttention(x, memory))   queries x, keys/values memory
+//                                  x = norm3(x + FFN(x))
+//   pre-LN  (norm_first = true):   x = x + SelfAttention(norm1(x))
+//                                  x = x + CrossAttention(norm2(x), memory)
+//                                  x = x + FFN(norm3(x))
+//
+//   x [B, T, D], memory [B, S, D] -> [B, T, D]. self_mask broadcasts to
+//   [B, H, T, T] (causal AND target padding), cross_mask to [B, H, T, S]
+//   (source padding); target_padding [B, T] marks padded queries of both.
+#pragma once
+
+#include "layers/feed_forward.h"
+#include "layers/layer_norm.h"
+#include "layers/multi_head_attention.h"
+
+namespace tinyformer {
+
+struct DecoderLayer {
+    MultiHeadAttention self_attn;
+    MultiHeadAttention multihead_attn;  // cross-attention, PyTorch's name
+    FeedForward feed_forward;
+    LayerNorm norm1, norm2, norm3;
+    bool norm_first = false;
+
+    // self_weights / cross_weights: when not null, receive the per-head weights
+    // [B, H, T, T] and [B, H, T, S].
+    Tensor forward(const Tensor& x, const Tensor& memory, const Mask& self_mask, const Mask& cross_mask,
+                   const Padding& target_padding, Tensor* self_weights = nullptr,
+                   Tensor* cross_weights = nullptr) const;
+};
+
+}  // namespace tinyformer

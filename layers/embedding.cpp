@@ -1,0 +1,45 @@
+#include "layers/embedding.h"
+
+#include <cmath>
+
+namespace tinyformer {
+
+Tensor sinusoidal_table(int64_t max_len, int64_t d_model) {
+    if (max_len < 1 || d_model < 1)
+        fail("sinusoidal_table: max_len and d_model must be >= 1, got ", max_len, " and ", d_model);
+    Tensor table({max_len, d_model});
+    for (int64_t pos = 0; pos < max_len; ++pos)
+        for (int64_t i = 0; 2 * i < d_model; ++i) {
+            // pos / 10000^(2i/D), in double so that long tables stay exact to float
+            const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(2 * i) / d_model);
+            table.at({pos, 2 * i}) = static_cast<float>(std::sin(angle));
+            if (2 * i + 1 < d_model) table.at({pos, 2 * i + 1}) = static_cast<float>(std::cos(angle));
+        }
+    return table;
+}
+
+Tensor Embedding::forward(const TokenIds& ids, int64_t first_position) const {
+    const int64_t vocab = token_weight.dim(0), D = token_weight.dim(1);
+    if (ids.batch < 0 || ids.length < 0 || static_cast<int64_t>(ids.values.size()) != ids.batch * ids.length)
+        fail("embedding: ids must be [B,T]; got [", ids.batch, ",", ids.length, "] with ", ids.values.size(),
+             " values");
+    if (!position_table.empty() && first_position + ids.length > position_table.dim(0))
+        fail("embedding: positions ", first_position, "..", first_position + ids.length - 1,
+             " exceed max_len = ", position_table.dim(0), " (ids [", ids.batch, ",", ids.length, "])");
+    const float factor = scale ? std::sqrt(static_cast<float>(D)) : 1.0f;
+    Tensor x({ids.batch, ids.length, D});
+    for (int64_t b = 0; b < ids.batch; ++b)
+        for (int64_t t = 0; t < ids.length; ++t) {
+            const int64_t id = ids.at(b, t);
+            if (id < 0 || id >= vocab)
+                fail("embedding: token id ", id, " at [", b, ",", t, "] is outside the vocabulary 0..", vocab - 1);
+            const float* embedding = token_weight.data() + id * D;
+            const float* position =
+                position_table.empty() ? nullptr : position_table.data() + (first_position + t) * D;
+            float* out = x.data() + (b * ids.length + t) * D;
+            for (int64_t d = 0; d < D; ++d) out[d] = embedding[d] * factor + (position ? position[d] : 0.0f);
+        }
+    return x;
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,29 @@
+#include "layers/encoder_layer.h"
+
+#include "engine/ops.h"
+
+namespace tinyformer {
+
+AttentionOptions attention_options(const Padding& query_padding, bool want_weights) {
+    AttentionOptions options;
+    options.query_padding = query_padding;
+    options.want_weights = want_weights;
+    return options;
+}
+
+Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& padding, Tensor* weights) const {
+    const AttentionOptions options = attention_options(padding, weights != nullptr);
+    auto self_attention = [&](const Tensor& input) {
+        AttentionResult result = self_attn.forward(input, input, mask, options);
+        if (weights) *weights = std::move(result.weights);
+        return std::move(result.output);
+    };
+    if (norm_first) {
+        const Tensor h = add(x, self_attention(norm1.forward(x)));
+        return add(h, feed_forward.forward(norm2.forward(h)));
+    }
+    const Tensor h = norm1.forward(add(x, self_attention(x)));
+    return norm2.forward(add(h, feed_forward.forward(h)));
+}
+
+}  // namespace tinyformer

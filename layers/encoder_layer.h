@@ -1,0 +1,35 @@
+// EncoderLayer — nn.TransformerEncoderLayer(batch_first=True) at inference
+// (dropout is the identity):
+//
+//   post-LN (norm_first = false):  x = norm1(x + SelfAttention(x))
+//                                  x = norm2(x + FFN(x))
+//   pre-LN  (norm_first = true):   x = x + SelfAttention(norm1(x))
+//                                  x = x + FFN(norm2(x))
+//
+//   x [B, T, D] -> [B, T, D]. `mask` is the self-attention mask (true = may
+//   attend, broadcast to [B, H, T, T]); `padding` [B, T] marks padded positions,
+//   which are padded queries of the attention (their attention output is 0).
+//   Decoder-only and encoder-only models are stacks of this layer too, with a
+//   causal, prefix-LM or no mask.
+#pragma once
+
+#include "layers/feed_forward.h"
+#include "layers/layer_norm.h"
+#include "layers/multi_head_attention.h"
+
+namespace tinyformer {
+
+struct EncoderLayer {
+    MultiHeadAttention self_attn;
+    FeedForward feed_forward;
+    LayerNorm norm1, norm2;
+    bool norm_first = false;
+
+    // weights: when not null, receives the per-head attention weights [B, H, T, T].
+    Tensor forward(const Tensor& x, const Mask& mask, const Padding& padding, Tensor* weights = nullptr) const;
+};
+
+// Attention options for a layer's call: query padding, and weights if asked.
+AttentionOptions attention_options(const Padding& query_padding, bool want_weights);
+
+}  // namespace tinyformer

@@ -1,0 +1,42 @@
+// ModelConfig — the "config" object of a checkpoint's metadata (FORMAT.md).
+// Key names follow the PyTorch constructor arguments. parse_config refuses,
+// naming the key: a missing required key, a wrong type, an unknown key, an
+// unknown arch / activation / pos_encoding / attention value, non-positive
+// sizes, d_model % nhead != 0, and keys that do not belong to the arch.
+#pragma once
+
+#include "layers/embedding.h"
+#include "layers/feed_forward.h"
+
+#include <cstdint>
+#include <string>
+
+namespace tinyformer {
+
+enum class Architecture { EncoderDecoder, DecoderOnly, EncoderOnly };
+enum class SelfAttentionKind { Causal, PrefixLm, Bidirectional };
+
+struct ModelConfig {
+    Architecture arch = Architecture::EncoderDecoder;
+    int64_t d_model = 0, nhead = 0, dim_feedforward = 0;
+    int64_t num_encoder_layers = 0, num_decoder_layers = 0;  // encoder_decoder
+    int64_t num_layers = 0;                                  // decoder_only / encoder_only
+    Activation activation = Activation::Relu;
+    bool norm_first = false;
+    float layer_norm_eps = 1e-5f;
+    bool final_norm = true;  // single-stack; encoder_decoder always has both norms
+    int64_t src_vocab_size = 0, tgt_vocab_size = 0;  // encoder_decoder
+    int64_t vocab_size = 0;                          // single-stack
+    int64_t max_len = 0;
+    PositionalEncoding pos_encoding = PositionalEncoding::Sinusoidal;
+    bool embed_scale = false;
+    SelfAttentionKind attention = SelfAttentionKind::Causal;  // single-stack
+    int64_t pad_id = -1, bos_id = -1, eos_id = -1;            // -1: not given
+};
+
+ModelConfig parse_config(const std::string& json_text);
+
+const char* architecture_name(Architecture arch);       // "encoder_decoder", ...
+const char* attention_kind_name(SelfAttentionKind kind);  // "causal", "prefix_lm", "bidirectional"
+
+}  // namespace tinyformer

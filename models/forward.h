@@ -1,0 +1,25 @@
+// run_forward — the `tinyformer forward` contract (FORMAT.md section 2) on
+// loaded files, shared by the CLI and the parity tests.
+//
+// Inputs (ids I64 or I32; masks BOOL or U8 with PyTorch's key_padding_mask
+// meaning: true = padding, ignore this key):
+//   encoder_decoder: src_ids [B,S], tgt_ids [B,T], optional
+//                    src_key_padding_mask [B,S], tgt_key_padding_mask [B,T]
+//   single-stack:    ids [B,T], optional key_padding_mask [B,T],
+//                    prefix_len [B] (prefix_lm models only)
+// Outputs (F32): "logits" [B,T,V]; with `attention`, the per-head weights
+// under FORMAT.md's names (see models/transformer.h). Unknown input names,
+// wrong dtypes, ranks or batch sizes are refused with the tensor's name.
+#pragma once
+
+#include "engine/safetensors.h"
+#include "models/transformer.h"
+
+#include <map>
+#include <string>
+
+namespace tinyformer {
+
+std::map<std::string, Tensor> run_forward(const Model& model, const SafetensorsFile& inputs, bool attention);
+
+}  // namespace tinyformer

@@ -1,0 +1,180 @@
+#include "models/transformer.h"
+
+#include <algorithm>
+
+namespace tinyformer {
+
+namespace {
+
+// Loaders: one function per layer kind, taking tensors by PyTorch name.
+
+Linear load_linear(Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in) {
+    return {checkpoint.take(prefix + ".weight", {out, in}), checkpoint.take(prefix + ".bias", {out})};
+}
+
+LayerNorm load_layer_norm(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
+    return {checkpoint.take(prefix + ".weight", {config.d_model}), checkpoint.take(prefix + ".bias", {config.d_model}),
+            config.layer_norm_eps};
+}
+
+MultiHeadAttention load_attention(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
+    const int64_t D = config.d_model;
+    MultiHeadAttentionWeights weights{checkpoint.take(prefix + ".in_proj_weight", {3 * D, D}),
+                                      checkpoint.take(prefix + ".in_proj_bias", {3 * D}),
+                                      checkpoint.take(prefix + ".out_proj.weight", {D, D}),
+                                      checkpoint.take(prefix + ".out_proj.bias", {D})};
+    return MultiHeadAttention(weights, config.nhead);
+}
+
+FeedForward load_feed_forward(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
+    return {load_linear(checkpoint, prefix + ".linear1", config.dim_feedforward, config.d_model),
+            load_linear(checkpoint, prefix + ".linear2", config.d_model, config.dim_feedforward), config.activation};
+}
+
+EncoderLayer load_encoder_layer(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
+    return {load_attention(checkpoint, prefix + ".self_attn", config), load_feed_forward(checkpoint, prefix, config),
+            load_layer_norm(checkpoint, prefix + ".norm1", config), load_layer_norm(checkpoint, prefix + ".norm2", config),
+            config.norm_first};
+}
+
+DecoderLayer load_decoder_layer(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
+    return {load_attention(checkpoint, prefix + ".self_attn", config),
+            load_attention(checkpoint, prefix + ".multihead_attn", config),
+            load_feed_forward(checkpoint, prefix, config),
+            load_layer_norm(checkpoint, prefix + ".norm1", config),
+            load_layer_norm(checkpoint, prefix + ".norm2", config),
+            load_layer_norm(checkpoint, prefix + ".norm3", config),
+            config.norm_first};
+}
+
+Tensor load_position_table(Checkpoint& checkpoint, const ModelConfig& config) {
+    switch (config.pos_encoding) {
+        case PositionalEncoding::Sinusoidal: return sinusoidal_table(config.max_len, config.d_model);
+        case PositionalEncoding::Learned: return checkpoint.take("pos_embed.weight", {config.max_len, config.d_model});
+        case PositionalEncoding::None: return Tensor();
+    }
+    return Tensor();
+}
+
+// Rows of x [B, T, C] at padded positions become exactly 0.
+void zero_padded_rows(Tensor& x, const Padding& padding) {
+    const int64_t C = x.dim(2);
+    for (int64_t b = 0; b < padding.batch(); ++b)
+        for (int64_t t = 0; t < padding.length(); ++t)
+            if (padding.is_padding(b, t)) std::fill(x.matrix(b).row(t), x.matrix(b).row(t) + C, 0.0f);
+}
+
+void check_padding(const char* what, const Padding& padding, const TokenIds& ids) {
+    if (!padding.empty() && (padding.batch() != ids.batch || padding.length() != ids.length))
+        fail(what, " padding is [", padding.batch(), ",", padding.length(), "] but the ids are [", ids.batch, ",",
+             ids.length, "]");
+}
+
+Tensor* slot(AttentionRecord* record, const std::string& name) { return record ? &(*record)[name] : nullptr; }
+
+}  // namespace
+
+Mask key_padding_or_all(const Padding& padding) { return padding.empty() ? Mask() : Mask::key_padding(padding); }
+
+EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& checkpoint) : config_(config) {
+    if (config.arch != Architecture::EncoderDecoder)
+        fail("EncoderDecoderModel: the config's arch is ", architecture_name(config.arch));
+    const int64_t D = config.d_model;
+    const Tensor positions = load_position_table(checkpoint, config);
+    source_embedding_ = {checkpoint.take("src_embed.weight", {config.src_vocab_size, D}), positions, config.embed_scale};
+    target_embedding_ = {checkpoint.take("tgt_embed.weight", {config.tgt_vocab_size, D}), positions, config.embed_scale};
+    for (int64_t i = 0; i < config.num_encoder_layers; ++i)
+        encoder_layers_.push_back(load_encoder_layer(checkpoint, "transformer.encoder.layers." + std::to_string(i), config));
+    encoder_norm_ = load_layer_norm(checkpoint, "transformer.encoder.norm", config);
+    for (int64_t i = 0; i < config.num_decoder_layers; ++i)
+        decoder_layers_.push_back(load_decoder_layer(checkpoint, "transformer.decoder.layers." + std::to_string(i), config));
+    decoder_norm_ = load_layer_norm(checkpoint, "transformer.decoder.norm", config);
+    generator_ = load_linear(checkpoint, "generator", config.tgt_vocab_size, D);
+}
+
+Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source_padding, AttentionRecord* record) const {
+    check_padding("source", source_padding, source);
+    const Mask mask = key_padding_or_all(source_padding);  // [B,1,1,S]
+    Tensor x = source_embedding_.forward(source);           // [B, S, D]
+    for (size_t i = 0; i < encoder_layers_.size(); ++i)
+        x = encoder_layers_[i].forward(x, mask, source_padding, slot(record, "attention.encoder." + std::to_string(i)));
+    x = encoder_norm_.forward(x);
+    zero_padded_rows(x, source_padding);
+    return x;
+}
+
+Tensor EncoderDecoderModel::decode(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
+                                   const Padding& source_padding, AttentionRecord* record) const {
+    check_padding("target", target_padding, target);
+    if (memory.rank() != 3 || memory.dim(0) != target.batch || memory.dim(2) != config_.d_model)
+        fail("decode: memory must be [B,S,D] = [", target.batch, ",S,", config_.d_model, "], got ",
+             shape_string(memory.shape()));
+    if (!source_padding.empty() && (source_padding.batch() != memory.dim(0) || source_padding.length() != memory.dim(1)))
+        fail("decode: source padding is [", source_padding.batch(), ",", source_padding.length(), "] but memory is ",
+             shape_string(memory.shape()));
+    const Mask self_mask = Mask::causal(target.length) & key_padding_or_all(target_padding);  // [B,1,T,T]
+    const Mask cross_mask = key_padding_or_all(source_padding);                                // [B,1,1,S]
+    Tensor x = target_embedding_.forward(target);  // [B, T, D]
+    for (size_t i = 0; i < decoder_layers_.size(); ++i) {
+        const std::string name = "attention.decoder." + std::to_string(i);
+        x = decoder_layers_[i].forward(x, memory, self_mask, cross_mask, target_padding, slot(record, name + ".self"),
+                                       slot(record, name + ".cross"));
+    }
+    Tensor logits = generator_.forward(decoder_norm_.forward(x));  // [B, T, V]
+    zero_padded_rows(logits, target_padding);
+    return logits;
+}
+
+SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkpoint)
+    : config_(config), final_norm_(config.final_norm) {
+    if (config.arch == Architecture::EncoderDecoder)
+        fail("SingleStackModel: the config's arch is encoder_decoder");
+    embedding_ = {checkpoint.take("embed.weight", {config.vocab_size, config.d_model}),
+                  load_position_table(checkpoint, config), config.embed_scale};
+    for (int64_t i = 0; i < config.num_layers; ++i)
+        layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config));
+    if (final_norm_) norm_ = load_layer_norm(checkpoint, "transformer.norm", config);
+    lm_head_ = load_linear(checkpoint, "lm_head", config.vocab_size, config.d_model);
+}
+
+Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, const std::vector<int64_t>& prefix_lengths,
+                                 AttentionRecord* record) const {
+    check_padding("input", padding, ids);
+    if (ids.length < 1) fail("forward: the sequence is empty (ids [", ids.batch, ",", ids.length, "])");
+    Mask mask;
+    switch (config_.attention) {
+        case SelfAttentionKind::Causal: mask = Mask::causal(ids.length); break;
+        case SelfAttentionKind::PrefixLm:
+            if (static_cast<int64_t>(prefix_lengths.size()) != ids.batch)
+                fail("forward: a prefix_lm model needs prefix_len [B] = [", ids.batch, "], got ", prefix_lengths.size(),
+                     " values");
+            mask = Mask::prefix_lm(prefix_lengths, ids.length);
+            break;
+        case SelfAttentionKind::Bidirectional: break;
+    }
+    if (config_.attention != SelfAttentionKind::PrefixLm && !prefix_lengths.empty())
+        fail("forward: prefix_len is given but the model's attention is ", attention_kind_name(config_.attention));
+    mask = mask & key_padding_or_all(padding);
+    Tensor x = embedding_.forward(ids);  // [B, T, D]
+    for (size_t i = 0; i < layers_.size(); ++i)
+        x = layers_[i].forward(x, mask, padding, slot(record, "attention.layers." + std::to_string(i)));
+    if (final_norm_) x = norm_.forward(x);
+    Tensor logits = lm_head_.forward(x);  // [B, T, V]
+    zero_padded_rows(logits, padding);
+    return logits;
+}
+
+Model Model::load(const std::string& path) {
+    Checkpoint checkpoint = Checkpoint::open(path);
+    Model model;
+    model.config = checkpoint.config();
+    model.vocab = checkpoint.vocab();
+    if (model.config.arch == Architecture::EncoderDecoder)
+        model.encoder_decoder = std::make_unique<EncoderDecoderModel>(model.config, checkpoint);
+    else
+        model.single_stack = std::make_unique<SingleStackModel>(model.config, checkpoint);
+    checkpoint.refuse_unknown();
+    return model;
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,89 @@
+// The models of FORMAT.md, loaded from a Checkpoint by PyTorch names.
+//
+// EncoderDecoderModel — nn.Transformer with embeddings and a generator:
+//   memory = encoder_norm(EncoderLayer^N(embed(src)))          [B, S, D]
+//            self-attention mask: source key padding
+//   h      = decoder_norm(DecoderLayer^N(embed(tgt), memory))  [B, T, D]
+//            self: causal AND target key padding; cross: source key padding
+//   logits = generator(h)                                      [B, T, V]
+//
+// SingleStackModel — nn.TransformerEncoder of EncoderLayers, with lm_head:
+//   decoder_only, "causal":     query i sees key j iff j <= i
+//   decoder_only, "prefix_lm":  query i sees key j iff j < prefix_len[b] or j <= i
+//   encoder_only:               every query sees every key
+//   key padding applies on top; optional final norm; logits = lm_head(h).
+//
+// Padded positions (true in a padding mask) are padded queries too: their
+// logits and attention-weight rows are exactly 0. With `record`, every
+// attention call's per-head weights are stored under FORMAT.md's names:
+// attention.encoder.{i} [B,H,S,S], attention.decoder.{i}.self [B,H,T,T],
+// attention.decoder.{i}.cross [B,H,T,S], attention.layers.{i} [B,H,T,T].
+#pragma once
+
+#include "layers/decoder_layer.h"
+#include "layers/embedding.h"
+#include "layers/encoder_layer.h"
+#include "layers/linear.h"
+#include "models/checkpoint.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tinyformer {
+
+using AttentionRecord = std::map<std::string, Tensor>;
+
+class EncoderDecoderModel {
+public:
+    EncoderDecoderModel(const ModelConfig& config, Checkpoint& checkpoint);
+
+    Tensor encode(const TokenIds& source, const Padding& source_padding, AttentionRecord* record = nullptr) const;
+    Tensor decode(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
+                  const Padding& source_padding, AttentionRecord* record = nullptr) const;
+
+    const ModelConfig& config() const { return config_; }
+
+private:
+    ModelConfig config_;
+    Embedding source_embedding_, target_embedding_;
+    std::vector<EncoderLayer> encoder_layers_;
+    std::vector<DecoderLayer> decoder_layers_;
+    LayerNorm encoder_norm_, decoder_norm_;
+    Linear generator_;
+};
+
+class SingleStackModel {
+public:
+    SingleStackModel(const ModelConfig& config, Checkpoint& checkpoint);
+
+    // prefix_lengths: one per batch row for "prefix_lm" models, else empty.
+    Tensor forward(const TokenIds& ids, const Padding& padding, const std::vector<int64_t>& prefix_lengths,
+                   AttentionRecord* record = nullptr) const;
+
+    const ModelConfig& config() const { return config_; }
+
+private:
+    ModelConfig config_;
+    Embedding embedding_;
+    std::vector<EncoderLayer> layers_;
+    bool final_norm_;
+    LayerNorm norm_;
+    Linear lm_head_;
+};
+
+// A model file, loaded: exactly one of the two models is set, by config.arch.
+struct Model {
+    ModelConfig config;
+    std::vector<std::string> vocab;
+    std::unique_ptr<EncoderDecoderModel> encoder_decoder;
+    std::unique_ptr<SingleStackModel> single_stack;
+
+    static Model load(const std::string& path);
+};
+
+// The key padding mask of `padding`, or the allow-everything mask when there is none.
+Mask key_padding_or_all(const Padding& padding);
+
+}  // namespace tinyformer
