@@ -191,6 +191,9 @@ bool Mask::allows_everything() const {
 }
 
 void Mask::check_broadcasts_to(const Shape& target, const char* op) const {
+    if (target.size() != 4)
+        fail(op, ": a mask broadcasts to a rank-4 [B,H,L,S] target; got ", shape_string(target), " for mask ",
+             shape_string(shape_));
     for (size_t axis = 0; axis < 4; ++axis)
         if (shape_[axis] != 1 && shape_[axis] != target[axis])
             fail(op, ": mask ", shape_string(shape_), " does not broadcast to [B,H,L,S] = ", shape_string(target));
@@ -215,6 +218,9 @@ std::string Mask::to_ascii(int64_t queries, int64_t keys, int64_t batch, int64_t
 }
 
 Seq2SeqMasks seq2seq_masks(const Padding& target, const Padding& source) {
+    if (target.empty() || source.empty())
+        fail("seq2seq_masks: give both paddings, target [B,T] and source [B,S] (Padding::from_lengths with full ",
+             "lengths means no padding)");
     if (target.batch() != source.batch())
         fail("seq2seq_masks: target padding has B=", target.batch(), " but source padding has B=", source.batch());
     return {Mask::causal(target.length()) & Mask::key_padding(target), Mask::key_padding(source)};

@@ -113,8 +113,8 @@ public:
     // True for the default mask: no key is blocked and there is no bias.
     bool allows_everything() const;
 
-    // Throws unless this mask broadcasts to `target` = [B,H,L,S]; `op` and
-    // `what` name the caller and the target in the message.
+    // Throws unless this mask broadcasts to `target` = [B,H,L,S]; `op` names
+    // the caller in the message.
     void check_broadcasts_to(const Shape& target, const char* op) const;
 
     // The lesson's picture of one (batch, head) slice, one line per query:

@@ -19,5 +19,7 @@ public:
 using Arguments = std::vector<std::string>;
 
 int lesson_command(const Arguments& args);
+int forward_command(const Arguments& args);
+int info_command(const Arguments& args);
 
 }  // namespace tinyformer::cli

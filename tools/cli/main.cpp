@@ -17,6 +17,8 @@ struct Command {
 
 const Command kCommands[] = {
     {"lesson", "run the lesson's worked examples and practices (lesson 10.3)", lesson_command},
+    {"forward", "run a model on a safetensors file of inputs, write logits (and attention)", forward_command},
+    {"info", "check a checkpoint and show its config, parameters and tensors", info_command},
 };
 
 void print_usage(std::FILE* out) {

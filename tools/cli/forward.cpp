@@ -1,0 +1,117 @@
+// `tinyformer forward` (FORMAT.md section 2) and `tinyformer info`.
+
+#include "models/forward.h"
+#include "tools/cli/arguments.h"
+
+#include <cstdio>
+#include <map>
+
+namespace tinyformer::cli {
+
+namespace {
+
+const char* kForwardHelp =
+    "usage: tinyformer forward MODEL.safetensors --inputs IN.safetensors --output OUT.safetensors [--attention]\n"
+    "\n"
+    "Runs a model on the inputs of IN and writes its outputs to OUT (FORMAT.md section 2).\n"
+    "  inputs, encoder_decoder: src_ids [B,S], tgt_ids [B,T] (I64 or I32),\n"
+    "          optional src_key_padding_mask [B,S], tgt_key_padding_mask [B,T] (BOOL or U8, true = padding)\n"
+    "  inputs, decoder_only / encoder_only: ids [B,T], optional key_padding_mask [B,T],\n"
+    "          prefix_len [B] for prefix_lm models\n"
+    "  output: logits [B,T,V] (F32); padded positions are exactly 0\n"
+    "  --attention  also write every attention call's per-head weights, never averaged:\n"
+    "               attention.encoder.{i} [B,H,S,S], attention.decoder.{i}.self [B,H,T,T],\n"
+    "               attention.decoder.{i}.cross [B,H,T,S], attention.layers.{i} [B,H,T,T]\n"
+    "OUT is written to a temporary file and renamed: on error nothing is written.\n";
+
+const char* kInfoHelp =
+    "usage: tinyformer info MODEL.safetensors\n"
+    "\n"
+    "Checks a checkpoint completely (as loading it would) and prints its config, parameter\n"
+    "counts by part, its tensors (name, shape, dtype) and the memory it takes.\n";
+
+// "transformer.encoder.layers.0.linear1.weight" -> "encoder"; "src_embed.weight" -> "src_embed".
+std::string part_of(const std::string& name) {
+    if (name.starts_with("transformer.encoder.")) return "encoder";
+    if (name.starts_with("transformer.decoder.")) return "decoder";
+    if (name.starts_with("transformer.layers.")) return "layers";
+    if (name.starts_with("transformer.norm.")) return "final norm";
+    return name.substr(0, name.find('.'));
+}
+
+}  // namespace
+
+int forward_command(const Arguments& args) {
+    const ParsedArguments parsed(args, {"--inputs", "--output"}, {"--attention"}, "forward");
+    if (parsed.help()) {
+        std::printf("%s", kForwardHelp);
+        return 0;
+    }
+    if (parsed.positional().size() != 1)
+        throw UsageError("forward: expected one MODEL file, got " + std::to_string(parsed.positional().size()) +
+                         " (see 'tinyformer forward --help')");
+    const Model model = Model::load(parsed.positional()[0]);
+    const SafetensorsFile inputs = SafetensorsFile::read(parsed.value("--inputs"));
+    const std::string& output = parsed.value("--output");
+    const std::map<std::string, Tensor> outputs = run_forward(model, inputs, parsed.has("--attention"));
+    std::vector<TensorToWrite> tensors;
+    for (const auto& [name, tensor] : outputs) tensors.push_back(f32_tensor(name, tensor));
+    write_safetensors(output, tensors);
+    std::fprintf(stderr, "tinyformer forward: wrote %zu tensor(s) to %s\n", tensors.size(), output.c_str());
+    return 0;
+}
+
+int info_command(const Arguments& args) {
+    const ParsedArguments parsed(args, {}, {}, "info");
+    if (parsed.help()) {
+        std::printf("%s", kInfoHelp);
+        return 0;
+    }
+    if (parsed.positional().size() != 1)
+        throw UsageError("info: expected one MODEL file (see 'tinyformer info --help')");
+    const std::string& path = parsed.positional()[0];
+    const Model model = Model::load(path);  // validates every rule first
+    const SafetensorsFile file = SafetensorsFile::read(path);
+    const ModelConfig& c = model.config;
+
+    std::printf("%s\n\nconfig\n", path.c_str());
+    std::printf("  arch %s, d_model D=%lld, nhead H=%lld (Dh=%lld), dim_feedforward F=%lld\n", architecture_name(c.arch),
+                (long long)c.d_model, (long long)c.nhead, (long long)(c.d_model / c.nhead), (long long)c.dim_feedforward);
+    if (c.arch == Architecture::EncoderDecoder)
+        std::printf("  layers: %lld encoder + %lld decoder; vocabulary: source %lld, target %lld\n",
+                    (long long)c.num_encoder_layers, (long long)c.num_decoder_layers, (long long)c.src_vocab_size,
+                    (long long)c.tgt_vocab_size);
+    else
+        std::printf("  layers: %lld, attention %s, final norm %s; vocabulary %lld\n", (long long)c.num_layers,
+                    attention_kind_name(c.attention), c.final_norm ? "yes" : "no", (long long)c.vocab_size);
+    std::printf("  %s, %s, layer_norm_eps %g, positions %s (max_len %lld), embed_scale %s\n",
+                c.activation == Activation::Relu ? "relu" : "gelu", c.norm_first ? "pre-LN" : "post-LN",
+                c.layer_norm_eps,
+                c.pos_encoding == PositionalEncoding::Sinusoidal ? "sinusoidal"
+                : c.pos_encoding == PositionalEncoding::Learned  ? "learned"
+                                                                 : "none",
+                (long long)c.max_len, c.embed_scale ? "yes" : "no");
+    std::printf("  special ids: pad %lld, bos %lld, eos %lld (-1 = not set); vocab in file: %zu tokens\n",
+                (long long)c.pad_id, (long long)c.bos_id, (long long)c.eos_id, model.vocab.size());
+
+    std::map<std::string, int64_t> parameters_by_part;
+    int64_t parameters = 0, stored_bytes = 0;
+    std::printf("\ntensors\n");
+    for (const auto& [name, stored] : file.tensors()) {
+        int64_t count = 1;
+        for (int64_t size : stored.shape) count *= size;
+        parameters_by_part[part_of(name)] += count;
+        parameters += count;
+        stored_bytes += static_cast<int64_t>(stored.end - stored.begin);
+        std::printf("  %-60s %-16s %s\n", name.c_str(), shape_string(stored.shape).c_str(), stored.dtype.c_str());
+    }
+    std::printf("\nparameters by part\n");
+    for (const auto& [part, count] : parameters_by_part)
+        std::printf("  %-12s %12lld  (%5.1f%%)\n", part.c_str(), (long long)count, 100.0 * count / parameters);
+    std::printf("  %-12s %12lld\n", "total", (long long)parameters);
+    std::printf("\nmemory: %.2f MiB stored, %.2f MiB as float32 weights when loaded\n", stored_bytes / 1048576.0,
+                parameters * 4 / 1048576.0);
+    return 0;
+}
+
+}  // namespace tinyformer::cli
