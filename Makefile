@@ -27,7 +27,7 @@ CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
 TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
 
-.PHONY: all deps test demo bench clean
+.PHONY: all deps test demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -59,6 +59,18 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory build/tinyformer-bench
 	./build/tinyformer-bench
+
+# Regenerate the PyTorch references in a temporary folder with Debian's
+# python3-torch (installed if missing) and compare against those fresh numbers.
+# Not part of `make test`, which uses the committed data/reference/.
+parity: deps
+	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
+	  if [ "$$(id -u)" != 0 ]; then echo "make parity: run as root: apt-get install -y python3-torch python3-numpy"; exit 1; fi; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch python3-numpy; }
+	@$(MAKE) --no-print-directory build/tinyformer-tests
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	  /usr/bin/python3 tools/make_reference.py --out "$$dir" && \
+	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
 
 # Remove everything the build wrote.
 clean:

@@ -111,7 +111,8 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
         if (!entry["shape"].is_array()) fail(where, ": shape must be an array");
         uint64_t count = 1;
         for (const json& size : entry["shape"]) {
-            if (!size.is_number_unsigned()) fail(where, ": shape must hold non-negative integers");
+            if (!size.is_number_unsigned())
+                fail(where, ": shape must hold non-negative integers, got ", entry["shape"].dump());
             const uint64_t axis = size.get<uint64_t>();
             if (axis > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
                 (axis != 0 && count > std::numeric_limits<uint64_t>::max() / element_size / axis))

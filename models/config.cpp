@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -32,6 +33,10 @@ public:
     int64_t integer(const std::string& key) {
         const json& value = get(key);
         if (!value.is_number_integer()) fail("config: '", key, "' must be an integer, got ", value.dump());
+        // nlohmann would wrap an unsigned value above INT64_MAX to a negative one
+        constexpr uint64_t kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+        if (value.is_number_unsigned() && value.get<uint64_t>() > kInt64Max)
+            fail("config: '", key, "' must fit in int64, got ", value.dump());
         return value.get<int64_t>();
     }
     // Sizes: at least 1 and at most kMaxSize, so that no config alone can

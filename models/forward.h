@@ -8,8 +8,11 @@
 //   single-stack:    ids [B,T], optional key_padding_mask [B,T],
 //                    prefix_len [B] (prefix_lm models only)
 // Outputs (F32): "logits" [B,T,V]; with `attention`, the per-head weights
-// under FORMAT.md's names (see models/transformer.h). Unknown input names,
-// wrong dtypes, ranks or batch sizes are refused with the tensor's name.
+// under FORMAT.md's names (see models/transformer.h). Refused with the file
+// and the input's name: unknown input names, wrong dtypes, ranks or batch
+// sizes, token ids outside the vocabulary, T > max_len (when positions are
+// encoded), prefix_len outside 0..T, and a source row that is all padding
+// while its target row has a real query (that query would attend no key).
 #pragma once
 
 #include "engine/safetensors.h"

@@ -5,7 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <filesystem>
 #include <string>
+#include <unistd.h>
 
 namespace test_helpers {
 
@@ -21,6 +24,31 @@ std::string error_message(Run&& run) {
     return "<no tinyformer::Error was thrown>";
 }
 
+// A fresh directory under the system temp folder, removed with everything in
+// it when the test ends: `TempDirectory dir; dir.file("x.safetensors")`.
+class TempDirectory {
+public:
+    TempDirectory() {
+        static std::atomic<int> counter{0};
+        path_ = std::filesystem::temp_directory_path() /
+                ("tinyformer-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+        std::filesystem::remove_all(path_);
+        std::filesystem::create_directories(path_);
+    }
+    ~TempDirectory() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    TempDirectory(const TempDirectory&) = delete;
+    TempDirectory& operator=(const TempDirectory&) = delete;
+
+    const std::filesystem::path& path() const { return path_; }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+private:
+    std::filesystem::path path_;
+};
+
 }  // namespace test_helpers
 
 // CHECK that `expr` throws tinyformer::Error whose message contains every
@@ -30,6 +58,6 @@ std::string error_message(Run&& run) {
         const std::string message_ = test_helpers::error_message([&] { (void)(expr); });    \
         for (const char* piece_ : {__VA_ARGS__}) {                                           \
             INFO("error message: ", message_);                                               \
-            CHECK_MESSAGE(message_.find(piece_) != std::string::npos, "missing: ", piece_);  \
+            CHECK_MESSAGE(message_.find(piece_) != std::string::npos, "missing: ", std::string(piece_));\
         }                                                                                    \
     } while (0)

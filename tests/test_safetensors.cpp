@@ -1,0 +1,436 @@
+// Tests for engine/safetensors.* — the file format under every checkpoint and
+// `forward` file (FORMAT.md section 1, first paragraph):
+//   [8 bytes: N, little-endian] [N bytes: JSON header] [data section]
+// Round trips, F16 / BF16 widening worked out bit by bit, and one SUBCASE per
+// reading rule: each bad file is written byte by byte here, and the Error must
+// name the file, the tensor (where there is one) and the numbers involved.
+#include <doctest/doctest.h>
+
+#include "engine/safetensors.h"
+#include "tests/helpers.h"
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <unistd.h>
+
+using tinyformer::BoolTensor;
+using tinyformer::Error;
+using tinyformer::IntTensor;
+using tinyformer::SafetensorsFile;
+using tinyformer::Shape;
+using tinyformer::Tensor;
+using tinyformer::TensorToWrite;
+using test_helpers::TempDirectory;
+
+namespace {
+
+// Writes [length as u64 LE][header][data] to dir/name; `length` is the header
+// length field as stored, so that it can lie about the header.
+std::string write_raw(const TempDirectory& dir, const std::string& name, uint64_t length, const std::string& header,
+                      const std::string& data) {
+    const std::string path = dir.file(name);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((length >> (8 * i)) & 0xFF));
+    out << header << data;
+    REQUIRE(out.good());
+    return path;
+}
+
+// The honest version: the length field is the header's real length.
+std::string write_raw(const TempDirectory& dir, const std::string& name, const std::string& header,
+                      const std::string& data) {
+    return write_raw(dir, name, header.size(), header, data);
+}
+
+// Exactly these bytes, no header length added (for files too short to have one).
+std::string write_bytes(const TempDirectory& dir, const std::string& name, const std::string& bytes) {
+    const std::string path = dir.file(name);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    return path;
+}
+
+std::string read_all(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// 16-bit values as their little-endian bytes.
+std::string u16_bytes(const std::vector<uint16_t>& values) {
+    std::string bytes;
+    for (uint16_t v : values) {
+        bytes.push_back(static_cast<char>(v & 0xFF));
+        bytes.push_back(static_cast<char>(v >> 8));
+    }
+    return bytes;
+}
+
+uint64_t header_length_of(const std::string& file_bytes) {
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(file_bytes[static_cast<size_t>(i)]);
+    return length;
+}
+
+const float inf = std::numeric_limits<float>::infinity();
+
+}  // namespace
+
+TEST_CASE("F32, I64 and BOOL tensors and the metadata come back from a written file unchanged") {
+    TempDirectory dir;
+    const std::string path = dir.file("round_trip.safetensors");
+    const Tensor weights({2, 3}, {1.5f, -2.25f, 0.0f, 1e-30f, -inf, 3.0e38f});
+    const IntTensor ids{{2, 2}, {0, -1, std::numeric_limits<int64_t>::max(), 42}};
+    const BoolTensor padding{{2, 3}, {0, 1, 1, 0, 0, 1}};
+    const std::map<std::string, std::string> metadata = {{"config", "{\"a\": 1}"}, {"note", "h\xC3\xA9llo \"quoted\""}};
+    tinyformer::write_safetensors(path,
+                                  {tinyformer::f32_tensor("weights", weights), tinyformer::i64_tensor("ids", ids),
+                                   tinyformer::bool_tensor("padding", padding)},
+                                  metadata);
+
+    const SafetensorsFile file = SafetensorsFile::read(path);
+    CHECK(file.path() == path);
+    CHECK(file.metadata() == metadata);
+    CHECK(file.tensors().size() == 3);
+    CHECK(file.info("weights").dtype == "F32");
+    CHECK(file.info("ids").dtype == "I64");
+    CHECK(file.info("padding").dtype == "BOOL");
+
+    const Tensor weights_back = file.read_float("weights");
+    CHECK(weights_back.shape() == Shape{2, 3});
+    CHECK(weights_back.values() == weights.values());  // bit for bit, -inf included
+    const IntTensor ids_back = file.read_int("ids");
+    CHECK(ids_back.shape == Shape{2, 2});
+    CHECK(ids_back.values == ids.values);
+    const BoolTensor padding_back = file.read_bool("padding");
+    CHECK(padding_back.shape == Shape{2, 3});
+    CHECK(padding_back.values == padding.values);
+
+    SUBCASE("a name the file does not hold is refused, naming the file and the name") {
+        CHECK_ERROR_CONTAINS(file.read_float("bias"), path.c_str(), "no tensor named 'bias'");
+    }
+}
+
+TEST_CASE("Written data starts 8-byte aligned whatever the header's length") {
+    // The header is padded with spaces so that 8 + N is a multiple of 8; try
+    // every remainder by growing a metadata value one character at a time.
+    TempDirectory dir;
+    for (size_t extra = 0; extra < 8; ++extra) {
+        CAPTURE(extra);
+        const std::string path = dir.file("aligned.safetensors");
+        tinyformer::write_safetensors(path, {tinyformer::f32_tensor("x", Tensor({1}, {7.0f}))},
+                                      {{"pad", std::string(extra, 'p')}});
+        const std::string bytes = read_all(path);
+        const uint64_t length = header_length_of(bytes);
+        CHECK((8 + length) % 8 == 0);
+        CHECK(bytes.size() == 8 + length + 4);                  // one F32 after the header
+        CHECK(SafetensorsFile::read(path).read_float("x").values() == std::vector<float>{7.0f});
+    }
+}
+
+TEST_CASE("F16 is widened to float exactly, bit pattern by bit pattern") {
+    // half: 1 sign bit, 5 exponent bits (bias 15), 10 mantissa bits.
+    //   normal     (-1)^s * 2^(e-15) * (1 + m/1024)
+    //   subnormal  (e = 0)  (-1)^s * m * 2^-24
+    //   e = 31     inf (m = 0) or NaN
+    struct Case {
+        uint16_t bits;
+        float expected;
+        const char* working;
+    };
+    const Case cases[] = {
+        {0x3C00, 1.0f, "e=15, m=0: 2^0 * 1"},
+        {0xC000, -2.0f, "s=1, e=16, m=0: -(2^1 * 1)"},
+        {0x3555, 0.333251953125f, "e=13, m=0x155=341: 2^-2 * (1 + 341/1024) = 1365/4096"},
+        {0x7BFF, 65504.0f, "e=30, m=1023: 2^15 * (2047/1024), the largest half"},
+        {0x0400, 6.103515625e-05f, "e=1, m=0: 2^-14, the smallest normal"},
+        {0x03FF, 6.097555160522461e-05f, "e=0, m=1023: 1023 * 2^-24, the largest subnormal"},
+        {0x0001, 5.960464477539063e-08f, "e=0, m=1: 2^-24, the smallest subnormal"},
+        {0x0000, 0.0f, "zero"},
+        {0x7C00, inf, "e=31, m=0: +inf"},
+        {0xFC00, -inf, "s=1, e=31, m=0: -inf"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.working);
+        CHECK(tinyformer::half_to_float(c.bits) == c.expected);
+    }
+    SUBCASE("-0 keeps its sign and 0x7E00 is NaN") {
+        CHECK(std::signbit(tinyformer::half_to_float(0x8000)));
+        CHECK(tinyformer::half_to_float(0x8000) == 0.0f);
+        CHECK(std::isnan(tinyformer::half_to_float(0x7E00)));  // e=31, m != 0
+    }
+    SUBCASE("read_float widens a stored F16 tensor with the same rule") {
+        TempDirectory dir;
+        std::vector<uint16_t> bits;
+        std::vector<float> expected;
+        for (const Case& c : cases) {
+            bits.push_back(c.bits);
+            expected.push_back(c.expected);
+        }
+        const std::string header = "{\"h\":{\"dtype\":\"F16\",\"shape\":[2,5],\"data_offsets\":[0,20]}}";
+        const std::string path = write_raw(dir, "half.safetensors", header, u16_bytes(bits));
+        const Tensor widened = SafetensorsFile::read(path).read_float("h");
+        CHECK(widened.shape() == Shape{2, 5});
+        CHECK(widened.values() == expected);
+    }
+}
+
+TEST_CASE("BF16 is widened to float exactly: its 16 bits are the float's top 16") {
+    // bfloat16 = float32 without the low 16 mantissa bits: float bits = b << 16.
+    struct Case {
+        uint16_t bits;
+        float expected;
+        const char* working;
+    };
+    const Case cases[] = {
+        {0x3F80, 1.0f, "0x3F800000: e=127, m=0: 1"},
+        {0xC040, -3.0f, "0xC0400000: s=1, e=128, m=0x400000 (0.5): -(2 * 1.5)"},
+        {0x3E80, 0.25f, "0x3E800000: e=125: 2^-2"},
+        {0x4049, 3.140625f, "0x40490000: e=128, m=0x490000/2^23 = 0.5703125: 2 * 1.5703125"},
+        {0x0001, 9.183549615799121e-41f, "0x00010000: float subnormal 2^16 * 2^-149 = 2^-133"},
+        {0x7F80, inf, "0x7F800000: +inf"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.working);
+        CHECK(tinyformer::bfloat16_to_float(c.bits) == c.expected);
+    }
+    SUBCASE("read_float widens a stored BF16 tensor with the same rule") {
+        TempDirectory dir;
+        const std::string header = "{\"b\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,6]}}";
+        const std::string path = write_raw(dir, "bf16.safetensors", header, u16_bytes({0x3F80, 0xC040, 0x3E80}));
+        CHECK(SafetensorsFile::read(path).read_float("b").values() == std::vector<float>{1.0f, -3.0f, 0.25f});
+    }
+}
+
+TEST_CASE("A file that breaks a layout rule is refused, naming the file, the tensor and the numbers") {
+    TempDirectory dir;
+    const std::string eight_bytes(8, '\0');
+
+    SUBCASE("an empty file") {
+        const std::string path = write_bytes(dir, "empty.safetensors", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "file is 0 bytes", "8-byte header length");
+    }
+    SUBCASE("a file shorter than the 8-byte header length") {
+        const std::string path = write_bytes(dir, "short.safetensors", "abcde");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "file is 5 bytes");
+    }
+    SUBCASE("a header length larger than the file") {
+        // 8 + 2 bytes in the file, the length field claims 100
+        const std::string path = write_raw(dir, "long_header.safetensors", 100, "{}", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "header length 100 bytes",
+                             "past the end of the file (10 bytes)");
+    }
+    SUBCASE("a header length near 2^64 (no wrap-around in 8 + N)") {
+        const uint64_t huge = std::numeric_limits<uint64_t>::max() - 3;  // 8 + N would wrap to 4
+        const std::string path = write_raw(dir, "huge_header.safetensors", huge, "{}", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "header length 18446744073709551612 bytes",
+                             "above the limit");
+    }
+    SUBCASE("a header length above kMaxHeaderBytes, even if the file were that long") {
+        const std::string path =
+            write_raw(dir, "big_header.safetensors", tinyformer::kMaxHeaderBytes + 1, "{}", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "header length 100000001 bytes",
+                             "limit of 100000000 bytes");
+    }
+    SUBCASE("a header that is not JSON") {
+        const std::string path = write_raw(dir, "not_json.safetensors", "{\"w\": [", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "not valid JSON");
+    }
+    SUBCASE("a header that is JSON but not an object") {
+        const std::string path = write_raw(dir, "array.safetensors", "[1, 2]", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "must be a JSON object, got array");
+    }
+    SUBCASE("__metadata__ that is not an object") {
+        const std::string path = write_raw(dir, "meta_array.safetensors", "{\"__metadata__\": [\"config\"]}", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "__metadata__ must be an object of strings");
+    }
+    SUBCASE("a __metadata__ value that is not a string") {
+        const std::string path =
+            write_raw(dir, "meta_value.safetensors", "{\"__metadata__\": {\"config\": {\"d_model\": 16}}}", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "__metadata__ value 'config'",
+                             "must be a string, got object");
+    }
+    SUBCASE("a tensor entry that is not an object with dtype, shape and data_offsets") {
+        const std::string path =
+            write_raw(dir, "no_offsets.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [2]}}", "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "dtype, shape and data_offsets");
+    }
+    SUBCASE("an unknown dtype") {
+        const std::string path = write_raw(
+            dir, "dtype.safetensors", "{\"w\": {\"dtype\": \"F31\", \"shape\": [2], \"data_offsets\": [0, 8]}}",
+            eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "unknown dtype 'F31'");
+    }
+    SUBCASE("a shape with a negative entry") {
+        const std::string path = write_raw(
+            dir, "negative.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [2, -1], \"data_offsets\": [0, 8]}}",
+            eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "non-negative integers",
+                             "[2,-1]");
+    }
+    SUBCASE("a shape with a non-integer entry") {
+        const std::string path = write_raw(
+            dir, "fraction.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [2.5], \"data_offsets\": [0, 8]}}",
+            eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "non-negative integers", "[2.5]");
+    }
+    SUBCASE("a shape whose element count overflows 64 bits") {
+        // 2^32 * 2^32 = 2^64 elements: one more than uint64 holds
+        const std::string path = write_raw(dir, "overflow.safetensors",
+                                           "{\"w\": {\"dtype\": \"U8\", \"shape\": [4294967296, 4294967296], "
+                                           "\"data_offsets\": [0, 8]}}",
+                                           eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "[4294967296,4294967296]",
+                             "too many elements");
+    }
+    SUBCASE("data_offsets reversed") {
+        const std::string path = write_raw(
+            dir, "reversed.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 0]}}",
+            eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "data_offsets [8, 0]",
+                             "reversed");
+    }
+    SUBCASE("data_offsets that are not two non-negative integers") {
+        const std::string path = write_raw(
+            dir, "offsets.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [-8, 0]}}",
+            eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "data_offsets must be two");
+    }
+    SUBCASE("data_offsets outside the data section") {
+        const std::string path = write_raw(
+            dir, "outside.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [4], \"data_offsets\": [0, 16]}}",
+            eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "data_offsets [0, 16]",
+                             "past the data section (8 bytes)");
+    }
+    SUBCASE("two tensors whose data_offsets overlap") {
+        // a: bytes 0..8, b: bytes 4..12 — bytes 4..8 belong to both
+        const std::string path = write_raw(dir, "overlap.safetensors",
+                                           "{\"a\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}, "
+                                           "\"b\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [4, 12]}}",
+                                           std::string(12, '\0'));
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'b' overlaps tensor 'a'",
+                             "data_offsets [4, 12]");
+    }
+    SUBCASE("a hole between two tensors") {
+        // a: bytes 0..4, b: bytes 8..12 — bytes 4..8 belong to no tensor
+        const std::string path = write_raw(dir, "hole.safetensors",
+                                           "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}, "
+                                           "\"b\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [8, 12]}}",
+                                           std::string(12, '\0'));
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "bytes 4..8", "belong to no tensor",
+                             "before 'b'");
+    }
+    SUBCASE("a hole after the last tensor") {
+        const std::string path = write_raw(
+            dir, "tail.safetensors", "{\"a\": {\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 4]}}",
+            eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "data section has 8 bytes",
+                             "tensors cover 4");
+    }
+    SUBCASE("a byte count that does not match dtype x shape") {
+        // F32 [3] needs 3 * 4 = 12 bytes; the offsets give 8
+        const std::string path = write_raw(
+            dir, "count.safetensors", "{\"w\": {\"dtype\": \"F32\", \"shape\": [3], \"data_offsets\": [0, 8]}}",
+            eight_bytes);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'w'", "F32 [3] needs 12 bytes",
+                             "span 8");
+    }
+    SUBCASE("a file truncated inside the data") {
+        const std::string path = dir.file("truncated.safetensors");
+        tinyformer::write_safetensors(path, {tinyformer::f32_tensor("a", Tensor({2}, {1.0f, 2.0f})),
+                                             tinyformer::f32_tensor("b", Tensor({4}, {1.0f, 2.0f, 3.0f, 4.0f}))});
+        // 'b' is bytes 8..24 of the data; cut the file 6 bytes short
+        std::filesystem::resize_file(path, std::filesystem::file_size(path) - 6);
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'b'", "data_offsets [8, 24]",
+                             "past the data section (18 bytes)");
+    }
+}
+
+TEST_CASE("A reader asked for the wrong kind of tensor refuses, naming the tensor and both dtypes") {
+    TempDirectory dir;
+    const std::string path = dir.file("kinds.safetensors");
+    tinyformer::write_safetensors(path, {tinyformer::i64_tensor("ids", IntTensor{{1, 2}, {3, 4}}),
+                                         tinyformer::f32_tensor("x", Tensor({2}, {1.0f, 2.0f}))});
+    const SafetensorsFile file = SafetensorsFile::read(path);
+
+    SUBCASE("read_float on an I64 tensor") {
+        CHECK_ERROR_CONTAINS(file.read_float("ids"), path.c_str(), "tensor 'ids'", "has dtype I64",
+                             "expected F32 (or F16, BF16)");
+    }
+    SUBCASE("read_int on an F32 tensor") {
+        CHECK_ERROR_CONTAINS(file.read_int("x"), path.c_str(), "tensor 'x'", "has dtype F32", "expected I64 or I32");
+    }
+    SUBCASE("read_bool on an I64 tensor") {
+        CHECK_ERROR_CONTAINS(file.read_bool("ids"), path.c_str(), "tensor 'ids'", "has dtype I64",
+                             "expected BOOL or U8");
+    }
+}
+
+TEST_CASE("read_bool refuses a Boolean tensor holding a value other than 0 and 1") {
+    TempDirectory dir;
+    const std::string header = "{\"mask\": {\"dtype\": \"BOOL\", \"shape\": [1, 3], \"data_offsets\": [0, 3]}}";
+    const std::string path = write_raw(dir, "bool2.safetensors", header, std::string("\x00\x02\x01", 3));
+    CHECK_ERROR_CONTAINS(SafetensorsFile::read(path).read_bool("mask"), path.c_str(), "tensor 'mask'", "holds 2",
+                         "0 or 1");
+}
+
+TEST_CASE("A directory and a missing file are refused by path") {
+    TempDirectory dir;
+    SUBCASE("a directory") {
+        const std::string path = dir.path().string();
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "is a directory");
+    }
+    SUBCASE("a missing file") {
+        const std::string path = dir.file("absent.safetensors");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "no such file");
+    }
+}
+
+TEST_CASE("write_safetensors is atomic: a failed write leaves no file and changes no existing file") {
+    TempDirectory dir;
+    const std::vector<TensorToWrite> tensors = {tinyformer::f32_tensor("x", Tensor({2}, {1.0f, 2.0f}))};
+
+    SUBCASE("a path inside a directory that does not exist: Error, and nothing is created") {
+        const std::string path = dir.file("missing_folder/model.safetensors");
+        CHECK_ERROR_CONTAINS(tinyformer::write_safetensors(path, tensors), path.c_str(), "cannot write");
+        CHECK_FALSE(std::filesystem::exists(dir.path() / "missing_folder"));
+        CHECK(std::filesystem::is_empty(dir.path()));
+    }
+
+    const std::string path = dir.file("model.safetensors");
+    tinyformer::write_safetensors(path, tensors, {{"version", "1"}});
+    const std::string before = read_all(path);
+
+    SUBCASE("the temporary file cannot be created: the existing file keeps every byte") {
+        // The writer's temporary is PATH.tmp-PID in the same folder; a folder
+        // of that name makes opening it fail, as a full or read-only disk would
+        // (chmod cannot be used: tests may run as root).
+        const std::filesystem::path blocker = path + ".tmp-" + std::to_string(::getpid());
+        std::filesystem::create_directory(blocker);
+        CHECK_ERROR_CONTAINS(
+            tinyformer::write_safetensors(path, {tinyformer::f32_tensor("y", Tensor({1}, {9.0f}))}, {{"version", "2"}}),
+            path.c_str(), "cannot write");
+        CHECK(read_all(path) == before);
+        std::filesystem::remove(blocker);
+    }
+    SUBCASE("a tensor whose bytes do not match its dtype x shape: refused before any byte is written") {
+        TensorToWrite wrong = tinyformer::f32_tensor("y", Tensor({2}, {1.0f, 2.0f}));
+        wrong.shape = {3};  // F32 [3] needs 12 bytes, has 8
+        CHECK_ERROR_CONTAINS(tinyformer::write_safetensors(path, {wrong}), "tensor 'y'", "F32 [3]", "has 8 bytes");
+        CHECK(read_all(path) == before);
+    }
+    SUBCASE("a name given twice: refused, existing file unchanged") {
+        CHECK_ERROR_CONTAINS(tinyformer::write_safetensors(path, {tensors[0], tensors[0]}), "tensor name 'x'",
+                             "appears twice");
+        CHECK(read_all(path) == before);
+    }
+    SUBCASE("a successful overwrite replaces the file and leaves no temporary behind") {
+        tinyformer::write_safetensors(path, {tinyformer::f32_tensor("y", Tensor({1}, {9.0f}))});
+        CHECK(SafetensorsFile::read(path).read_float("y").values() == std::vector<float>{9.0f});
+        CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) ==
+              1);
+    }
+}
