@@ -4,6 +4,8 @@
 #include "engine/ops.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 
@@ -42,8 +44,18 @@ struct Problem {
     }
 };
 
+// True when every one of n floats is finite: an exponent field of all ones
+// means inf or NaN. Integer OR over the row: vectorised, no branch per score.
+bool all_finite(const float* values, int64_t n) {
+    uint32_t non_finite = 0;
+    for (int64_t j = 0; j < n; ++j)
+        non_finite |= (std::bit_cast<uint32_t>(values[j]) & 0x7F800000u) == 0x7F800000u;
+    return non_finite == 0;
+}
+
 void check_scores_finite(const Problem& problem, const HeadSlice& slice, int64_t l, int64_t first_key,
                          const float* scores, int64_t count) {
+    if (all_finite(scores, count)) return;
     for (int64_t j = 0; j < count; ++j)
         if (!std::isfinite(scores[j]))
             fail("attention: the score of ", problem.where(slice, l), " with key ", first_key + j,
@@ -62,12 +74,19 @@ void check_scores_finite(const Problem& problem, const HeadSlice& slice, int64_t
 // -inf where the key is blocked (weight exactly 0 after softmax), + bias where
 // an additive mask carries one.
 void apply_mask(float* scores, int64_t first_key, int64_t count, const Mask::Row& row) {
-    for (int64_t j = 0; j < count; ++j) {
-        const int64_t at = (first_key + j) * row.step;
-        if (!row.allowed[at])
-            scores[j] = kMinusInfinity;
+    if (row.step == 0) {  // the mask broadcasts over keys: one answer for the whole row
+        if (!row.allowed[0])
+            std::fill(scores, scores + count, kMinusInfinity);
         else if (row.bias)
-            scores[j] += row.bias[at];
+            for (int64_t j = 0; j < count; ++j) scores[j] += row.bias[0];
+        return;
+    }
+    const uint8_t* allowed = row.allowed + first_key * row.step;
+    if (row.bias) {
+        const float* bias = row.bias + first_key * row.step;
+        for (int64_t j = 0; j < count; ++j) scores[j] = allowed[j] ? scores[j] + bias[j] : kMinusInfinity;
+    } else {
+        for (int64_t j = 0; j < count; ++j) scores[j] = allowed[j] ? scores[j] : kMinusInfinity;
     }
 }
 
@@ -128,18 +147,14 @@ void attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t qu
                 check_scores_finite(problem, slice, l, s0, row, keys);
                 if (!problem.is_padded_query(slice.batch, l) && !problem.mask_blocks_nothing)
                     apply_mask(row, s0, keys, problem.mask.row(slice.batch, slice.head, l));
-                const float tile_max = *std::max_element(row, row + keys);
+                const float tile_max = row_max(row, keys);
                 if (problem.is_padded_query(slice.batch, l) || tile_max == kMinusInfinity) {
                     zero_row(row, keys);  // nothing of this tile takes part
                     continue;
                 }
                 const float new_max = std::max(running_max[r], tile_max);
                 const float correction = std::exp(running_max[r] - new_max);  // exp(-inf) = 0 the first time
-                float tile_sum = 0.0f;
-                for (int64_t j = 0; j < keys; ++j) {
-                    row[j] = std::exp(row[j] - new_max);
-                    tile_sum += row[j];
-                }
+                const float tile_sum = exp_shifted_sum(row, keys, new_max);  // row := exp(score - m)
                 if (correction != 1.0f)
                     for (int64_t c = 0; c < Dv; ++c) accumulator(r, c) *= correction;
                 running_sum[r] = running_sum[r] * correction + tile_sum;

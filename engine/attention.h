@@ -44,8 +44,8 @@ struct AttentionOptions {
     AttentionPath path = AttentionPath::Automatic;
     bool want_weights = false;     // needs the materialized path
     Padding query_padding;         // [B, L], true = padded query; empty = none
-    int64_t query_block = 64;      // streaming: queries per block
-    int64_t key_tile = 512;        // streaming: keys per tile
+    int64_t query_block = 256;     // streaming: queries per block
+    int64_t key_tile = 2048;       // streaming: keys per tile (256 x 2048 floats = 2 MiB of scores)
 };
 
 struct AttentionResult {

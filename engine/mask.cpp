@@ -205,14 +205,14 @@ std::string Mask::to_ascii(int64_t queries, int64_t keys, int64_t batch, int64_t
     check_broadcasts_to({shape_[0], shape_[1], queries, keys}, "Mask::to_ascii");
     std::string text;
     for (int64_t l = 0; l < queries; ++l) {
-        std::string line = "q" + std::to_string(l) + ":";
+        text.append("q").append(std::to_string(l)).append(":");
         bool any = false;
         for (int64_t s = 0; s < keys; ++s)
             if (allows(batch, head, l, s)) {
-                line += " k" + std::to_string(s);
+                text.append(" k").append(std::to_string(s));
                 any = true;
             }
-        text += line + (any ? "" : " (none)") + "\n";
+        text.append(any ? "\n" : " (none)\n");
     }
     return text;
 }

@@ -106,7 +106,7 @@ public:
     struct Row {
         const uint8_t* allowed;
         const float* bias;  // nullptr when the mask has no bias
-        int64_t step;       // 0 when the mask broadcasts over keys
+        int64_t step;       // 1, or 0 when the mask broadcasts over keys
     };
     Row row(int64_t b, int64_t h, int64_t l) const;
 

@@ -1,22 +1,68 @@
 #include "engine/ops.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace tinyformer {
 
+// Built for the baseline x86-64 and for AVX2+FMA; the loader picks the best
+// the CPU has (GCC function multi-versioning).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TINYFORMER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TINYFORMER_VECTOR_CLONES
+#endif
+
+TINYFORMER_VECTOR_CLONES float exp_shifted_sum(float* row, int64_t n, float shift) {
+    for (int64_t j = 0; j < n; ++j) {
+        const float x = row[j] - shift;
+        // exp(x) = 2^k exp(r), k = round(x / ln 2), r = x - k ln 2 with ln 2 split in two parts
+        // so that k ln 2 is exact (Cody-Waite); exp(r) on |r| <= ln2/2 by a polynomial.
+        const float clamped = x < -87.3f ? -87.3f : x;
+        const float k = (clamped * 1.44269504f + 12582912.0f) - 12582912.0f;  // round to nearest
+        const float r = (clamped - k * 0.693359375f) + k * 2.12194440e-4f;
+        float p = 1.9875691500e-4f;
+        p = p * r + 1.3981999507e-3f;
+        p = p * r + 8.3334519073e-3f;
+        p = p * r + 4.1665795894e-2f;
+        p = p * r + 1.6666665459e-1f;
+        p = p * r + 5.0000001201e-1f;
+        p = p * r * r + r + 1.0f;
+        const float two_to_k = std::bit_cast<float>((static_cast<int32_t>(k) + 127) << 23);
+        row[j] = x < -87.3f ? 0.0f : p * two_to_k;
+    }
+    // Eight running sums side by side: vectorisable without reordering any
+    // one sum, and more accurate than one long float sum.
+    float lanes[8] = {};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int lane = 0; lane < 8; ++lane) lanes[lane] += row[j + lane];
+    for (; j < n; ++j) lanes[0] += row[j];
+    double sum = 0.0;
+    for (float lane : lanes) sum += lane;
+    return static_cast<float>(sum);
+}
+
+TINYFORMER_VECTOR_CLONES float row_max(const float* row, int64_t n) {
+    constexpr float kLowest = -std::numeric_limits<float>::infinity();
+    float lanes[8] = {kLowest, kLowest, kLowest, kLowest, kLowest, kLowest, kLowest, kLowest};
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int lane = 0; lane < 8; ++lane) lanes[lane] = lanes[lane] < row[j + lane] ? row[j + lane] : lanes[lane];
+    for (; j < n; ++j) lanes[0] = lanes[0] < row[j] ? row[j] : lanes[0];
+    float best = kLowest;
+    for (float lane : lanes) best = best < lane ? lane : best;
+    return best;
+}
+
 bool softmax_row(float* row, int64_t n) {
     // Subtracting the row maximum keeps exp() from overflowing; it cancels in
     // the ratio. exp(-inf - max) is exactly 0, so blocked keys get weight 0.
-    float max_score = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, row[j]);
+    const float max_score = row_max(row, n);
     if (max_score == -std::numeric_limits<float>::infinity()) return false;
-    double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-        row[j] = std::exp(row[j] - max_score);
-        sum += row[j];
-    }
-    const float inverse = static_cast<float>(1.0 / sum);
+    const float inverse = 1.0f / exp_shifted_sum(row, n, max_score);
     for (int64_t j = 0; j < n; ++j) row[j] *= inverse;
     return true;
 }

@@ -18,6 +18,17 @@ namespace tinyformer {
 // untouched) when every entry is -inf: the caller decides what that means.
 bool softmax_row(float* row, int64_t n);
 
+// row[j] = exp(row[j] - shift) for j < n, in place; returns the sum of the
+// new values. exp(-inf) is exactly 0. Arguments below -87.3 (where float exp
+// underflows to subnormals) give 0. The exponential is computed with
+// Cody-Waite range reduction and a degree-6 polynomial (as Cephes' expf):
+// within 2 ulp of std::exp, and a loop the compiler vectorises — softmax's
+// exponentials are a large share of attention's time.
+float exp_shifted_sum(float* row, int64_t n, float shift);
+
+// The largest of n floats (-inf for n = 0).
+float row_max(const float* row, int64_t n);
+
 Tensor softmax_rows(const Tensor& x);
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps);
 Tensor relu(const Tensor& x);

@@ -1,4 +1,5 @@
 #include "engine/matmul.h"
+#include "engine/memory.h"
 #include "tools/cli/cli.h"
 
 #include <cstdio>
@@ -54,6 +55,7 @@ int dispatch(const Arguments& args) {
 
 int main(int argc, char** argv) {
     using namespace tinyformer::cli;
+    tinyformer::keep_freed_memory();  // see engine/memory.h
     try {
         return dispatch(Arguments(argv + 1, argv + argc));
     } catch (const UsageError& error) {

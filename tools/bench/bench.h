@@ -1,0 +1,65 @@
+// tinyformer-bench — what every benchmark suite shares.
+//
+// A suite is one function `void run_<name>_suite(const Settings&)` in its own
+// file (bench_<name>.cpp), listed in the table in main.cpp. It prints its own
+// aligned table; nothing is asserted, targets are printed as information.
+//
+// Heap counting: heap_counter.cpp replaces the global operator new / delete
+// (every form) in this binary only, keeping the bytes currently allocated and
+// the peak since heap_reset_peak(). Sizes are malloc_usable_size(), so they
+// round up a few bytes per block. Memory that C libraries take with malloc or
+// mmap themselves (OpenBLAS's work buffers) is not seen.
+#pragma once
+
+#include "engine/tensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tinyformer::bench {
+
+// Command-line settings every suite receives; 0 means "leave the default".
+struct Settings {
+    int threads = 0;            // --threads N: set_blas_threads(N)
+    int64_t query_block = 0;    // --query-block N: AttentionOptions.query_block
+    int64_t key_tile = 0;       // --key-tile N: AttentionOptions.key_tile
+};
+
+// --- heap counting (heap_counter.cpp) ---
+size_t heap_current_bytes();
+size_t heap_peak_bytes();
+void heap_reset_peak();  // peak := current
+
+// --- helpers (common.cpp) ---
+// Median of a non-empty set of samples (mean of the middle two when even).
+double median(std::vector<double> samples);
+// "512 B", "128.0 KiB", "256.0 MiB".
+std::string format_bytes(size_t bytes);
+// The "model name" line of /proc/cpuinfo, or a note that there is none.
+std::string cpu_model();
+
+// A text table whose columns have fixed widths, printed a row at a time as
+// results arrive (long benchmarks show progress).
+class Table {
+public:
+    enum class Align { Left, Right };
+    struct Column {
+        std::string title;
+        int width;
+        Align align;
+    };
+    explicit Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+    void print_header() const;
+    void print_row(const std::vector<std::string>& cells) const;
+
+private:
+    std::vector<Column> columns_;
+};
+
+// --- suites (one file each) ---
+void run_attention_suite(const Settings& settings);  // bench_attention.cpp
+
+}  // namespace tinyformer::bench

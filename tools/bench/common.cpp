@@ -1,0 +1,66 @@
+#include "tools/bench/bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+namespace tinyformer::bench {
+
+double median(std::vector<double> samples) {
+    std::sort(samples.begin(), samples.end());
+    const size_t middle = samples.size() / 2;
+    return samples.size() % 2 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2.0;
+}
+
+std::string format_bytes(size_t bytes) {
+    char text[32];
+    if (bytes < 1024)
+        std::snprintf(text, sizeof text, "%zu B", bytes);
+    else if (bytes < 1024 * 1024)
+        std::snprintf(text, sizeof text, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
+    else
+        std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+    return text;
+}
+
+std::string cpu_model() {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line)) {
+        if (line.rfind("model name", 0) != 0) continue;
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        const size_t start = line.find_first_not_of(" \t", colon + 1);
+        return start == std::string::npos ? std::string("(empty model name)") : line.substr(start);
+    }
+    return "unknown (no \"model name\" in /proc/cpuinfo)";
+}
+
+void Table::print_header() const {
+    std::vector<std::string> titles;
+    size_t total_width = 0;
+    for (const Column& column : columns_) {
+        titles.push_back(column.title);
+        total_width += static_cast<size_t>(column.width) + 2;
+    }
+    print_row(titles);
+    std::printf("%s\n", std::string(total_width - 2, '-').c_str());
+}
+
+void Table::print_row(const std::vector<std::string>& cells) const {
+    std::string line;
+    for (size_t i = 0; i < columns_.size(); ++i) {
+        const Column& column = columns_[i];
+        const std::string& cell = i < cells.size() ? cells[i] : std::string();
+        const size_t pad = cell.size() < static_cast<size_t>(column.width) ? column.width - cell.size() : 0;
+        if (i > 0) line += "  ";
+        if (column.align == Align::Right) line.append(pad, ' ');
+        line += cell;
+        if (column.align == Align::Left && i + 1 < columns_.size()) line.append(pad, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+}
+
+}  // namespace tinyformer::bench

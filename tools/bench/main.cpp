@@ -1,0 +1,162 @@
+// tinyformer-bench: runs benchmark suites and prints what they measured.
+//
+//   tinyformer-bench [options] [suite ...]     no suite = every suite
+//
+// It first prints what it runs on (BLAS, its threads, CPU, compiler), since a
+// number without its machine means little. Nothing is asserted: targets are
+// printed as information and the exit status is 0 whatever they say.
+// Exit 2 for bad usage, 1 for an error while running.
+#include "engine/matmul.h"
+#include "engine/memory.h"
+#include "tools/bench/bench.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using tinyformer::bench::Settings;
+
+struct Suite {
+    const char* name;
+    const char* summary;
+    void (*run)(const Settings&);
+};
+
+// Every suite, in the order `no argument` runs them. A new suite is a file
+// bench_<name>.cpp plus one line here.
+const Suite kSuites[] = {
+    {"attention", "scaled dot-product attention, materialized vs streaming, L=S in {128, 512, 2048, 8192}",
+     tinyformer::bench::run_attention_suite},
+};
+
+void print_usage(std::FILE* out) {
+    std::fprintf(out,
+                 "usage: tinyformer-bench [options] [suite ...]\n"
+                 "Runs the named benchmark suites, or every suite when none is named.\n"
+                 "\n"
+                 "suites:\n");
+    for (const Suite& suite : kSuites) std::fprintf(out, "  %-12s %s\n", suite.name, suite.summary);
+    std::fprintf(out,
+                 "\n"
+                 "options:\n"
+                 "  --threads N       BLAS threads (set_blas_threads); default: OpenBLAS's own choice\n"
+                 "  --query-block N   attention, streaming path: queries per block (default: the engine's)\n"
+                 "  --key-tile N      attention, streaming path: keys per tile (default: the engine's)\n"
+                 "  -h, --help        show this help\n");
+}
+
+[[noreturn]] void usage_error(const std::string& message) {
+    std::fprintf(stderr, "tinyformer-bench: error: %s\n", message.c_str());
+    std::fprintf(stderr, "try 'tinyformer-bench --help'\n");
+    std::exit(2);
+}
+
+int64_t parse_positive(std::string_view flag, std::string_view text) {
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < 1 || value > (1 << 20))
+        usage_error(std::string(flag) + " needs a whole number from 1 to 1048576, got '" + std::string(text) + "'");
+    return value;
+}
+
+struct CommandLine {
+    Settings settings;
+    std::vector<const Suite*> suites;
+};
+
+CommandLine parse_command_line(int argc, char** argv) {
+    CommandLine command_line;
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view argument = argv[i];
+        if (argument == "-h" || argument == "--help") {
+            print_usage(stdout);
+            std::exit(0);
+        }
+        if (argument.starts_with("-")) {
+            // "--flag N" or "--flag=N"
+            const size_t equals = argument.find('=');
+            const std::string_view flag = argument.substr(0, equals);
+            if (flag != "--threads" && flag != "--query-block" && flag != "--key-tile")
+                usage_error("unknown option '" + std::string(argument) + "'");
+            std::string_view value;
+            if (equals != std::string_view::npos)
+                value = argument.substr(equals + 1);
+            else if (i + 1 < argc)
+                value = argv[++i];
+            else
+                usage_error(std::string(flag) + " needs a value");
+            const int64_t number = parse_positive(flag, value);
+            if (flag == "--threads")
+                command_line.settings.threads = static_cast<int>(number);
+            else if (flag == "--query-block")
+                command_line.settings.query_block = number;
+            else
+                command_line.settings.key_tile = number;
+            continue;
+        }
+        const Suite* found = nullptr;
+        for (const Suite& suite : kSuites)
+            if (argument == suite.name) found = &suite;
+        if (!found) {
+            std::string names;
+            for (const Suite& suite : kSuites) names += std::string(names.empty() ? "" : ", ") + suite.name;
+            usage_error("unknown suite '" + std::string(argument) + "' (suites: " + names + ")");
+        }
+        command_line.suites.push_back(found);
+    }
+    if (command_line.suites.empty())
+        for (const Suite& suite : kSuites) command_line.suites.push_back(&suite);
+    return command_line;
+}
+
+std::string compiler_description() {
+#if defined(__clang__)
+    std::string text = __VERSION__;  // already says "clang ..."
+#elif defined(__GNUC__)
+    std::string text = std::string("GCC ") + __VERSION__;
+#else
+    std::string text = __VERSION__;
+#endif
+#if defined(__OPTIMIZE__)
+    return text + " (optimized build)";
+#else
+    return text + " (UNOPTIMIZED build: numbers are not representative)";
+#endif
+}
+
+void print_machine() {
+    std::printf("tinyformer-bench\n");
+    std::printf("  BLAS          %s\n", tinyformer::blas_description().c_str());
+    std::printf("  BLAS threads  %d\n", tinyformer::blas_threads());
+    std::printf("  CPU           %s (%u logical CPUs)\n", tinyformer::bench::cpu_model().c_str(),
+                std::thread::hardware_concurrency());
+    std::printf("  compiler      %s\n", compiler_description().c_str());
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory.h
+    const CommandLine command_line = parse_command_line(argc, argv);
+    if (command_line.settings.threads > 0) tinyformer::set_blas_threads(command_line.settings.threads);
+    print_machine();
+    try {
+        for (const Suite* suite : command_line.suites) {
+            std::printf("\n== %s ==\n", suite->name);
+            suite->run(command_line.settings);
+        }
+    } catch (const std::exception& error) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "tinyformer-bench: error: %s\n", error.what());
+        return 1;
+    }
+    return 0;
+}
