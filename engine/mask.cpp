@@ -70,10 +70,16 @@ Mask::Mask(Shape shape, std::vector<uint8_t> allowed, std::vector<float> bias)
 
 Mask Mask::causal(int64_t length) {
     if (length < 1) fail("Mask::causal: length must be >= 1, got ", length);
-    std::vector<uint8_t> allowed(static_cast<size_t>(length * length));
-    for (int64_t l = 0; l < length; ++l)
-        for (int64_t s = 0; s < length; ++s) allowed[static_cast<size_t>(l * length + s)] = s <= l;
-    return Mask({1, 1, length, length}, std::move(allowed), {});
+    return causal(length, length);
+}
+
+Mask Mask::causal(int64_t queries, int64_t keys) {
+    if (queries < 1 || keys < queries)
+        fail("Mask::causal: need 1 <= queries <= keys, got queries ", queries, ", keys ", keys);
+    std::vector<uint8_t> allowed(static_cast<size_t>(queries * keys));
+    for (int64_t l = 0; l < queries; ++l)
+        for (int64_t s = 0; s < keys; ++s) allowed[static_cast<size_t>(l * keys + s)] = s <= keys - queries + l;
+    return Mask({1, 1, queries, keys}, std::move(allowed), {});
 }
 
 Mask Mask::prefix_lm(const std::vector<int64_t>& prefix_lengths, int64_t length) {

@@ -65,6 +65,9 @@ public:
     // --- factories (all in the true = allowed meaning) ---
     // [1,1,T,T]: query l sees key s iff s <= l (lower triangle with diagonal).
     static Mask causal(int64_t length);
+    // [1,1,L,S]: the L queries are the last L of S positions (decoding with a
+    // KV cache): query l sees key s iff s <= S - L + l.
+    static Mask causal(int64_t queries, int64_t keys);
     // [B,1,T,T]: query l sees key s iff s < prefix_lengths[b] or s <= l. The
     // prefix is bidirectional, the rest causal (prefix-LM).
     static Mask prefix_lm(const std::vector<int64_t>& prefix_lengths, int64_t length);

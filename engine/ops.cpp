@@ -126,4 +126,32 @@ Tensor add(const Tensor& a, const Tensor& b) {
     return y;
 }
 
+Tensor concat_sequence(const Tensor& a, const Tensor& b) {
+    if (a.empty()) return b;
+    if (a.rank() != 3 || b.rank() != 3 || a.dim(0) != b.dim(0) || a.dim(2) != b.dim(2))
+        fail("concat_sequence: need [B,S1,C] and [B,S2,C], got ", shape_string(a.shape()), " and ",
+             shape_string(b.shape()));
+    const int64_t B = a.dim(0), S1 = a.dim(1), S2 = b.dim(1), C = a.dim(2);
+    Tensor out({B, S1 + S2, C});
+    for (int64_t i = 0; i < B; ++i) {
+        std::copy(a.data() + i * S1 * C, a.data() + (i + 1) * S1 * C, out.data() + i * (S1 + S2) * C);
+        std::copy(b.data() + i * S2 * C, b.data() + (i + 1) * S2 * C, out.data() + (i * (S1 + S2) + S1) * C);
+    }
+    return out;
+}
+
+Tensor gather_batch(const Tensor& x, const std::vector<int64_t>& rows) {
+    if (x.empty()) return x;
+    const int64_t B = x.dim(0), row_size = B > 0 ? x.numel() / B : 0;
+    Shape shape = x.shape();
+    shape[0] = static_cast<int64_t>(rows.size());
+    Tensor out(shape);
+    for (size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i] < 0 || rows[i] >= B) fail("gather_batch: row ", rows[i], " outside 0..", B - 1);
+        std::copy(x.data() + rows[i] * row_size, x.data() + (rows[i] + 1) * row_size,
+                  out.data() + static_cast<int64_t>(i) * row_size);
+    }
+    return out;
+}
+
 }  // namespace tinyformer

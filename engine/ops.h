@@ -12,6 +12,8 @@
 
 #include "engine/tensor.h"
 
+#include <vector>
+
 namespace tinyformer {
 
 // In place over one row of n floats. Returns false (and leaves the row
@@ -34,5 +36,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, floa
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);
 Tensor add(const Tensor& a, const Tensor& b);
+
+// [B, S1, C] and [B, S2, C] -> [B, S1+S2, C] (a KV cache growing by S2 positions).
+// An empty `a` is allowed and gives b.
+Tensor concat_sequence(const Tensor& a, const Tensor& b);
+// Rows `rows` of the batch axis of x [B, ...], in that order (repeats allowed):
+// beam search keeps, drops and duplicates hypotheses this way.
+Tensor gather_batch(const Tensor& x, const std::vector<int64_t>& rows);
 
 }  // namespace tinyformer

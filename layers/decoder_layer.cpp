@@ -6,16 +6,19 @@
 namespace tinyformer {
 
 Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& self_mask, const Mask& cross_mask,
-                             const Padding& target_padding, Tensor* self_weights, Tensor* cross_weights) const {
+                             const Padding& target_padding, Tensor* self_weights, Tensor* cross_weights,
+                             DecoderLayerCache* cache) const {
+    DecoderLayerCache whole_sequence;  // no cache: keys and values of x and memory alone
+    DecoderLayerCache& keys_values = cache ? *cache : whole_sequence;
     auto self_attention = [&](const Tensor& input) {
-        AttentionResult result =
-            self_attn.forward(input, input, self_mask, attention_options(target_padding, self_weights != nullptr));
+        AttentionResult result = self_attn.forward_appending(
+            input, keys_values.self, self_mask, attention_options(target_padding, self_weights != nullptr));
         if (self_weights) *self_weights = std::move(result.weights);
         return std::move(result.output);
     };
     auto cross_attention = [&](const Tensor& input) {
-        AttentionResult result = multihead_attn.forward(input, memory, cross_mask,
-                                                        attention_options(target_padding, cross_weights != nullptr));
+        AttentionResult result = multihead_attn.forward_fixed(
+            input, memory, keys_values.cross, cross_mask, attention_options(target_padding, cross_weights != nullptr));
         if (cross_weights) *cross_weights = std::move(result.weights);
         return std::move(result.output);
     };

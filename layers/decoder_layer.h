@@ -11,6 +11,11 @@
 //   x [B, T, D], memory [B, S, D] -> [B, T, D]. self_mask broadcasts to
 //   [B, H, T, T] (causal AND target padding), cross_mask to [B, H, T, S]
 //   (source padding); target_padding [B, T] marks padded queries of both.
+//
+//   Incremental decoding: with `cache`, x holds only the newest n target
+//   positions; self-attention keys and values are appended to cache->self
+//   (self_mask broadcasts to [B, H, n, T_cached]), and the memory's keys and
+//   values are projected into cache->cross once and reused.
 #pragma once
 
 #include "layers/feed_forward.h"
@@ -18,6 +23,11 @@
 #include "layers/multi_head_attention.h"
 
 namespace tinyformer {
+
+struct DecoderLayerCache {
+    KVCache self;   // grows by one position per decoding step
+    KVCache cross;  // the encoder memory's keys and values, computed once
+};
 
 struct DecoderLayer {
     MultiHeadAttention self_attn;
@@ -30,7 +40,7 @@ struct DecoderLayer {
     // [B, H, T, T] and [B, H, T, S].
     Tensor forward(const Tensor& x, const Tensor& memory, const Mask& self_mask, const Mask& cross_mask,
                    const Padding& target_padding, Tensor* self_weights = nullptr,
-                   Tensor* cross_weights = nullptr) const;
+                   Tensor* cross_weights = nullptr, DecoderLayerCache* cache = nullptr) const;
 };
 
 }  // namespace tinyformer

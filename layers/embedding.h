@@ -32,6 +32,9 @@ struct Embedding {
 
     // first_position > 0 continues a sequence (one token at a time decoding).
     Tensor forward(const TokenIds& ids, int64_t first_position = 0) const;
+    // Row b starts at position first_positions[b] (batched decoding of
+    // sequences of different lengths).
+    Tensor forward(const TokenIds& ids, const std::vector<int64_t>& first_positions) const;
 };
 
 }  // namespace tinyformer

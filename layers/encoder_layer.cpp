@@ -11,10 +11,13 @@ AttentionOptions attention_options(const Padding& query_padding, bool want_weigh
     return options;
 }
 
-Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& padding, Tensor* weights) const {
+Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& padding, Tensor* weights,
+                             KVCache* cache) const {
     const AttentionOptions options = attention_options(padding, weights != nullptr);
+    KVCache whole_sequence;  // no cache: keys and values of x alone
+    KVCache& keys_values = cache ? *cache : whole_sequence;
     auto self_attention = [&](const Tensor& input) {
-        AttentionResult result = self_attn.forward(input, input, mask, options);
+        AttentionResult result = self_attn.forward_appending(input, keys_values, mask, options);
         if (weights) *weights = std::move(result.weights);
         return std::move(result.output);
     };

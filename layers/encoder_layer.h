@@ -11,6 +11,12 @@
 //   which are padded queries of the attention (their attention output is 0).
 //   Decoder-only and encoder-only models are stacks of this layer too, with a
 //   causal, prefix-LM or no mask.
+//
+//   Incremental decoding: with `cache`, x holds only the newest n positions;
+//   their keys and values are appended to the cache and the mask broadcasts
+//   to [B, H, n, S] with S the cache length after appending. Without a cache
+//   the layer sees the whole sequence at once — the same code with an empty
+//   cache.
 #pragma once
 
 #include "layers/feed_forward.h"
@@ -26,7 +32,8 @@ struct EncoderLayer {
     bool norm_first = false;
 
     // weights: when not null, receives the per-head attention weights [B, H, T, T].
-    Tensor forward(const Tensor& x, const Mask& mask, const Padding& padding, Tensor* weights = nullptr) const;
+    Tensor forward(const Tensor& x, const Mask& mask, const Padding& padding, Tensor* weights = nullptr,
+                   KVCache* cache = nullptr) const;
 };
 
 // Attention options for a layer's call: query padding, and weights if asked.

@@ -1,6 +1,7 @@
 #include "layers/multi_head_attention.h"
 
 #include "engine/matmul.h"
+#include "engine/ops.h"
 
 #include <algorithm>
 
@@ -73,6 +74,30 @@ AttentionResult MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_k
             fail("MultiHeadAttention: inputs must be [B,L,D] with D=", d_model_, "; got x_q ",
                  shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
     return attend(project_query(x_q), project_key(x_kv), project_value(x_kv), mask, options);
+}
+
+AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,
+                                                     const AttentionOptions& options) const {
+    if (x_new.rank() != 3 || x_new.dim(2) != d_model_)
+        fail("MultiHeadAttention: input must be [B,n,D] with D=", d_model_, "; got ", shape_string(x_new.shape()));
+    if (!cache.empty() && cache.key.dim(0) != x_new.dim(0))
+        fail("MultiHeadAttention: the cache holds B=", cache.key.dim(0), " rows but the input has B=", x_new.dim(0));
+    cache.key = concat_sequence(cache.key, project_key(x_new));        // [B, S, D]
+    cache.value = concat_sequence(cache.value, project_value(x_new));  // [B, S, D]
+    return attend(project_query(x_new), cache.key, cache.value, mask, options);
+}
+
+AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache,
+                                                  const Mask& mask, const AttentionOptions& options) const {
+    if (cache.empty()) {
+        for (const Tensor* x : {&x_q, &x_kv})
+            if (x->rank() != 3 || x->dim(2) != d_model_)
+                fail("MultiHeadAttention: inputs must be [B,L,D] with D=", d_model_, "; got x_q ",
+                     shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
+        cache.key = project_key(x_kv);
+        cache.value = project_value(x_kv);
+    }
+    return attend(project_query(x_q), cache.key, cache.value, mask, options);
 }
 
 }  // namespace tinyformer

@@ -20,6 +20,13 @@
 
 namespace tinyformer {
 
+// Keys and values already projected, kept between decoding steps: [B, S, D].
+struct KVCache {
+    Tensor key, value;
+    bool empty() const { return key.empty(); }
+    int64_t length() const { return key.empty() ? 0 : key.dim(1); }
+};
+
 struct MultiHeadAttentionWeights {
     Tensor in_proj_weight;   // [3D, D]
     Tensor in_proj_bias;     // [3D]
@@ -34,6 +41,19 @@ public:
     // x_q [B, L, D], x_kv [B, S, D] -> output [B, L, D] (+ weights [B, H, L, S]).
     AttentionResult forward(const Tensor& x_q, const Tensor& x_kv, const Mask& mask = Mask(),
                             const AttentionOptions& options = {}) const;
+
+    // Self-attention over a growing sequence: x_new [B, n, D] are the newest
+    // positions. Their keys and values are appended to `cache`, and their
+    // queries attend over every cached position: mask broadcasts to
+    // [B, H, n, S] with S = cache length after appending. With an empty cache
+    // this is exactly forward(x_new, x_new, ...).
+    AttentionResult forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,
+                                      const AttentionOptions& options) const;
+    // Attention over keys and values that do not change between calls
+    // (cross-attention to an encoder memory): projected from x_kv into `cache`
+    // on the first call, reused after.
+    AttentionResult forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache, const Mask& mask,
+                                  const AttentionOptions& options) const;
 
     // The steps of forward, for callers that keep K and V (a KV cache).
     Tensor project_query(const Tensor& x_q) const;   // [B, L, D]

@@ -106,21 +106,36 @@ Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source
 Tensor EncoderDecoderModel::decode(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
                                    const Padding& source_padding, AttentionRecord* record) const {
     check_padding("target", target_padding, target);
+    return run_decoder(target, memory, target_padding, source_padding, record, nullptr);
+}
+
+Tensor EncoderDecoderModel::decode_step(const TokenIds& target, const Tensor& memory, const Padding& source_padding,
+                                        DecoderCache& cache) const {
+    if (cache.layers.empty()) cache.layers.resize(decoder_layers_.size());
+    return run_decoder(target, memory, Padding(), source_padding, nullptr, &cache);
+}
+
+Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
+                                        const Padding& source_padding, AttentionRecord* record,
+                                        DecoderCache* cache) const {
     if (memory.rank() != 3 || memory.dim(0) != target.batch || memory.dim(2) != config_.d_model)
         fail("decode: memory must be [B,S,D] = [", target.batch, ",S,", config_.d_model, "], got ",
              shape_string(memory.shape()));
     if (!source_padding.empty() && (source_padding.batch() != memory.dim(0) || source_padding.length() != memory.dim(1)))
         fail("decode: source padding is [", source_padding.batch(), ",", source_padding.length(), "] but memory is ",
              shape_string(memory.shape()));
-    const Mask self_mask = Mask::causal(target.length) & key_padding_or_all(target_padding);  // [B,1,T,T]
-    const Mask cross_mask = key_padding_or_all(source_padding);                                // [B,1,1,S]
-    Tensor x = target_embedding_.forward(target);  // [B, T, D]
+    const int64_t first = cache ? cache->length : 0;  // position of target's first token
+    const Mask self_mask =
+        Mask::causal(target.length, first + target.length) & key_padding_or_all(target_padding);  // [B,1,n,T]
+    const Mask cross_mask = key_padding_or_all(source_padding);                                     // [B,1,1,S]
+    Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {
         const std::string name = "attention.decoder." + std::to_string(i);
         x = decoder_layers_[i].forward(x, memory, self_mask, cross_mask, target_padding, slot(record, name + ".self"),
-                                       slot(record, name + ".cross"));
+                                       slot(record, name + ".cross"), cache ? &cache->layers[i] : nullptr);
     }
-    Tensor logits = generator_.forward(decoder_norm_.forward(x));  // [B, T, V]
+    if (cache) cache->length += target.length;
+    Tensor logits = generator_.forward(decoder_norm_.forward(x));  // [B, n, V]
     zero_padded_rows(logits, target_padding);
     return logits;
 }
@@ -155,11 +170,23 @@ Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, co
     if (config_.attention != SelfAttentionKind::PrefixLm && !prefix_lengths.empty())
         fail("forward: prefix_len is given but the model's attention is ", attention_kind_name(config_.attention));
     mask = mask & key_padding_or_all(padding);
-    Tensor x = embedding_.forward(ids);  // [B, T, D]
+    return run(ids, std::vector<int64_t>(static_cast<size_t>(ids.batch), 0), mask, padding, record, nullptr);
+}
+
+Tensor SingleStackModel::forward_step(const TokenIds& ids, const std::vector<int64_t>& first_positions,
+                                      const Mask& mask, const Padding& query_padding, StackCache& cache) const {
+    if (cache.layers.empty()) cache.layers.resize(layers_.size());
+    return run(ids, first_positions, mask, query_padding, nullptr, &cache);
+}
+
+Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
+                             const Padding& padding, AttentionRecord* record, StackCache* cache) const {
+    Tensor x = embedding_.forward(ids, first_positions);  // [B, n, D]
     for (size_t i = 0; i < layers_.size(); ++i)
-        x = layers_[i].forward(x, mask, padding, slot(record, "attention.layers." + std::to_string(i)));
+        x = layers_[i].forward(x, mask, padding, slot(record, "attention.layers." + std::to_string(i)),
+                               cache ? &cache->layers[i] : nullptr);
     if (final_norm_) x = norm_.forward(x);
-    Tensor logits = lm_head_.forward(x);  // [B, T, V]
+    Tensor logits = lm_head_.forward(x);  // [B, n, V]
     zero_padded_rows(logits, padding);
     return logits;
 }

@@ -35,6 +35,17 @@ namespace tinyformer {
 
 using AttentionRecord = std::map<std::string, Tensor>;
 
+// Keys and values of every decoder layer, kept between decoding steps.
+struct DecoderCache {
+    std::vector<DecoderLayerCache> layers;
+    int64_t length = 0;  // target positions cached so far
+};
+
+// Keys and values of every layer of a single-stack model.
+struct StackCache {
+    std::vector<KVCache> layers;
+};
+
 class EncoderDecoderModel {
 public:
     EncoderDecoderModel(const ModelConfig& config, Checkpoint& checkpoint);
@@ -42,10 +53,18 @@ public:
     Tensor encode(const TokenIds& source, const Padding& source_padding, AttentionRecord* record = nullptr) const;
     Tensor decode(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
                   const Padding& source_padding, AttentionRecord* record = nullptr) const;
+    // Incremental decoding: `target` [B, n] holds the tokens at positions
+    // cache.length .. cache.length+n-1; returns their logits [B, n, V] and
+    // extends the cache. Same numbers as decode() on the whole prefix.
+    Tensor decode_step(const TokenIds& target, const Tensor& memory, const Padding& source_padding,
+                       DecoderCache& cache) const;
 
     const ModelConfig& config() const { return config_; }
 
 private:
+    Tensor run_decoder(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
+                       const Padding& source_padding, AttentionRecord* record, DecoderCache* cache) const;
+
     ModelConfig config_;
     Embedding source_embedding_, target_embedding_;
     std::vector<EncoderLayer> encoder_layers_;
@@ -61,10 +80,19 @@ public:
     // prefix_lengths: one per batch row for "prefix_lm" models, else empty.
     Tensor forward(const TokenIds& ids, const Padding& padding, const std::vector<int64_t>& prefix_lengths,
                    AttentionRecord* record = nullptr) const;
+    // Incremental decoding: row b of ids [B, n] holds positions
+    // first_positions[b] .. +n-1; keys and values are appended to `cache`, and
+    // `mask` (broadcast to [B, H, n, S], S = cache length after appending)
+    // says what the new queries see. Returns logits [B, n, V].
+    Tensor forward_step(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
+                        const Padding& query_padding, StackCache& cache) const;
 
     const ModelConfig& config() const { return config_; }
 
 private:
+    Tensor run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
+               const Padding& padding, AttentionRecord* record, StackCache* cache) const;
+
     ModelConfig config_;
     Embedding embedding_;
     std::vector<EncoderLayer> layers_;

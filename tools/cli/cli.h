@@ -21,5 +21,7 @@ using Arguments = std::vector<std::string>;
 int lesson_command(const Arguments& args);
 int forward_command(const Arguments& args);
 int info_command(const Arguments& args);
+int run_command(const Arguments& args);
+int eval_command(const Arguments& args);
 
 }  // namespace tinyformer::cli

@@ -1,0 +1,371 @@
+#include "models/decoding.h"
+
+#include "engine/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+namespace tinyformer {
+
+namespace {
+
+// One batch of sequences being extended a token at a time. The two
+// architectures and the two step modes differ only here.
+class Stepper {
+public:
+    virtual ~Stepper() = default;
+    // [B, V]: the next-token logits of every row.
+    virtual Tensor next_logits() = 0;
+    // Appends tokens[b] to row b.
+    virtual void append(const std::vector<int64_t>& tokens) = 0;
+    // Keeps rows `rows`, in that order (repeats allowed).
+    virtual void keep_rows(const std::vector<int64_t>& rows) = 0;
+    // Tokens in row b so far (the prompt or <bos> included).
+    virtual int64_t length(int64_t b) const = 0;
+};
+
+// values[rows[0]], values[rows[1]], ...; an empty vector (state a step mode
+// does not keep) stays empty.
+template <typename T>
+std::vector<T> pick(const std::vector<T>& values, const std::vector<int64_t>& rows) {
+    if (values.empty()) return values;
+    std::vector<T> picked;
+    for (int64_t row : rows) picked.push_back(values[static_cast<size_t>(row)]);
+    return picked;
+}
+
+// Rows of different lengths, right-padded with `pad` into one [B, T] batch.
+TokenIds pad_rows(const std::vector<std::vector<int64_t>>& rows, int64_t pad, Padding* padding) {
+    int64_t width = 0;
+    std::vector<int64_t> lengths;
+    for (const auto& row : rows) {
+        width = std::max<int64_t>(width, static_cast<int64_t>(row.size()));
+        lengths.push_back(static_cast<int64_t>(row.size()));
+    }
+    TokenIds ids{static_cast<int64_t>(rows.size()), width, {}};
+    for (const auto& row : rows) {
+        ids.values.insert(ids.values.end(), row.begin(), row.end());
+        ids.values.insert(ids.values.end(), static_cast<size_t>(width) - row.size(), pad);
+    }
+    if (padding) *padding = Padding::from_lengths(lengths, width);
+    return ids;
+}
+
+// The last row of logits [B, n, V] at index `at[b]` of each row -> [B, V].
+Tensor logits_at(const Tensor& logits, const std::vector<int64_t>& at) {
+    const int64_t B = logits.dim(0), n = logits.dim(1), V = logits.dim(2);
+    Tensor out({B, V});
+    for (int64_t b = 0; b < B; ++b) {
+        const float* row = logits.data() + (b * n + at[static_cast<size_t>(b)]) * V;
+        std::copy(row, row + V, out.data() + b * V);
+    }
+    return out;
+}
+
+int64_t pad_id_of(const ModelConfig& config) { return config.pad_id >= 0 ? config.pad_id : 0; }
+
+class EncoderDecoderStepper : public Stepper {
+public:
+    EncoderDecoderStepper(const EncoderDecoderModel& model, const std::vector<std::vector<int64_t>>& sources,
+                          StepMode mode)
+        : model_(model), mode_(mode) {
+        const ModelConfig& config = model.config();
+        if (config.bos_id < 0) fail("decode: the model's config has no bos_id to start the target with");
+        for (const auto& source : sources)
+            if (source.empty()) fail("decode: a source sequence is empty");
+        source_lengths_.clear();
+        for (const auto& source : sources) source_lengths_.push_back(static_cast<int64_t>(source.size()));
+        const TokenIds ids = pad_rows(sources, pad_id_of(config), &source_padding_);
+        memory_ = model.encode(ids, source_padding_);  // [B, S, D], once
+        targets_.assign(sources.size(), {config.bos_id});
+        if (mode_ == StepMode::KvCache) run_new_tokens();
+    }
+
+    Tensor next_logits() override {
+        if (mode_ == StepMode::KvCache) return logits_;
+        Padding unused;
+        const TokenIds ids = pad_rows(targets_, 0, &unused);  // all rows have the same length
+        const Tensor logits = model_.decode(ids, memory_, Padding(), source_padding_);
+        return logits_at(logits, std::vector<int64_t>(targets_.size(), ids.length - 1));
+    }
+
+    void append(const std::vector<int64_t>& tokens) override {
+        for (size_t b = 0; b < targets_.size(); ++b) targets_[b].push_back(tokens[b]);
+        if (mode_ == StepMode::KvCache) run_new_tokens();
+    }
+
+    void keep_rows(const std::vector<int64_t>& rows) override {
+        targets_ = pick(targets_, rows);
+        source_lengths_ = pick(source_lengths_, rows);
+        memory_ = gather_batch(memory_, rows);
+        source_padding_ = Padding::from_lengths(source_lengths_, memory_.dim(1));
+        logits_ = gather_batch(logits_, rows);
+        for (DecoderLayerCache& layer : cache_.layers)
+            for (KVCache* kv : {&layer.self, &layer.cross}) {
+                kv->key = gather_batch(kv->key, rows);
+                kv->value = gather_batch(kv->value, rows);
+            }
+    }
+
+    int64_t length(int64_t b) const override { return static_cast<int64_t>(targets_[static_cast<size_t>(b)].size()); }
+
+private:
+    // KV cache: run only the newest token of every row.
+    void run_new_tokens() {
+        TokenIds newest{static_cast<int64_t>(targets_.size()), 1, {}};
+        for (const auto& target : targets_) newest.values.push_back(target.back());
+        const Tensor logits = model_.decode_step(newest, memory_, source_padding_, cache_);  // [B, 1, V]
+        logits_ = logits.reshaped({logits.dim(0), logits.dim(2)});
+    }
+
+    const EncoderDecoderModel& model_;
+    StepMode mode_;
+    std::vector<int64_t> source_lengths_;
+    Padding source_padding_;
+    Tensor memory_;
+    std::vector<std::vector<int64_t>> targets_;
+    DecoderCache cache_;
+    Tensor logits_;
+};
+
+class SingleStackStepper : public Stepper {
+public:
+    SingleStackStepper(const SingleStackModel& model, const std::vector<std::vector<int64_t>>& prompts, StepMode mode)
+        : model_(model), mode_(mode), sequences_(prompts) {
+        const ModelConfig& config = model.config();
+        if (config.attention == SelfAttentionKind::Bidirectional)
+            fail("decode: an encoder_only model sees every position at once and cannot generate text");
+        for (const auto& prompt : prompts) {
+            if (prompt.empty()) fail("decode: a prompt is empty");
+            prompt_lengths_.push_back(static_cast<int64_t>(prompt.size()));
+        }
+        if (mode_ == StepMode::KvCache) run_prompts();
+    }
+
+    Tensor next_logits() override {
+        if (mode_ == StepMode::KvCache) return logits_;
+        Padding padding;
+        const TokenIds ids = pad_rows(sequences_, pad_id_of(model_.config()), &padding);
+        const bool prefix_lm = model_.config().attention == SelfAttentionKind::PrefixLm;
+        const Tensor logits = model_.forward(ids, padding, prefix_lm ? prompt_lengths_ : std::vector<int64_t>{});
+        std::vector<int64_t> last;
+        for (const auto& sequence : sequences_) last.push_back(static_cast<int64_t>(sequence.size()) - 1);
+        return logits_at(logits, last);
+    }
+
+    void append(const std::vector<int64_t>& tokens) override {
+        for (size_t b = 0; b < sequences_.size(); ++b) sequences_[b].push_back(tokens[b]);
+        if (mode_ != StepMode::KvCache) return;
+        // One new position per row, at that row's own next position; it sees
+        // every cached key except the padding slots of shorter prompts.
+        const int64_t B = static_cast<int64_t>(sequences_.size());
+        TokenIds newest{B, 1, tokens};
+        std::vector<int64_t> positions;
+        for (const auto& sequence : sequences_) positions.push_back(static_cast<int64_t>(sequence.size()) - 1);
+        for (auto& flags : cache_padding_) flags.push_back(0);
+        const Tensor logits = model_.forward_step(newest, positions, Mask::key_padding(cache_padding()), Padding(),
+                                                  cache_);  // [B, 1, V]
+        logits_ = logits.reshaped({B, logits.dim(2)});
+    }
+
+    void keep_rows(const std::vector<int64_t>& rows) override {
+        sequences_ = pick(sequences_, rows);
+        prompt_lengths_ = pick(prompt_lengths_, rows);
+        cache_padding_ = pick(cache_padding_, rows);
+        logits_ = gather_batch(logits_, rows);
+        for (KVCache& layer : cache_.layers) {
+            layer.key = gather_batch(layer.key, rows);
+            layer.value = gather_batch(layer.value, rows);
+        }
+    }
+
+    int64_t length(int64_t b) const override { return static_cast<int64_t>(sequences_[static_cast<size_t>(b)].size()); }
+
+private:
+    // KV cache: the prompts once, right-padded together, with the model's mask.
+    void run_prompts() {
+        Padding padding;
+        const TokenIds ids = pad_rows(sequences_, pad_id_of(model_.config()), &padding);
+        const bool prefix_lm = model_.config().attention == SelfAttentionKind::PrefixLm;
+        const Mask mask = (prefix_lm ? Mask::prefix_lm(prompt_lengths_, ids.length) : Mask::causal(ids.length)) &
+                          Mask::key_padding(padding);
+        const Tensor logits = model_.forward_step(ids, std::vector<int64_t>(sequences_.size(), 0), mask, padding,
+                                                  cache_);  // [B, P, V]
+        std::vector<int64_t> last;
+        for (int64_t length : prompt_lengths_) last.push_back(length - 1);
+        logits_ = logits_at(logits, last);
+        for (size_t b = 0; b < sequences_.size(); ++b) {
+            std::vector<uint8_t> flags(static_cast<size_t>(ids.length), 0);
+            for (int64_t t = prompt_lengths_[b]; t < ids.length; ++t) flags[static_cast<size_t>(t)] = 1;
+            cache_padding_.push_back(std::move(flags));
+        }
+    }
+
+    Padding cache_padding() const {
+        BoolTensor flags{{static_cast<int64_t>(cache_padding_.size()), static_cast<int64_t>(cache_padding_[0].size())}, {}};
+        for (const auto& row : cache_padding_) flags.values.insert(flags.values.end(), row.begin(), row.end());
+        return Padding::from_flags(flags);
+    }
+
+    const SingleStackModel& model_;
+    StepMode mode_;
+    std::vector<std::vector<int64_t>> sequences_;
+    std::vector<int64_t> prompt_lengths_;
+    std::vector<std::vector<uint8_t>> cache_padding_;  // per row: 1 where a cache slot is prompt padding
+    StackCache cache_;
+    Tensor logits_;
+};
+
+std::unique_ptr<Stepper> make_stepper(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                                      StepMode mode) {
+    if (inputs.empty()) fail("decode: no input sequences");
+    if (model.encoder_decoder) return std::make_unique<EncoderDecoderStepper>(*model.encoder_decoder, inputs, mode);
+    return std::make_unique<SingleStackStepper>(*model.single_stack, inputs, mode);
+}
+
+int64_t eos_of(const Model& model) {
+    if (model.config.eos_id < 0) fail("decode: the model's config has no eos_id to stop at");
+    return model.config.eos_id;
+}
+
+int64_t argmax(const float* values, int64_t n) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; ++i)
+        if (values[i] > values[best]) best = i;  // strict: the first maximum wins, as torch.argmax
+    return best;
+}
+
+}  // namespace
+
+std::vector<double> log_softmax(const float* logits, int64_t n) {
+    double max_logit = logits[0];
+    for (int64_t i = 1; i < n; ++i) max_logit = std::max(max_logit, static_cast<double>(logits[i]));
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += std::exp(logits[i] - max_logit);
+    const double log_sum = max_logit + std::log(sum);
+    std::vector<double> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = logits[i] - log_sum;
+    return out;
+}
+
+Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                         const GenerationOptions& options) {
+    const int64_t eos = eos_of(model), max_len = model.config.max_len;
+    std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options.mode);
+    Generation result;
+    result.tokens.resize(inputs.size());
+    result.log_probs.assign(inputs.size(), 0.0);
+    std::vector<int64_t> active(inputs.size());  // stepper row -> input row
+    for (size_t b = 0; b < inputs.size(); ++b) active[b] = static_cast<int64_t>(b);
+    for (size_t b = 0; b < inputs.size(); ++b)
+        if (stepper->length(static_cast<int64_t>(b)) >= max_len)
+            fail("decode: input ", b, " already fills max_len = ", max_len, " positions");
+
+    while (!active.empty()) {
+        const Tensor logits = stepper->next_logits();  // [rows, V]
+        const int64_t V = logits.dim(1);
+        if (options.record_logits) {  // by input row; finished rows stay 0
+            Tensor full({static_cast<int64_t>(inputs.size()), V});
+            for (size_t r = 0; r < active.size(); ++r)
+                std::copy(logits.data() + static_cast<int64_t>(r) * V, logits.data() + static_cast<int64_t>(r + 1) * V,
+                          full.data() + active[r] * V);
+            result.step_logits.push_back(std::move(full));
+        }
+        std::vector<int64_t> keep, tokens;
+        for (size_t r = 0; r < active.size(); ++r) {
+            const float* row = logits.data() + static_cast<int64_t>(r) * V;
+            const int64_t token = argmax(row, V);
+            const size_t b = static_cast<size_t>(active[r]);
+            result.log_probs[b] += log_softmax(row, V)[static_cast<size_t>(token)];
+            if (token == eos) continue;
+            result.tokens[b].push_back(token);
+            const bool full_length = stepper->length(static_cast<int64_t>(r)) + 1 >= max_len;
+            const bool enough = options.max_new_tokens > 0 &&
+                                static_cast<int64_t>(result.tokens[b].size()) >= options.max_new_tokens;
+            if (full_length || enough) continue;
+            keep.push_back(static_cast<int64_t>(r));
+            tokens.push_back(token);
+        }
+        if (keep.empty()) break;
+        if (keep.size() != active.size()) {
+            stepper->keep_rows(keep);
+            active = pick(active, keep);
+        }
+        stepper->append(tokens);
+    }
+    return result;
+}
+
+Generation beam_search(const Model& model, const std::vector<int64_t>& input, int64_t width, double length_penalty,
+                       const GenerationOptions& options) {
+    if (width < 1) fail("beam_search: width must be >= 1, got ", width);
+    const int64_t eos = eos_of(model), max_len = model.config.max_len;
+    std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options.mode);
+    if (stepper->length(0) >= max_len) fail("decode: the input already fills max_len = ", max_len, " positions");
+
+    struct Hypothesis {
+        std::vector<int64_t> tokens;
+        double log_prob = 0.0;
+    };
+    struct Ended {
+        std::vector<int64_t> tokens;
+        double log_prob, score;
+    };
+    auto score_of = [&](double log_prob, size_t generated) {
+        return log_prob / std::pow(static_cast<double>(std::max<size_t>(generated, 1)), length_penalty);
+    };
+    std::vector<Hypothesis> alive = {Hypothesis{}};
+    std::vector<Ended> ended;
+    while (true) {
+        const Tensor logits = stepper->next_logits();  // [alive, V]
+        const int64_t V = logits.dim(1);
+        struct Candidate {
+            double log_prob;
+            int64_t parent, token;
+        };
+        std::vector<Candidate> candidates;
+        for (size_t i = 0; i < alive.size(); ++i) {
+            const std::vector<double> log_p = log_softmax(logits.data() + static_cast<int64_t>(i) * V, V);
+            for (int64_t v = 0; v < V; ++v)
+                candidates.push_back({alive[i].log_prob + log_p[static_cast<size_t>(v)], static_cast<int64_t>(i), v});
+        }
+        // Best first; equal scores keep (parent, token) order, so width 1 is greedy.
+        std::stable_sort(candidates.begin(), candidates.end(),
+                         [](const Candidate& a, const Candidate& b) { return a.log_prob > b.log_prob; });
+        std::vector<Hypothesis> next;
+        std::vector<int64_t> parents, tokens;
+        for (const Candidate& c : candidates) {
+            if (static_cast<int64_t>(next.size()) == width) break;
+            const Hypothesis& parent = alive[static_cast<size_t>(c.parent)];
+            if (c.token == eos) {
+                ended.push_back({parent.tokens, c.log_prob, score_of(c.log_prob, parent.tokens.size() + 1)});
+                continue;
+            }
+            Hypothesis grown{parent.tokens, c.log_prob};
+            grown.tokens.push_back(c.token);
+            next.push_back(std::move(grown));
+            parents.push_back(c.parent);
+            tokens.push_back(c.token);
+        }
+        if (static_cast<int64_t>(ended.size()) >= width || next.empty()) break;
+        const int64_t length = stepper->length(parents[0]) + 1;  // every hypothesis grows in step
+        const bool enough = options.max_new_tokens > 0 &&
+                            static_cast<int64_t>(next[0].tokens.size()) >= options.max_new_tokens;
+        if (length >= max_len || enough) {  // out of positions: the alive ones end here
+            for (const Hypothesis& h : next) ended.push_back({h.tokens, h.log_prob, score_of(h.log_prob, h.tokens.size())});
+            break;
+        }
+        alive = std::move(next);
+        stepper->keep_rows(parents);
+        stepper->append(tokens);
+    }
+    const Ended& best = *std::max_element(ended.begin(), ended.end(),
+                                          [](const Ended& a, const Ended& b) { return a.score < b.score; });
+    Generation result;
+    result.tokens = {best.tokens};
+    result.log_probs = {best.log_prob};
+    return result;
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,55 @@
+// Decoding — turning a model's next-token logits into output sequences.
+//
+// Inputs, one per batch row (ids, any lengths: rows are padded together):
+//   encoder_decoder: the source tokens; the target starts as <bos>
+//   decoder_only:    the prompt, e.g. <bos> a b c =  (prefix_lm models use
+//                    the whole prompt as the bidirectional prefix)
+// Output: the generated tokens of each row, without <bos> and <eos>.
+// Generation stops at <eos> or when the sequence fills the model's max_len
+// positions (or after max_new_tokens, when given).
+//
+// Greedy: the argmax token each step (the first one on ties, as
+// torch.argmax). Beam search (width k): keeps the k best hypotheses by summed
+// log-probability; a hypothesis ends at <eos> and is scored by
+// log p / (generated tokens incl. <eos>)^length_penalty; search stops when k
+// have ended (or at the length limit) and the best score wins.
+// Width 1 is greedy.
+//
+// Two ways to get each step's logits, same numbers:
+//   KvCache:   keys and values of earlier positions are kept per layer: each
+//              step runs only the new token (cross-attention K/V of the
+//              encoder memory computed once; a decoder-only prompt once).
+//   Recompute: the reference — each step runs the whole sequence again.
+#pragma once
+
+#include "models/transformer.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tinyformer {
+
+enum class StepMode { KvCache, Recompute };
+
+struct GenerationOptions {
+    StepMode mode = StepMode::KvCache;
+    int64_t max_new_tokens = 0;   // 0: as many as max_len allows
+    bool record_logits = false;   // keep every step's logits [B, V]
+};
+
+struct Generation {
+    std::vector<std::vector<int64_t>> tokens;  // per row, without <bos> / <eos>
+    std::vector<double> log_probs;             // per row: sum of log p of the chosen tokens (incl. <eos>)
+    std::vector<Tensor> step_logits;           // with record_logits: one [B, V] per step
+};
+
+Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                         const GenerationOptions& options = {});
+
+Generation beam_search(const Model& model, const std::vector<int64_t>& input, int64_t width,
+                       double length_penalty = 1.0, const GenerationOptions& options = {});
+
+// log softmax of one row of logits, in double: x_i - max - log sum exp(x - max).
+std::vector<double> log_softmax(const float* logits, int64_t n);
+
+}  // namespace tinyformer

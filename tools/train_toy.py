@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""Train tinyformer's toy models and export them as checkpoints (FORMAT.md).
+
+Tasks (characters in, characters out; every model has the vocabulary
+<pad> <bos> <eos> <unk> followed by the task's characters):
+
+    reverse            encoder-decoder: lowercase strings of length 1..16 -> reversed
+    sort               encoder-decoder: digit strings of length 1..16 -> digits sorted
+    reverse-prefixlm   decoder-only, prefix-LM mask: "<bos>abc=" continues "cba<eos>"
+    reverse-causal     the same task with a plain causal mask
+
+The models are the reference modules of FORMAT.md (tools/torch_modules.py:
+stock nn.Transformer / nn.TransformerEncoder), trained with Adam on freshly
+generated examples, seeded, on the CPU. Each run writes, under data/models/:
+
+    NAME.safetensors   the checkpoint, with the config and the vocabulary
+    NAME.greedy.tsv    200 held-out inputs and PyTorch's greedy outputs, which
+                       the C++ tests compare with tinyformer's, token for token
+
+and ends by printing the held-out exact-match accuracy. Run from the
+repository root with Debian's PyTorch (python3-torch):
+
+    /usr/bin/python3 tools/train_toy.py reverse            # one task
+    /usr/bin/python3 tools/train_toy.py --all              # all four
+    /usr/bin/python3 tools/train_toy.py reverse --steps 500 --out /tmp/m   # a quick try
+"""
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import safetensors_io as st  # noqa: E402
+from torch_modules import build_module  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+PAD, BOS, EOS, UNK = 0, 1, 2, 3
+MAX_CHARS = 16
+LOWERCASE = "abcdefghijklmnopqrstuvwxyz"
+DIGITS = "0123456789"
+SEPARATOR = "="
+
+# Sizes that train well on 2 CPU cores in a few minutes.
+COMMON = dict(format="tinyformer/1", d_model=64, nhead=4, dim_feedforward=256, activation="relu",
+              layer_norm_eps=1e-5, embed_scale=True, pad_id=PAD, bos_id=BOS, eos_id=EOS)
+TASKS = {
+    "reverse": dict(alphabet=LOWERCASE, target=lambda s: s[::-1], steps=8000, lr=1.5e-3,
+                    config=dict(arch="encoder_decoder", num_encoder_layers=2, num_decoder_layers=2,
+                                norm_first=True, max_len=32, pos_encoding="sinusoidal")),
+    "sort": dict(alphabet=DIGITS, target=lambda s: "".join(sorted(s)), steps=6000, lr=1.5e-3,
+                 config=dict(arch="encoder_decoder", num_encoder_layers=2, num_decoder_layers=2,
+                             norm_first=False, max_len=32, pos_encoding="sinusoidal")),
+    "reverse-prefixlm": dict(alphabet=LOWERCASE, target=lambda s: s[::-1], steps=8000, lr=1.5e-3,
+                             config=dict(arch="decoder_only", num_layers=4, norm_first=True, final_norm=True,
+                                         max_len=40, pos_encoding="learned", attention="prefix_lm")),
+    "reverse-causal": dict(alphabet=LOWERCASE, target=lambda s: s[::-1], steps=8000, lr=1.5e-3,
+                           config=dict(arch="decoder_only", num_layers=4, norm_first=True, final_norm=True,
+                                       max_len=40, pos_encoding="learned", attention="causal")),
+}
+
+
+def vocabulary(task):
+    chars = TASKS[task]["alphabet"] + (SEPARATOR if TASKS[task]["config"]["arch"] == "decoder_only" else "")
+    return SPECIALS + list(chars)
+
+
+def model_config(task):
+    task_def = TASKS[task]
+    config = dict(COMMON, **task_def["config"])
+    size = len(vocabulary(task))
+    if config["arch"] == "encoder_decoder":
+        config.update(src_vocab_size=size, tgt_vocab_size=size)
+    else:
+        config.update(vocab_size=size)
+    return config
+
+
+def random_text(rng, alphabet):
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, MAX_CHARS)))
+
+
+class Batches:
+    """Examples as padded id tensors, for one task."""
+
+    def __init__(self, task):
+        self.task = task
+        self.vocab = vocabulary(task)
+        self.ids = {token: i for i, token in enumerate(self.vocab)}
+        self.target = TASKS[task]["target"]
+        self.arch = TASKS[task]["config"]["arch"]
+
+    def encode(self, text):
+        return [self.ids.get(c, UNK) for c in text]
+
+    def decode(self, ids):
+        """Token strings joined; a special token shows as itself, e.g. <unk>."""
+        return "".join(self.vocab[i] for i in ids)
+
+    def prefix(self, text):
+        """Decoder-only: <bos> text = (the part the model is given)."""
+        return [BOS] + self.encode(text) + [self.ids[SEPARATOR]]
+
+    def make(self, texts):
+        if self.arch == "encoder_decoder":
+            src = [self.encode(t) for t in texts]
+            tgt = [[BOS] + self.encode(self.target(t)) for t in texts]
+            out = [self.encode(self.target(t)) + [EOS] for t in texts]
+            return dict(src=pad(src), tgt=pad(tgt), out=pad(out))
+        seqs, prefix_lens, loss_from = [], [], []
+        for t in texts:
+            prefix = self.prefix(t)
+            seqs.append(prefix + self.encode(self.target(t)) + [EOS])
+            prefix_lens.append(len(prefix))
+        ids = pad([s[:-1] for s in seqs])
+        labels = pad([s[1:] for s in seqs])
+        for row, length in enumerate(prefix_lens):  # learn only what follows the '='
+            labels[row, : length - 1] = PAD
+        return dict(ids=ids, labels=labels, prefix_len=torch.tensor(prefix_lens))
+
+
+def pad(rows):
+    width = max(len(r) for r in rows)
+    return torch.tensor([r + [PAD] * (width - len(r)) for r in rows], dtype=torch.long)
+
+
+def loss_of(model, batch, config):
+    criterion = nn.CrossEntropyLoss(ignore_index=PAD)
+    if config["arch"] == "encoder_decoder":
+        logits = model(batch["src"], batch["tgt"], src_key_padding_mask=batch["src"] == PAD,
+                       tgt_key_padding_mask=batch["tgt"] == PAD)
+        return criterion(logits.reshape(-1, logits.shape[-1]), batch["out"].reshape(-1)), logits, batch["out"]
+    prefix = batch["prefix_len"] if config["attention"] == "prefix_lm" else None
+    logits = model(batch["ids"], key_padding_mask=batch["ids"] == PAD, prefix_len=prefix)
+    return criterion(logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1)), logits, batch["labels"]
+
+
+@torch.no_grad()
+def greedy(model, batches, config, text):
+    """PyTorch greedy decoding by full recompute: the reference the C++ decoder must match."""
+    max_len = config["max_len"]
+    if config["arch"] == "encoder_decoder":
+        src = torch.tensor([batches.encode(text)])
+        tgt = [BOS]
+        while len(tgt) < max_len:
+            logits = model(src, torch.tensor([tgt]))
+            token = int(logits[0, -1].argmax())
+            if token == EOS:
+                break
+            tgt.append(token)
+        return batches.decode(tgt[1:])
+    prefix = batches.prefix(text)
+    seq = list(prefix)
+    prefix_len = torch.tensor([len(prefix)]) if config["attention"] == "prefix_lm" else None
+    while len(seq) < max_len:
+        logits = model(torch.tensor([seq]), prefix_len=prefix_len)
+        token = int(logits[0, -1].argmax())
+        if token == EOS:
+            break
+        seq.append(token)
+    return batches.decode(seq[len(prefix):])
+
+
+def export(model, config, vocab, path):
+    tensors = {name: value.detach().contiguous().numpy() for name, value in model.state_dict().items()}
+    st.write(str(path), tensors, {"config": json.dumps(config, sort_keys=True), "vocab": json.dumps(vocab)})
+
+
+def train(task, steps, out_dir, seed, batch_size):
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    config = model_config(task)
+    batches = Batches(task)
+    model = build_module(config)
+    optimizer = torch.optim.Adam(model.parameters(), lr=TASKS[task]["lr"], betas=(0.9, 0.98))
+    warmup = max(1, steps // 20)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+    print(f"{task}: {config['arch']} D={config['d_model']} H={config['nhead']} F={config['dim_feedforward']}, "
+          f"{sum(p.numel() for p in model.parameters())} parameters, {steps} steps of {batch_size}", flush=True)
+    held_out_rng = random.Random(seed + 1)
+    held_out = []
+    while len(held_out) < 200:
+        text = random_text(held_out_rng, TASKS[task]["alphabet"])
+        if text not in held_out:
+            held_out.append(text)
+    held_out_set = set(held_out)
+    start = time.time()
+    model.train()
+    for step in range(1, steps + 1):
+        texts = []
+        while len(texts) < batch_size:
+            text = random_text(rng, TASKS[task]["alphabet"])
+            if text not in held_out_set:
+                texts.append(text)
+        loss, logits, labels = loss_of(model, batches.make(texts), config)
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        if step % 100 == 0 or step == steps:
+            mask = labels != PAD
+            token_acc = float(((logits.argmax(-1) == labels) & mask).sum() / mask.sum())
+            print(f"  step {step:5d}  loss {loss.item():.4f}  token accuracy {token_acc:.4f}  "
+                  f"({time.time() - start:.0f} s)", flush=True)
+    model.eval()
+    outputs = [greedy(model, batches, config, text) for text in held_out]
+    exact = sum(out == TASKS[task]["target"](text) for text, out in zip(held_out, outputs)) / len(held_out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    export(model, config, batches.vocab, out_dir / f"{task}.safetensors")
+    with open(out_dir / f"{task}.greedy.tsv", "w") as f:
+        f.write("# input\tPyTorch greedy output (tools/train_toy.py, held out from training)\n")
+        for text, out in zip(held_out, outputs):
+            f.write(f"{text}\t{out}\n")
+    print(f"{task}: held-out exact match {exact:.4f} on {len(held_out)} examples; "
+          f"wrote {out_dir / (task + '.safetensors')} ({time.time() - start:.0f} s)", flush=True)
+    return exact
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tasks", nargs="*", help="tasks to train: " + ", ".join(TASKS))
+    parser.add_argument("--all", action="store_true", help="train every task")
+    parser.add_argument("--steps", type=int, help="training steps (default: per task)")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=1234)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (two tasks can train side by side)")
+    parser.add_argument("--out", type=Path, default=REPO / "data" / "models")
+    args = parser.parse_args()
+    tasks = list(TASKS) if args.all else args.tasks
+    if not tasks:
+        parser.error("name a task or use --all")
+    for task in tasks:
+        if task not in TASKS:
+            parser.error(f"unknown task {task!r}; the tasks are " + ", ".join(TASKS))
+    torch.set_num_threads(args.threads)
+    for task in tasks:
+        train(task, args.steps or TASKS[task]["steps"], args.out, args.seed, args.batch_size)
+
+
+if __name__ == "__main__":
+    main()
