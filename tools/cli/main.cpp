@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"lesson", "run the lesson's worked examples and practices (lesson 10.3)", lesson_command},
     {"forward", "run a model on a safetensors file of inputs, write logits (and attention)", forward_command},
     {"info", "check a checkpoint and show its config, parameters and tensors", info_command},
+    {"mask", "print a mask as the lesson draws it (causal, prefix-lm, seq2seq, ...), --png to draw it", mask_command},
 };
 
 void print_usage(std::FILE* out) {

@@ -1,0 +1,608 @@
+// Heatmap rendering: see heatmap.h for the picture's contract and layout.
+
+#include "engine/heatmap.h"
+
+#include <stb_image_write.h>
+
+// stb_easy_font is header-only with static functions; this file uses only
+// stb_easy_font_print.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include <stb_easy_font.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+namespace tinyformer {
+
+const Rgb kMaskedColour{176, 176, 176};
+const Rgb kPaddingColour{232, 232, 232};
+const Rgb kPaddingHatchColour{120, 120, 120};
+const Rgb kAllowedColour{33, 145, 140};  // viridis(0.5)
+const Rgb kBackgroundColour{255, 255, 255};
+
+namespace {
+
+// Viridis, 256 entries: matplotlib's _viridis_data (lib/matplotlib/_cm_listed.py,
+// by Nathaniel J. Smith, Stefan van der Walt and Eric Firing, CC0), each float
+// channel v stored as round(255 * v).
+const Rgb kViridis[256] = {
+    {68, 1, 84}, {68, 2, 86}, {69, 4, 87}, {69, 5, 89}, {70, 7, 90}, {70, 8, 92}, {70, 10, 93}, {70, 11, 94},
+    {71, 13, 96}, {71, 14, 97}, {71, 16, 99}, {71, 17, 100}, {71, 19, 101}, {72, 20, 103}, {72, 22, 104}, {72, 23, 105},
+    {72, 24, 106}, {72, 26, 108}, {72, 27, 109}, {72, 28, 110}, {72, 29, 111}, {72, 31, 112}, {72, 32, 113}, {72, 33, 115},
+    {72, 35, 116}, {72, 36, 117}, {72, 37, 118}, {72, 38, 119}, {72, 40, 120}, {72, 41, 121}, {71, 42, 122}, {71, 44, 122},
+    {71, 45, 123}, {71, 46, 124}, {71, 47, 125}, {70, 48, 126}, {70, 50, 126}, {70, 51, 127}, {70, 52, 128}, {69, 53, 129},
+    {69, 55, 129}, {69, 56, 130}, {68, 57, 131}, {68, 58, 131}, {68, 59, 132}, {67, 61, 132}, {67, 62, 133}, {66, 63, 133},
+    {66, 64, 134}, {66, 65, 134}, {65, 66, 135}, {65, 68, 135}, {64, 69, 136}, {64, 70, 136}, {63, 71, 136}, {63, 72, 137},
+    {62, 73, 137}, {62, 74, 137}, {62, 76, 138}, {61, 77, 138}, {61, 78, 138}, {60, 79, 138}, {60, 80, 139}, {59, 81, 139},
+    {59, 82, 139}, {58, 83, 139}, {58, 84, 140}, {57, 85, 140}, {57, 86, 140}, {56, 88, 140}, {56, 89, 140}, {55, 90, 140},
+    {55, 91, 141}, {54, 92, 141}, {54, 93, 141}, {53, 94, 141}, {53, 95, 141}, {52, 96, 141}, {52, 97, 141}, {51, 98, 141},
+    {51, 99, 141}, {50, 100, 142}, {50, 101, 142}, {49, 102, 142}, {49, 103, 142}, {49, 104, 142}, {48, 105, 142}, {48, 106, 142},
+    {47, 107, 142}, {47, 108, 142}, {46, 109, 142}, {46, 110, 142}, {46, 111, 142}, {45, 112, 142}, {45, 113, 142}, {44, 113, 142},
+    {44, 114, 142}, {44, 115, 142}, {43, 116, 142}, {43, 117, 142}, {42, 118, 142}, {42, 119, 142}, {42, 120, 142}, {41, 121, 142},
+    {41, 122, 142}, {41, 123, 142}, {40, 124, 142}, {40, 125, 142}, {39, 126, 142}, {39, 127, 142}, {39, 128, 142}, {38, 129, 142},
+    {38, 130, 142}, {38, 130, 142}, {37, 131, 142}, {37, 132, 142}, {37, 133, 142}, {36, 134, 142}, {36, 135, 142}, {35, 136, 142},
+    {35, 137, 142}, {35, 138, 141}, {34, 139, 141}, {34, 140, 141}, {34, 141, 141}, {33, 142, 141}, {33, 143, 141}, {33, 144, 141},
+    {33, 145, 140}, {32, 146, 140}, {32, 146, 140}, {32, 147, 140}, {31, 148, 140}, {31, 149, 139}, {31, 150, 139}, {31, 151, 139},
+    {31, 152, 139}, {31, 153, 138}, {31, 154, 138}, {30, 155, 138}, {30, 156, 137}, {30, 157, 137}, {31, 158, 137}, {31, 159, 136},
+    {31, 160, 136}, {31, 161, 136}, {31, 161, 135}, {31, 162, 135}, {32, 163, 134}, {32, 164, 134}, {33, 165, 133}, {33, 166, 133},
+    {34, 167, 133}, {34, 168, 132}, {35, 169, 131}, {36, 170, 131}, {37, 171, 130}, {37, 172, 130}, {38, 173, 129}, {39, 173, 129},
+    {40, 174, 128}, {41, 175, 127}, {42, 176, 127}, {44, 177, 126}, {45, 178, 125}, {46, 179, 124}, {47, 180, 124}, {49, 181, 123},
+    {50, 182, 122}, {52, 182, 121}, {53, 183, 121}, {55, 184, 120}, {56, 185, 119}, {58, 186, 118}, {59, 187, 117}, {61, 188, 116},
+    {63, 188, 115}, {64, 189, 114}, {66, 190, 113}, {68, 191, 112}, {70, 192, 111}, {72, 193, 110}, {74, 193, 109}, {76, 194, 108},
+    {78, 195, 107}, {80, 196, 106}, {82, 197, 105}, {84, 197, 104}, {86, 198, 103}, {88, 199, 101}, {90, 200, 100}, {92, 200, 99},
+    {94, 201, 98}, {96, 202, 96}, {99, 203, 95}, {101, 203, 94}, {103, 204, 92}, {105, 205, 91}, {108, 205, 90}, {110, 206, 88},
+    {112, 207, 87}, {115, 208, 86}, {117, 208, 84}, {119, 209, 83}, {122, 209, 81}, {124, 210, 80}, {127, 211, 78}, {129, 211, 77},
+    {132, 212, 75}, {134, 213, 73}, {137, 213, 72}, {139, 214, 70}, {142, 214, 69}, {144, 215, 67}, {147, 215, 65}, {149, 216, 64},
+    {152, 216, 62}, {155, 217, 60}, {157, 217, 59}, {160, 218, 57}, {162, 218, 55}, {165, 219, 54}, {168, 219, 52}, {170, 220, 50},
+    {173, 220, 48}, {176, 221, 47}, {178, 221, 45}, {181, 222, 43}, {184, 222, 41}, {186, 222, 40}, {189, 223, 38}, {192, 223, 37},
+    {194, 223, 35}, {197, 224, 33}, {200, 224, 32}, {202, 225, 31}, {205, 225, 29}, {208, 225, 28}, {210, 226, 27}, {213, 226, 26},
+    {216, 226, 25}, {218, 227, 25}, {221, 227, 24}, {223, 227, 24}, {226, 228, 24}, {229, 228, 25}, {231, 228, 25}, {234, 229, 26},
+    {236, 229, 27}, {239, 229, 28}, {241, 229, 29}, {244, 230, 30}, {246, 230, 32}, {248, 230, 33}, {251, 231, 35}, {253, 231, 37},
+};
+
+const Rgb kTextColour{20, 20, 20};
+const Rgb kFrameColour{64, 64, 64};
+
+constexpr int64_t kMargin = 12;           // around the picture
+constexpr int64_t kLabelGap = 6;          // between labels and the matrix
+constexpr int64_t kKeyGap = 20;           // between the matrix and the key
+constexpr int64_t kPanelGap = 24;         // between panels of a grid
+constexpr int64_t kTitleBand = 30;        // a title line (scale 2) and the space under it
+constexpr int64_t kTitleScale = 2;
+constexpr int64_t kGlyphPitch = 10;       // one text line, at scale 1: 7 px capitals, 2 px descenders, 1 px gap
+constexpr int64_t kCapHeight = 7;
+constexpr int64_t kBarWidth = 16;
+constexpr int64_t kMinBarHeight = 128;
+constexpr int64_t kMaxCells = 1024;
+constexpr int64_t kMaxPanels = 64;
+constexpr int64_t kMaxPixels = 64LL * 1024 * 1024;
+constexpr size_t kMaxRowLabelChars = 16, kMaxColumnLabelChars = 8;
+
+// ---------------------------------------------------------------- text
+
+// A label as the ASCII font can draw it (see heatmap.h): bytes outside
+// 32..126 become '?' (a UTF-8 character once), a label of spaces becomes
+// '_' per space, and a label longer than `max_chars` is cut, ending in '~'.
+std::string printable_label(const std::string& label, size_t max_chars) {
+    std::string text;
+    for (unsigned char byte : label) {
+        if (byte >= 0x80 && byte < 0xC0) continue;  // UTF-8 continuation byte
+        text.push_back(byte >= 32 && byte <= 126 ? static_cast<char>(byte) : '?');
+    }
+    if (!text.empty() && text.find_first_not_of(' ') == std::string::npos) text.assign(text.size(), '_');
+    if (text.size() > max_chars) {
+        text.resize(max_chars);
+        text.back() = '~';
+    }
+    return text;
+}
+
+// The filled rectangles stb_easy_font draws for `text` at (0, 0), scale 1.
+struct Rect {
+    int64_t x = 0, y = 0, width = 0, height = 0;
+};
+
+std::vector<Rect> glyph_rects(const std::string& text) {
+    std::vector<char> chars(text.begin(), text.end());
+    chars.push_back('\0');
+    // stb_easy_font writes 4 vertices of 16 bytes per quad; no glyph needs
+    // more than 16 quads.
+    std::vector<float> vertices(text.size() * 16 * 16 + 16);
+    const int quads = stb_easy_font_print(0.0f, 0.0f, chars.data(), nullptr, vertices.data(),
+                                          static_cast<int>(vertices.size() * sizeof(float)));
+    std::vector<Rect> rects;
+    for (int q = 0; q < quads; ++q) {
+        const float* quad = vertices.data() + 16 * q;  // vertex 0 = top-left, vertex 2 = bottom-right
+        const auto x0 = static_cast<int64_t>(quad[0]), y0 = static_cast<int64_t>(quad[1]);
+        const auto x1 = static_cast<int64_t>(quad[8]), y1 = static_cast<int64_t>(quad[9]);
+        rects.push_back({x0, y0, x1 - x0, y1 - y0});
+    }
+    return rects;
+}
+
+// Width of the drawn pixels of `text` at `scale` (0 for empty text).
+int64_t text_width(const std::string& text, int64_t scale) {
+    int64_t right = 0;
+    for (const Rect& rect : glyph_rects(text)) right = std::max(right, rect.x + rect.width);
+    return right * scale;
+}
+
+// ---------------------------------------------------------------- canvas
+
+class Canvas {
+public:
+    Canvas(int64_t width, int64_t height) {
+        image_.width = width;
+        image_.height = height;
+        image_.rgb.assign(static_cast<size_t>(width * height * 3), 255);
+    }
+
+    void set(int64_t x, int64_t y, Rgb colour) {
+        if (x < 0 || y < 0 || x >= image_.width || y >= image_.height) return;
+        uint8_t* pixel = &image_.rgb[static_cast<size_t>(3 * (y * image_.width + x))];
+        pixel[0] = colour.r;
+        pixel[1] = colour.g;
+        pixel[2] = colour.b;
+    }
+    void fill(const Rect& rect, Rgb colour) {
+        for (int64_t y = rect.y; y < rect.y + rect.height; ++y)
+            for (int64_t x = rect.x; x < rect.x + rect.width; ++x) set(x, y, colour);
+    }
+    // Diagonal hatching, continuous across neighbouring rectangles.
+    void hatch(const Rect& rect) {
+        for (int64_t y = rect.y; y < rect.y + rect.height; ++y)
+            for (int64_t x = rect.x; x < rect.x + rect.width; ++x)
+                set(x, y, (x + y) % 6 < 2 ? kPaddingHatchColour : kPaddingColour);
+    }
+    // A 1-pixel line just outside `rect`.
+    void frame(const Rect& rect, Rgb colour) {
+        fill({rect.x - 1, rect.y - 1, rect.width + 2, 1}, colour);
+        fill({rect.x - 1, rect.y + rect.height, rect.width + 2, 1}, colour);
+        fill({rect.x - 1, rect.y, 1, rect.height}, colour);
+        fill({rect.x + rect.width, rect.y, 1, rect.height}, colour);
+    }
+    // `text` (printable ASCII) with its top-left corner at (x, y).
+    void text(int64_t x, int64_t y, const std::string& text, int64_t scale, Rgb colour) {
+        for (const Rect& rect : glyph_rects(text))
+            fill({x + rect.x * scale, y + rect.y * scale, rect.width * scale, rect.height * scale}, colour);
+    }
+
+    Image take() { return std::move(image_); }
+
+private:
+    Image image_;
+};
+
+// ---------------------------------------------------------------- checks
+
+void check_size(const std::vector<uint8_t>& flags, int64_t expected, const char* name, const char* op) {
+    if (!flags.empty() && static_cast<int64_t>(flags.size()) != expected)
+        fail(op, ": ", name, " has ", flags.size(), " entries, expected ", expected, " (or none)");
+}
+
+void check_spec(const HeatmapSpec& spec, const char* op) {
+    if (spec.rows < 1 || spec.rows > kMaxCells || spec.cols < 1 || spec.cols > kMaxCells)
+        fail(op, ": a heatmap needs 1..", kMaxCells, " rows (L) and columns (S), got [", spec.rows, ",", spec.cols,
+             "]");
+    const int64_t cells = spec.rows * spec.cols;
+    if (!spec.weights.empty() && static_cast<int64_t>(spec.weights.size()) != cells)
+        fail(op, ": weights has ", spec.weights.size(), " values, expected L*S = ", cells, " for [", spec.rows, ",",
+             spec.cols, "]");
+    check_size(spec.allowed, cells, "allowed", op);
+    check_size(spec.row_padding, spec.rows, "row_padding", op);
+    check_size(spec.column_padding, spec.cols, "column_padding", op);
+    if (!spec.row_labels.empty() && static_cast<int64_t>(spec.row_labels.size()) != spec.rows)
+        fail(op, ": row_labels has ", spec.row_labels.size(), " labels, expected L = ", spec.rows, " (or none)");
+    if (!spec.column_labels.empty() && static_cast<int64_t>(spec.column_labels.size()) != spec.cols)
+        fail(op, ": column_labels has ", spec.column_labels.size(), " labels, expected S = ", spec.cols, " (or none)");
+    if (spec.weights.empty()) return;
+    if (!std::isfinite(spec.scale_min) || !std::isfinite(spec.scale_max) || !(spec.scale_min < spec.scale_max))
+        fail(op, ": the colour scale needs finite scale_min < scale_max, got ", spec.scale_min, " .. ",
+             spec.scale_max);
+}
+
+// ---------------------------------------------------------------- cells
+
+enum class CellKind { Weight, Allowed, Masked, Padding };
+
+CellKind cell_kind(const HeatmapSpec& spec, int64_t l, int64_t s) {
+    const bool padding = (!spec.row_padding.empty() && spec.row_padding[static_cast<size_t>(l)]) ||
+                         (!spec.column_padding.empty() && spec.column_padding[static_cast<size_t>(s)]);
+    if (padding) return CellKind::Padding;
+    if (!spec.allowed.empty() && !spec.allowed[static_cast<size_t>(l * spec.cols + s)]) return CellKind::Masked;
+    return spec.weights.empty() ? CellKind::Allowed : CellKind::Weight;
+}
+
+float weight_at(const HeatmapSpec& spec, int64_t l, int64_t s, const char* op) {
+    const float weight = spec.weights[static_cast<size_t>(l * spec.cols + s)];
+    if (!std::isfinite(weight)) fail(op, ": weight at query ", l, ", key ", s, " is ", weight);
+    return weight;
+}
+
+// ---------------------------------------------------------------- layout
+
+// One panel: title, labels and matrix, positioned relative to its own
+// top-left corner (the outer margin included on the left and top only).
+struct PanelGeometry {
+    int64_t cell = 0, label_step = 0, font_scale = 0;
+    int64_t matrix_x = 0, matrix_y = 0, matrix_width = 0, matrix_height = 0;
+    int64_t width = 0;   // matrix right edge, or the title's, whichever is further
+    std::vector<std::string> row_text, column_text;  // "" where no label is drawn
+};
+
+// "q3", "k0": the labels of a heatmap without tokens.
+std::string index_label(char prefix, int64_t index) { return std::string(1, prefix).append(std::to_string(index)); }
+
+PanelGeometry panel_geometry(const HeatmapSpec& spec) {
+    PanelGeometry panel;
+    panel.cell = std::clamp<int64_t>(600 / std::max(spec.rows, spec.cols), 4, 40);
+    panel.label_step = (kGlyphPitch + panel.cell - 1) / panel.cell;
+    panel.font_scale = panel.cell >= 20 ? 2 : 1;
+    const int64_t font = panel.font_scale;
+
+    int64_t row_band = 0;
+    for (int64_t l = 0; l < spec.rows; ++l) {
+        std::string text;
+        if (l % panel.label_step == 0)
+            text = printable_label(spec.row_labels.empty() ? index_label('q', l) : spec.row_labels[static_cast<size_t>(l)],
+                                   kMaxRowLabelChars);
+        row_band = std::max(row_band, text_width(text, font));
+        panel.row_text.push_back(std::move(text));
+    }
+    size_t column_chars = 0;
+    for (int64_t s = 0; s < spec.cols; ++s) {
+        std::string text;
+        if (s % panel.label_step == 0)
+            text = printable_label(
+                spec.column_labels.empty() ? index_label('k', s) : spec.column_labels[static_cast<size_t>(s)],
+                kMaxColumnLabelChars);
+        column_chars = std::max(column_chars, text.size());
+        panel.column_text.push_back(std::move(text));
+    }
+    const int64_t title_band = spec.title.empty() ? 0 : kTitleBand;
+    const int64_t column_band = static_cast<int64_t>(column_chars) * kGlyphPitch * font + kLabelGap;
+    panel.matrix_x = kMargin + row_band + kLabelGap;
+    panel.matrix_y = kMargin + title_band + column_band;
+    panel.matrix_width = spec.cols * panel.cell;
+    panel.matrix_height = spec.rows * panel.cell;
+    panel.width = std::max(panel.matrix_x + panel.matrix_width,
+                           kMargin + text_width(printable_label(spec.title, spec.title.size()), kTitleScale));
+    return panel;
+}
+
+// The key: a colour bar with three numbers (weights), then a legend of the
+// cell kinds in use. Positioned relative to its own top-left corner.
+struct KeyGeometry {
+    bool colour_bar = false;
+    float scale_min = 0.0f, scale_max = 1.0f;
+    int64_t font_scale = 1, bar_height = 0;
+    std::vector<CellKind> legend;
+    int64_t width = 0, height = 0;
+};
+
+const char* legend_text(CellKind kind) {
+    switch (kind) {
+        case CellKind::Allowed: return "allowed";
+        case CellKind::Masked: return "masked";
+        case CellKind::Padding: return "padding";
+        case CellKind::Weight: break;
+    }
+    return "";
+}
+
+// "0.50": two decimals, or three significant digits for a narrow range.
+std::string scale_number(float value, float range) {
+    char text[32];
+    std::snprintf(text, sizeof text, range >= 0.1f ? "%.2f" : "%.3g", static_cast<double>(value));
+    return text;
+}
+
+KeyGeometry key_geometry(const std::vector<HeatmapSpec>& panels, int64_t font_scale, int64_t matrix_height) {
+    KeyGeometry key;
+    key.font_scale = font_scale;
+    key.colour_bar = !panels.front().weights.empty();
+    key.scale_min = panels.front().scale_min;
+    key.scale_max = panels.front().scale_max;
+    bool any[4] = {};
+    for (const HeatmapSpec& spec : panels)
+        for (int64_t l = 0; l < spec.rows; ++l)
+            for (int64_t s = 0; s < spec.cols; ++s) any[static_cast<int>(cell_kind(spec, l, s))] = true;
+    if (!key.colour_bar) key.legend.push_back(CellKind::Allowed);
+    if (any[static_cast<int>(CellKind::Masked)]) key.legend.push_back(CellKind::Masked);
+    if (any[static_cast<int>(CellKind::Padding)]) key.legend.push_back(CellKind::Padding);
+
+    const int64_t font = font_scale, swatch = kGlyphPitch * font;
+    if (key.colour_bar) {
+        key.bar_height = std::max(matrix_height, kMinBarHeight);
+        const float range = key.scale_max - key.scale_min;
+        int64_t numbers = 0;
+        for (float value : {key.scale_min, key.scale_min + range / 2, key.scale_max})
+            numbers = std::max(numbers, text_width(scale_number(value, range), font));
+        key.width = kBarWidth + 8 + numbers;
+        key.height = key.bar_height + (key.legend.empty() ? 0 : swatch);
+    }
+    for (size_t i = 0; i < key.legend.size(); ++i) {
+        key.width = std::max(key.width, swatch + kLabelGap + text_width(legend_text(key.legend[i]), font));
+        key.height += swatch + (i + 1 < key.legend.size() ? swatch / 2 : 0);
+    }
+    return key;
+}
+
+// ---------------------------------------------------------------- drawing
+
+void draw_panel(Canvas& canvas, int64_t x, int64_t y, const HeatmapSpec& spec, const PanelGeometry& panel,
+                const char* op) {
+    if (!spec.title.empty())
+        canvas.text(x + kMargin, y + kMargin, printable_label(spec.title, spec.title.size()), kTitleScale,
+                    kTextColour);
+    const int64_t font = panel.font_scale, cell = panel.cell;
+    const int64_t matrix_x = x + panel.matrix_x, matrix_y = y + panel.matrix_y;
+
+    for (int64_t l = 0; l < spec.rows; ++l)
+        for (int64_t s = 0; s < spec.cols; ++s) {
+            const Rect rect{matrix_x + s * cell, matrix_y + l * cell, cell, cell};
+            switch (cell_kind(spec, l, s)) {
+                case CellKind::Padding: canvas.hatch(rect); break;
+                case CellKind::Masked: canvas.fill(rect, kMaskedColour); break;
+                case CellKind::Allowed: canvas.fill(rect, kAllowedColour); break;
+                case CellKind::Weight: {
+                    const float weight = weight_at(spec, l, s, op);
+                    canvas.fill(rect, viridis((weight - spec.scale_min) / (spec.scale_max - spec.scale_min)));
+                    break;
+                }
+            }
+        }
+    canvas.frame({matrix_x, matrix_y, panel.matrix_width, panel.matrix_height}, kFrameColour);
+
+    // Row labels: right-aligned, centred on the row.
+    for (int64_t l = 0; l < spec.rows; ++l) {
+        const std::string& text = panel.row_text[static_cast<size_t>(l)];
+        if (text.empty()) continue;
+        canvas.text(matrix_x - kLabelGap - text_width(text, font), matrix_y + l * cell + (cell - kCapHeight * font) / 2,
+                    text, font, kTextColour);
+    }
+    // Column labels: upright characters one under the other, ending just above the matrix.
+    for (int64_t s = 0; s < spec.cols; ++s) {
+        const std::string& text = panel.column_text[static_cast<size_t>(s)];
+        const auto count = static_cast<int64_t>(text.size());
+        for (int64_t i = 0; i < count; ++i) {
+            const std::string glyph(1, text[static_cast<size_t>(i)]);
+            canvas.text(matrix_x + s * cell + (cell - text_width(glyph, font)) / 2,
+                        matrix_y - kLabelGap - (count - i) * kGlyphPitch * font, glyph, font, kTextColour);
+        }
+    }
+}
+
+void draw_key(Canvas& canvas, int64_t x, int64_t y, const KeyGeometry& key) {
+    const int64_t font = key.font_scale, swatch = kGlyphPitch * font;
+    if (key.colour_bar) {
+        const int64_t height = key.bar_height;
+        for (int64_t row = 0; row < height; ++row)  // top = scale_max
+            canvas.fill({x, y + row, kBarWidth, 1},
+                        viridis(1.0f - static_cast<float>(row) / static_cast<float>(height - 1)));
+        canvas.frame({x, y, kBarWidth, height}, kFrameColour);
+        const float range = key.scale_max - key.scale_min;
+        const float values[3] = {key.scale_max, key.scale_min + range / 2, key.scale_min};
+        const int64_t ticks[3] = {y, y + (height - 1) / 2, y + height - 1};
+        for (int i = 0; i < 3; ++i) {
+            canvas.fill({x + kBarWidth, ticks[i], 4, 1}, kFrameColour);
+            canvas.text(x + kBarWidth + 8, ticks[i] - kCapHeight * font / 2, scale_number(values[i], range), font,
+                        kTextColour);
+        }
+        y += height + swatch;
+    }
+    for (CellKind kind : key.legend) {
+        const Rect rect{x, y, swatch, swatch};
+        if (kind == CellKind::Padding)
+            canvas.hatch(rect);
+        else
+            canvas.fill(rect, kind == CellKind::Masked ? kMaskedColour : kAllowedColour);
+        canvas.frame(rect, kFrameColour);
+        // centred with its descenders, so that "padding" stays inside the key's height
+        canvas.text(x + swatch + kLabelGap, y + (swatch - (kGlyphPitch - 1) * font) / 2, legend_text(kind), font,
+                    kTextColour);
+        y += swatch + swatch / 2;
+    }
+}
+
+// Everything a picture of one or more panels needs; heatmap_layout reports
+// the one-panel case.
+struct GridGeometry {
+    std::vector<PanelGeometry> panels;
+    KeyGeometry key;
+    int64_t columns = 1, slot_width = 0, slot_height = 0, top = 0;
+    int64_t key_x = 0, key_y = 0, width = 0, height = 0;
+};
+
+GridGeometry grid_geometry(const std::string& title, const std::vector<HeatmapSpec>& panels, int64_t columns,
+                           const char* op) {
+    if (panels.empty() || static_cast<int64_t>(panels.size()) > kMaxPanels)
+        fail(op, ": a grid needs 1..", kMaxPanels, " panels, got ", panels.size());
+    if (columns < 0) fail(op, ": columns must be >= 0 (0 = automatic), got ", columns);
+    for (const HeatmapSpec& spec : panels) check_spec(spec, op);
+    for (size_t i = 1; i < panels.size(); ++i) {
+        if (panels[i].weights.empty() != panels[0].weights.empty())
+            fail(op, ": panel ", i, (panels[i].weights.empty() ? " is a mask picture" : " has weights"),
+                 " but panel 0 ", (panels[0].weights.empty() ? "is a mask picture" : "has weights"),
+                 "; a grid shares one key");
+        if (!panels[0].weights.empty() &&
+            (panels[i].scale_min != panels[0].scale_min || panels[i].scale_max != panels[0].scale_max))
+            fail(op, ": panel ", i, " has the colour scale ", panels[i].scale_min, " .. ", panels[i].scale_max,
+                 " but panel 0 has ", panels[0].scale_min, " .. ", panels[0].scale_max,
+                 "; a grid shares one colour bar");
+    }
+
+    GridGeometry grid;
+    const auto count = static_cast<int64_t>(panels.size());
+    grid.columns = std::min(columns == 0 ? std::min<int64_t>(count, 4) : columns, count);
+    const int64_t rows = (count + grid.columns - 1) / grid.columns;
+    grid.top = title.empty() ? 0 : kTitleBand;  // the panels bring their own top margin
+    int64_t font = 1, matrix_right = 0, matrix_height = 0;
+    for (const HeatmapSpec& spec : panels) {
+        PanelGeometry panel = panel_geometry(spec);
+        font = std::max(font, panel.font_scale);
+        matrix_right = std::max(matrix_right, panel.matrix_x + panel.matrix_width);
+        matrix_height = std::max(matrix_height, panel.matrix_height);
+        grid.slot_width = std::max(grid.slot_width, panel.width + kPanelGap);
+        grid.slot_height = std::max(grid.slot_height, panel.matrix_y + panel.matrix_height);
+        grid.panels.push_back(std::move(panel));
+    }
+    grid.key = key_geometry(panels, font, matrix_height);
+    grid.key_x = (grid.columns - 1) * grid.slot_width + matrix_right + kKeyGap;
+    grid.key_y = grid.top + grid.panels.front().matrix_y;
+    const int64_t title_width = kMargin + text_width(printable_label(title, title.size()), kTitleScale);
+    grid.width = std::max({grid.key_x + grid.key.width, grid.columns * grid.slot_width - kPanelGap, title_width}) +
+                 kMargin;
+    grid.height = std::max(grid.top + rows * grid.slot_height, grid.key_y + grid.key.height) + kMargin;
+    if (grid.width * grid.height > kMaxPixels)
+        fail(op, ": the picture would be ", grid.width, "x", grid.height, " pixels, more than ", kMaxPixels / (1024 * 1024),
+             " megapixels");
+    return grid;
+}
+
+Image render_grid(const std::string& title, const std::vector<HeatmapSpec>& panels, int64_t columns,
+                  const char* op) {
+    const GridGeometry grid = grid_geometry(title, panels, columns, op);
+    Canvas canvas(grid.width, grid.height);
+    if (!title.empty())
+        canvas.text(kMargin, kMargin, printable_label(title, title.size()), kTitleScale, kTextColour);
+    for (size_t i = 0; i < panels.size(); ++i) {
+        const auto index = static_cast<int64_t>(i);
+        draw_panel(canvas, (index % grid.columns) * grid.slot_width, grid.top + (index / grid.columns) * grid.slot_height,
+                   panels[i], grid.panels[i], op);
+    }
+    draw_key(canvas, grid.key_x, grid.key_y, grid.key);
+    return canvas.take();
+}
+
+// Writes `bytes` to "<path>.tmp-<pid>" and renames it to `path`; on failure
+// removes the temporary file and throws.
+void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes, const char* op) {
+    std::string temporary = path;
+    temporary.append(".tmp-").append(std::to_string(::getpid()));
+    std::FILE* file = std::fopen(temporary.c_str(), "wb");
+    if (!file)
+        fail(op, ": cannot write ", path, ": ", std::strerror(errno), " (creating the temporary file ", temporary,
+             ")");
+    const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+    const int write_error = errno;
+    if (std::fclose(file) != 0 || !written) {
+        const int saved = written ? errno : write_error;
+        std::remove(temporary.c_str());
+        fail(op, ": cannot write ", path, ": ", std::strerror(saved));
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+        const int saved = errno;
+        std::remove(temporary.c_str());
+        fail(op, ": cannot move the written file into place at ", path, ": ", std::strerror(saved));
+    }
+}
+
+}  // namespace
+
+Rgb viridis(float t) {
+    if (!(t > 0.0f)) return kViridis[0];  // also NaN
+    if (t >= 1.0f) return kViridis[255];
+    return kViridis[static_cast<int>(std::lround(t * 255.0f))];
+}
+
+HeatmapSpec weights_heatmap(ConstMatrixView weights) {
+    HeatmapSpec spec;
+    spec.rows = weights.rows;
+    spec.cols = weights.cols;
+    for (int64_t l = 0; l < weights.rows; ++l) spec.weights.insert(spec.weights.end(), weights.row(l), weights.row(l) + weights.cols);
+    return spec;
+}
+
+std::vector<uint8_t> allowed_cells(const Mask& mask, int64_t queries, int64_t keys, int64_t batch, int64_t head) {
+    const Shape& shape = mask.shape();
+    if (batch < 0 || head < 0 || (shape[0] != 1 && batch >= shape[0]) || (shape[1] != 1 && head >= shape[1]))
+        fail("allowed_cells: batch ", batch, ", head ", head, " outside mask ", shape_string(shape));
+    mask.check_broadcasts_to({shape[0], shape[1], queries, keys}, "allowed_cells");
+    std::vector<uint8_t> allowed(static_cast<size_t>(queries * keys));
+    for (int64_t l = 0; l < queries; ++l)
+        for (int64_t s = 0; s < keys; ++s) allowed[static_cast<size_t>(l * keys + s)] = mask.allows(batch, head, l, s);
+    return allowed;
+}
+
+HeatmapSpec mask_heatmap(const Mask& mask, int64_t queries, int64_t keys, int64_t batch, int64_t head) {
+    HeatmapSpec spec;
+    spec.rows = queries;
+    spec.cols = keys;
+    spec.allowed = allowed_cells(mask, queries, keys, batch, head);
+    return spec;
+}
+
+std::vector<uint8_t> padding_flags(const Padding& padding, int64_t batch) {
+    if (batch < 0 || batch >= padding.batch())
+        fail("padding_flags: batch ", batch, " outside padding [", padding.batch(), ",", padding.length(), "]");
+    std::vector<uint8_t> flags(static_cast<size_t>(padding.length()));
+    for (int64_t t = 0; t < padding.length(); ++t) flags[static_cast<size_t>(t)] = padding.is_padding(batch, t);
+    return flags;
+}
+
+float largest_shown_weight(const HeatmapSpec& spec) {
+    check_spec(spec, "largest_shown_weight");
+    float largest = 0.0f;
+    if (spec.weights.empty()) return largest;
+    for (int64_t l = 0; l < spec.rows; ++l)
+        for (int64_t s = 0; s < spec.cols; ++s)
+            if (cell_kind(spec, l, s) == CellKind::Weight)
+                largest = std::max(largest, weight_at(spec, l, s, "largest_shown_weight"));
+    return largest;
+}
+
+HeatmapLayout heatmap_layout(const HeatmapSpec& spec) {
+    const GridGeometry grid = grid_geometry("", {spec}, 1, "heatmap_layout");
+    const PanelGeometry& panel = grid.panels.front();
+    HeatmapLayout layout;
+    layout.cell = panel.cell;
+    layout.label_step = panel.label_step;
+    layout.font_scale = panel.font_scale;
+    layout.matrix_x = panel.matrix_x;
+    layout.matrix_y = panel.matrix_y;
+    layout.matrix_width = panel.matrix_width;
+    layout.matrix_height = panel.matrix_height;
+    layout.key_x = grid.key_x;
+    layout.key_width = grid.key.width;
+    layout.key_height = grid.key.height;
+    layout.width = grid.width;
+    layout.height = grid.height;
+    return layout;
+}
+
+Image render_heatmap(const HeatmapSpec& spec) { return render_grid("", {spec}, 1, "render_heatmap"); }
+
+Image render_heatmap_grid(const HeatmapGrid& grid) {
+    return render_grid(grid.title, grid.panels, grid.columns, "render_heatmap_grid");
+}
+
+void write_png(const Image& image, const std::string& path) {
+    if (image.width < 1 || image.height < 1 || static_cast<int64_t>(image.rgb.size()) != image.width * image.height * 3)
+        fail("write_png: ", path, ": image is ", image.width, "x", image.height, " with ", image.rgb.size(),
+             " bytes, expected width*height*3 > 0");
+    std::vector<uint8_t> png;
+    auto append = [](void* context, void* data, int size) {
+        auto* out = static_cast<std::vector<uint8_t>*>(context);
+        const auto* bytes = static_cast<const uint8_t*>(data);
+        out->insert(out->end(), bytes, bytes + size);
+    };
+    const int width = static_cast<int>(image.width), height = static_cast<int>(image.height);
+    if (!stbi_write_png_to_func(append, &png, width, height, 3, image.rgb.data(), width * 3))
+        fail("write_png: ", path, ": PNG encoding failed");
+    write_file_atomically(path, png, "write_png");
+}
+
+void write_heatmap_png(const HeatmapSpec& spec, const std::string& path) { write_png(render_heatmap(spec), path); }
+
+void write_heatmap_grid_png(const HeatmapGrid& grid, const std::string& path) {
+    write_png(render_heatmap_grid(grid), path);
+}
+
+}  // namespace tinyformer

@@ -1,0 +1,555 @@
+// Tests for engine/heatmap.* and the masks `tinyformer mask` prints. Pictures
+// are written as PNG, read back with stb_image and checked pixel by pixel at
+// the places heatmap_layout() reports: the centre of cell (l, s) is
+//     (matrix_x + s*cell + cell/2, matrix_y + l*cell + cell/2).
+#include <doctest/doctest.h>
+
+#include "engine/attention.h"
+#include "engine/heatmap.h"
+#include "engine/mask.h"
+#include "engine/random.h"
+#include "tests/helpers.h"
+
+#include <stb_image.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using tinyformer::allowed_cells;
+using tinyformer::AttentionOptions;
+using tinyformer::Error;
+using tinyformer::HeatmapGrid;
+using tinyformer::HeatmapLayout;
+using tinyformer::HeatmapSpec;
+using tinyformer::Image;
+using tinyformer::Mask;
+using tinyformer::Padding;
+using tinyformer::Rgb;
+using tinyformer::Tensor;
+using test_helpers::TempDirectory;
+
+namespace {
+
+// A PNG as read back from disk.
+struct Picture {
+    int64_t width = 0, height = 0;
+    std::vector<uint8_t> rgb;
+
+    Rgb at(int64_t x, int64_t y) const {
+        const uint8_t* pixel = &rgb[static_cast<size_t>(3 * (y * width + x))];
+        return {pixel[0], pixel[1], pixel[2]};
+    }
+    // Pixels in [x0, x1) x [y0, y1) that are not the white background.
+    int64_t drawn_pixels(int64_t x0, int64_t y0, int64_t x1, int64_t y1) const {
+        int64_t count = 0;
+        for (int64_t y = y0; y < y1; ++y)
+            for (int64_t x = x0; x < x1; ++x) count += !(at(x, y) == tinyformer::kBackgroundColour);
+        return count;
+    }
+    int64_t pixels_of(Rgb colour) const {
+        int64_t count = 0;
+        for (int64_t y = 0; y < height; ++y)
+            for (int64_t x = 0; x < width; ++x) count += at(x, y) == colour;
+        return count;
+    }
+};
+
+Picture read_png(const std::string& path) {
+    int width = 0, height = 0, channels = 0;
+    unsigned char* data = stbi_load(path.c_str(), &width, &height, &channels, 3);
+    REQUIRE_MESSAGE(data != nullptr, "stb_image cannot read ", path);
+    Picture picture{width, height, std::vector<uint8_t>(data, data + 3 * width * height)};
+    stbi_image_free(data);
+    return picture;
+}
+
+// Writes `spec` to a PNG in `dir` and reads it back.
+Picture round_trip(const HeatmapSpec& spec, const TempDirectory& dir) {
+    const std::string path = dir.file("heatmap.png");
+    tinyformer::write_heatmap_png(spec, path);
+    return read_png(path);
+}
+
+Rgb cell_centre(const Picture& picture, const HeatmapLayout& layout, int64_t l, int64_t s) {
+    return picture.at(layout.matrix_x + s * layout.cell + layout.cell / 2,
+                      layout.matrix_y + l * layout.cell + layout.cell / 2);
+}
+
+bool is_viridis(Rgb colour) {
+    for (int i = 0; i < 256; ++i)
+        if (tinyformer::viridis(static_cast<float>(i) / 255.0f) == colour) return true;
+    return false;
+}
+
+bool is_padding(Rgb colour) {
+    return colour == tinyformer::kPaddingColour || colour == tinyformer::kPaddingHatchColour;
+}
+
+// Causal self-attention weights of random Q = K = V [1, T, 8].
+Tensor causal_attention_weights(int64_t length) {
+    tinyformer::Random random(7);
+    const Tensor x = random.normal_tensor({1, length, 8}, 2.0f);
+    AttentionOptions options;
+    options.want_weights = true;
+    return tinyformer::scaled_dot_product_attention(x, x, x, Mask::causal(length), options).weights;  // [1, T, T]
+}
+
+HeatmapSpec causal_heatmap(int64_t length) {
+    const Tensor weights = causal_attention_weights(length);
+    HeatmapSpec spec = tinyformer::weights_heatmap(weights.matrix(0));
+    spec.allowed = allowed_cells(Mask::causal(length), length, length);
+    spec.title = "causal self-attention";
+    return spec;
+}
+
+}  // namespace
+
+TEST_CASE("The colours: viridis runs from dark purple to yellow and the greys are none of its entries") {
+    CHECK(tinyformer::viridis(0.0f) == Rgb{68, 1, 84});      // #440154
+    CHECK(tinyformer::viridis(0.5f) == Rgb{33, 145, 140});   // #21918c
+    CHECK(tinyformer::viridis(1.0f) == Rgb{253, 231, 37});   // #fde725
+    CHECK(tinyformer::viridis(-3.0f) == tinyformer::viridis(0.0f));
+    CHECK(tinyformer::viridis(7.0f) == tinyformer::viridis(1.0f));
+    CHECK(tinyformer::viridis(std::numeric_limits<float>::quiet_NaN()) == tinyformer::viridis(0.0f));
+    for (Rgb grey : {tinyformer::kMaskedColour, tinyformer::kPaddingColour, tinyformer::kPaddingHatchColour,
+                     tinyformer::kBackgroundColour})
+        CHECK_FALSE(is_viridis(grey));
+    CHECK_FALSE(tinyformer::kMaskedColour == tinyformer::kPaddingColour);
+    CHECK_FALSE(tinyformer::kMaskedColour == tinyformer::kPaddingHatchColour);
+}
+
+TEST_CASE("The cell size is clamp(600 / max(L, S), 4, 40) and the picture follows the layout formula") {
+    struct Case {
+        int64_t rows, cols, cell, label_step, font_scale;
+    };
+    const Case cases[] = {
+        {1, 1, 40, 1, 2},   {6, 6, 40, 1, 2},    {15, 15, 40, 1, 2}, {16, 16, 37, 1, 2},  {3, 20, 30, 1, 2},
+        {30, 30, 20, 1, 2}, {31, 31, 19, 1, 1},  {60, 60, 10, 1, 1}, {61, 61, 9, 2, 1},   {100, 7, 6, 2, 1},
+        {150, 150, 4, 3, 1}, {200, 200, 4, 3, 1}, {1024, 1024, 4, 3, 1},
+    };
+    TempDirectory dir;
+    for (const Case& c : cases) {
+        CAPTURE(c.rows);
+        CAPTURE(c.cols);
+        HeatmapSpec spec;
+        spec.rows = c.rows;
+        spec.cols = c.cols;
+        spec.weights.assign(static_cast<size_t>(c.rows * c.cols), 0.5f);
+        spec.row_labels.assign(static_cast<size_t>(c.rows), "a");     // 'a' is 4 px wide at scale 1
+        spec.column_labels.assign(static_cast<size_t>(c.cols), "a");  // one character: one 10 px line
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        const int64_t f = layout.font_scale;
+        CHECK(layout.cell == c.cell);
+        CHECK(layout.label_step == c.label_step);
+        CHECK(layout.label_step == (10 + layout.cell - 1) / layout.cell);
+        CHECK(layout.font_scale == c.font_scale);
+        CHECK(layout.matrix_width == c.cols * c.cell);
+        CHECK(layout.matrix_height == c.rows * c.cell);
+        CHECK(layout.matrix_x == 12 + 4 * f + 6);   // margin, row label band, gap
+        CHECK(layout.matrix_y == 12 + 10 * f + 6);  // margin, column label band, gap (no title)
+        CHECK(layout.key_x == layout.matrix_x + layout.matrix_width + 20);
+        CHECK(layout.key_height == std::max<int64_t>(layout.matrix_height, 128));  // the colour bar alone
+        CHECK(layout.width == layout.key_x + layout.key_width + 12);
+        CHECK(layout.height == layout.matrix_y + std::max(layout.matrix_height, layout.key_height) + 12);
+        if (c.rows <= 200) {
+            const Picture picture = round_trip(spec, dir);
+            CHECK(picture.width == layout.width);
+            CHECK(picture.height == layout.height);
+        }
+    }
+
+    SUBCASE("a title adds a 30 px band; a long one widens the picture to its own width + 24") {
+        HeatmapSpec spec;
+        spec.rows = spec.cols = 2;
+        spec.weights = {1, 0, 0.5f, 0.5f};
+        const HeatmapLayout plain = tinyformer::heatmap_layout(spec);
+        spec.title = "short";
+        CHECK(tinyformer::heatmap_layout(spec).matrix_y == plain.matrix_y + 30);
+        CHECK(tinyformer::heatmap_layout(spec).width == plain.width);
+        spec.title = std::string(200, 'x');  // 'x' advances 7 px and is 5 px wide; the title is at scale 2
+        CHECK(tinyformer::heatmap_layout(spec).width == 24 + 2 * (199 * 7 + 5));
+    }
+}
+
+TEST_CASE("In a causal self-attention heatmap exactly the cells above the diagonal are drawn as masked") {
+    TempDirectory dir;
+    for (int64_t length : {7, 70}) {
+        CAPTURE(length);
+        const HeatmapSpec spec = causal_heatmap(length);
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        const Picture picture = round_trip(spec, dir);
+        for (int64_t l = 0; l < length; ++l)
+            for (int64_t s = 0; s < length; ++s) {
+                const Rgb colour = cell_centre(picture, layout, l, s);
+                if (s > l) {
+                    CHECK_MESSAGE(colour == tinyformer::kMaskedColour, "cell (", l, ",", s, ") above the diagonal");
+                } else {
+                    CHECK_MESSAGE(is_viridis(colour), "cell (", l, ",", s, ") on or below the diagonal");
+                }
+            }
+    }
+}
+
+TEST_CASE("The cell of the largest weight has the colour map's top colour") {
+    const HeatmapSpec causal = causal_heatmap(9);  // query 0 sees only key 0: weight exactly 1
+    TempDirectory dir;
+    {
+        const Picture picture = round_trip(causal, dir);
+        CHECK(cell_centre(picture, tinyformer::heatmap_layout(causal), 0, 0) == tinyformer::viridis(1.0f));
+    }
+
+    SUBCASE("with the scale stretched to the largest shown weight") {
+        HeatmapSpec spec;
+        spec.rows = 5;
+        spec.cols = 8;
+        tinyformer::Random random(3);
+        for (int64_t i = 0; i < spec.rows * spec.cols; ++i)
+            spec.weights.push_back(0.3f * static_cast<float>(random.uniform()));
+        spec.weights[13] = 0.9f;  // masked below, so it must not set the scale
+        spec.allowed.assign(spec.weights.size(), 1);
+        spec.allowed[13] = 0;
+        spec.scale_max = tinyformer::largest_shown_weight(spec);
+        int64_t largest = 0;  // the largest shown (not masked) weight
+        for (int64_t i = 1; i < spec.rows * spec.cols; ++i)
+            if (i != 13 && spec.weights[static_cast<size_t>(i)] > spec.weights[static_cast<size_t>(largest)]) largest = i;
+        CHECK(spec.scale_max == spec.weights[static_cast<size_t>(largest)]);
+        CHECK(spec.scale_max < 0.9f);
+        const Picture picture = round_trip(spec, dir);
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        CHECK(cell_centre(picture, layout, largest / spec.cols, largest % spec.cols) == tinyformer::viridis(1.0f));
+        CHECK(cell_centre(picture, layout, 13 / spec.cols, 13 % spec.cols) == tinyformer::kMaskedColour);
+    }
+}
+
+TEST_CASE("Padded rows and columns are drawn as padding, hatched, never as a weight or as masked") {
+    HeatmapSpec spec = causal_heatmap(6);
+    spec.row_padding = {0, 0, 0, 0, 1, 1};
+    spec.column_padding = {0, 0, 0, 0, 0, 1};
+    TempDirectory dir;
+    const Picture picture = round_trip(spec, dir);
+    const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+    int64_t hatch_pixels = 0;
+    for (int64_t l = 0; l < 6; ++l)
+        for (int64_t s = 0; s < 6; ++s) {
+            const bool padded = spec.row_padding[l] || spec.column_padding[s];
+            CAPTURE(l);
+            CAPTURE(s);
+            for (int64_t y = 0; y < layout.cell; ++y)
+                for (int64_t x = 0; x < layout.cell; ++x) {
+                    const Rgb colour = picture.at(layout.matrix_x + s * layout.cell + x, layout.matrix_y + l * layout.cell + y);
+                    if (padded) {
+                        REQUIRE(is_padding(colour));
+                        hatch_pixels += colour == tinyformer::kPaddingHatchColour;
+                    } else {
+                        REQUIRE_FALSE(is_padding(colour));
+                    }
+                }
+        }
+    CHECK(hatch_pixels > 0);
+    CHECK(tinyformer::largest_shown_weight(spec) == 1.0f);  // query 0 -> key 0 is not padding
+}
+
+TEST_CASE("Label bands, the title and the colour bar's numbers contain drawn pixels") {
+    HeatmapSpec spec = causal_heatmap(7);
+    spec.title = "toy  decoder layer 0  self  head 1  mask causal";
+    spec.row_labels = {"<bos>", "h", "e", "l", "l", "o", "<eos>"};
+    spec.column_labels = spec.row_labels;
+    TempDirectory dir;
+    const Picture picture = round_trip(spec, dir);
+    const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+    const int64_t cell = layout.cell;
+    CHECK(picture.drawn_pixels(12, 12, picture.width, 12 + 18) > 0);  // title
+    for (int64_t l = 0; l < 7; ++l) {
+        CAPTURE(l);
+        CHECK(picture.drawn_pixels(12, layout.matrix_y + l * cell, layout.matrix_x - 6, layout.matrix_y + (l + 1) * cell) > 0);
+    }
+    for (int64_t s = 0; s < 7; ++s) {
+        CAPTURE(s);
+        CHECK(picture.drawn_pixels(layout.matrix_x + s * cell, 12 + 30, layout.matrix_x + (s + 1) * cell, layout.matrix_y - 6) > 0);
+    }
+    const int64_t numbers_x = layout.key_x + 16 + 8;
+    CHECK(picture.drawn_pixels(numbers_x, layout.matrix_y - 8, layout.key_x + layout.key_width, layout.matrix_y + 8) > 0);
+    CHECK(picture.drawn_pixels(numbers_x, layout.matrix_y + layout.matrix_height - 8, layout.key_x + layout.key_width,
+                               layout.matrix_y + layout.matrix_height + 8) > 0);
+    // the 12 px margins stay empty but for the 1 px frames drawn just outside the matrix and the swatches
+    CHECK(picture.drawn_pixels(0, 0, 11, picture.height) == 0);
+    CHECK(picture.drawn_pixels(0, picture.height - 11, picture.width, picture.height) == 0);
+    CHECK(picture.drawn_pixels(picture.width - 11, 0, picture.width, picture.height) == 0);
+}
+
+TEST_CASE("Labels are drawn in ASCII: other bytes as '?', blank labels as '_', long ones cut with '~'") {
+    const auto render_with_label = [](const std::string& label) {
+        HeatmapSpec spec;
+        spec.rows = spec.cols = 1;
+        spec.weights = {1.0f};
+        spec.row_labels = {label};
+        spec.column_labels = {label};
+        return tinyformer::render_heatmap(spec).rgb;
+    };
+    CHECK(render_with_label("\xc3\xa9t\xc3\xa9") == render_with_label("?t?"));  // "été" in UTF-8
+    CHECK(render_with_label("a\nb\x7f") == render_with_label("a?b?"));
+    CHECK(render_with_label("  ") == render_with_label("__"));
+    HeatmapSpec spec;
+    spec.rows = spec.cols = 1;
+    spec.weights = {1.0f};
+    spec.column_labels = {"abcdefghijkl"};
+    const Image cut = tinyformer::render_heatmap(spec);
+    spec.column_labels = {"abcdefg~"};
+    CHECK(cut.rgb == tinyformer::render_heatmap(spec).rgb);
+    spec.column_labels = {};
+    spec.row_labels = {"abcdefghijklmnopqrstuvwxyz"};
+    const Image cut_row = tinyformer::render_heatmap(spec);
+    spec.row_labels = {"abcdefghijklmno~"};
+    CHECK(cut_row.rgb == tinyformer::render_heatmap(spec).rgb);
+}
+
+TEST_CASE("A 1x1 and a 200x200 matrix both render") {
+    TempDirectory dir;
+    SUBCASE("1x1") {
+        HeatmapSpec spec = tinyformer::weights_heatmap(Tensor({1, 1}, {1.0f}).matrix());
+        const Picture picture = round_trip(spec, dir);
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        CHECK(layout.cell == 40);
+        CHECK(picture.width == layout.width);
+        CHECK(picture.height == layout.height);
+        CHECK(cell_centre(picture, layout, 0, 0) == tinyformer::viridis(1.0f));
+    }
+    SUBCASE("200x200, with padding and every third label") {
+        HeatmapSpec spec = causal_heatmap(200);
+        spec.row_padding.assign(200, 0);
+        spec.row_padding[199] = 1;
+        const Picture picture = round_trip(spec, dir);
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        CHECK(layout.cell == 4);
+        CHECK(layout.label_step == 3);
+        CHECK(picture.width == layout.width);
+        CHECK(picture.height == layout.height);
+        CHECK(cell_centre(picture, layout, 0, 1) == tinyformer::kMaskedColour);
+        CHECK(is_viridis(cell_centre(picture, layout, 198, 0)));
+        CHECK(is_padding(cell_centre(picture, layout, 199, 0)));
+    }
+}
+
+TEST_CASE("A mask picture draws allowed cells in one colour and masked cells grey") {
+    const Mask mask = Mask::prefix_lm({2}, 4);
+    HeatmapSpec spec = tinyformer::mask_heatmap(mask, 4, 4);
+    CHECK(spec.weights.empty());
+    CHECK(spec.allowed == std::vector<uint8_t>{1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1});
+    TempDirectory dir;
+    const Picture picture = round_trip(spec, dir);
+    const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+    for (int64_t l = 0; l < 4; ++l)
+        for (int64_t s = 0; s < 4; ++s)
+            CHECK(cell_centre(picture, layout, l, s) ==
+                  (mask.allows(0, 0, l, s) ? tinyformer::kAllowedColour : tinyformer::kMaskedColour));
+
+    SUBCASE("a slice of a batched mask, and padding flags of one batch row") {
+        const Padding padding = Padding::from_lengths({3, 1}, 3);
+        const Mask batched = Mask::key_padding(padding);  // [2,1,1,3]
+        CHECK(allowed_cells(batched, 2, 3, 1) == std::vector<uint8_t>{1, 0, 0, 1, 0, 0});
+        CHECK(tinyformer::padding_flags(padding, 1) == std::vector<uint8_t>{0, 1, 1});
+        CHECK_ERROR_CONTAINS(allowed_cells(batched, 2, 3, 2), "batch 2", "[2,1,1,3]");
+        CHECK_ERROR_CONTAINS(tinyformer::padding_flags(padding, 2), "batch 2", "[2,3]");
+        CHECK_ERROR_CONTAINS(allowed_cells(Mask::causal(3), 4, 4), "[1,1,3,3]");
+    }
+}
+
+TEST_CASE("A grid draws every panel side by side with one shared key") {
+    HeatmapGrid grid;
+    grid.title = "decoder layer 0 self-attention, all heads";
+    for (int head = 0; head < 3; ++head) {
+        HeatmapSpec panel = causal_heatmap(5);
+        panel.title = std::string("head ").append(std::to_string(head));
+        grid.panels.push_back(panel);
+    }
+    const Image single = tinyformer::render_heatmap(grid.panels.front());
+    TempDirectory dir;
+    const std::string path = dir.file("grid.png");
+    tinyformer::write_heatmap_grid_png(grid, path);
+    const Picture picture = read_png(path);
+    const Picture one{single.width, single.height, single.rgb};
+    // Each panel has 10 masked cells of 40x40 px; the legend's masked swatch (20x20) appears once.
+    const int64_t swatch = 20 * 20;
+    REQUIRE(one.pixels_of(tinyformer::kMaskedColour) == 10 * 40 * 40 + swatch);
+    CHECK(picture.pixels_of(tinyformer::kMaskedColour) == 3 * 10 * 40 * 40 + swatch);
+    CHECK(picture.pixels_of(tinyformer::viridis(1.0f)) > 3 * 40 * 40);  // three weight-1 cells and one bar
+    CHECK(picture.width > 3 * 5 * 40 + 100);
+    CHECK(picture.height < 2 * single.height);  // one row of panels
+
+    SUBCASE("columns wrap the panels onto rows") {
+        grid.columns = 1;
+        const Image stacked = tinyformer::render_heatmap_grid(grid);
+        CHECK(stacked.height > 3 * 5 * 40);
+        CHECK(stacked.width < picture.width);
+    }
+    SUBCASE("panels must share one key") {
+        grid.panels[1].scale_max = 0.5f;
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap_grid(grid), "panel 1", "colour scale", "one colour bar");
+        grid.panels[1] = tinyformer::mask_heatmap(Mask::causal(5), 5, 5);
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap_grid(grid), "panel 1 is a mask picture");
+        grid.panels.clear();
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap_grid(grid), "1..64 panels, got 0");
+    }
+}
+
+TEST_CASE("A spec that does not add up is refused with a message naming the problem") {
+    HeatmapSpec spec;
+    spec.rows = 2;
+    spec.cols = 3;
+    spec.weights = {1, 0, 0, 0.5f, 0.5f, 0};
+    CHECK_NOTHROW(tinyformer::render_heatmap(spec));
+    SUBCASE("sizes") {
+        HeatmapSpec bad = spec;
+        bad.weights.pop_back();
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(bad), "weights has 5 values, expected L*S = 6", "[2,3]");
+        bad = spec;
+        bad.allowed = {1, 1};
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(bad), "allowed has 2 entries, expected 6");
+        bad = spec;
+        bad.row_padding = {0, 0, 0};
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(bad), "row_padding has 3 entries, expected 2");
+        bad = spec;
+        bad.column_labels = {"a"};
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(bad), "column_labels has 1 labels, expected S = 3");
+        bad = spec;
+        bad.rows = 0;
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(bad), "1..1024 rows (L) and columns (S), got [0,3]");
+        bad = spec;
+        bad.rows = 1025;
+        bad.weights.assign(1025 * 3, 0.0f);
+        CHECK_ERROR_CONTAINS(tinyformer::heatmap_layout(bad), "got [1025,3]");
+    }
+    SUBCASE("a non-finite weight in a drawn cell; masked and padded cells are not read") {
+        HeatmapSpec bad = spec;
+        bad.weights[4] = std::numeric_limits<float>::quiet_NaN();
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(bad), "weight at query 1, key 1 is nan");
+        bad.allowed = {1, 1, 1, 1, 0, 1};
+        CHECK_NOTHROW(tinyformer::render_heatmap(bad));
+        bad.allowed = {};
+        bad.column_padding = {0, 1, 0};
+        CHECK_NOTHROW(tinyformer::render_heatmap(bad));
+    }
+    SUBCASE("the colour scale") {
+        HeatmapSpec bad = spec;
+        bad.scale_max = 0.0f;
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(bad), "scale_min < scale_max, got 0 .. 0");
+        bad.scale_max = std::numeric_limits<float>::infinity();
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(bad), "finite scale_min < scale_max");
+    }
+    SUBCASE("a picture too large") {
+        HeatmapGrid grid;
+        HeatmapSpec big;
+        big.rows = big.cols = 1024;
+        grid.panels.assign(8, big);
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap_grid(grid), "megapixels");
+    }
+}
+
+TEST_CASE("Writing a PNG to a path that cannot be written fails clearly and leaves no file behind") {
+    const HeatmapSpec spec = causal_heatmap(4);
+    TempDirectory dir;
+    const auto entries = [&dir] {
+        std::vector<std::string> names;
+        for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+            names.push_back(entry.path().filename().string());
+        std::sort(names.begin(), names.end());
+        return names;
+    };
+
+    SUBCASE("inside a directory that does not exist") {
+        const std::string path = dir.file("missing/heatmap.png");
+        CHECK_ERROR_CONTAINS(tinyformer::write_heatmap_png(spec, path), "cannot write", path.c_str(),
+                             "No such file or directory");
+        CHECK(entries().empty());
+    }
+    SUBCASE("when a directory has the temporary file's name") {
+        const std::string path = dir.file("heatmap.png");
+        const std::string temporary_name = std::string("heatmap.png.tmp-").append(std::to_string(::getpid()));
+        const std::string temporary = dir.file(temporary_name);
+        std::filesystem::create_directory(temporary);
+        CHECK_ERROR_CONTAINS(tinyformer::write_heatmap_png(spec, path), "cannot write", path.c_str(), "Is a directory");
+        CHECK(entries() == std::vector<std::string>{temporary_name});
+        CHECK(std::filesystem::is_empty(temporary));
+    }
+    SUBCASE("when the target is a directory: the temporary file is removed") {
+        std::filesystem::create_directory(dir.file("target"));
+        CHECK_ERROR_CONTAINS(tinyformer::write_heatmap_png(spec, dir.file("target")), "cannot move the written file",
+                             "Is a directory");
+        CHECK(entries() == std::vector<std::string>{"target"});
+    }
+    SUBCASE("a good path is replaced whole, with no temporary file left") {
+        const std::string path = dir.file("heatmap.png");
+        tinyformer::write_heatmap_png(causal_heatmap(30), path);
+        tinyformer::write_heatmap_png(spec, path);
+        CHECK(entries() == std::vector<std::string>{"heatmap.png"});
+        CHECK(read_png(path).width == tinyformer::heatmap_layout(spec).width);
+    }
+}
+
+// The masks `tinyformer mask KIND` prints with its defaults (T=6, S=5) and
+// some flags, as Mask::to_ascii draws them.
+TEST_CASE("The mask command's kinds print as the lesson draws them") {
+    SUBCASE("causal") {
+        CHECK(Mask::causal(6).to_ascii(6, 6) ==
+              "q0: k0\n"
+              "q1: k0 k1\n"
+              "q2: k0 k1 k2\n"
+              "q3: k0 k1 k2 k3\n"
+              "q4: k0 k1 k2 k3 k4\n"
+              "q5: k0 k1 k2 k3 k4 k5\n");
+    }
+    SUBCASE("prefix-lm, P = T/2 = 3") {
+        CHECK(Mask::prefix_lm({3}, 6).to_ascii(6, 6) ==
+              "q0: k0 k1 k2\n"
+              "q1: k0 k1 k2\n"
+              "q2: k0 k1 k2\n"
+              "q3: k0 k1 k2 k3\n"
+              "q4: k0 k1 k2 k3 k4\n"
+              "q5: k0 k1 k2 k3 k4 k5\n");
+    }
+    SUBCASE("seq2seq --pad 2: decoder self is causal, cross-attention skips the padded source keys") {
+        const tinyformer::Seq2SeqMasks masks =
+            tinyformer::seq2seq_masks(Padding::from_lengths({6}, 6), Padding::from_lengths({3}, 5));
+        CHECK(masks.decoder_self.to_ascii(6, 6) == Mask::causal(6).to_ascii(6, 6));
+        CHECK(masks.cross.to_ascii(6, 5) ==
+              "q0: k0 k1 k2\n"
+              "q1: k0 k1 k2\n"
+              "q2: k0 k1 k2\n"
+              "q3: k0 k1 k2\n"
+              "q4: k0 k1 k2\n"
+              "q5: k0 k1 k2\n");
+    }
+    SUBCASE("padding, the last 2 of 6 positions") {
+        const Mask mask = Mask() & Mask::key_padding(Padding::from_lengths({4}, 6));
+        CHECK(mask.to_ascii(3, 6) ==
+              "q0: k0 k1 k2 k3\n"
+              "q1: k0 k1 k2 k3\n"
+              "q2: k0 k1 k2 k3\n");
+    }
+    SUBCASE("local, W = 1") {
+        CHECK(Mask::local_window(6, 1).to_ascii(6, 6) ==
+              "q0: k0 k1\n"
+              "q1: k0 k1 k2\n"
+              "q2: k1 k2 k3\n"
+              "q3: k2 k3 k4\n"
+              "q4: k3 k4 k5\n"
+              "q5: k4 k5\n");
+    }
+    SUBCASE("bidirectional") {
+        CHECK(Mask().to_ascii(2, 3) == "q0: k0 k1 k2\nq1: k0 k1 k2\n");
+    }
+    SUBCASE("causal --pad 2: padded keys vanish from every row, padded queries still see the real keys") {
+        const Mask mask = Mask::causal(5) & Mask::key_padding(Padding::from_lengths({3}, 5));
+        CHECK(mask.to_ascii(5, 5) ==
+              "q0: k0\n"
+              "q1: k0 k1\n"
+              "q2: k0 k1 k2\n"
+              "q3: k0 k1 k2\n"
+              "q4: k0 k1 k2\n");
+    }
+}

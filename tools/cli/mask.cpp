@@ -1,0 +1,189 @@
+// `tinyformer mask KIND`: a mask the way lesson 10.3 draws it, one line per
+// query (`q2: k0 k1 k2`), and with --png as a picture (engine/heatmap.h).
+
+#include "engine/heatmap.h"
+#include "engine/mask.h"
+#include "tools/cli/arguments.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+namespace tinyformer::cli {
+
+namespace {
+
+const char* kMaskHelp =
+    "usage: tinyformer mask KIND [--len T] [--prefix P] [--src-len S] [--pad N] [--window W] [--png FILE]\n"
+    "\n"
+    "Prints a mask as lesson 10.3 draws it: one line per query, listing the keys it may\n"
+    "attend (the engine's one meaning: true = may attend), e.g. `q2: k0 k1 k2`.\n"
+    "KIND:\n"
+    "  causal         [1,1,T,T]  query l sees keys 0..l\n"
+    "  prefix-lm      [1,1,T,T]  the first P positions see each other, the rest is causal\n"
+    "  seq2seq        an encoder-decoder's two masks: decoder self-attention [1,1,T,T]\n"
+    "                 (causal AND target padding) and cross-attention [1,1,1,S] (source\n"
+    "                 padding), whose queries are the T target and keys the S source positions\n"
+    "  padding        [1,1,1,T]  key padding: every query sees the real keys\n"
+    "  local          [1,1,T,T]  query l sees keys l-W..l+W\n"
+    "  bidirectional  [1,1,1,1]  no mask: every query sees every key\n"
+    "Flags:\n"
+    "  --len T      sequence length (the target length for seq2seq), 1..1024, default 6\n"
+    "  --prefix P   prefix-lm only: length of the bidirectional prefix, 0..T, default T/2\n"
+    "  --src-len S  seq2seq only: source length, 1..1024, default 5\n"
+    "  --pad N      the last N positions are padding (for seq2seq: of the source). Their keys\n"
+    "               are masked for every query, padded queries are marked (attention sets\n"
+    "               their outputs to 0). At most T-1 (S-1); default 2 for padding, else 0\n"
+    "  --window W   local only: the window radius, 0..1024, default 1\n"
+    "  --png FILE   also draw the mask as a PNG: allowed cells teal, masked cells grey,\n"
+    "               padding hatched, rows = queries, columns = keys. seq2seq draws ONE file\n"
+    "               with both masks side by side (decoder self left, cross right).\n"
+    "               Cells are clamp(600 / max(rows, columns), 4, 40) px (integer division);\n"
+    "               with cells under 10 px only every ceil(10 / cell)-th row and column is\n"
+    "               labelled. The file is written to a temporary name and renamed.\n";
+
+const char* kKinds = "causal, prefix-lm, seq2seq, padding, local, bidirectional";
+
+// One mask slice to print and draw.
+struct MaskView {
+    std::string title;
+    Mask mask;
+    int64_t queries = 0, keys = 0;
+    std::vector<uint8_t> row_padding, column_padding;  // empty = none
+};
+
+// Mask::to_ascii, with padded queries marked.
+std::string ascii_with_padding(const MaskView& view) {
+    std::istringstream lines(view.mask.to_ascii(view.queries, view.keys));
+    std::string text;
+    int64_t l = 0;
+    for (std::string line; std::getline(lines, line); ++l) {
+        text.append(line);
+        if (!view.row_padding.empty() && view.row_padding[static_cast<size_t>(l)])
+            text.append("   (padding query: attention sets its output to 0)");
+        text.append("\n");
+    }
+    return text;
+}
+
+// Pieces streamed into one string (no `std::string + ...` chains).
+template <typename... Parts>
+std::string concat(const Parts&... parts) {
+    std::ostringstream text;
+    (text << ... << parts);
+    return text.str();
+}
+
+// The last `pad` of `length` positions are padding (one batch row).
+Padding last_padded(int64_t length, int64_t pad) { return Padding::from_lengths({length - pad}, length); }
+
+std::string padding_note(int64_t pad, const char* of) {
+    if (pad == 0) return "";
+    if (pad == 1) return concat(", the last", of, " position is padding");
+    return concat(", the last ", pad, of, " positions are padding");
+}
+
+}  // namespace
+
+int mask_command(const Arguments& args) {
+    const ParsedArguments parsed(args, {"--len", "--prefix", "--src-len", "--pad", "--window", "--png"}, {}, "mask");
+    if (parsed.help()) {
+        std::printf("%s", kMaskHelp);
+        return 0;
+    }
+    if (parsed.positional().size() != 1)
+        throw UsageError(concat("mask: expected one KIND (", kKinds, "), see 'tinyformer mask --help'"));
+    const std::string& kind = parsed.positional()[0];
+    if (kind != "causal" && kind != "prefix-lm" && kind != "seq2seq" && kind != "padding" && kind != "local" &&
+        kind != "bidirectional")
+        throw UsageError(concat("mask: unknown KIND '", kind, "' (expected one of ", kKinds, ")"));
+    const auto only_for = [&](const char* flag, const char* for_kind) {
+        if (parsed.has(flag) && kind != for_kind)
+            throw UsageError(concat("mask: ", flag, " applies only to ", for_kind, ", not to ", kind));
+    };
+    only_for("--prefix", "prefix-lm");
+    only_for("--src-len", "seq2seq");
+    only_for("--window", "local");
+
+    const int64_t length = parsed.integer("--len", 6, 1, 1024);
+    const int64_t source_length = parsed.integer("--src-len", 5, 1, 1024);
+    const char* padded_flag = kind == "seq2seq" ? "--src-len" : "--len";
+    const int64_t padded_length = kind == "seq2seq" ? source_length : length;
+    const int64_t pad = parsed.integer("--pad", kind == "padding" ? std::min<int64_t>(2, length - 1) : 0, 0, 1024);
+    if (pad >= padded_length)
+        throw UsageError(concat("mask: --pad ", pad, " leaves no real position in ", padded_flag, " ", padded_length,
+                                " (at most ", padded_length - 1, ")"));
+    const int64_t prefix = parsed.integer("--prefix", length / 2, 0, 1024);
+    if (prefix > length) throw UsageError(concat("mask: --prefix ", prefix, " is longer than --len ", length));
+    const int64_t window = parsed.integer("--window", 1, 0, 1024);
+
+    std::vector<MaskView> views;
+    std::string heading;  // printed
+    std::string title;    // the picture's, shorter
+    if (kind == "seq2seq") {
+        const Padding source = last_padded(source_length, pad);
+        const Seq2SeqMasks masks = seq2seq_masks(last_padded(length, 0), source);
+        heading = concat("seq2seq masks, target T=", length, ", source S=", source_length,
+                         padding_note(pad, " source"));
+        title = concat("seq2seq masks  T=", length, "  S=", source_length, pad ? concat("  source pad=", pad) : "");
+        views.push_back({"decoder self-attention [T,T]", masks.decoder_self, length, length, {}, {}});
+        views.push_back({"cross-attention [T,S]", masks.cross, length, source_length, {}, padding_flags(source, 0)});
+    } else {
+        Mask mask;  // bidirectional and padding: no mask but the padding
+        if (kind == "causal") {
+            mask = Mask::causal(length);
+            heading = concat("causal mask, T=", length, ": query l sees keys 0..l");
+            title = concat("causal mask  T=", length);
+        } else if (kind == "prefix-lm") {
+            mask = Mask::prefix_lm({prefix}, length);
+            heading = concat("prefix-LM mask, T=", length, ", P=", prefix,
+                             ": the prefix sees itself both ways, the rest is causal");
+            title = concat("prefix-LM mask  T=", length, "  P=", prefix);
+        } else if (kind == "local") {
+            mask = Mask::local_window(length, window);
+            heading = concat("local window mask, T=", length, ", W=", window, ": query l sees keys l-W..l+W");
+            title = concat("local window mask  T=", length, "  W=", window);
+        } else if (kind == "padding") {
+            heading = concat("key padding mask, T=", length, ": every query sees the real keys");
+            title = concat("key padding mask  T=", length);
+        } else {
+            heading = concat("bidirectional (no mask), T=", length, ": every query sees every key");
+            title = concat("bidirectional (no mask)  T=", length);
+        }
+        const Padding padding = last_padded(length, pad);
+        if (pad > 0 || kind == "padding") mask = mask & Mask::key_padding(padding);
+        heading.append(padding_note(pad, ""));
+        if (pad > 0) title.append(concat("  pad=", pad));
+        const std::vector<uint8_t> flags = pad > 0 ? padding_flags(padding, 0) : std::vector<uint8_t>{};
+        views.push_back({title, mask, length, length, flags, flags});
+    }
+
+    std::printf("%s\n", heading.c_str());
+    for (const MaskView& view : views) {
+        if (views.size() > 1) std::printf("\n%s", view.title.c_str());
+        std::printf("%sMask %s, true = may attend; rows are queries:\n%s", views.size() > 1 ? ", " : "",
+                    shape_string(view.mask.shape()).c_str(), ascii_with_padding(view).c_str());
+    }
+
+    if (parsed.has("--png")) {
+        const std::string& path = parsed.value("--png");
+        HeatmapGrid grid;
+        for (const MaskView& view : views) {
+            HeatmapSpec panel = mask_heatmap(view.mask, view.queries, view.keys);
+            panel.title = view.title;
+            panel.row_padding = view.row_padding;
+            panel.column_padding = view.column_padding;
+            grid.panels.push_back(std::move(panel));
+        }
+        if (views.size() == 1) {
+            write_heatmap_png(grid.panels.front(), path);
+        } else {
+            grid.title = title;
+            write_heatmap_grid_png(grid, path);
+        }
+        std::fprintf(stderr, "tinyformer mask: wrote %s\n", path.c_str());
+    }
+    return 0;
+}
+
+}  // namespace tinyformer::cli
