@@ -52,10 +52,30 @@ test: deps
 	@$(MAKE) --no-print-directory build/tinyformer-tests
 	./build/tinyformer-tests
 
-# Build and run the main example: the lesson's worked examples, run as a learner would.
+# Build and run the main example: the trained toy models on a few inputs, their
+# attention as PNG heatmaps (the README's pictures in docs/, every head and
+# layer in build/demo/), and the lesson's 3x3 causal example.
 demo: deps
 	@$(MAKE) --no-print-directory build/tinyformer
-	./build/tinyformer lesson all
+	@echo "== reverse (encoder-decoder) and sort (encoder-decoder), greedy =="
+	./build/tinyformer run data/models/reverse.safetensors hello attention transformer
+	./build/tinyformer run data/models/sort.safetensors 31415926 8675309 2718281828459045
+	@echo "== the same reversal task by decoder-only models: prefix-LM mask, then causal mask =="
+	./build/tinyformer run data/models/reverse-prefixlm.safetensors mask= softmax=
+	./build/tinyformer run data/models/reverse-causal.safetensors mask= softmax=
+	@echo "== attention heatmaps =="
+	./build/tinyformer attention data/models/reverse.safetensors attention --out build/demo/reverse
+	./build/tinyformer attention data/models/sort.safetensors 31415926 --out build/demo/sort
+	./build/tinyformer attention data/models/reverse.safetensors attention --kind cross --grids-only --out docs/reverse
+	./build/tinyformer attention data/models/sort.safetensors 31415926 --kind cross --grids-only --out docs/sort
+	./build/tinyformer attention data/models/reverse-prefixlm.safetensors attention= --layer 3 --grids-only --out docs/reverse-prefixlm
+	./build/tinyformer attention data/models/reverse-causal.safetensors attention= --layer 3 --grids-only --out docs/reverse-causal
+	./build/tinyformer mask causal --len 6 --png docs/masks/causal.png
+	./build/tinyformer mask prefix-lm --len 6 --prefix 3 --png docs/masks/prefix-lm.png
+	./build/tinyformer mask seq2seq --len 5 --src-len 6 --pad 2 --png docs/masks/seq2seq.png
+	@echo "== lesson 10.3: the 3x3 causal example (all lessons: build/tinyformer lesson all) =="
+	./build/tinyformer lesson causal
+	@echo "Pictures: docs/ (shown in README.md) and build/demo/ (every layer and head; see index.md there)."
 
 # Build and run the benchmarks (measured, never asserted).
 bench: deps

@@ -23,6 +23,7 @@ int forward_command(const Arguments& args);
 int info_command(const Arguments& args);
 int run_command(const Arguments& args);
 int eval_command(const Arguments& args);
+int attention_command(const Arguments& args);
 int mask_command(const Arguments& args);
 
 }  // namespace tinyformer::cli
