@@ -70,6 +70,7 @@ demo: deps
 	./build/tinyformer attention data/models/sort.safetensors 31415926 --kind cross --grids-only --out docs/sort
 	./build/tinyformer attention data/models/reverse-prefixlm.safetensors attention= --layer 3 --grids-only --out docs/reverse-prefixlm
 	./build/tinyformer attention data/models/reverse-causal.safetensors attention= --layer 3 --grids-only --out docs/reverse-causal
+	@mkdir -p docs/masks
 	./build/tinyformer mask causal --len 6 --png docs/masks/causal.png
 	./build/tinyformer mask prefix-lm --len 6 --prefix 3 --png docs/masks/prefix-lm.png
 	./build/tinyformer mask seq2seq --len 5 --src-len 6 --pad 2 --png docs/masks/seq2seq.png
