@@ -32,10 +32,12 @@ float exp_shifted_sum(float* row, int64_t n, float shift);
 float row_max(const float* row, int64_t n);
 
 Tensor softmax_rows(const Tensor& x);
-Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps);
-Tensor relu(const Tensor& x);
-Tensor gelu(const Tensor& x);
-Tensor add(const Tensor& a, const Tensor& b);
+// These take x (or a) by value: pass a temporary (or std::move) and the
+// result reuses its memory; pass a named tensor and it is copied first.
+Tensor layer_norm(Tensor x, const Tensor& gamma, const Tensor& beta, float eps);
+Tensor relu(Tensor x);
+Tensor gelu(Tensor x);
+Tensor add(Tensor a, const Tensor& b);
 
 // [B, S1, C] and [B, S2, C] -> [B, S1+S2, C] (a KV cache growing by S2 positions).
 // An empty `a` is allowed and gives b.

@@ -23,13 +23,13 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& 
         return std::move(result.output);
     };
     if (norm_first) {
-        const Tensor h1 = add(x, self_attention(norm1.forward(x)));
-        const Tensor h2 = add(h1, cross_attention(norm2.forward(h1)));
-        return add(h2, feed_forward.forward(norm3.forward(h2)));
+        const Tensor h1 = add(self_attention(norm1.forward(x)), x);
+        const Tensor h2 = add(cross_attention(norm2.forward(h1)), h1);
+        return add(feed_forward.forward(norm3.forward(h2)), h2);
     }
-    const Tensor h1 = norm1.forward(add(x, self_attention(x)));
-    const Tensor h2 = norm2.forward(add(h1, cross_attention(h1)));
-    return norm3.forward(add(h2, feed_forward.forward(h2)));
+    const Tensor h1 = norm1.forward(add(self_attention(x), x));
+    const Tensor h2 = norm2.forward(add(cross_attention(h1), h1));
+    return norm3.forward(add(feed_forward.forward(h2), h2));
 }
 
 }  // namespace tinyformer

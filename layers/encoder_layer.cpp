@@ -22,11 +22,11 @@ Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& p
         return std::move(result.output);
     };
     if (norm_first) {
-        const Tensor h = add(x, self_attention(norm1.forward(x)));
-        return add(h, feed_forward.forward(norm2.forward(h)));
+        const Tensor h = add(self_attention(norm1.forward(x)), x);
+        return add(feed_forward.forward(norm2.forward(h)), h);
     }
-    const Tensor h = norm1.forward(add(x, self_attention(x)));
-    return norm2.forward(add(h, feed_forward.forward(h)));
+    const Tensor h = norm1.forward(add(self_attention(x), x));
+    return norm2.forward(add(feed_forward.forward(h), h));
 }
 
 }  // namespace tinyformer

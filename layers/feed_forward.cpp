@@ -2,11 +2,14 @@
 
 #include "engine/ops.h"
 
+#include <utility>
+
 namespace tinyformer {
 
 Tensor FeedForward::forward(const Tensor& x) const {
-    const Tensor hidden = linear1.forward(x);  // [B, T, F]
-    return linear2.forward(activation == Activation::Relu ? relu(hidden) : gelu(hidden));  // [B, T, D]
+    Tensor hidden = linear1.forward(x);  // [B, T, F]
+    hidden = activation == Activation::Relu ? relu(std::move(hidden)) : gelu(std::move(hidden));
+    return linear2.forward(hidden);  // [B, T, D]
 }
 
 }  // namespace tinyformer

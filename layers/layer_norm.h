@@ -5,13 +5,15 @@
 
 #include "engine/ops.h"
 
+#include <utility>
+
 namespace tinyformer {
 
 struct LayerNorm {
     Tensor weight;  // [D], the gain (gamma)
     Tensor bias;    // [D], the shift (beta)
     float eps = 1e-5f;
-    Tensor forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }
+    Tensor forward(Tensor x) const { return layer_norm(std::move(x), weight, bias, eps); }
 };
 
 }  // namespace tinyformer

@@ -82,8 +82,13 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
         fail("MultiHeadAttention: input must be [B,n,D] with D=", d_model_, "; got ", shape_string(x_new.shape()));
     if (!cache.empty() && cache.key.dim(0) != x_new.dim(0))
         fail("MultiHeadAttention: the cache holds B=", cache.key.dim(0), " rows but the input has B=", x_new.dim(0));
-    cache.key = concat_sequence(cache.key, project_key(x_new));        // [B, S, D]
-    cache.value = concat_sequence(cache.value, project_value(x_new));  // [B, S, D]
+    if (cache.empty()) {  // the whole sequence at once: nothing to append to
+        cache.key = project_key(x_new);      // [B, S, D]
+        cache.value = project_value(x_new);  // [B, S, D]
+    } else {
+        cache.key = concat_sequence(cache.key, project_key(x_new));
+        cache.value = concat_sequence(cache.value, project_value(x_new));
+    }
     return attend(project_query(x_new), cache.key, cache.value, mask, options);
 }
 
