@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,18 @@ std::string format_bytes(size_t bytes);
 // The "model name" line of /proc/cpuinfo, or a note that there is none.
 std::string cpu_model();
 
+// --- Python tools (common.cpp) ---
+// Debian's interpreter, which has python3-torch (`python3` may be a shim without it).
+constexpr const char* kPython = "/usr/bin/python3";
+// tools/bench/NAME, found from the binary (build/tinyformer-bench) or else
+// from the working directory; nothing when missing.
+std::optional<std::string> find_tool_script(const std::string& name);
+// Whether `kPython -c 'import torch'` works.
+bool torch_importable();
+// Runs `kPython script arguments` (stderr merged) to its end and returns its
+// output lines; tinyformer is idle meanwhile, so the two never share the cores.
+std::vector<std::string> run_python_tool(const std::string& script, const std::string& arguments);
+
 // A text table whose columns have fixed widths, printed a row at a time as
 // results arrive (long benchmarks show progress).
 class Table {
@@ -61,5 +74,7 @@ private:
 
 // --- suites (one file each) ---
 void run_attention_suite(const Settings& settings);  // bench_attention.cpp
+void run_encoder_suite(const Settings& settings);    // bench_encoder.cpp
+void run_decode_suite(const Settings& settings);     // bench_decode.cpp
 
 }  // namespace tinyformer::bench

@@ -1,6 +1,9 @@
 #include "tools/bench/bench.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -61,6 +64,49 @@ void Table::print_row(const std::vector<std::string>& cells) const {
     }
     std::printf("%s\n", line.c_str());
     std::fflush(stdout);
+}
+
+namespace {
+
+std::string directory_of(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::optional<std::string> find_tool_script(const std::string& name) {
+    std::vector<std::string> candidates;
+    char executable[4096];
+    const ssize_t length = readlink("/proc/self/exe", executable, sizeof executable - 1);
+    if (length > 0) {
+        executable[length] = '\0';
+        candidates.push_back(directory_of(executable) + "/../tools/bench/" + name);
+    }
+    candidates.push_back("tools/bench/" + name);
+    for (const std::string& candidate : candidates)
+        if (access(candidate.c_str(), R_OK) == 0 && candidate.find('\'') == std::string::npos) return candidate;
+    return std::nullopt;
+}
+
+bool torch_importable() {
+    const std::string command = std::string(kPython) + " -c 'import torch' >/dev/null 2>&1";
+    return std::system(command.c_str()) == 0;
+}
+
+std::vector<std::string> run_python_tool(const std::string& script, const std::string& arguments) {
+    std::vector<std::string> lines;
+    const std::string command = std::string(kPython) + " '" + script + "' " + arguments + " 2>&1";
+    std::FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) return lines;
+    char buffer[4096];
+    while (std::fgets(buffer, sizeof buffer, pipe)) {
+        std::string line = buffer;
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        lines.push_back(line);
+    }
+    pclose(pipe);
+    return lines;
 }
 
 }  // namespace tinyformer::bench

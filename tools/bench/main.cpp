@@ -34,6 +34,10 @@ struct Suite {
 const Suite kSuites[] = {
     {"attention", "scaled dot-product attention, materialized vs streaming, L=S in {128, 512, 2048, 8192}",
      tinyformer::bench::run_attention_suite},
+    {"encoder", "6-layer encoder forward (D=512, H=8, F=2048), B in {1, 8}, T in {32, 128, 512}: vs sgemm and PyTorch",
+     tinyformer::bench::run_encoder_suite},
+    {"decode", "greedy decoding tokens/s: toy reverse model and a base-size encoder-decoder, vs PyTorch",
+     tinyformer::bench::run_decode_suite},
 };
 
 void print_usage(std::FILE* out) {

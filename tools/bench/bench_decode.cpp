@@ -1,0 +1,207 @@
+// Suite "decode": greedy decoding, tokens per second.
+//
+//   toy:  data/models/reverse.safetensors (D=64, 2+2 layers), 32 random
+//         16-character inputs, one at a time (B=1) and all together (B=32)
+//   base: an encoder-decoder with random weights, D=512, H=8, F=2048, 6+6
+//         layers, vocabulary 32000, source 64 tokens, 64 decoded tokens, B=1
+//
+// Each with the KV cache (the default) and with full recompute (the reference
+// path), at 1 and 2 BLAS threads (or --threads N). Then, when torch is
+// importable, PyTorch's nn.Transformer in the loop users write — re-running
+// the decoder on the growing target every step (tools/bench/torch_decode.py,
+// in a child process per thread count, never alongside tinyformer) — and the
+// ratio.
+#include "engine/matmul.h"
+#include "engine/random.h"
+#include "engine/safetensors.h"
+#include "models/decoding.h"
+#include "tools/bench/bench.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tinyformer::bench {
+
+namespace {
+
+constexpr int64_t kModel = 512, kHeads = 8, kFeedForward = 2048, kLayers = 6, kVocabulary = 32000;
+constexpr int64_t kSourceLength = 64, kDecodedTokens = 64;
+
+// The base-size model's checkpoint, random weights N(0, 1/fan_in), LayerNorm
+// gains 1 and biases 0, written to a temporary file (FORMAT.md names).
+std::string write_base_model() {
+    Random random(11);
+    std::vector<TensorToWrite> tensors;
+    auto add = [&](const std::string& name, Shape shape, float stddev) {
+        tensors.push_back(f32_tensor(name, random.normal_tensor(std::move(shape), stddev)));
+    };
+    auto add_filled = [&](const std::string& name, int64_t size, float value) {
+        tensors.push_back(f32_tensor(name, Tensor::filled({size}, value)));
+    };
+    const float projection = 1.0f / std::sqrt(static_cast<float>(kModel));
+    const float down = 1.0f / std::sqrt(static_cast<float>(kFeedForward));
+    auto add_attention = [&](const std::string& prefix) {
+        add(prefix + ".in_proj_weight", {3 * kModel, kModel}, projection);
+        add(prefix + ".in_proj_bias", {3 * kModel}, 0.02f);
+        add(prefix + ".out_proj.weight", {kModel, kModel}, projection);
+        add(prefix + ".out_proj.bias", {kModel}, 0.02f);
+    };
+    auto add_common = [&](const std::string& prefix, int norms) {
+        add(prefix + ".linear1.weight", {kFeedForward, kModel}, projection);
+        add(prefix + ".linear1.bias", {kFeedForward}, 0.02f);
+        add(prefix + ".linear2.weight", {kModel, kFeedForward}, down);
+        add(prefix + ".linear2.bias", {kModel}, 0.02f);
+        for (int n = 1; n <= norms; ++n) {
+            add_filled(prefix + ".norm" + std::to_string(n) + ".weight", kModel, 1.0f);
+            add_filled(prefix + ".norm" + std::to_string(n) + ".bias", kModel, 0.0f);
+        }
+    };
+    add("src_embed.weight", {kVocabulary, kModel}, 1.0f);
+    add("tgt_embed.weight", {kVocabulary, kModel}, 1.0f);
+    for (int64_t i = 0; i < kLayers; ++i) {
+        const std::string encoder = "transformer.encoder.layers." + std::to_string(i);
+        add_attention(encoder + ".self_attn");
+        add_common(encoder, 2);
+        const std::string decoder = "transformer.decoder.layers." + std::to_string(i);
+        add_attention(decoder + ".self_attn");
+        add_attention(decoder + ".multihead_attn");
+        add_common(decoder, 3);
+    }
+    for (const char* stack : {"transformer.encoder.norm", "transformer.decoder.norm"}) {
+        add_filled(std::string(stack) + ".weight", kModel, 1.0f);
+        add_filled(std::string(stack) + ".bias", kModel, 0.0f);
+    }
+    add("generator.weight", {kVocabulary, kModel}, projection);
+    add_filled("generator.bias", kVocabulary, 0.0f);
+    const std::string config =
+        R"({"format":"tinyformer/1","arch":"encoder_decoder","d_model":512,"nhead":8,"dim_feedforward":2048,)"
+        R"("num_encoder_layers":6,"num_decoder_layers":6,"activation":"relu","norm_first":false,)"
+        R"("layer_norm_eps":1e-5,"src_vocab_size":32000,"tgt_vocab_size":32000,"max_len":128,)"
+        R"("pos_encoding":"sinusoidal","embed_scale":true,"pad_id":0,"bos_id":1,"eos_id":2})";
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("tinyformer-bench-base-" + std::to_string(::getpid()) + ".safetensors"))
+            .string();
+    write_safetensors(path, tensors, {{"config", config}});
+    return path;
+}
+
+struct Timing {
+    int64_t tokens = 0;
+    double seconds = 0;
+};
+
+// Median over `reps` runs (after one warm-up) of decoding every batch in `batches`.
+Timing time_greedy(const Model& model, const std::vector<std::vector<std::vector<int64_t>>>& batches,
+                   const GenerationOptions& options, int reps) {
+    std::vector<double> seconds;
+    int64_t tokens = 0;
+    for (int rep = 0; rep <= reps; ++rep) {
+        tokens = 0;
+        const auto start = std::chrono::steady_clock::now();
+        for (const auto& batch : batches)
+            for (const auto& row : greedy_decode(model, batch, options).tokens) tokens += static_cast<int64_t>(row.size());
+        if (rep > 0) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return {tokens, median(seconds)};
+}
+
+std::string tokens_per_second(const Timing& timing) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", static_cast<double>(timing.tokens) / timing.seconds);
+    return text;
+}
+
+}  // namespace
+
+void run_decode_suite(const Settings& settings) {
+    std::printf("greedy decoding, tokens per second (generated tokens / median wall time of a few runs)\n");
+    std::printf("attention path: streaming (weights are not requested while decoding)\n\n");
+    const std::vector<int> thread_counts =
+        settings.threads > 0 ? std::vector<int>{settings.threads} : std::vector<int>{1, 2};
+
+    // The toy model: 32 random 16-character inputs.
+    const std::string toy_path = "data/models/reverse.safetensors";
+    std::vector<std::vector<int64_t>> toy_inputs;
+    Random random(5);
+    for (int i = 0; i < 32; ++i) {
+        std::vector<int64_t> ids;
+        for (int c = 0; c < 16; ++c) ids.push_back(4 + random.uniform_int(0, 25));  // ids 4..29: 'a'..'z'
+        toy_inputs.push_back(ids);
+    }
+    Table table({{"model", 26, Table::Align::Left}, {"batch", 6, Table::Align::Right}, {"step", 10, Table::Align::Left},
+                 {"threads", 8, Table::Align::Right}, {"tokens", 7, Table::Align::Right},
+                 {"tok/s", 9, Table::Align::Right}});
+    std::map<int, double> base_cached;  // threads -> tokens/s, for the PyTorch ratio
+    table.print_header();
+    if (std::filesystem::exists(toy_path)) {
+        const Model toy = Model::load(toy_path);
+        for (int threads : thread_counts) {
+            set_blas_threads(threads);
+            for (StepMode mode : {StepMode::KvCache, StepMode::Recompute}) {
+                GenerationOptions options;
+                options.mode = mode;
+                std::vector<std::vector<std::vector<int64_t>>> one_at_a_time;
+                for (const auto& input : toy_inputs) one_at_a_time.push_back({input});
+                const char* step = mode == StepMode::KvCache ? "kv-cache" : "recompute";
+                const Timing single = time_greedy(toy, one_at_a_time, options, 3);
+                table.print_row({"reverse (toy, 16 chars)", "1", step, std::to_string(threads),
+                                 std::to_string(single.tokens), tokens_per_second(single)});
+                const Timing batched = time_greedy(toy, {toy_inputs}, options, 3);
+                table.print_row({"reverse (toy, 16 chars)", "32", step, std::to_string(threads),
+                                 std::to_string(batched.tokens), tokens_per_second(batched)});
+            }
+        }
+    } else {
+        std::printf("(%s not found: run from the repository root for the toy model)\n", toy_path.c_str());
+    }
+
+    std::printf("\nwriting the base-size model with random weights (%lld MB)...\n",
+                static_cast<long long>((2 * kVocabulary * kModel + kVocabulary * kModel) * 4 / 1000000 + 180));
+    const std::string base_path = write_base_model();
+    const Model base = Model::load(base_path);
+    std::filesystem::remove(base_path);
+    std::vector<int64_t> source;
+    for (int64_t i = 0; i < kSourceLength; ++i) source.push_back(3 + random.uniform_int(0, kVocabulary - 4));
+    table.print_header();
+    for (int threads : thread_counts) {
+        set_blas_threads(threads);
+        for (StepMode mode : {StepMode::KvCache, StepMode::Recompute}) {
+            GenerationOptions options;
+            options.mode = mode;
+            options.max_new_tokens = kDecodedTokens;
+            const Timing timing = time_greedy(base, {{source}}, options, mode == StepMode::KvCache ? 3 : 1);
+            table.print_row({"base D=512 6+6 V=32000", "1", mode == StepMode::KvCache ? "kv-cache" : "recompute",
+                             std::to_string(threads), std::to_string(timing.tokens), tokens_per_second(timing)});
+            if (mode == StepMode::KvCache) base_cached[threads] = static_cast<double>(timing.tokens) / timing.seconds;
+        }
+    }
+
+    std::printf("\nPyTorch baseline: nn.Transformer, decoder re-run on the growing target each step (no cache)\n");
+    const std::optional<std::string> script = find_tool_script("torch_decode.py");
+    if (!torch_importable() || !script) {
+        std::printf("  not run: needs Debian's python3-torch (as root: apt-get update && apt-get install -y "
+                    "python3-torch) and tools/bench/torch_decode.py\n");
+        return;
+    }
+    for (int threads : thread_counts) {
+        const std::vector<std::string> lines =
+            run_python_tool(*script, "--threads " + std::to_string(threads) + " --protocol");
+        for (const std::string& line : lines) {
+            long long tokens = 0;
+            double median_seconds = 0, min_seconds = 0;
+            if (std::sscanf(line.c_str(), "result %lld %lf %lf", &tokens, &median_seconds, &min_seconds) != 3) continue;
+            const double theirs = static_cast<double>(tokens) / median_seconds;
+            std::printf("  %d thread(s): PyTorch %.1f tok/s, tinyformer (kv-cache) %.1f tok/s: %.2fx\n", threads,
+                        theirs, base_cached[threads], base_cached[threads] / theirs);
+        }
+    }
+}
+
+}  // namespace tinyformer::bench
