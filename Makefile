@@ -14,6 +14,9 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LDLIBS   += -lm
 
+# Parallel compile jobs for the builds that test/demo/bench start.
+JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
+
 DEBIAN_PACKAGES := libopenblas-dev doctest-dev libstb-dev nlohmann-json3-dev pkg-config
 
 ENGINE_SRC := $(wildcard engine/*.cpp)
@@ -47,16 +50,17 @@ deps:
 	fi; \
 	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
 
-# Build and run every doctest suite.
+# Build and run every doctest suite (tests/test_bad_inputs.cpp runs build/tinyformer).
 test: deps
-	@$(MAKE) --no-print-directory build/tinyformer-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-tests
 	./build/tinyformer-tests
 
 # Build and run the main example: the trained toy models on a few inputs, their
 # attention as PNG heatmaps (the README's pictures in docs/, every head and
-# layer in build/demo/), and the lesson's 3x3 causal example.
+# layer in build/demo/), the probe of weight vs effect, and the lesson's 3x3
+# causal example.
 demo: deps
-	@$(MAKE) --no-print-directory build/tinyformer
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
 	@echo "== reverse (encoder-decoder) and sort (encoder-decoder), greedy =="
 	./build/tinyformer run data/models/reverse.safetensors hello attention transformer
 	./build/tinyformer run data/models/sort.safetensors 31415926 8675309 2718281828459045
@@ -74,13 +78,17 @@ demo: deps
 	./build/tinyformer mask causal --len 6 --png docs/masks/causal.png
 	./build/tinyformer mask prefix-lm --len 6 --prefix 3 --png docs/masks/prefix-lm.png
 	./build/tinyformer mask seq2seq --len 5 --src-len 6 --pad 2 --png docs/masks/seq2seq.png
+	@echo "== a weight is not an explanation: attention weights beside head ablation and token perturbation =="
+	@mkdir -p docs/probe
+	./build/tinyformer probe data/models/sort.safetensors 31415926 --png docs/probe/sort.png
+	./build/tinyformer probe data/models/reverse.safetensors hello --with z --png docs/probe/reverse.png
 	@echo "== lesson 10.3: the 3x3 causal example (all lessons: build/tinyformer lesson all) =="
 	./build/tinyformer lesson causal
 	@echo "Pictures: docs/ (shown in README.md) and build/demo/ (every layer and head; see index.md there)."
 
 # Build and run the benchmarks (measured, never asserted).
 bench: deps
-	@$(MAKE) --no-print-directory build/tinyformer-bench
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer-bench
 	./build/tinyformer-bench
 
 # Regenerate the PyTorch references in a temporary folder with Debian's
@@ -90,7 +98,7 @@ parity: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
 	  if [ "$$(id -u)" != 0 ]; then echo "make parity: run as root: apt-get install -y python3-torch python3-numpy"; exit 1; fi; \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch python3-numpy; }
-	@$(MAKE) --no-print-directory build/tinyformer-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer-tests
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  /usr/bin/python3 tools/make_reference.py --out "$$dir" && \
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'

@@ -57,6 +57,17 @@ float half_to_float(uint16_t half) {
 
 float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
+uint64_t available_memory_bytes() {
+    std::ifstream meminfo("/proc/meminfo");  // lines like "MemAvailable:   24052324 kB"
+    std::string key, rest;
+    uint64_t kib = 0;
+    while (meminfo >> key >> kib && std::getline(meminfo, rest))
+        if (key == "MemAvailable:") return kib * 1024;
+    const long pages = ::sysconf(_SC_AVPHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return std::numeric_limits<uint64_t>::max();  // unknown: no limit
+    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
     std::error_code error;
     const auto status = std::filesystem::status(path, error);
@@ -128,7 +139,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
             fail(where, ": data_offsets [", stored.begin, ", ", stored.end, "] are reversed");
         if (stored.end > data_size)
             fail(where, ": data_offsets [", stored.begin, ", ", stored.end, "] run past the data section (",
-                 data_size, " bytes)");
+                 data_size, " bytes); is the file truncated?");
         if (stored.end - stored.begin != count * element_size)
             fail(where, ": ", stored.dtype, " ", shape_string(stored.shape), " needs ", count * element_size,
                  " bytes but data_offsets span ", stored.end - stored.begin);
@@ -156,6 +167,18 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
     }
     if (covered != data_size)
         fail(path, ": the data section has ", data_size, " bytes but the tensors cover ", covered);
+
+    // What reading will allocate, checked before allocating it: the data
+    // section, and every float tensor again as the float32 Tensor it becomes.
+    uint64_t float32_bytes = 0;
+    for (const auto& [name, stored] : file.tensors_)
+        if (stored.dtype == "F32" || stored.dtype == "F16" || stored.dtype == "BF16")
+            float32_bytes += (stored.end - stored.begin) / dtype_size(stored.dtype) * 4;
+    const uint64_t available = available_memory_bytes();
+    if (float32_bytes > available || data_size > available - float32_bytes)
+        fail(path, ": reading it needs ", data_size + float32_bytes, " bytes of memory (", data_size,
+             " bytes of data + ", float32_bytes, " bytes of float32 tensors) but ", available,
+             " bytes of memory are available; refused before allocating");
 
     file.data_.resize(data_size);
     read_exactly(in, file.data_.data(), data_size, path);

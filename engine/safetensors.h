@@ -13,7 +13,15 @@
 // are not strings, an unknown dtype, a negative or overflowing shape, offsets
 // reversed, outside the data, overlapping, or leaving holes (the safetensors
 // rule: the data must be indexed entirely), and a byte count that does not
-// match dtype x shape. The file is read once; memory = the file's size.
+// match dtype x shape. The file is read once.
+//
+// Memory: before allocating anything for the data, reading adds up what the
+// file will take — its data section, plus every F32 / F16 / BF16 tensor as
+// the float32 Tensor that read_float (and so every model loader) makes of it,
+// which for F16 / BF16 includes the widening — and refuses, naming both
+// numbers, when that is more than available_memory_bytes(). So reading a
+// file never allocates more than its size plus the model's declared weights
+// (and the parsed JSON header, which kMaxHeaderBytes bounds).
 //
 // Writing goes to a temporary file in the same folder that is renamed into
 // place, so an interrupted or failed write leaves no half-written file.
@@ -87,6 +95,10 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
 
 // Bytes per element of a dtype name; 0 for an unknown name.
 uint64_t dtype_size(const std::string& dtype);
+
+// Memory the system can give now without swapping: MemAvailable of
+// /proc/meminfo, or free pages (sysconf) where that is missing.
+uint64_t available_memory_bytes();
 
 // IEEE half and bfloat16 to float (exact).
 float half_to_float(uint16_t half);

@@ -48,6 +48,13 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights,
     b_out_ = weights.out_proj_bias;
 }
 
+void MultiHeadAttention::set_zeroed_heads(std::vector<int64_t> heads) {
+    for (int64_t head : heads)
+        if (head < 0 || head >= heads_)
+            fail("MultiHeadAttention: cannot zero head ", head, "; the heads are 0..", heads_ - 1);
+    zeroed_heads_ = std::move(heads);
+}
+
 Tensor MultiHeadAttention::project_query(const Tensor& x_q) const { return linear(x_q, w_query_, b_query_); }
 Tensor MultiHeadAttention::project_key(const Tensor& x_kv) const { return linear(x_kv, w_key_, b_key_); }
 Tensor MultiHeadAttention::project_value(const Tensor& x_kv) const { return linear(x_kv, w_value_, b_value_); }
@@ -56,6 +63,12 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
                                            const Mask& mask, const AttentionOptions& options) const {
     // Heads are column blocks of Q, K, V: the engine reads them as views.
     AttentionResult result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, options);
+    const int64_t head_dim = d_model_ / heads_;
+    for (int64_t head : zeroed_heads_)  // ablation: the head's columns of Concat(heads) [B, L, D]
+        for (int64_t row = 0; row < result.output.dim(0) * result.output.dim(1); ++row) {
+            float* columns = result.output.data() + row * d_model_ + head * head_dim;
+            std::fill(columns, columns + head_dim, 0.0f);
+        }
     result.output = linear(result.output, w_out_, b_out_);  // Concat(heads) W_O^T + b_O, [B, L, D]
     const Padding& padding = options.query_padding;
     for (int64_t b = 0; b < padding.batch(); ++b)  // b_O must not revive a padded query: its row stays 0

@@ -13,10 +13,19 @@
 // D % H == 0 is required. Per-head weights come back as [B, H, L, S], never
 // averaged over heads. Cross-attention is the same module with x_kv = the
 // encoder memory, so L != S is normal.
+//
+// Head ablation, an intervention for probing (models/probe.h): the heads
+// given to set_zeroed_heads have their output — their Dh columns of
+// Concat(heads) — set to 0 before W_O, at every query and in every call:
+//   MHA(x) = Concat(head_1, .., 0, .., head_H) W_O^T + b_O
+// Their weights are still computed and returned. None by default; the
+// setting belongs to the module, so it holds for every caller until reset.
 #pragma once
 
 #include "engine/attention.h"
 #include "engine/tensor.h"
+
+#include <vector>
 
 namespace tinyformer {
 
@@ -66,8 +75,14 @@ public:
     int64_t d_model() const { return d_model_; }
     int64_t heads() const { return heads_; }
 
+    // Head ablation (see the top of this file): head indices 0..H-1, Error
+    // for any other; {} restores the module.
+    void set_zeroed_heads(std::vector<int64_t> heads);
+    const std::vector<int64_t>& zeroed_heads() const { return zeroed_heads_; }
+
 private:
     int64_t d_model_, heads_;
+    std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
     Tensor w_query_, w_key_, w_value_;  // [D, D] each, split from in_proj_weight
     Tensor b_query_, b_key_, b_value_;  // [D] each
     Tensor w_out_, b_out_;

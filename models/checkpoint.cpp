@@ -41,8 +41,8 @@ Tensor Checkpoint::take(const std::string& name, const Shape& expected) {
     Tensor tensor = file_.read_float(name);
     for (int64_t i = 0; i < tensor.numel(); ++i)
         if (!std::isfinite(tensor.data()[i]))
-            fail(file_.path(), ": tensor '", name, "' holds a non-finite value (", tensor.data()[i],
-                 ") at flat index ", i);
+            fail(file_.path(), ": tensor '", name, "' holds a non-finite value (",
+                 std::isnan(tensor.data()[i]) ? "NaN" : tensor.data()[i] > 0 ? "inf" : "-inf", ") at flat index ", i);
     taken_.insert(name);
     return tensor;
 }

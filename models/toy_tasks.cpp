@@ -46,11 +46,16 @@ const ToyTask& toy_task(const std::string& name) {
 std::vector<int64_t> model_input(const Model& model, const Tokenizer& tokenizer, const std::string& text,
                                  bool map_unknown, int64_t* unknown_count) {
     std::vector<int64_t> ids = tokenizer.encode(text, map_unknown, unknown_count);
+    const int64_t length = static_cast<int64_t>(ids.size()), max_len = model.config.max_len;
     if (model.encoder_decoder) {
         if (ids.empty()) fail("the input text is empty; an encoder-decoder model needs at least one source token");
+        if (model.config.pos_encoding != PositionalEncoding::None && length > max_len)
+            fail("the input text \"", text, "\" is ", length, " tokens but the model's max_len is ", max_len);
         return ids;
     }
     if (model.config.bos_id < 0) fail("the model's config has no bos_id to start a prompt with");
+    if (length + 1 > max_len)
+        fail("the prompt \"", text, "\" is ", length + 1, " tokens with <bos> but the model's max_len is ", max_len);
     ids.insert(ids.begin(), model.config.bos_id);
     return ids;
 }

@@ -72,6 +72,12 @@ void check_padding(const char* what, const Padding& padding, const TokenIds& ids
 
 Tensor* slot(AttentionRecord* record, const std::string& name) { return record ? &(*record)[name] : nullptr; }
 
+[[noreturn]] void unknown_attention(const std::string& name, const std::vector<std::string>& names) {
+    std::string known;
+    for (const std::string& each : names) known.append(known.empty() ? "" : ", ").append(each);
+    fail("no attention named '", name, "'; this model's are ", known);
+}
+
 }  // namespace
 
 Mask key_padding_or_all(const Padding& padding) { return padding.empty() ? Mask() : Mask::key_padding(padding); }
@@ -140,6 +146,26 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     return logits;
 }
 
+std::vector<std::string> EncoderDecoderModel::attention_names() const {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < encoder_layers_.size(); ++i) names.push_back("attention.encoder." + std::to_string(i));
+    for (size_t i = 0; i < decoder_layers_.size(); ++i)
+        for (const char* kind : {".self", ".cross"})
+            names.push_back(std::string("attention.decoder.").append(std::to_string(i)).append(kind));
+    return names;
+}
+
+MultiHeadAttention& EncoderDecoderModel::attention_module(const std::string& name) {
+    for (size_t i = 0; i < encoder_layers_.size(); ++i)
+        if (name == "attention.encoder." + std::to_string(i)) return encoder_layers_[i].self_attn;
+    for (size_t i = 0; i < decoder_layers_.size(); ++i) {
+        const std::string layer = "attention.decoder." + std::to_string(i);
+        if (name == layer + ".self") return decoder_layers_[i].self_attn;
+        if (name == layer + ".cross") return decoder_layers_[i].multihead_attn;
+    }
+    unknown_attention(name, attention_names());
+}
+
 SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkpoint)
     : config_(config), final_norm_(config.final_norm) {
     if (config.arch == Architecture::EncoderDecoder)
@@ -189,6 +215,26 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
     Tensor logits = lm_head_.forward(x);  // [B, n, V]
     zero_padded_rows(logits, padding);
     return logits;
+}
+
+std::vector<std::string> SingleStackModel::attention_names() const {
+    std::vector<std::string> names;
+    for (size_t i = 0; i < layers_.size(); ++i) names.push_back("attention.layers." + std::to_string(i));
+    return names;
+}
+
+MultiHeadAttention& SingleStackModel::attention_module(const std::string& name) {
+    for (size_t i = 0; i < layers_.size(); ++i)
+        if (name == "attention.layers." + std::to_string(i)) return layers_[i].self_attn;
+    unknown_attention(name, attention_names());
+}
+
+std::vector<std::string> Model::attention_names() const {
+    return encoder_decoder ? encoder_decoder->attention_names() : single_stack->attention_names();
+}
+
+MultiHeadAttention& Model::attention_module(const std::string& name) {
+    return encoder_decoder ? encoder_decoder->attention_module(name) : single_stack->attention_module(name);
 }
 
 Model Model::load(const std::string& path) {

@@ -18,6 +18,10 @@
 // attention call's per-head weights are stored under FORMAT.md's names:
 // attention.encoder.{i} [B,H,S,S], attention.decoder.{i}.self [B,H,T,T],
 // attention.decoder.{i}.cross [B,H,T,S], attention.layers.{i} [B,H,T,T].
+//
+// attention_module(name) reaches the attention module recorded under one of
+// these names, for interventions (MultiHeadAttention::set_zeroed_heads, used
+// by models/probe.h); attention_names() lists them in the order they run.
 #pragma once
 
 #include "layers/decoder_layer.h"
@@ -60,6 +64,8 @@ public:
                        DecoderCache& cache) const;
 
     const ModelConfig& config() const { return config_; }
+    std::vector<std::string> attention_names() const;
+    MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
 
 private:
     Tensor run_decoder(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
@@ -88,6 +94,8 @@ public:
                         const Padding& query_padding, StackCache& cache) const;
 
     const ModelConfig& config() const { return config_; }
+    std::vector<std::string> attention_names() const;
+    MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
 
 private:
     Tensor run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
@@ -109,6 +117,10 @@ struct Model {
     std::unique_ptr<SingleStackModel> single_stack;
 
     static Model load(const std::string& path);
+
+    // The loaded model's, whichever it is.
+    std::vector<std::string> attention_names() const;
+    MultiHeadAttention& attention_module(const std::string& name);
 };
 
 // The key padding mask of `padding`, or the allow-everything mask when there is none.

@@ -2,15 +2,27 @@
 #pragma once
 
 #include "engine/error.h"
+#include "engine/tensor.h"
 
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <filesystem>
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <unistd.h>
 
 namespace test_helpers {
+
+// The largest |a_i - b_i| of two tensors of one shape.
+inline double max_abs_difference(const tinyformer::Tensor& a, const tinyformer::Tensor& b) {
+    REQUIRE(a.shape() == b.shape());
+    double worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i)
+        worst = std::max(worst, static_cast<double>(std::fabs(a.data()[i] - b.data()[i])));
+    return worst;
+}
 
 // The message of the tinyformer::Error that `run` throws, or a marker that
 // none was thrown (any other exception propagates and fails the test).

@@ -26,14 +26,6 @@ AttentionOptions options_for(AttentionPath path, bool want_weights = false) {
 
 const AttentionPath kBothPaths[] = {AttentionPath::Materialized, AttentionPath::Streaming};
 
-double max_abs_difference(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i)
-        worst = std::max(worst, static_cast<double>(std::fabs(a.data()[i] - b.data()[i])));
-    return worst;
-}
-
 BoolTensor bools(Shape shape, std::vector<uint8_t> values) { return BoolTensor{std::move(shape), std::move(values)}; }
 
 }  // namespace
@@ -292,8 +284,8 @@ TEST_CASE("Streaming and materialized attention agree within 1e-5 over a table o
             small_tiles.key_tile = 7;
             const Tensor reference = scaled_dot_product_attention(q, k, v, mask, materialized).output;
             CHECK(reference.all_finite());
-            CHECK(max_abs_difference(reference, scaled_dot_product_attention(q, k, v, mask, streaming).output) <= 1e-5);
-            CHECK(max_abs_difference(reference, scaled_dot_product_attention(q, k, v, mask, small_tiles).output) <= 1e-5);
+            CHECK(test_helpers::max_abs_difference(reference, scaled_dot_product_attention(q, k, v, mask, streaming).output) <= 1e-5);
+            CHECK(test_helpers::max_abs_difference(reference, scaled_dot_product_attention(q, k, v, mask, small_tiles).output) <= 1e-5);
             ++compared;
         }
     CHECK(compared >= 40);

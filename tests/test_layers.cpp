@@ -40,14 +40,6 @@ void check_row(const Tensor& t, int64_t row, const std::vector<double>& expected
     }
 }
 
-double max_abs_difference(const Tensor& a, const Tensor& b) {
-    REQUIRE(a.shape() == b.shape());
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i)
-        worst = std::max(worst, static_cast<double>(std::fabs(a.data()[i] - b.data()[i])));
-    return worst;
-}
-
 // The 4x4 identity stacked three times: in_proj_weight [3D, D] with W_Q = W_K = W_V = I.
 Tensor identity_in_proj_4() {
     std::vector<float> values;
@@ -260,7 +252,7 @@ TEST_CASE("A post-LN EncoderLayer (D = 4, two heads) gives the hand-worked norm2
     SUBCASE("the same weights with norm_first = true give a different answer") {
         // Pre-LN does not renormalize the output: its first entry is about 3.5, not 1.31.
         const Tensor pre = four_wide_encoder_layer(true).forward(x, Mask(), Padding());
-        CHECK(max_abs_difference(pre, y) > 1.0);
+        CHECK(test_helpers::max_abs_difference(pre, y) > 1.0);
     }
 }
 
@@ -309,7 +301,7 @@ TEST_CASE("A pre-LN EncoderLayer (D = 2, one head) gives the hand-worked h + FFN
         // Post-LN ends in norm2 (gain 2, bias 0.5) over D = 2, so each row is about
         // [2.5, -1.5] or [-1.5, 2.5] — nothing like [4.11, 1.78].
         const Tensor post = two_wide_encoder_layer(false).forward(x, Mask(), Padding());
-        CHECK(max_abs_difference(post, y) > 1.0);
+        CHECK(test_helpers::max_abs_difference(post, y) > 1.0);
     }
 }
 

@@ -25,5 +25,7 @@ int run_command(const Arguments& args);
 int eval_command(const Arguments& args);
 int attention_command(const Arguments& args);
 int mask_command(const Arguments& args);
+int probe_command(const Arguments& args);
+int cost_command(const Arguments& args);
 
 }  // namespace tinyformer::cli

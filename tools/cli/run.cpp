@@ -3,6 +3,7 @@
 #include "models/toy_tasks.h"
 #include "tools/cli/arguments.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -81,7 +82,11 @@ int eval_command(const Arguments& args) {
     const int64_t n = parsed.integer("--n", 1000, 1, 1000000);
     const int64_t seed = parsed.integer("--seed", 1, 0, INT64_MAX);
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
-    const ToyTask& task = toy_task(parsed.value("--task"));
+    const std::string& task_name = parsed.value("--task");
+    const std::vector<std::string> tasks = toy_task_names();
+    if (std::find(tasks.begin(), tasks.end(), task_name) == tasks.end())
+        throw UsageError("eval: --task must be reverse or sort, got '" + task_name + "'");
+    const ToyTask& task = toy_task(task_name);
     const Model model = load_with_vocabulary(parsed.positional()[0]);
     const Evaluation evaluation = evaluate(model, task, n, static_cast<uint64_t>(seed), beam);
     std::printf("%s on %lld fresh %s examples (seed %lld, %s): exact match %lld/%lld = %.2f%%\n",

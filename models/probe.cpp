@@ -1,0 +1,238 @@
+#include "models/probe.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tinyformer {
+
+namespace {
+
+TokenIds one_row(const std::vector<int64_t>& ids) { return {1, static_cast<int64_t>(ids.size()), ids}; }
+
+// The model's tokenizer; Error for a model the probe cannot read.
+Tokenizer model_tokenizer(const Model& model) {
+    if (model.config.arch == Architecture::EncoderOnly)
+        fail("probe: an encoder_only model produces no output sequence to score");
+    if (model.vocab.empty()) fail("probe: the checkpoint has no vocabulary, so it cannot read text");
+    return Tokenizer(model.vocab);
+}
+
+int64_t prompt_length(const Model& model, const ProbeExample& example) {
+    return model.encoder_decoder ? 0 : static_cast<int64_t>(example.input.size());
+}
+
+// One teacher-forced pass: log p of target + <eos> (see probe.h), recording
+// every attention call's weights when `record` is given.
+double scored_pass(const Model& model, const ProbeExample& example, AttentionRecord* record) {
+    const ModelConfig& config = model.config;
+    if (config.bos_id < 0 || config.eos_id < 0) fail("probe: the model's config needs bos_id and eos_id");
+    std::vector<int64_t> labels = example.target;  // what the scored positions predict
+    labels.push_back(config.eos_id);
+    Tensor logits;      // [1, n, V]
+    int64_t first = 0;  // the position that predicts labels[0]
+    if (model.encoder_decoder) {
+        std::vector<int64_t> decoder_input = {config.bos_id};
+        decoder_input.insert(decoder_input.end(), example.target.begin(), example.target.end());
+        const Tensor memory = model.encoder_decoder->encode(one_row(example.input), Padding(), record);
+        logits = model.encoder_decoder->decode(one_row(decoder_input), memory, Padding(), Padding(), record);
+    } else {
+        std::vector<int64_t> sequence = example.input;
+        sequence.insert(sequence.end(), example.target.begin(), example.target.end());
+        const bool prefix_lm = config.attention == SelfAttentionKind::PrefixLm;
+        const std::vector<int64_t> prefix = {static_cast<int64_t>(example.input.size())};
+        logits = model.single_stack->forward(one_row(sequence), Padding(), prefix_lm ? prefix : std::vector<int64_t>{},
+                                             record);
+        first = static_cast<int64_t>(example.input.size()) - 1;
+    }
+    const int64_t V = logits.dim(2);
+    double log_prob = 0.0;
+    for (size_t t = 0; t < labels.size(); ++t)
+        log_prob += log_softmax(logits.data() + (first + static_cast<int64_t>(t)) * V, V)[static_cast<size_t>(labels[t])];
+    return log_prob;
+}
+
+// Zeroed heads for as long as it lives; the modules' earlier state comes back after.
+class ZeroedHeads {
+public:
+    ZeroedHeads(Model& model, const std::vector<HeadRef>& heads) {
+        std::map<std::string, std::vector<int64_t>> by_module;
+        for (const HeadRef& ref : heads) by_module[ref.attention].push_back(ref.head);
+        try {
+            for (auto& [name, indices] : by_module) {
+                MultiHeadAttention& module = model.attention_module(name);
+                std::vector<int64_t> zeroed = module.zeroed_heads();
+                saved_.push_back({&module, zeroed});
+                zeroed.insert(zeroed.end(), indices.begin(), indices.end());
+                module.set_zeroed_heads(std::move(zeroed));
+            }
+        } catch (...) {  // an unknown name or head: the modules changed so far are restored
+            restore();
+            throw;
+        }
+    }
+    ~ZeroedHeads() { restore(); }
+    ZeroedHeads(const ZeroedHeads&) = delete;
+    ZeroedHeads& operator=(const ZeroedHeads&) = delete;
+
+private:
+    void restore() {
+        for (auto& [module, zeroed] : saved_) module->set_zeroed_heads(std::move(zeroed));
+        saved_.clear();
+    }
+
+    std::vector<std::pair<MultiHeadAttention*, std::vector<int64_t>>> saved_;
+};
+
+std::vector<int64_t> greedy_output(const Model& model, const std::vector<int64_t>& input) {
+    return greedy_decode(model, {input}).tokens[0];
+}
+
+// Splits "attention.decoder.1.cross" into stack, layer and kind.
+void describe(HeadProbe& probe) {
+    const std::string rest = probe.attention.substr(std::string("attention.").size());  // "decoder.1.cross"
+    const size_t dot = rest.find('.');
+    probe.stack = rest.substr(0, dot);
+    const std::string after = rest.substr(dot + 1);
+    const size_t second = after.find('.');
+    probe.layer = std::stoll(after.substr(0, second));
+    probe.kind = second == std::string::npos ? "self" : after.substr(second + 1);
+}
+
+// The first query whose row enters the statistics of probe.h.
+int64_t first_query(const HeadProbe& probe, const Model& model, const ProbeExample& example) {
+    return probe.stack == "layers" ? prompt_length(model, example) - 1 : 0;
+}
+
+// Mean max weight and top key of head h of weights [1, H, L, S], over queries first..L-1.
+void head_statistics(HeadProbe& probe, const Tensor& weights, int64_t first, const std::vector<std::string>& keys) {
+    const ConstMatrixView matrix = weights.matrix(probe.head);  // [L, S]
+    std::vector<double> column_sums(static_cast<size_t>(matrix.cols), 0.0);
+    double max_sum = 0.0;
+    for (int64_t q = first; q < matrix.rows; ++q) {
+        double row_max = 0.0;
+        for (int64_t s = 0; s < matrix.cols; ++s) {
+            row_max = std::max(row_max, static_cast<double>(matrix(q, s)));
+            column_sums[static_cast<size_t>(s)] += matrix(q, s);
+        }
+        max_sum += row_max;
+    }
+    const auto queries = static_cast<double>(matrix.rows - first);
+    probe.mean_max_weight = max_sum / queries;
+    int64_t top = 0;
+    for (int64_t s = 1; s < matrix.cols; ++s)
+        if (column_sums[static_cast<size_t>(s)] > column_sums[static_cast<size_t>(top)]) top = s;
+    probe.top_key_position = top;
+    probe.top_key = keys[static_cast<size_t>(top)];
+    probe.top_key_share = column_sums[static_cast<size_t>(top)] / queries;
+}
+
+}  // namespace
+
+ProbeExample probe_example(const Model& model, const std::string& text, const std::string& target, bool has_target) {
+    const Tokenizer tokenizer = model_tokenizer(model);
+    ProbeExample example;
+    example.input = model_input(model, tokenizer, text);
+    example.target = has_target ? tokenizer.encode(target) : greedy_output(model, example.input);
+    const auto input = static_cast<int64_t>(example.input.size()), output = static_cast<int64_t>(example.target.size());
+    const int64_t max_len = model.config.max_len;
+    if (model.encoder_decoder && (input > max_len || output + 1 > max_len))
+        fail("probe: the source has ", input, " tokens and the decoder reads ", output + 1,
+             " (<bos> + target), but max_len is ", max_len);
+    if (!model.encoder_decoder && input + output > max_len)
+        fail("probe: the sequence needs ", input + output, " positions (<bos> + prompt + target) but max_len is ",
+             max_len);
+    return example;
+}
+
+double target_log_prob(const Model& model, const ProbeExample& example) { return scored_pass(model, example, nullptr); }
+
+AblationResult ablate_heads(Model& model, const ProbeExample& example, const std::vector<HeadRef>& heads) {
+    const double base = target_log_prob(model, example);
+    const ZeroedHeads zeroed(model, heads);
+    AblationResult result;
+    result.log_prob = target_log_prob(model, example);
+    result.delta_log_prob = result.log_prob - base;
+    result.greedy = greedy_output(model, example.input);
+    return result;
+}
+
+ProbeReport probe(Model& model, const std::string& text, const ProbeOptions& options) {
+    const Tokenizer tokenizer = model_tokenizer(model);
+    if (!tokenizer.contains(options.replacement))
+        fail("probe: the replacement token '", options.replacement, "' is not in the model's vocabulary");
+    const int64_t replacement = tokenizer.id_of(options.replacement);
+    const ProbeExample example = probe_example(model, text, options.target, options.has_target);
+    const std::vector<int64_t> greedy = options.has_target ? greedy_output(model, example.input) : example.target;
+
+    ProbeReport report;
+    report.text = text;
+    report.target = tokenizer.decode(example.target);
+    report.greedy_output = tokenizer.decode(greedy);
+    report.target_given = options.has_target;
+    report.replacement = options.replacement;
+    report.scored_tokens = static_cast<int64_t>(example.target.size()) + 1;
+    // Recording takes the materialized attention path; the scores compared
+    // below all take the same (streaming) path, so that no-op deltas are 0.
+    report.log_prob = target_log_prob(model, example);
+    AttentionRecord record;
+    scored_pass(model, example, &record);
+
+    // Tokens of the keys: the source, <bos> + target, or the whole sequence.
+    std::vector<std::string> source, decoder, sequence;
+    for (int64_t id : example.input) source.push_back(tokenizer.token(id));
+    decoder.push_back(tokenizer.token(model.config.bos_id));
+    for (int64_t id : example.target) decoder.push_back(tokenizer.token(id));
+    sequence = source;
+    sequence.insert(sequence.end(), decoder.begin() + 1, decoder.end());
+
+    for (const std::string& name : model.attention_names()) {
+        const Tensor& weights = record.at(name);  // [1, H, L, S]
+        for (int64_t h = 0; h < weights.dim(1); ++h) {
+            HeadProbe head;
+            head.attention = name;
+            head.head = h;
+            describe(head);
+            const std::vector<std::string>& keys =
+                head.stack == "layers" ? sequence : (head.stack == "encoder" || head.kind == "cross") ? source : decoder;
+            head_statistics(head, weights, first_query(head, model, example), keys);
+            const AblationResult ablation = ablate_heads(model, example, {{name, h}});
+            head.delta_log_prob = ablation.delta_log_prob;
+            head.greedy_output = tokenizer.decode(ablation.greedy);
+            head.output_changed = ablation.greedy != greedy;
+            report.heads.push_back(std::move(head));
+        }
+    }
+
+    // Each input token's share of the weight (see probe.h), then its perturbation.
+    report.share_source = model.encoder_decoder ? "cross-attention" : "self-attention";
+    const int64_t first_position = model.encoder_decoder ? 0 : 1;  // decoder-only: <bos> stays
+    const int64_t first = model.encoder_decoder ? 0 : prompt_length(model, example) - 1;
+    std::vector<double> shares(example.input.size(), 0.0);
+    int64_t rows = 0;  // layers x heads x scored queries
+    for (const auto& [name, weights] : record) {
+        if (model.encoder_decoder && !name.ends_with(".cross")) continue;
+        const int64_t H = weights.dim(1), L = weights.dim(2);
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t q = first; q < L; ++q) {
+                for (size_t s = 0; s < shares.size(); ++s) shares[s] += weights.matrix(h)(q, static_cast<int64_t>(s));
+                ++rows;
+            }
+    }
+    const double base = report.log_prob;
+    for (int64_t position = first_position; position < static_cast<int64_t>(example.input.size()); ++position) {
+        TokenProbe token;
+        token.position = position;
+        token.token = source[static_cast<size_t>(position)];
+        token.attention_share = shares[static_cast<size_t>(position)] / static_cast<double>(rows);
+        ProbeExample perturbed = example;
+        perturbed.input[static_cast<size_t>(position)] = replacement;
+        token.delta_log_prob = target_log_prob(model, perturbed) - base;
+        const std::vector<int64_t> output = greedy_output(model, perturbed.input);
+        token.greedy_output = tokenizer.decode(output);
+        token.output_changed = output != greedy;
+        report.tokens.push_back(std::move(token));
+    }
+    return report;
+}
+
+}  // namespace tinyformer

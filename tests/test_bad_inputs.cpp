@@ -1,0 +1,555 @@
+// The bad-input catalogue: the built `tinyformer` program (tests/run_cli.h)
+// on files and command lines that break a rule, one table row each. Every
+// row must end with
+//   - exit status 1 (bad input) or 2 (bad usage), within the time limit;
+//   - one line on stderr, `tinyformer: error: <message>`, whose message names
+//     the problem: the file, the tensor / key / input / argument, and the
+//     expected and actual values where there are some;
+//   - nothing on stdout, and no "nan" anywhere (a NaN leaking into a message);
+//   - the case's folder exactly as before: no output file created, an existing
+//     one unchanged, no temporary file left behind.
+// The bad files are copies of data/reference/*.safetensors and
+// data/models/*.safetensors with one rule broken, written into a temporary
+// folder per row (with write_safetensors, or byte by byte).
+#include <doctest/doctest.h>
+
+#include "engine/safetensors.h"
+#include "tests/run_cli.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+
+using tinyformer::BoolTensor;
+using tinyformer::IntTensor;
+using tinyformer::SafetensorsFile;
+using tinyformer::Shape;
+using tinyformer::Tensor;
+using tinyformer::TensorToWrite;
+using test_helpers::CliRun;
+using test_helpers::TempDirectory;
+using json = nlohmann::json;
+
+namespace {
+
+// ed_post_relu_sin: encoder_decoder, d_model 16, nhead 2, 2+2 layers, src
+// vocab 13, tgt vocab 11, max_len 16, sinusoidal; inputs src_ids [2,7], tgt_ids [2,5].
+const std::string kModel = "data/reference/ed_post_relu_sin.model.safetensors";
+const std::string kInputs = "data/reference/ed_post_relu_sin.inputs.safetensors";
+// do_prefix_pre_gelu_sin: decoder_only prefix_lm, vocab 14, max_len 8;
+// inputs ids [3,6], prefix_len [3].
+const std::string kPrefixModel = "data/reference/do_prefix_pre_gelu_sin.model.safetensors";
+const std::string kPrefixInputs = "data/reference/do_prefix_pre_gelu_sin.inputs.safetensors";
+// The trained reverse model: lowercase letters in its vocabulary.
+const std::string kReverse = "data/models/reverse.safetensors";
+
+// A safetensors file's contents, editable: floats as F32, ids as I64, masks as BOOL.
+struct Contents {
+    std::vector<TensorToWrite> tensors;
+    std::map<std::string, std::string> metadata;
+
+    TensorToWrite& tensor(const std::string& name) {
+        for (TensorToWrite& t : tensors)
+            if (t.name == name) return t;
+        throw std::runtime_error("test setup: no tensor " + name);
+    }
+    void remove(const std::string& name) {
+        std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name == name; });
+    }
+    void replace(TensorToWrite replacement) {
+        remove(replacement.name);
+        tensors.push_back(std::move(replacement));
+    }
+};
+
+Contents read_contents(const std::string& path) {
+    const SafetensorsFile file = SafetensorsFile::read(path);
+    Contents contents{{}, file.metadata()};
+    for (const auto& [name, stored] : file.tensors()) {
+        if (stored.dtype == "I64" || stored.dtype == "I32")
+            contents.tensors.push_back(tinyformer::i64_tensor(name, file.read_int(name)));
+        else if (stored.dtype == "BOOL" || stored.dtype == "U8")
+            contents.tensors.push_back(tinyformer::bool_tensor(name, file.read_bool(name)));
+        else
+            contents.tensors.push_back(tinyformer::f32_tensor(name, file.read_float(name)));
+    }
+    return contents;
+}
+
+// A copy of `source` in dir/name, changed by `edit` first.
+std::string edited(const TempDirectory& dir, const std::string& name, const std::string& source,
+                   const std::function<void(Contents&)>& edit) {
+    Contents contents = read_contents(source);
+    edit(contents);
+    const std::string path = dir.file(name);
+    tinyformer::write_safetensors(path, contents.tensors, contents.metadata);
+    return path;
+}
+
+// A copy of the model whose config has `key` set to `value` (removed if null).
+std::string config_with(const TempDirectory& dir, const std::string& name, const std::string& source,
+                        const std::string& key, const json& value) {
+    return edited(dir, name, source, [&](Contents& c) {
+        json config = json::parse(c.metadata.at("config"));
+        if (value.is_null())
+            config.erase(key);
+        else
+            config[key] = value;
+        c.metadata["config"] = config.dump();
+    });
+}
+
+// Exactly these bytes: [length as u64 little-endian][header][data].
+std::string raw_file(const TempDirectory& dir, const std::string& name, uint64_t length, const std::string& header,
+                     const std::string& data = "") {
+    std::string bytes;
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((length >> (8 * i)) & 0xFF));
+    const std::string path = dir.file(name);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes << header << data;
+    return path;
+}
+
+// A copy of `source` whose JSON header is changed by `edit`; the data section is kept.
+std::string header_edited(const TempDirectory& dir, const std::string& name, const std::string& source,
+                          const std::function<void(json&)>& edit) {
+    const std::string bytes = test_helpers::read_file(source);
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
+    json header = json::parse(bytes.substr(8, length));
+    edit(header);
+    const std::string text = header.dump();
+    return raw_file(dir, name, text.size(), text, bytes.substr(8 + length));
+}
+
+void set_float(TensorToWrite& t, size_t index, float value) { std::memcpy(t.bytes.data() + 4 * index, &value, 4); }
+
+void set_id(TensorToWrite& t, size_t index, int64_t value) { std::memcpy(t.bytes.data() + 8 * index, &value, 8); }
+
+TensorToWrite ids(const std::string& name, Shape shape, std::vector<int64_t> values) {
+    return tinyformer::i64_tensor(name, IntTensor{std::move(shape), std::move(values)});
+}
+
+TensorToWrite mask(const std::string& name, Shape shape, std::vector<uint8_t> values) {
+    return tinyformer::bool_tensor(name, BoolTensor{std::move(shape), std::move(values)});
+}
+
+// `forward MODEL --inputs INPUTS --output dir/out.safetensors`; with `existing`,
+// an out.safetensors is there before the run (it must stay as it was).
+std::vector<std::string> forward(const TempDirectory& dir, const std::string& model, const std::string& inputs,
+                                 bool existing = false) {
+    const std::string output = dir.file("out.safetensors");
+    if (existing) std::ofstream(output, std::ios::binary) << "an earlier output, to be kept";
+    return {"forward", model, "--inputs", inputs, "--output", output};
+}
+
+// The model's inputs, changed by `edit`, run through the model (the output already exists).
+std::vector<std::string> forward_inputs(const TempDirectory& dir, const std::string& name, const std::string& model,
+                                        const std::string& inputs, const std::function<void(Contents&)>& edit) {
+    return forward(dir, model, edited(dir, name, inputs, edit), /*existing=*/true);
+}
+
+// A bad checkpoint, run on its good inputs (no output file before).
+std::vector<std::string> forward_model(const TempDirectory& dir, const std::string& model_path) {
+    return forward(dir, model_path, kInputs);
+}
+
+struct BadInput {
+    const char* name;
+    std::function<std::vector<std::string>(const TempDirectory&)> setup;  // writes files, gives the command line
+    int status;                                                            // 1 bad input, 2 bad usage
+    std::vector<std::string> message;  // pieces the error message must contain
+};
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+const char* kInProj = "transformer.encoder.layers.0.self_attn.in_proj_weight";
+
+// clang-format off
+const std::vector<BadInput> kCatalogue = {
+    // ---- checkpoint: the safetensors frame ----
+    {"empty file", [](const TempDirectory& d) {
+         std::ofstream(d.file("empty.safetensors")).flush();
+         return forward_model(d, d.file("empty.safetensors")); },
+     1, {"empty.safetensors", "file is 0 bytes", "8-byte header length"}},
+    {"shorter than 8 bytes", [](const TempDirectory& d) {
+         std::ofstream(d.file("short.safetensors"), std::ios::binary) << std::string("\x05\x00\x00", 3);
+         return forward_model(d, d.file("short.safetensors")); },
+     1, {"short.safetensors", "file is 3 bytes"}},
+    {"header length larger than the file", [](const TempDirectory& d) {
+         return forward_model(d, raw_file(d, "long-header.safetensors", 1000, "{}")); },
+     1, {"long-header.safetensors", "header length 1000 bytes runs past the end of the file (10 bytes)"}},
+    {"header length near 2^64", [](const TempDirectory& d) {
+         return forward_model(d, raw_file(d, "huge-header.safetensors", std::numeric_limits<uint64_t>::max() - 7, "{}")); },
+     1, {"huge-header.safetensors", "header length 18446744073709551608 bytes is above the limit of 100000000 bytes"}},
+    {"header length just above kMaxHeaderBytes", [](const TempDirectory& d) {
+         return forward_model(d, raw_file(d, "big-header.safetensors", tinyformer::kMaxHeaderBytes + 1, "{}")); },
+     1, {"big-header.safetensors", "header length 100000001 bytes is above the limit of 100000000 bytes"}},
+    {"header not JSON", [](const TempDirectory& d) {
+         return forward_model(d, raw_file(d, "not-json.safetensors", 9, "{\"a\": [1,")); },
+     1, {"not-json.safetensors", "the header is not valid JSON"}},
+    {"header JSON but not an object", [](const TempDirectory& d) {
+         return forward_model(d, raw_file(d, "array.safetensors", 7, "[1,2,3]")); },
+     1, {"array.safetensors", "the header must be a JSON object, got array"}},
+    {"tensor entry without dtype", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "no-dtype.safetensors", kModel,
+                                               [](json& h) { h["generator.bias"].erase("dtype"); })); },
+     1, {"no-dtype.safetensors", "tensor 'generator.bias'", "needs an object with dtype, shape and data_offsets"}},
+    {"unknown dtype name", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "f24.safetensors", kModel,
+                                               [](json& h) { h["generator.bias"]["dtype"] = "F24"; })); },
+     1, {"f24.safetensors", "tensor 'generator.bias'", "unknown dtype 'F24'"}},
+
+    // ---- checkpoint: metadata and config ----
+    {"__metadata__ missing", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "no-metadata.safetensors", kModel,
+                                               [](json& h) { h.erase("__metadata__"); })); },
+     1, {"no-metadata.safetensors", "__metadata__ has no \"config\""}},
+    {"__metadata__ not an object", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "metadata-array.safetensors", kModel,
+                                               [](json& h) { h["__metadata__"] = json::array({1, 2}); })); },
+     1, {"metadata-array.safetensors", "__metadata__ must be an object of strings"}},
+    {"__metadata__ value not a string", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "config-object.safetensors", kModel, [](json& h) {
+             h["__metadata__"]["config"] = json::parse(h["__metadata__"]["config"].get<std::string>()); })); },
+     1, {"config-object.safetensors", "__metadata__ value 'config' must be a string, got object"}},
+    {"config missing", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "no-config.safetensors", kModel, [](Contents& c) { c.metadata.erase("config"); })); },
+     1, {"no-config.safetensors", "__metadata__ has no \"config\""}},
+    {"config not JSON", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "config-text.safetensors", kModel,
+                                        [](Contents& c) { c.metadata["config"] = "d_model=16"; })); },
+     1, {"config-text.safetensors", "config: not valid JSON"}},
+    {"config JSON but not an object", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "config-array.safetensors", kModel,
+                                        [](Contents& c) { c.metadata["config"] = "[16, 2]"; })); },
+     1, {"config-array.safetensors", "config: must be a JSON object, got array"}},
+    {"config without a required key", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "no-d-model.safetensors", kModel, "d_model", nullptr)); },
+     1, {"no-d-model.safetensors", "config: missing key 'd_model'"}},
+    {"config with an unknown key", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "dropout.safetensors", kModel, "dropout", 0.1)); },
+     1, {"dropout.safetensors", "config: unknown key 'dropout'"}},
+    {"config format not tinyformer/1", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "format.safetensors", kModel, "format", "tinyformer/2")); },
+     1, {"format.safetensors", "'format' is \"tinyformer/2\"", "expected \"tinyformer/1\""}},
+    {"unknown arch", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "arch.safetensors", kModel, "arch", "gpt")); },
+     1, {"arch.safetensors", "config: 'arch' is \"gpt\"", "\"encoder_decoder\""}},
+    {"unknown activation", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "activation.safetensors", kModel, "activation", "swish")); },
+     1, {"activation.safetensors", "config: 'activation' is \"swish\"", "\"gelu\", \"relu\""}},
+    {"unknown pos_encoding", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "pos.safetensors", kModel, "pos_encoding", "rotary")); },
+     1, {"pos.safetensors", "config: 'pos_encoding' is \"rotary\"", "\"sinusoidal\""}},
+    {"unknown attention", [](const TempDirectory& d) {
+         return forward(d, config_with(d, "attention.safetensors", kPrefixModel, "attention", "sliding"), kPrefixInputs); },
+     1, {"attention.safetensors", "config: 'attention' is \"sliding\"", "\"prefix_lm\""}},
+    {"attention that does not fit the arch", [](const TempDirectory& d) {
+         return forward(d, config_with(d, "bidirectional.safetensors", kPrefixModel, "attention", "bidirectional"), kPrefixInputs); },
+     1, {"bidirectional.safetensors", "'attention' is \"bidirectional\" but arch is \"decoder_only\""}},
+    {"d_model not divisible by nhead", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "nhead.safetensors", kModel, "nhead", 3)); },
+     1, {"nhead.safetensors", "'d_model' (16) must be divisible by 'nhead' (3)"}},
+    {"zero d_model", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "d-model-0.safetensors", kModel, "d_model", 0)); },
+     1, {"d-model-0.safetensors", "config: 'd_model' must be in 1..16777216, got 0"}},
+    {"negative dim_feedforward", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "ffn-negative.safetensors", kModel, "dim_feedforward", -32)); },
+     1, {"ffn-negative.safetensors", "config: 'dim_feedforward' must be in 1..16777216, got -32"}},
+    {"zero layers", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "layers-0.safetensors", kModel, "num_decoder_layers", 0)); },
+     1, {"layers-0.safetensors", "config: 'num_decoder_layers' must be in 1..16777216, got 0"}},
+    {"negative vocabulary size", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "vocab-negative.safetensors", kModel, "src_vocab_size", -13)); },
+     1, {"vocab-negative.safetensors", "config: 'src_vocab_size' must be in 1..16777216, got -13"}},
+    {"max_len 0", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "max-len-0.safetensors", kModel, "max_len", 0)); },
+     1, {"max-len-0.safetensors", "config: 'max_len' must be in 1..16777216, got 0"}},
+    {"size of the wrong type", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "nhead-text.safetensors", kModel, "nhead", "2")); },
+     1, {"nhead-text.safetensors", "config: 'nhead' must be an integer, got \"2\""}},
+    {"layer_norm_eps out of range", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "eps.safetensors", kModel, "layer_norm_eps", -1e-5)); },
+     1, {"eps.safetensors", "config: 'layer_norm_eps' must be in (0, 1)"}},
+    {"special id outside the vocabulary", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "eos.safetensors", kModel, "eos_id", 99)); },
+     1, {"eos.safetensors", "config: 'eos_id' = 99 is outside the vocabulary 0..12"}},
+
+    // ---- checkpoint: tensors ----
+    {"missing tensor", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "missing.safetensors", kModel, [](Contents& c) { c.remove("generator.bias"); })); },
+     1, {"missing.safetensors", "missing tensor 'generator.bias' (expected F32 [11])"}},
+    {"unknown extra tensor", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "extra.safetensors", kModel, [](Contents& c) {
+             c.tensors.push_back(tinyformer::f32_tensor("transformer.encoder.layers.2.norm1.weight", Tensor({16}))); })); },
+     1, {"extra.safetensors", "unknown tensor 'transformer.encoder.layers.2.norm1.weight' [16]",
+         "not part of a encoder_decoder model"}},
+    {"wrong shape", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "shape.safetensors", kModel, [](Contents& c) {
+             c.replace(tinyformer::f32_tensor("generator.bias", Tensor({12}))); })); },
+     1, {"shape.safetensors", "tensor 'generator.bias' has shape [12]; expected [11]"}},
+    {"wrong dtype", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "dtype.safetensors", kModel, [](Contents& c) {
+             c.replace(ids("generator.bias", {11}, std::vector<int64_t>(11, 1))); })); },
+     1, {"dtype.safetensors", "tensor 'generator.bias' has dtype I64; expected F32 (or F16, BF16)"}},
+    {"offsets reversed", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "reversed.safetensors", kModel, [](json& h) {
+             json& offsets = h["generator.bias"]["data_offsets"];
+             offsets = json::array({offsets[1], offsets[0]}); })); },
+     1, {"reversed.safetensors", "tensor 'generator.bias'", "are reversed"}},
+    {"offsets overlapping", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "overlap.safetensors", kModel, [](json& h) {
+             h["generator.bias2"] = h["generator.bias"]; })); },  // the same 44 bytes, twice
+     1, {"overlap.safetensors", "overlaps tensor 'generator.bias", "data_offsets [0, 44]"}},
+    {"offsets outside the data", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "outside.safetensors", kModel, [](json& h) {
+             h["generator.bias"]["data_offsets"] = json::array({1u << 30, (1u << 30) + 44}); })); },
+     1, {"outside.safetensors", "tensor 'generator.bias'", "data_offsets [1073741824, 1073741868] run past the data section"}},
+    {"offsets that leave a hole", [](const TempDirectory& d) {
+         const std::string header = R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [2, 4]}})";
+         return forward_model(d, raw_file(d, "hole.safetensors", header.size(), header, "\x01\x02\x03\x04")); },
+     1, {"hole.safetensors", "bytes 0..2 of the data section belong to no tensor (before 'a')"}},
+    {"shape whose element count overflows 64 bits", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "overflow.safetensors", kModel, [](json& h) {
+             h["generator.bias"]["shape"] = json::array({1ull << 32, 1ull << 32, 16}); })); },
+     1, {"overflow.safetensors", "tensor 'generator.bias'", "shape [4294967296,4294967296,16] has too many elements"}},
+    {"negative shape", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "negative-shape.safetensors", kModel, [](json& h) {
+             h["generator.bias"]["shape"] = json::array({-11}); })); },
+     1, {"negative-shape.safetensors", "tensor 'generator.bias'", "shape must hold non-negative integers, got [-11]"}},
+    {"NaN in a weight", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "weight-not-finite.safetensors", kModel,
+                                        [](Contents& c) { set_float(c.tensor(kInProj), 5, kNaN); })); },
+     1, {"weight-not-finite.safetensors", "tensor 'transformer.encoder.layers.0.self_attn.in_proj_weight'",
+         "holds a non-finite value (NaN) at flat index 5"}},
+    {"inf in a weight", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "weight-inf.safetensors", kModel,
+                                        [](Contents& c) { set_float(c.tensor("generator.bias"), 2, -kInf); })); },
+     1, {"weight-inf.safetensors", "tensor 'generator.bias' holds a non-finite value (-inf) at flat index 2"}},
+    {"file truncated inside the data", [](const TempDirectory& d) {
+         const std::string path = d.file("truncated.safetensors");
+         std::filesystem::copy_file(kModel, path);
+         std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1000);
+         return forward_model(d, path); },
+     1, {"truncated.safetensors", "run past the data section", "is the file truncated?"}},
+    {"checkpoint given where the inputs go, and inputs where the model goes", [](const TempDirectory& d) {
+         return forward(d, kInputs, kModel); },
+     1, {"ed_post_relu_sin.inputs.safetensors", "__metadata__ has no \"config\""}},
+
+    // ---- `forward` inputs ----
+    {"token id negative", [](const TempDirectory& d) {
+         return forward_inputs(d, "negative-id.safetensors", kModel, kInputs,
+                               [](Contents& c) { set_id(c.tensor("src_ids"), 3, -1); }); },
+     1, {"negative-id.safetensors", "input 'src_ids' holds token id -1 at [0,3], outside the vocabulary 0..12"}},
+    {"token id equal to the vocabulary size", [](const TempDirectory& d) {
+         return forward_inputs(d, "id-too-big.safetensors", kModel, kInputs,
+                               [](Contents& c) { set_id(c.tensor("tgt_ids"), 6, 11); }); },
+     1, {"id-too-big.safetensors", "input 'tgt_ids' holds token id 11 at [1,1], outside the vocabulary 0..10"}},
+    {"ids of the wrong rank", [](const TempDirectory& d) {
+         return forward_inputs(d, "rank.safetensors", kModel, kInputs, [](Contents& c) {
+             c.replace(ids("src_ids", {14}, std::vector<int64_t>(14, 4))); }); },
+     1, {"rank.safetensors", "input 'src_ids' must be [B,T], got [14]"}},
+    {"ids of a float dtype", [](const TempDirectory& d) {
+         return forward_inputs(d, "float-ids.safetensors", kModel, kInputs, [](Contents& c) {
+             c.replace(tinyformer::f32_tensor("tgt_ids", Tensor({2, 5}))); }); },
+     1, {"float-ids.safetensors", "tensor 'tgt_ids' has dtype F32; expected I64 or I32"}},
+    {"batch sizes that disagree between source and target", [](const TempDirectory& d) {
+         return forward_inputs(d, "batch.safetensors", kModel, kInputs, [](Contents& c) {
+             c.replace(ids("tgt_ids", {3, 5}, std::vector<int64_t>(15, 4))); }); },
+     1, {"batch.safetensors", "src_ids has B=2 but tgt_ids has B=3"}},
+    {"batch sizes that disagree between ids and mask", [](const TempDirectory& d) {
+         return forward_inputs(d, "mask-batch.safetensors", kModel, kInputs, [](Contents& c) {
+             c.tensors.push_back(mask("src_key_padding_mask", {3, 7}, std::vector<uint8_t>(21, 0))); }); },
+     1, {"mask-batch.safetensors", "input 'src_key_padding_mask' is [3,7] but its ids are [2,7]"}},
+    {"sequence longer than max_len", [](const TempDirectory& d) {
+         return forward_inputs(d, "too-long.safetensors", kModel, kInputs, [](Contents& c) {
+             c.replace(ids("src_ids", {2, 17}, std::vector<int64_t>(34, 4))); }); },
+     1, {"too-long.safetensors", "input 'src_ids' [2,17] has length 17 but the model's max_len is 16"}},
+    {"zero-length sequence", [](const TempDirectory& d) {
+         return forward_inputs(d, "zero-length.safetensors", kModel, kInputs, [](Contents& c) {
+             c.replace(ids("tgt_ids", {2, 0}, {})); }); },
+     1, {"zero-length.safetensors", "input 'tgt_ids' is empty [2,0]; need B >= 1 and T >= 1"}},
+    {"prefix_len negative", [](const TempDirectory& d) {
+         return forward_inputs(d, "prefix-negative.safetensors", kPrefixModel, kPrefixInputs,
+                               [](Contents& c) { set_id(c.tensor("prefix_len"), 1, -2); }); },
+     1, {"prefix-negative.safetensors", "input 'prefix_len' holds -2 at [1], outside 0..T = 0..6"}},
+    {"prefix_len longer than T", [](const TempDirectory& d) {
+         return forward_inputs(d, "prefix-long.safetensors", kPrefixModel, kPrefixInputs,
+                               [](Contents& c) { set_id(c.tensor("prefix_len"), 2, 7); }); },
+     1, {"prefix-long.safetensors", "input 'prefix_len' holds 7 at [2], outside 0..T = 0..6"}},
+    {"prefix_len missing for a prefix_lm model", [](const TempDirectory& d) {
+         return forward_inputs(d, "no-prefix.safetensors", kPrefixModel, kPrefixInputs,
+                               [](Contents& c) { c.remove("prefix_len"); }); },
+     1, {"no-prefix.safetensors", "missing input 'prefix_len' (I64 [B]) for a prefix_lm model"}},
+    {"source row all padding with a real target row", [](const TempDirectory& d) {
+         return forward_inputs(d, "all-padding.safetensors", kModel, kInputs, [](Contents& c) {
+             std::vector<uint8_t> flags(14, 0);
+             std::fill(flags.begin() + 7, flags.end(), 1);  // batch 1: every source position is padding
+             c.tensors.push_back(mask("src_key_padding_mask", {2, 7}, flags)); }); },
+     1, {"all-padding.safetensors", "'src_key_padding_mask' marks every source position of batch 1 as padding",
+         "cross-attention query 0 of batch 1 may attend no key"}},
+    {"mask of the wrong dtype", [](const TempDirectory& d) {
+         return forward_inputs(d, "mask-float.safetensors", kModel, kInputs, [](Contents& c) {
+             c.tensors.push_back(tinyformer::f32_tensor("tgt_key_padding_mask", Tensor({2, 5}))); }); },
+     1, {"mask-float.safetensors", "tensor 'tgt_key_padding_mask' has dtype F32; expected BOOL or U8"}},
+    {"mask holding a value other than 0 and 1", [](const TempDirectory& d) {
+         return forward_inputs(d, "mask-two.safetensors", kModel, kInputs, [](Contents& c) {
+             TensorToWrite flags = mask("tgt_key_padding_mask", {2, 5}, std::vector<uint8_t>(10, 0));
+             flags.dtype = "U8";
+             flags.bytes[4] = 2;
+             c.tensors.push_back(flags); }); },
+     1, {"mask-two.safetensors", "tensor 'tgt_key_padding_mask' holds 2; a Boolean mask holds 0 or 1"}},
+    {"missing input", [](const TempDirectory& d) {
+         return forward_inputs(d, "no-tgt.safetensors", kModel, kInputs, [](Contents& c) { c.remove("tgt_ids"); }); },
+     1, {"no-tgt.safetensors", "missing input 'tgt_ids'"}},
+    {"unknown input", [](const TempDirectory& d) {
+         return forward_inputs(d, "unknown-input.safetensors", kModel, kInputs, [](Contents& c) {
+             c.tensors.push_back(mask("memory_mask", {2, 7}, std::vector<uint8_t>(14, 0))); }); },
+     1, {"unknown-input.safetensors", "unknown input 'memory_mask'", "src_ids, src_key_padding_mask"}},
+
+    // ---- the command line ----
+    {"unknown subcommand", [](const TempDirectory&) { return std::vector<std::string>{"frobnicate"}; },
+     2, {"unknown command 'frobnicate'", "tinyformer --help"}},
+    {"unknown flag", [](const TempDirectory& d) {
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("o.safetensors"), "--fast"}; },
+     2, {"forward: unknown option '--fast'"}},
+    {"missing argument value", [](const TempDirectory&) {
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output"}; },
+     2, {"forward: --output needs a value"}},
+    {"required flag missing", [](const TempDirectory&) {
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs}; },
+     2, {"forward: --output is required"}},
+    {"two models given", [](const TempDirectory& d) {
+         return std::vector<std::string>{"forward", kModel, kModel, "--inputs", kInputs, "--output", d.file("o.safetensors")}; },
+     2, {"forward: expected one MODEL file, got 2"}},
+    {"missing model file", [](const TempDirectory& d) { return forward(d, d.file("absent.safetensors"), kInputs); },
+     1, {"absent.safetensors: no such file"}},
+    {"missing inputs file", [](const TempDirectory& d) { return forward(d, kModel, d.file("absent-inputs.safetensors")); },
+     1, {"absent-inputs.safetensors: no such file"}},
+    {"a directory where the model file is expected", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("model-dir"));
+         return std::vector<std::string>{"info", d.file("model-dir")}; },
+     1, {"model-dir: is a directory, expected a .safetensors file"}},
+    {"output in a folder that does not exist", [](const TempDirectory& d) {
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("no/such/out.safetensors")}; },
+     1, {"no/such/out.safetensors: cannot write: No such file or directory"}},
+    {"output path that is a directory", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("out-dir"));
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("out-dir")}; },
+     1, {"out-dir: cannot move the written file into place: Is a directory"}},
+    {"run --beam 0", [](const TempDirectory&) { return std::vector<std::string>{"run", kReverse, "--beam", "0", "abc"}; },
+     2, {"run: --beam must be in 1..64, got 0"}},
+    {"run --beam not a number", [](const TempDirectory&) { return std::vector<std::string>{"run", kReverse, "--beam", "two", "abc"}; },
+     2, {"run: --beam needs an integer, got 'two'"}},
+    {"run on text with characters outside the vocabulary", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "abc", "Hello"}; },
+     1, {"character 'H' at position 0 of \"Hello\" is not in the model's vocabulary"}},
+    {"run on a text longer than the model's max_len", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "abc", std::string(40, 'x')}; },
+     1, {"the input text \"xxxxxxxxxx", "is 40 tokens but the model's max_len is 32"}},
+    {"run on a prompt longer than a decoder-only model's max_len", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", "data/models/reverse-prefixlm.safetensors", std::string(50, 'x') + "="}; },
+     1, {"the prompt \"xxxxxxxxxx", "is 52 tokens with <bos> but the model's max_len is 40"}},
+    {"run on a model without a vocabulary", [](const TempDirectory&) { return std::vector<std::string>{"run", kModel, "abc"}; },
+     1, {"ed_post_relu_sin.model.safetensors", "has no vocabulary"}},
+    {"eval with an unknown task", [](const TempDirectory&) {
+         return std::vector<std::string>{"eval", kReverse, "--task", "translate"}; },
+     2, {"eval: --task must be reverse or sort, got 'translate'"}},
+    {"attention --head past the model's heads", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abc", "--head", "4", "--out", d.file("maps")}; },
+     2, {"attention: --head 4 but the model has 4"}},
+    {"mask of an unknown kind", [](const TempDirectory&) { return std::vector<std::string>{"mask", "diagonal"}; },
+     2, {"mask: unknown KIND 'diagonal'"}},
+};
+// clang-format on
+
+// Every file under `folder` with its contents (large files by size and time).
+std::map<std::string, std::string> snapshot(const std::filesystem::path& folder) {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) {
+        const std::string name = entry.path().string();
+        if (entry.is_directory())
+            files[name] = "<folder>";
+        else if (entry.file_size() <= (16u << 20))
+            files[name] = test_helpers::read_file(name);
+        else
+            files[name] = std::to_string(entry.file_size()) + " bytes, written at " +
+                          std::to_string(entry.last_write_time().time_since_epoch().count());
+    }
+    return files;
+}
+
+// The catalogue's checks on one run (see the top of this file).
+void check_refused(const CliRun& run, int status, const std::vector<std::string>& message) {
+    INFO("stderr: ", run.err);
+    INFO("stdout: ", run.out);
+    CHECK_MESSAGE(run.status == status, "exit status ", run.status, ", expected ", status,
+                  run.status == 124 ? " (timed out)" : "");
+    const std::string prefix = "tinyformer: error: ";
+    CHECK(run.err.starts_with(prefix));
+    CHECK_MESSAGE(run.err.find('\n') == run.err.size() - 1, "stderr must be exactly one line");
+    for (const std::string& piece : message)
+        CHECK_MESSAGE(run.err.find(piece) != std::string::npos, "missing from the message: ", piece);
+    CHECK(run.out.empty());
+    CHECK(run.out.find("nan") == std::string::npos);
+    CHECK(run.err.find("nan") == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("The bad-input catalogue: every row is refused with exit 1 or 2, one clear error line, no output") {
+    CHECK(kCatalogue.size() >= 40);
+    for (const BadInput& row : kCatalogue) {
+        const std::string name = row.name;
+        CAPTURE(name);
+        TempDirectory dir;
+        const std::vector<std::string> args = row.setup(dir);
+        const auto before = snapshot(dir.path());
+        const CliRun run = test_helpers::run_tinyformer(args);
+        check_refused(run, row.status, row.message);
+        CHECK_MESSAGE(snapshot(dir.path()) == before, "the run created or changed a file in its folder");
+    }
+}
+
+TEST_CASE("A model whose weights would not fit in memory is refused before allocating, with both numbers") {
+    // A sparse file (no disk used) whose header honestly describes 4 TiB of
+    // F32 data: far above any CI machine's memory, so reading must refuse it
+    // before allocating, naming what it needs and what is available.
+    TempDirectory dir;
+    const uint64_t bytes = uint64_t{1} << 42;
+    const std::string header =
+        R"({"w": {"dtype": "F32", "shape": [)" + std::to_string(bytes / 4) + R"(], "data_offsets": [0, )" +
+        std::to_string(bytes) + "]}}";
+    const std::string path = raw_file(dir, "four-tib.safetensors", header.size(), header);
+    std::filesystem::resize_file(path, 8 + header.size() + bytes);
+    const uint64_t available = tinyformer::available_memory_bytes();
+    REQUIRE(available < bytes);
+
+    const auto before = snapshot(dir.path());
+    const CliRun run = test_helpers::run_tinyformer({"forward", path, "--inputs", kInputs, "--output", dir.file("out.safetensors")});
+    check_refused(run, 1, {"four-tib.safetensors", "needs " + std::to_string(2 * bytes) + " bytes",
+                           "4398046511104 bytes of data + 4398046511104 bytes of float32 tensors",
+                           " bytes of memory are available"});
+    CHECK(snapshot(dir.path()) == before);
+
+    // In-process too: the Error, not std::bad_alloc or the OOM killer.
+    CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "refused before allocating");
+}
+
+TEST_CASE("F16 and BF16 tensors count as float32 in the memory check: the widening is part of the need") {
+    // Half the available memory in F16 fits as bytes but not once widened to
+    // F32 (x2 more): data + widened = 3/2 of what is available.
+    TempDirectory dir;
+    const uint64_t count = tinyformer::available_memory_bytes() / 4;  // F16: count * 2 bytes = available / 2
+    const std::string header = R"({"w": {"dtype": "BF16", "shape": [)" + std::to_string(count) +
+                               R"(], "data_offsets": [0, )" + std::to_string(2 * count) + "]}}";
+    const std::string path = raw_file(dir, "half-memory.safetensors", header.size(), header);
+    std::filesystem::resize_file(path, 8 + header.size() + 2 * count);
+    const std::string data = std::to_string(2 * count) + " bytes of data + ";
+    const std::string widened = std::to_string(4 * count) + " bytes of float32 tensors";
+    CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), data.c_str(), widened.c_str(),
+                         "refused before allocating");
+}

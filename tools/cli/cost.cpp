@@ -1,0 +1,646 @@
+// `tinyformer cost`: what attention, the projections and the FFN cost at
+// several sequence lengths (lesson 10.3, section 10 and practice 5). The
+// counting is models/cost.h; this file prints it and, with --measure, times
+// the engine at the same sizes.
+
+#include "engine/attention.h"
+#include "engine/matmul.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "layers/encoder_layer.h"
+#include "models/cost.h"
+#include "tools/cli/arguments.h"
+
+#include <malloc.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace tinyformer::cli {
+
+namespace {
+
+const char* kCostHelp =
+    "usage: tinyformer cost [--batch B] [--d-model D] [--heads H] [--ff F] [--layers N]\n"
+    "                       [--seq T1,T2,...] [--src-len S] [--measure]\n"
+    "\n"
+    "Counts what an encoder layer (self-attention over T, then the FFN) costs at each\n"
+    "sequence length T, part by part: the Q, K, V and output projections, the scores Q K^T,\n"
+    "softmax, weights x V, and the FFN (lesson 10.3, section 10 and practice 5). Per layer\n"
+    "and for N layers; which part dominates; the memory of the scores [B,H,T,T] against the\n"
+    "activations [B,T,D]; and the T where attention's T^2 terms overtake the rest:\n"
+    "  attention T^2 terms (Q K^T, weights x V)  2*B*T^2*D MACs\n"
+    "  projections + FFN                         B*T*(4D^2 + 2DF) MACs\n"
+    "  equal at T* = (4D^2 + 2DF) / (2D) = 2D + F\n"
+    "\n"
+    "What is counted:\n"
+    "  MACs   multiply-adds of the matrix products (1 MAC = 2 FLOPs). Softmax has none; its\n"
+    "         B*H*T^2 exponentials are shown beside it. Bias adds, LayerNorm, residual adds\n"
+    "         and the activation are not counted.\n"
+    "  bytes  float32 memory traffic of each part: parameters read + activations read +\n"
+    "         activations written, 4 bytes per float, every tensor moved once per part (no\n"
+    "         reuse between parts). The attention core is counted as the materialized path:\n"
+    "         scores [B,H,T,T] written by Q K^T, read and written by softmax, read by\n"
+    "         weights x V. The streaming path's core traffic (no scores in memory) is shown\n"
+    "         below each table. Formulas: models/cost.h.\n"
+    "  memory the size of one layer's scores [B,H,T,T] and activations [B,T,D], float32.\n"
+    "M, G = 10^6, 10^9 MACs; KiB, MiB, GiB = 2^10, 2^20, 2^30 bytes.\n"
+    "\n"
+    "Flags:\n"
+    "  --batch B     batch, 1..4096, default 1\n"
+    "  --d-model D   model dimension, 1..65536, default 512\n"
+    "  --heads H     attention heads, must divide D, default 8\n"
+    "  --ff F        feed-forward dimension, 1..1048576, default 2048\n"
+    "  --layers N    layers, 1..1024, default 1 (totals are N times a layer)\n"
+    "  --seq LIST    sequence lengths T, comma-separated, each 1..1048576, default 128,512,2048\n"
+    "  --src-len S   also count a decoder layer at each T: self-attention T x T, cross-attention\n"
+    "                of the T target positions over S source positions (Q and output projections\n"
+    "                over T, K and V over S, scores [B,H,T,S]), FFN; with its own crossover\n"
+    "                T^2 - (3D+F+S) T - S D = 0 (self-attention T^2 terms against all the rest).\n"
+    "                A full forward over T positions: a KV cache changes per-step decoding.\n"
+    "  --measure     also run the engine: an N-layer stack of EncoderLayer (post-LN, ReLU,\n"
+    "                random weights, no mask) on random [B,T,D] inputs, each part timed at the\n"
+    "                caller (Q, K, V projections, the attention core = one call of the engine's\n"
+    "                multi-head attention on its default streaming path, the output\n"
+    "                projection, the FFN, LayerNorm + residual adds), checked once against\n"
+    "                EncoderLayer::forward. Measured time shares print beside the predicted\n"
+    "                (MAC) shares. Then, per T, the memory of one attention-core call on each\n"
+    "                path: materialized keeping the weights [B,H,T,T], materialized without\n"
+    "                them, streaming. Shown two ways: the bytes the call allocates by the\n"
+    "                engine's documented formulas (engine/attention.h), and the growth of the\n"
+    "                peak resident set (VmHWM in /proc/self/status) of a forked child process\n"
+    "                that runs the call once to warm up (OpenBLAS's buffers and threads),\n"
+    "                hands freed heap pages back (malloc_trim), resets VmHWM\n"
+    "                (/proc/self/clear_refs) and runs it again: earlier work can neither hide\n"
+    "                nor inflate the growth. RSS rather than a counting allocator because the\n"
+    "                heap counter of tools/bench replaces operator new in the bench binary\n"
+    "                only; RSS needs nothing from the engine. It counts whole 4 KiB pages and\n"
+    "                whatever else the call touches (a few hundred KiB). A path that would\n"
+    "                allocate over 1 GiB is skipped.\n"
+    "                Each part's time is its fastest of 2..50 passes (half a second at least),\n"
+    "                which a busy machine disturbs least. Progress goes to stderr.\n";
+
+constexpr int64_t kMaxLength = int64_t{1} << 20;
+constexpr int64_t kMeasureMemoryLimit = int64_t{1} << 30;  // skip a path that would allocate more
+
+// --- formatting ---
+
+std::string format(const char* pattern, double value) {
+    char text[64];
+    std::snprintf(text, sizeof text, pattern, value);
+    return text;
+}
+
+// 456, 419.4 M, 10.7 G
+std::string count_text(double value) {
+    if (value < 1000) return format("%.0f", value);
+    const char* units[] = {"K", "M", "G", "T", "P", "E"};
+    int unit = -1;
+    while (value >= 1000 && unit < 5) {
+        value /= 1000;
+        ++unit;
+    }
+    return format("%.1f ", value).append(units[unit]);
+}
+
+// 72 B, 512.0 KiB, 128.0 MiB
+std::string bytes_text(double n) {
+    if (n < 1024) return format("%.0f B", n);
+    const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int unit = -1;
+    while (n >= 1024 && unit < 5) {
+        n /= 1024;
+        ++unit;
+    }
+    return format("%.1f ", n).append(units[unit]);
+}
+
+std::string percent_text(double part, double whole) {
+    return whole > 0 ? format("%.1f%%", 100.0 * part / whole) : std::string("-");
+}
+
+std::string shape_text(std::initializer_list<int64_t> dims) { return shape_string(std::vector<int64_t>(dims)); }
+
+// --- arguments ---
+
+struct Settings {
+    CostShape shape;
+    int64_t layers = 1;
+    std::vector<int64_t> lengths{128, 512, 2048};
+    int64_t source_length = 0;  // 0: no decoder layer
+    bool measure = false;
+};
+
+std::vector<int64_t> parse_lengths(const std::string& text) {
+    std::vector<int64_t> lengths;
+    std::stringstream items(text);
+    for (std::string item; std::getline(items, item, ',');) {
+        const ParsedArguments one({"--seq", item}, {"--seq"}, {}, "cost");
+        lengths.push_back(one.integer("--seq", 0, 1, kMaxLength));
+    }
+    if (lengths.empty() || text.back() == ',')
+        throw UsageError("cost: --seq needs comma-separated lengths like 128,512,2048, got '" + text + "'");
+    return lengths;
+}
+
+Settings parse_settings(const ParsedArguments& parsed) {
+    if (!parsed.positional().empty())
+        throw UsageError("cost: unexpected argument '" + parsed.positional()[0] + "' (see 'tinyformer cost --help')");
+    Settings settings;
+    settings.shape.batch = parsed.integer("--batch", 1, 1, 4096);
+    settings.shape.d_model = parsed.integer("--d-model", 512, 1, 65536);
+    settings.shape.heads = parsed.integer("--heads", 8, 1, 65536);
+    settings.shape.ff = parsed.integer("--ff", 2048, 1, kMaxLength);
+    settings.layers = parsed.integer("--layers", 1, 1, 1024);
+    if (parsed.has("--seq")) settings.lengths = parse_lengths(parsed.value("--seq"));
+    settings.source_length = parsed.integer("--src-len", 0, 1, kMaxLength);
+    settings.measure = parsed.has("--measure");
+    try {
+        check_cost_shape(settings.shape);
+    } catch (const Error& error) {
+        throw UsageError(error.what());  // a bad flag value: exit 2
+    }
+    return settings;
+}
+
+// --- measuring: timing at the caller ---
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Seconds spent in each part of the timed forward, summed over layers and passes.
+struct PartTimes {
+    double query = 0, key = 0, value = 0, output = 0, core = 0, feed_forward = 0, other = 0;
+    double total() const { return query + key + value + output + core + feed_forward + other; }
+};
+
+// An encoder layer with random weights, and the attention weights it was
+// built from: W_O is applied at the caller to time it apart from the core.
+struct RandomLayer {
+    EncoderLayer layer;
+    MultiHeadAttentionWeights attention;
+};
+
+RandomLayer make_random_layer(Random& random, const CostShape& shape) {
+    const int64_t D = shape.d_model, F = shape.ff;
+    const float d_scale = 1.0f / std::sqrt(static_cast<float>(D)), f_scale = 1.0f / std::sqrt(static_cast<float>(F));
+    MultiHeadAttentionWeights attention{random.normal_tensor({3 * D, D}, d_scale), random.normal_tensor({3 * D}, 0.02f),
+                                        random.normal_tensor({D, D}, d_scale), random.normal_tensor({D}, 0.02f)};
+    FeedForward feed_forward{Linear{random.normal_tensor({F, D}, d_scale), random.normal_tensor({F}, 0.02f)},
+                             Linear{random.normal_tensor({D, F}, f_scale), random.normal_tensor({D}, 0.02f)},
+                             Activation::Relu};
+    LayerNorm norm{Tensor::filled({D}, 1.0f), Tensor({D}), 1e-5f};
+    return {EncoderLayer{MultiHeadAttention(attention, shape.heads), std::move(feed_forward), norm, norm, false},
+            std::move(attention)};
+}
+
+template <typename Run>
+auto timed(double& seconds, Run&& run) {
+    const Clock::time_point start = Clock::now();
+    auto result = run();
+    seconds += seconds_since(start);
+    return result;
+}
+
+// EncoderLayer::forward (post-LN, no mask, no padding), step by step with a
+// stopwatch around each call: x = norm1(x + MHA(x)), x = norm2(x + FFN(x)).
+Tensor timed_forward(const RandomLayer& random_layer, const Tensor& x, PartTimes& times) {
+    const EncoderLayer& layer = random_layer.layer;
+    const MultiHeadAttention& attention = layer.self_attn;
+    const Tensor query = timed(times.query, [&] { return attention.project_query(x); });  // [B, T, D]
+    const Tensor key = timed(times.key, [&] { return attention.project_key(x); });
+    const Tensor value = timed(times.value, [&] { return attention.project_value(x); });
+    AttentionResult core = timed(times.core, [&] {  // scores, softmax, weights x V: [B, T, D]
+        return multi_head_scaled_dot_product_attention(query, key, value, attention.heads(), Mask(),
+                                                       AttentionOptions{});
+    });
+    Tensor attended = timed(times.output, [&] {
+        return linear(core.output, random_layer.attention.out_proj_weight, random_layer.attention.out_proj_bias);
+    });
+    const Tensor h = timed(times.other, [&] { return layer.norm1.forward(add(std::move(attended), x)); });
+    Tensor transformed = timed(times.feed_forward, [&] { return layer.feed_forward.forward(h); });  // [B, T, D]
+    return timed(times.other, [&] { return layer.norm2.forward(add(std::move(transformed), h)); });
+}
+
+struct Timing {
+    PartTimes per_pass;  // seconds per forward pass of the N-layer stack, each part its fastest pass
+    int passes = 0;
+};
+
+// The smaller of two timings, part by part: the pass least disturbed by other work.
+PartTimes fastest(const PartTimes& a, const PartTimes& b) {
+    return {std::min(a.query, b.query),   std::min(a.key, b.key),
+            std::min(a.value, b.value),   std::min(a.output, b.output),
+            std::min(a.core, b.core),     std::min(a.feed_forward, b.feed_forward),
+            std::min(a.other, b.other)};
+}
+
+// One warm-up pass, then passes until half a second has gone (at least 2, at most 50).
+Timing time_stack(const std::vector<RandomLayer>& layers, const Tensor& input, int64_t length) {
+    const auto pass = [&] {
+        PartTimes times;
+        Tensor x = input;
+        for (const RandomLayer& layer : layers) x = timed_forward(layer, x, times);
+        return times;
+    };
+    std::fprintf(stderr, "tinyformer cost: T=%lld: warm-up pass\n", static_cast<long long>(length));
+    const PartTimes warm_up = pass();
+    std::fprintf(stderr, "tinyformer cost: T=%lld: timing passes (%.2f s each)\n", static_cast<long long>(length),
+                 warm_up.total());
+    Timing timing;
+    const Clock::time_point start = Clock::now();
+    while (timing.passes < 2 || (timing.passes < 50 && seconds_since(start) < 0.5)) {
+        const PartTimes times = pass();
+        timing.per_pass = timing.passes == 0 ? times : fastest(timing.per_pass, times);
+        ++timing.passes;
+    }
+    return timing;
+}
+
+// The largest |a - b| of two same-shaped tensors.
+double max_difference(const Tensor& a, const Tensor& b) {
+    double worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i)
+        worst = std::max(worst, static_cast<double>(std::fabs(a.data()[i] - b.data()[i])));
+    return worst;
+}
+
+// --- measuring: peak memory of one attention call, in a child process ---
+
+// A number of kB from /proc/self/status ("VmHWM:   1344 kB"), or -1.
+int64_t status_kib(const char* key) {
+    std::ifstream status("/proc/self/status");
+    const size_t key_length = std::strlen(key);
+    for (std::string line; std::getline(status, line);)
+        if (line.compare(0, key_length, key) == 0 && line.size() > key_length && line[key_length] == ':')
+            return std::stoll(line.substr(key_length + 1));
+    return -1;
+}
+
+// Sets VmHWM back to the current resident set (Linux >= 4.0).
+bool reset_peak_rss() {
+    std::ofstream clear_refs("/proc/self/clear_refs");
+    clear_refs << "5";
+    clear_refs.flush();
+    return static_cast<bool>(clear_refs);
+}
+
+struct PathMemory {
+    bool measured = false;
+    int64_t rss_growth_bytes = 0;
+    char note[160] = "";  // why it was not measured
+};
+
+// What runs in the child: the call once to warm up (OpenBLAS's buffers and
+// threads), then freed pages back to the system, VmHWM reset, the call again.
+PathMemory measure_in_this_process(const CostShape& shape, int64_t length, const AttentionOptions& options) {
+    PathMemory memory;
+    Random random(7);
+    const Tensor query = random.normal_tensor({shape.batch, length, shape.d_model});
+    const Tensor key = random.normal_tensor({shape.batch, length, shape.d_model});
+    const Tensor value = random.normal_tensor({shape.batch, length, shape.d_model});
+    (void)multi_head_scaled_dot_product_attention(query, key, value, shape.heads, Mask(), options);
+    malloc_trim(0);
+    if (!reset_peak_rss()) {
+        std::snprintf(memory.note, sizeof memory.note, "cannot reset VmHWM (/proc/self/clear_refs)");
+        return memory;
+    }
+    const int64_t before = status_kib("VmHWM");
+    const AttentionResult result =  // kept alive while VmHWM is read: its output counts
+        multi_head_scaled_dot_product_attention(query, key, value, shape.heads, Mask(), options);
+    const int64_t after = status_kib("VmHWM");
+    if (before < 0 || after < 0) {
+        std::snprintf(memory.note, sizeof memory.note, "no VmHWM in /proc/self/status");
+        return memory;
+    }
+    memory.rss_growth_bytes = (after - before) * 1024;
+    memory.measured = true;
+    return memory;
+}
+
+PathMemory measure_in_child(const CostShape& shape, int64_t length, const AttentionOptions& options) {
+    PathMemory memory;
+    int channel[2];
+    if (pipe(channel) != 0) {
+        std::snprintf(memory.note, sizeof memory.note, "pipe failed: %s", std::strerror(errno));
+        return memory;
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t child = fork();
+    if (child < 0) {
+        std::snprintf(memory.note, sizeof memory.note, "fork failed: %s", std::strerror(errno));
+        close(channel[0]);
+        close(channel[1]);
+        return memory;
+    }
+    if (child == 0) {  // the child: measure, send the result, leave without running any exit handlers
+        close(channel[0]);
+        PathMemory result;
+        try {
+            result = measure_in_this_process(shape, length, options);
+        } catch (const std::exception& error) {
+            std::snprintf(result.note, sizeof result.note, "%s", error.what());
+        }
+        const ssize_t written = write(channel[1], &result, sizeof result);
+        _exit(written == static_cast<ssize_t>(sizeof result) ? 0 : 1);
+    }
+    close(channel[1]);
+    const ssize_t received = read(channel[0], &memory, sizeof memory);
+    close(channel[0]);
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (received != static_cast<ssize_t>(sizeof memory)) {
+        memory = PathMemory();
+        std::snprintf(memory.note, sizeof memory.note, "the child process ended without a result (status %d)",
+                      status);
+    }
+    return memory;
+}
+
+struct PathCase {
+    const char* name;
+    AttentionPath path;
+    bool want_weights;
+};
+
+constexpr PathCase kPathCases[] = {
+    {"materialized, weights kept", AttentionPath::Materialized, true},
+    {"materialized", AttentionPath::Materialized, false},
+    {"streaming", AttentionPath::Streaming, false},
+};
+
+void print_path_memory(const Settings& settings, int64_t T) {
+    const CostShape& shape = settings.shape;
+    std::printf("  one attention-core call at T=%lld (B*H = %lld slices of [%lld,%lld]), measured in a child "
+                "process:\n",
+                static_cast<long long>(T), static_cast<long long>(shape.batch * shape.heads),
+                static_cast<long long>(T), static_cast<long long>(T));
+    std::printf("    %-28s %-44s %12s\n", "path", "allocates: output + weights + scratch", "RSS growth");
+    for (const PathCase& path_case : kPathCases) {
+        AttentionOptions options;
+        options.path = path_case.path;
+        options.want_weights = path_case.want_weights;
+        const AttentionPathBytes bytes = attention_path_bytes(shape, T, T, options);
+        std::string formula = bytes_text(static_cast<double>(bytes.output));
+        formula.append(" + ").append(bytes.weights ? bytes_text(static_cast<double>(bytes.weights)) : "0");
+        formula.append(" + ").append(bytes.scratch ? bytes_text(static_cast<double>(bytes.scratch)) : "0");
+        formula.append(" = ").append(bytes_text(static_cast<double>(bytes.total())));
+        if (bytes.total() > kMeasureMemoryLimit) {
+            std::printf("    %-28s %-44s %12s\n", path_case.name, formula.c_str(), "skipped: > 1 GiB");
+            continue;
+        }
+        std::fprintf(stderr, "tinyformer cost: T=%lld: memory of the %s path\n", static_cast<long long>(T),
+                     path_case.name);
+        const PathMemory memory = measure_in_child(shape, T, options);
+        if (memory.measured)
+            std::printf("    %-28s %-44s %12s\n", path_case.name, formula.c_str(),
+                        bytes_text(static_cast<double>(memory.rss_growth_bytes)).c_str());
+        else
+            std::printf("    %-28s %-44s n/a: %s\n", path_case.name, formula.c_str(), memory.note);
+    }
+}
+
+// --- printing ---
+
+// One row of a layer's table: counts, and with --measure the measured time.
+struct Row {
+    std::string name;
+    int64_t macs = 0;
+    int64_t bytes = 0;
+    bool counted = true;      // false: not part of the count ("other" time)
+    double seconds = -1;      // < 0: not measured on its own
+};
+
+class LayerTable {
+public:
+    // timing: nullptr when not measured; layers: N, for GFLOP/s of a pass over N layers.
+    LayerTable(const LayerCost& layer, const Timing* timing, int64_t layers)
+        : layer_(layer), timing_(timing), layers_(layers) {}
+
+    void print_header() const {
+        std::printf("    %-30s %10s %7s %11s %7s", "part", "MACs", "share", "bytes", "share");
+        if (timing_) std::printf("  | %10s %7s %8s", "measured", "share", "GFLOP/s");
+        std::printf("\n");
+    }
+
+    void print(const Row& row, int indent) const {
+        const std::string name = std::string(static_cast<size_t>(indent), ' ').append(row.name);
+        if (row.counted)
+            std::printf("    %-30s %10s %7s %11s %7s", name.c_str(), count_text(row.macs).c_str(),
+                        percent_text(static_cast<double>(row.macs), static_cast<double>(layer_.macs())).c_str(),
+                        bytes_text(static_cast<double>(row.bytes)).c_str(),
+                        percent_text(static_cast<double>(row.bytes), static_cast<double>(layer_.bytes())).c_str());
+        else
+            std::printf("    %-30s %10s %7s %11s %7s", name.c_str(), "-", "", "-", "");
+        if (timing_ && row.seconds >= 0) {
+            const double total = timing_->per_pass.total();
+            std::printf("  | %7.2f ms %7s", row.seconds * 1e3, percent_text(row.seconds, total).c_str());
+            if (row.macs > 0 && row.seconds > 0)  // a pass runs N layers; 2 FLOPs per MAC
+                std::printf(" %8.1f", 2.0 * static_cast<double>(row.macs) * static_cast<double>(layers_) /
+                                          row.seconds / 1e9);
+        } else if (timing_) {
+            std::printf("  |");
+        }
+        std::printf("\n");
+    }
+
+private:
+    const LayerCost& layer_;
+    const Timing* timing_;
+    int64_t layers_;
+};
+
+Row part_row(const PartCost& part, double seconds = -1) {
+    std::string name = part.name;
+    if (part.exps > 0) name.append(" (").append(count_text(part.exps)).append(" exp)");
+    return {name, part.macs, part.bytes, true, seconds};
+}
+
+void print_attention(const LayerTable& table, const AttentionCost& attention, const PartTimes* times) {
+    std::printf("    %s (L=%lld queries, S=%lld keys)\n", attention.label.c_str(),
+                static_cast<long long>(attention.queries), static_cast<long long>(attention.keys));
+    const auto seconds = [&](double PartTimes::*member) { return times ? times->*member : -1.0; };
+    table.print(part_row(attention.query_projection, seconds(&PartTimes::query)), 2);
+    table.print(part_row(attention.key_projection, seconds(&PartTimes::key)), 2);
+    table.print(part_row(attention.value_projection, seconds(&PartTimes::value)), 2);
+    table.print(part_row(attention.output_projection, seconds(&PartTimes::output)), 2);
+    table.print(part_row(attention.scores), 2);
+    table.print(part_row(attention.softmax), 2);
+    table.print(part_row(attention.weights_values), 2);
+    table.print({"= core (scores..weights x V)", attention.core_macs(), attention.core_bytes(), true,
+                 seconds(&PartTimes::core)},
+                2);
+}
+
+void print_layer(const Settings& settings, const LayerCost& layer, const Timing* timing) {
+    const CostShape& shape = settings.shape;
+    const LayerTable table(layer, timing, settings.layers);
+    table.print_header();
+    const PartTimes* times = timing ? &timing->per_pass : nullptr;
+    print_attention(table, layer.self_attention, times);
+    if (layer.cross_attention) print_attention(table, *layer.cross_attention, nullptr);
+    table.print(part_row(layer.feed_forward, times ? times->feed_forward : -1), 0);
+    if (timing) table.print({"LayerNorm + residual adds", 0, 0, false, times->other}, 0);
+    table.print({"layer", layer.macs(), layer.bytes(), true, times ? times->total() : -1}, 0);
+
+    const int64_t B = shape.batch, H = shape.heads, D = shape.d_model, T = layer.length;
+    const auto groups = layer.groups();
+    int64_t largest_macs = 0, largest_bytes = 0;
+    for (const CostGroup& group : groups) {
+        largest_macs = std::max(largest_macs, group.macs);
+        largest_bytes = std::max(largest_bytes, group.bytes);
+    }
+    std::printf("  dominant: by MACs %s (%s), by bytes %s (%s)\n", dominant_by_macs(layer).c_str(),
+                percent_text(static_cast<double>(largest_macs), static_cast<double>(layer.macs())).c_str(),
+                dominant_by_bytes(layer).c_str(),
+                percent_text(static_cast<double>(largest_bytes), static_cast<double>(layer.bytes())).c_str());
+    std::printf("  self-attention T^2 terms %s MACs vs the rest %s MACs (%s of the layer)\n",
+                count_text(layer.quadratic_macs()).c_str(), count_text(layer.linear_macs()).c_str(),
+                percent_text(static_cast<double>(layer.quadratic_macs()), static_cast<double>(layer.macs())).c_str());
+    const AttentionCost& self = layer.self_attention;
+    std::printf("  memory per layer: scores [B,H,T,T] = %s %s vs activations [B,T,D] = %s %s (%.1fx); "
+                "FFN hidden [B,T,F] %s\n",
+                shape_text({B, H, T, T}).c_str(), bytes_text(static_cast<double>(self.score_bytes)).c_str(),
+                shape_text({B, T, D}).c_str(), bytes_text(static_cast<double>(layer.activation_bytes)).c_str(),
+                static_cast<double>(self.score_bytes) / static_cast<double>(layer.activation_bytes),
+                bytes_text(static_cast<double>(layer.hidden_bytes)).c_str());
+    if (layer.cross_attention)
+        std::printf("  cross-attention scores [B,H,T,S] = %s %s\n",
+                    shape_text({B, H, T, layer.cross_attention->keys}).c_str(),
+                    bytes_text(static_cast<double>(layer.cross_attention->score_bytes)).c_str());
+    std::printf("  streaming path: the self-attention core moves %s instead of %s, scores never in memory\n",
+                bytes_text(static_cast<double>(self.streaming_core_bytes)).c_str(),
+                bytes_text(static_cast<double>(self.core_bytes())).c_str());
+    if (settings.layers > 1)
+        std::printf("  all N=%lld layers: %s MACs, %s moved\n", static_cast<long long>(settings.layers),
+                    count_text(static_cast<double>(layer.macs()) * static_cast<double>(settings.layers)).c_str(),
+                    bytes_text(static_cast<double>(layer.bytes()) * static_cast<double>(settings.layers)).c_str());
+}
+
+void print_crossover(const Settings& settings) {
+    const CostShape& shape = settings.shape;
+    const long long D = shape.d_model, F = shape.ff, H = shape.heads;
+    std::printf("Where attention's T^2 terms overtake (lesson 10.3, section 10):\n");
+    std::printf("  attention T^2 terms (Q K^T and weights x V)   2*B*T^2*D MACs\n");
+    std::printf("  projections + FFN                             B*T*(4D^2 + 2DF) MACs\n");
+    std::printf("  equal at T* = (4D^2 + 2DF)/(2D) = 2D + F = 2*%lld + %lld = %lld (B and H cancel)\n", D, F,
+                static_cast<long long>(encoder_crossover_length(shape)));
+    std::printf("  the core alone overtakes the FFN at T = F = %lld and the projections at T = 2D = %lld\n", F,
+                2 * D);
+    std::printf("  the scores [B,H,T,T] outgrow the activations [B,T,D] at T = D/H = %lld\n", D / H);
+    if (settings.source_length > 0) {
+        const long long S = settings.source_length;
+        std::printf("  decoder layer, S=%lld: T^2 - (3D+F+S) T - S D = 0 -> T* = %.1f\n", S,
+                    decoder_crossover_length(shape, settings.source_length));
+    }
+    std::printf("\n");
+}
+
+void print_summary(const Settings& settings) {
+    std::printf("Summary, per encoder layer:\n");
+    std::printf("  %8s %10s %12s %12s %14s %14s   %s\n", "T", "MACs", "T^2 share", "bytes", "scores", "activations",
+                "dominant (MACs)");
+    for (int64_t T : settings.lengths) {
+        const LayerCost layer = encoder_layer_cost(settings.shape, T);
+        std::printf("  %8lld %10s %12s %12s %14s %14s   %s\n", static_cast<long long>(T),
+                    count_text(layer.macs()).c_str(),
+                    percent_text(static_cast<double>(layer.quadratic_macs()), static_cast<double>(layer.macs()))
+                        .c_str(),
+                    bytes_text(static_cast<double>(layer.bytes())).c_str(),
+                    bytes_text(static_cast<double>(layer.self_attention.score_bytes)).c_str(),
+                    bytes_text(static_cast<double>(layer.activation_bytes)).c_str(),
+                    dominant_by_macs(layer).c_str());
+    }
+}
+
+}  // namespace
+
+int cost_command(const Arguments& args) {
+    const ParsedArguments parsed(args, {"--batch", "--d-model", "--heads", "--ff", "--layers", "--seq", "--src-len"},
+                                 {"--measure"}, "cost");
+    if (parsed.help()) {
+        std::printf("%s", kCostHelp);
+        return 0;
+    }
+    const Settings settings = parse_settings(parsed);
+    const CostShape& shape = settings.shape;
+    const LayerCost first = encoder_layer_cost(shape, settings.lengths.front());
+    std::printf("tinyformer cost: B=%lld, D=%lld, H=%lld (Dh=%lld), F=%lld, N=%lld layer(s), float32\n",
+                static_cast<long long>(shape.batch), static_cast<long long>(shape.d_model),
+                static_cast<long long>(shape.heads), static_cast<long long>(shape.d_model / shape.heads),
+                static_cast<long long>(shape.ff), static_cast<long long>(settings.layers));
+    std::printf("  %s parameters per encoder layer (%s); MACs = multiply-adds, bytes = float32 traffic "
+                "(see --help)\n\n",
+                count_text(first.parameter_count).c_str(),
+                bytes_text(4.0 * static_cast<double>(first.parameter_count)).c_str());
+    print_crossover(settings);
+
+    std::vector<RandomLayer> layers;
+    if (settings.measure) {
+        std::fprintf(stderr, "tinyformer cost: building %lld encoder layer(s) with random weights\n",
+                     static_cast<long long>(settings.layers));
+        Random random(42);
+        for (int64_t i = 0; i < settings.layers; ++i) layers.push_back(make_random_layer(random, shape));
+        std::printf("--measure: BLAS %s, %d thread(s); times are per forward pass of the N-layer stack\n",
+                    blas_description().c_str(), blas_threads());
+        double load[1] = {0};
+        if (getloadavg(load, 1) == 1)  // other work on the cores makes every time longer, and noisy
+            std::printf("  load average %.1f on %ld CPU(s) before measuring\n", load[0], sysconf(_SC_NPROCESSORS_ONLN));
+        std::printf("\n");
+    }
+
+    bool checked = false;
+    for (int64_t T : settings.lengths) {
+        const LayerCost layer = encoder_layer_cost(shape, T);
+        std::printf("T = %lld: encoder layer, per layer\n", static_cast<long long>(T));
+        if (!settings.measure) {
+            print_layer(settings, layer, nullptr);
+        } else {
+            Random random(1000 + static_cast<uint64_t>(T));
+            const Tensor input = random.normal_tensor({shape.batch, T, shape.d_model});
+            if (!checked) {  // the timed steps compute what EncoderLayer::forward computes
+                PartTimes ignored;
+                Tensor stepwise = input, reference = input;
+                for (const RandomLayer& one : layers) {
+                    stepwise = timed_forward(one, stepwise, ignored);
+                    reference = one.layer.forward(reference, Mask(), Padding());
+                }
+                std::printf("  (the timed steps equal EncoderLayer::forward: largest difference %.1e)\n",
+                            max_difference(stepwise, reference));
+                checked = true;
+            }
+            const Timing timing = time_stack(layers, input, T);
+            print_layer(settings, layer, &timing);
+            std::printf("  measured: each part's fastest of %d passes; predicted shares count MACs only: the core\n"
+                        "  also does the softmax's exp per score and runs H small per-head products (see GFLOP/s)\n",
+                        timing.passes);
+            print_path_memory(settings, T);
+        }
+        if (settings.source_length > 0) {
+            std::printf("\nT = %lld, S = %lld: decoder layer, per layer (counted, not measured)\n",
+                        static_cast<long long>(T), static_cast<long long>(settings.source_length));
+            print_layer(settings, decoder_layer_cost(shape, T, settings.source_length), nullptr);
+        }
+        std::printf("\n");
+    }
+    print_summary(settings);
+    return 0;
+}
+
+}  // namespace tinyformer::cli

@@ -1,0 +1,166 @@
+// `tinyformer probe`: attention weights beside two interventions — head
+// ablation and token perturbation — on a trained model (models/probe.h).
+
+#include "engine/heatmap.h"
+#include "models/probe.h"
+#include "tools/cli/arguments.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+namespace tinyformer::cli {
+
+namespace {
+
+const char* kProbeHelp =
+    "usage: tinyformer probe MODEL.safetensors TEXT [--target TEXT] [--with TOKEN] [--png FILE]\n"
+    "\n"
+    "Is a high attention weight an explanation? Scores the model's output on TEXT (its\n"
+    "greedy output, or --target) by the teacher-forced log-probability of the target and\n"
+    "<eos>, log p, then intervenes and reports each change d log p beside the weights:\n"
+    "  head ablation       every head of every attention call in turn: its output (its\n"
+    "                      slice of Concat(heads), before W_O) set to 0 at every position.\n"
+    "                      Beside it: the head's mean max weight (the mean over its queries\n"
+    "                      of the largest weight; 1 = each query looks at one key) and the\n"
+    "                      key it gives the most weight in total, with that weight's share.\n"
+    "  token perturbation  every input token in turn replaced by <unk>, or by --with TOKEN\n"
+    "                      (encoder-decoder: the source; decoder-only: the prompt's\n"
+    "                      characters after <bos>). <unk> never occurred in training: an\n"
+    "                      ordinary token (--with a) is the gentler counterfactual.\n"
+    "                      Beside it: the token's attention share, the mean over layers,\n"
+    "                      heads and scored queries of the weight it receives (encoder-\n"
+    "                      decoder: cross-attention; decoder-only: self-attention from the\n"
+    "                      positions that predict the output).\n"
+    "'changed' marks an intervention after which the greedy output differs.\n"
+    "--png FILE draws the weights and the effects side by side (viridis, 0..1): heads\n"
+    "(mean max weight | |d log p| / the largest) and tokens (share / the largest |\n"
+    "|d log p| / the largest).\n"
+    "Decoder-only models read TEXT as the prompt: probe data/models/reverse-causal.safetensors abc=\n"
+    "A weight is one head's coefficient of its value mixture (lesson 10.3, section 11).\n";
+
+std::string quoted_token(const std::string& token) { return token.size() == 1 ? "'" + token + "'" : token; }
+
+std::string shown(const std::string& output) { return output.empty() ? "(empty)" : output; }
+
+std::string head_label(const HeadProbe& head) {
+    std::string label = head.stack;
+    label.append(" ").append(std::to_string(head.layer)).append(" ").append(head.kind);
+    return label;
+}
+
+void print_report(const std::string& model_name, const ProbeReport& report) {
+    std::printf("probe: %s on \"%s\"\n", model_name.c_str(), report.text.c_str());
+    std::printf("target \"%s\" (%s); log p(target, <eos>) = %.4g over %lld tokens\n", report.target.c_str(),
+                report.target_given ? "given" : "the greedy output", report.log_prob,
+                static_cast<long long>(report.scored_tokens));
+    if (report.target_given) std::printf("greedy output \"%s\"\n", report.greedy_output.c_str());
+
+    std::printf("\nhead ablation: the head's output set to 0 before W_O at every position\n");
+    std::printf("%-16s %4s %9s  %-16s %10s  %-8s %s\n", "attention", "head", "mean max", "top key (share)", "d log p",
+                "changed", "greedy output");
+    for (const HeadProbe& head : report.heads) {
+        char top[64];
+        std::snprintf(top, sizeof top, "%s@%lld (%.2f)", quoted_token(head.top_key).c_str(),
+                      static_cast<long long>(head.top_key_position), head.top_key_share);
+        std::printf("%-16s %4lld %9.3f  %-16s %10.4f  %-8s %s\n", head_label(head).c_str(),
+                    static_cast<long long>(head.head), head.mean_max_weight, top, head.delta_log_prob,
+                    head.output_changed ? "changed" : "", shown(head.greedy_output).c_str());
+    }
+
+    std::printf("\ntoken perturbation: the token replaced by %s; share = mean %s weight it receives\n",
+                report.replacement.c_str(), report.share_source.c_str());
+    std::printf("%4s  %-6s %7s %10s  %-8s %s\n", "pos", "token", "share", "d log p", "changed", "greedy output");
+    for (const TokenProbe& token : report.tokens)
+        std::printf("%4lld  %-6s %7.3f %10.4f  %-8s %s\n", static_cast<long long>(token.position),
+                    quoted_token(token.token).c_str(), token.attention_share, token.delta_log_prob,
+                    token.output_changed ? "changed" : "", shown(token.greedy_output).c_str());
+}
+
+// "|d log p| / 3.21": effects divided by the largest, so that they share the 0..1 colour bar.
+std::vector<float> scaled(const std::vector<double>& values, double* largest) {
+    *largest = 0.0;
+    for (double value : values) *largest = std::max(*largest, std::fabs(value));
+    std::vector<float> out;
+    for (double value : values) out.push_back(*largest > 0.0 ? static_cast<float>(std::fabs(value) / *largest) : 0.0f);
+    return out;
+}
+
+// rows x 2 weights: column 0 the weight, column 1 the effect.
+HeatmapSpec two_columns(const std::string& title, const std::vector<float>& weight, const std::vector<float>& effect,
+                        std::vector<std::string> labels) {
+    HeatmapSpec spec;
+    spec.title = title;
+    spec.rows = static_cast<int64_t>(weight.size());
+    spec.cols = 2;
+    for (size_t i = 0; i < weight.size(); ++i) {
+        spec.weights.push_back(weight[i]);
+        spec.weights.push_back(effect[i]);
+    }
+    spec.row_labels = std::move(labels);
+    spec.column_labels = {"weight", "effect"};
+    return spec;
+}
+
+void write_picture(const std::string& model_name, const ProbeReport& report, const std::string& path) {
+    std::vector<float> head_weight;
+    std::vector<double> head_effect;
+    std::vector<std::string> head_labels;
+    for (const HeadProbe& head : report.heads) {
+        head_weight.push_back(static_cast<float>(head.mean_max_weight));
+        head_effect.push_back(head.delta_log_prob);
+        std::string label = head.stack == "encoder" ? "enc" : head.stack == "decoder" ? "dec" : "layer";
+        label.append(std::to_string(head.layer));
+        if (head.stack == "decoder") label.append(" ").append(head.kind);
+        head_labels.push_back(label.append(" h").append(std::to_string(head.head)));
+    }
+    std::vector<double> token_share, token_effect;
+    std::vector<std::string> token_labels;
+    for (const TokenProbe& token : report.tokens) {
+        token_share.push_back(token.attention_share);
+        token_effect.push_back(token.delta_log_prob);
+        token_labels.push_back(std::to_string(token.position).append(" ").append(token.token));
+    }
+    double head_largest = 0.0, share_largest = 0.0, token_largest = 0.0;
+    const std::vector<float> head_scaled = scaled(head_effect, &head_largest);
+    const std::vector<float> share_scaled = scaled(token_share, &share_largest);
+    const std::vector<float> token_scaled = scaled(token_effect, &token_largest);
+    char head_title[96], token_title[96];
+    std::snprintf(head_title, sizeof head_title, "heads (mean max weight, effect/%.3g)", head_largest);
+    std::snprintf(token_title, sizeof token_title, "tokens (share/%.3g, effect/%.3g)", share_largest, token_largest);
+    HeatmapGrid grid;
+    grid.title = model_name;
+    grid.title.append(": \"").append(report.text).append("\" -> \"").append(report.target);
+    grid.title.append("\": weight vs effect = abs(d log p) of zeroing the head / replacing the token by ");
+    grid.title.append(report.replacement);
+    grid.panels.push_back(two_columns(head_title, head_weight, head_scaled, head_labels));
+    if (!report.tokens.empty()) grid.panels.push_back(two_columns(token_title, share_scaled, token_scaled, token_labels));
+    write_heatmap_grid_png(grid, path);
+}
+
+}  // namespace
+
+int probe_command(const Arguments& args) {
+    const ParsedArguments parsed(args, {"--target", "--with", "--png"}, {}, "probe");
+    if (parsed.help()) {
+        std::printf("%s", kProbeHelp);
+        return 0;
+    }
+    if (parsed.positional().size() != 2)
+        throw UsageError("probe: expected MODEL and TEXT (see 'tinyformer probe --help')");
+    const std::string& path = parsed.positional()[0];
+    Model model = Model::load(path);
+    ProbeOptions options;
+    options.has_target = parsed.has("--target");
+    options.target = parsed.value_or("--target", "");
+    options.replacement = parsed.value_or("--with", options.replacement);
+    const ProbeReport report = probe(model, parsed.positional()[1], options);
+    const std::string model_name = std::filesystem::path(path).stem().string();
+    if (parsed.has("--png")) write_picture(model_name, report, parsed.value("--png"));  // first: a failure prints no table
+    print_report(model_name, report);
+    if (parsed.has("--png")) std::fprintf(stderr, "tinyformer probe: wrote %s\n", parsed.value("--png").c_str());
+    return 0;
+}
+
+}  // namespace tinyformer::cli
