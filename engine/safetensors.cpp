@@ -201,7 +201,7 @@ Tensor SafetensorsFile::read_float(const std::string& name) const {
     const uint8_t* bytes = bytes_of(name);
     const int64_t count = tensor.numel();
     if (stored.dtype == "F32") {
-        std::memcpy(tensor.data(), bytes, static_cast<size_t>(count) * 4);
+        if (count) std::memcpy(tensor.data(), bytes, static_cast<size_t>(count) * 4);  // memcpy: never a null pointer
     } else if (stored.dtype == "F16" || stored.dtype == "BF16") {
         const bool half = stored.dtype == "F16";
         for (int64_t i = 0; i < count; ++i) {
@@ -222,7 +222,7 @@ IntTensor SafetensorsFile::read_int(const std::string& name) const {
     const uint8_t* bytes = bytes_of(name);
     result.values.resize(count);
     if (stored.dtype == "I64") {
-        std::memcpy(result.values.data(), bytes, count * 8);
+        if (count) std::memcpy(result.values.data(), bytes, count * 8);
     } else if (stored.dtype == "I32") {
         for (uint64_t i = 0; i < count; ++i) {
             int32_t value;
@@ -249,13 +249,13 @@ BoolTensor SafetensorsFile::read_bool(const std::string& name) const {
 
 TensorToWrite f32_tensor(const std::string& name, const Tensor& tensor) {
     TensorToWrite out{name, "F32", tensor.shape(), std::vector<uint8_t>(static_cast<size_t>(tensor.numel()) * 4)};
-    std::memcpy(out.bytes.data(), tensor.data(), out.bytes.size());
+    if (!out.bytes.empty()) std::memcpy(out.bytes.data(), tensor.data(), out.bytes.size());
     return out;
 }
 
 TensorToWrite i64_tensor(const std::string& name, const IntTensor& tensor) {
     TensorToWrite out{name, "I64", tensor.shape, std::vector<uint8_t>(tensor.values.size() * 8)};
-    std::memcpy(out.bytes.data(), tensor.values.data(), out.bytes.size());
+    if (!out.bytes.empty()) std::memcpy(out.bytes.data(), tensor.values.data(), out.bytes.size());
     return out;
 }
 
