@@ -11,9 +11,13 @@
 // practical roof: cblas_sgemm (through tinyformer::gemm) timed alone at the
 // layer's own matrix shapes, FLOP-weighted. Then the same modules in PyTorch
 // (tools/bench/torch_encoder.py, run with Debian's /usr/bin/python3 in a
-// child process per thread count, never at the same time as tinyformer).
+// child process per thread count, never at the same time as tinyformer); at
+// 2 threads in three thread configurations, since its default one
+// oversubscribes the cores (see TorchConfig), and the best one is compared.
 //
 // Thread counts: 1 and 2 (set_blas_threads), or only --threads N if given.
+// Every measurement also says how much CPU other processes took meanwhile:
+// on a 2-core machine that decides whether its number means anything.
 #include "engine/matmul.h"
 #include "engine/random.h"
 #include "layers/encoder_layer.h"
@@ -238,7 +242,9 @@ constexpr TorchConfig kTorchConfigs[] = {
 // Runs the script with `threads` threads and waits for it to end: PyTorch and
 // tinyformer never run at the same time. Its information lines are echoed;
 // its "result B T reps median_s min_s" lines become table rows.
-TorchRun run_torch(const std::string& script, int threads, const TorchConfig& config,
+// full_info: echo every information line (versions, BLAS); else only the
+// thread settings, the path and anything unexpected.
+TorchRun run_torch(const std::string& script, int threads, const TorchConfig& config, bool full_info,
                    const std::map<std::pair<int64_t, int64_t>, double>& ours) {
     TorchRun run;
     // OpenBLAS's idle threads spin for a moment after their last call: let them sleep first.
@@ -284,7 +290,9 @@ TorchRun run_torch(const std::string& script, int threads, const TorchConfig& co
                              mine == ours.end() ? "-" : format("%.0f", mine->second),
                              mine == ours.end() ? "-" : format("%.2fx", mine->second / tokens)});
         } else {
-            std::printf("  %s\n", line.c_str());
+            const bool repeated_info = line.starts_with("python ") || line.starts_with("torch.__config__") ||
+                                       line.starts_with("torch.backends") || line.starts_with("torch's sgemm");
+            if (full_info || !repeated_info) std::printf("  %s\n", line.c_str());
             std::fflush(stdout);
         }
     }
@@ -477,7 +485,9 @@ void run_encoder_suite(const Settings& settings) {
     std::printf("roof: cblas_sgemm alone (tinyformer::gemm, beta=0) at the layer's shapes, M = B*T:\n");
     for (const GemmShape& shape : kGemmShapes) std::printf("  %d x %s\n", shape.per_layer, shape.name);
     std::printf("  FLOP-weighted: roof = sum(flops_i) / sum(flops_i / rate_i) over those products;\n"
-                "  %% roof = our GFLOP/s (every FLOP above, attention included) / roof\n");
+                "  %% roof = our GFLOP/s (every FLOP above, attention included) / roof. The roof's weights stay\n"
+                "  in cache from call to call; the forward's (6 layers, 75 MB) come from memory, which the roof\n"
+                "  does not charge: at small B*T it is optimistic\n");
     std::printf("BLAS: %s\n", blas_description().c_str());
 
     {
@@ -541,7 +551,7 @@ void run_encoder_suite(const Settings& settings) {
                                                                   : config.name,
                             kPython, script->c_str());
                 std::fflush(stdout);
-                TorchRun run = run_torch(*script, threads, config, ours);
+                TorchRun run = run_torch(*script, threads, config, /*full_info=*/torch.empty(), ours);
                 TorchRun& best = torch[threads];
                 best.ran = best.ran || run.ran;
                 best.others = std::max(best.others, run.others);
