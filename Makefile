@@ -32,7 +32,7 @@ CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
 TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
 
-.PHONY: all deps test demo bench parity clean
+.PHONY: all deps test sanitize demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -54,6 +54,14 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-tests
 	./build/tinyformer-tests
+
+# Build the engine, the CLI and the tests with AddressSanitizer and
+# UndefinedBehaviorSanitizer into build/sanitize/ (the normal build is left
+# alone) and run every suite against that CLI. Any report stops the program
+# with exit status 99, so the run fails. OpenBLAS itself is not instrumented.
+sanitize: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) build/sanitize/tinyformer build/sanitize/tinyformer-tests
+	$(SANITIZE_ENV) TINYFORMER_BIN=build/sanitize/tinyformer ./build/sanitize/tinyformer-tests
 
 # Build and run the main example: the trained toy models on a few inputs, their
 # attention as PNG heatmaps (the README's pictures in docs/, every head and
@@ -115,6 +123,19 @@ build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ)
 
 build/tinyformer-bench: $(BENCH_OBJ) $(LIB_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+SANITIZE_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANITIZE_ENV   := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:exitcode=99 \
+                  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
+build/sanitize/tinyformer: $(CLI_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%=build/sanitize/%)
+	$(CXX) $(REQUIRED_FLAGS) $(SANITIZE_FLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+build/sanitize/tinyformer-tests: $(TEST_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%=build/sanitize/%)
+	$(CXX) $(REQUIRED_FLAGS) $(SANITIZE_FLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+build/sanitize/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(REQUIRED_FLAGS) $(SANITIZE_FLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
 build/%.o: %.cpp
 	@mkdir -p $(dir $@)
