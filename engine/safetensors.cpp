@@ -1,6 +1,6 @@
 #include "engine/safetensors.h"
 
-#include <nlohmann/json.hpp>
+#include "engine/json.h"
 
 #include <algorithm>
 #include <bit>
@@ -25,6 +25,21 @@ using json = nlohmann::json;
 void read_exactly(std::ifstream& in, uint8_t* out, uint64_t count, const std::string& path) {
     if (count && !in.read(reinterpret_cast<char*>(out), static_cast<std::streamsize>(count)))
         fail(path, ": could not read ", count, " bytes (file changed while reading?)");
+}
+
+// The 8-byte little-endian header length at the start of a file of
+// `file_size` bytes, checked against the file and kMaxHeaderBytes.
+uint64_t checked_header_length(const std::string& path, uint64_t file_size, const uint8_t* length_bytes) {
+    if (file_size < 8)
+        fail(path, ": file is ", file_size, " bytes; a safetensors file starts with an 8-byte header length");
+    uint64_t header_length = 0;
+    for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | length_bytes[i];
+    if (header_length > kMaxHeaderBytes)
+        fail(path, ": header length ", header_length, " bytes is above the limit of ", kMaxHeaderBytes, " bytes");
+    if (header_length > file_size - 8)
+        fail(path, ": header length ", header_length, " bytes runs past the end of the file (", file_size,
+             " bytes)");
+    return header_length;
 }
 
 uint64_t parse_offset(const json& value, const std::string& where) {
@@ -79,34 +94,53 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, ": cannot open: ", std::strerror(errno));
 
-    if (file_size < 8)
-        fail(path, ": file is ", file_size, " bytes; a safetensors file starts with an 8-byte header length");
-    uint8_t length_bytes[8];
-    read_exactly(in, length_bytes, 8, path);
-    uint64_t header_length = 0;
-    for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | length_bytes[i];
-    if (header_length > kMaxHeaderBytes)
-        fail(path, ": header length ", header_length, " bytes is above the limit of ", kMaxHeaderBytes, " bytes");
-    if (header_length > file_size - 8)
-        fail(path, ": header length ", header_length, " bytes runs past the end of the file (", file_size,
-             " bytes)");
-
+    uint8_t length_bytes[8] = {};
+    if (file_size >= 8) read_exactly(in, length_bytes, 8, path);
+    const uint64_t header_length = checked_header_length(path, file_size, length_bytes);
     std::string header_text(header_length, '\0');
     read_exactly(in, reinterpret_cast<uint8_t*>(header_text.data()), header_length, path);
-    const json header = json::parse(header_text, nullptr, /*allow_exceptions=*/false);
-    if (header.is_discarded()) fail(path, ": the header is not valid JSON");
-    if (!header.is_object()) fail(path, ": the header must be a JSON object, got ", header.type_name());
 
     SafetensorsFile file;
     file.path_ = path;
     const uint64_t data_size = file_size - 8 - header_length;
+    file.parse_header(header_text, data_size);  // checks the memory before data_ is allocated
+    file.data_.resize(data_size);
+    read_exactly(in, file.data_.data(), data_size, path);
+    return file;
+}
+
+SafetensorsFile SafetensorsFile::from_bytes(const std::string& name, std::span<const uint8_t> bytes) {
+    const uint64_t header_length = checked_header_length(name, bytes.size(), bytes.data());
+    SafetensorsFile file;
+    file.path_ = name;
+    file.parse_header(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<ptrdiff_t>(header_length)),
+                      bytes.size() - 8 - header_length);
+    file.data_.assign(bytes.begin() + 8 + static_cast<ptrdiff_t>(header_length), bytes.end());
+    return file;
+}
+
+// Everything a reader needs from the header, checked before any tensor data
+// is allocated: the JSON (within memory and depth limits), the metadata, every
+// tensor's dtype / shape / offsets, the tiling of the data section, and the
+// memory the data will take.
+void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data_size) {
+    const std::string& path = path_;
+    const uint64_t available = available_memory_bytes();
+    const uint64_t json_bytes = header_text.size() * kParsedHeaderBytesPerByte;
+    if (json_bytes > available)
+        fail(path, ": parsing its ", header_text.size(), "-byte header may take up to ", json_bytes,
+             " bytes of memory but ", available, " bytes are available; refused before parsing");
+    // {"name": {"shape": [..]}}: arrays and objects nest at most 3 deep (depth 0..2).
+    const json header = parse_json(header_text, /*max_depth=*/2, path + ": the header");
+    if (!header.is_object()) fail(path, ": the header must be a JSON object, got ", header.type_name());
+
     for (const auto& [name, entry] : header.items()) {
         if (name == "__metadata__") {
             if (!entry.is_object()) fail(path, ": __metadata__ must be an object of strings");
             for (const auto& [key, value] : entry.items()) {
                 if (!value.is_string())
                     fail(path, ": __metadata__ value '", key, "' must be a string, got ", value.type_name());
-                file.metadata_[key] = value.get<std::string>();
+                metadata_[key] = value.get<std::string>();
             }
             continue;
         }
@@ -123,11 +157,11 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
         uint64_t count = 1;
         for (const json& size : entry["shape"]) {
             if (!size.is_number_unsigned())
-                fail(where, ": shape must hold non-negative integers, got ", entry["shape"].dump());
+                fail(where, ": shape must hold non-negative integers, got ", json_excerpt(entry["shape"]));
             const uint64_t axis = size.get<uint64_t>();
             if (axis > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
                 (axis != 0 && count > std::numeric_limits<uint64_t>::max() / element_size / axis))
-                fail(where, ": shape ", entry["shape"].dump(), " has too many elements");
+                fail(where, ": shape ", json_excerpt(entry["shape"]), " has too many elements");
             count *= axis;
             stored.shape.push_back(static_cast<int64_t>(axis));
         }
@@ -143,12 +177,12 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
         if (stored.end - stored.begin != count * element_size)
             fail(where, ": ", stored.dtype, " ", shape_string(stored.shape), " needs ", count * element_size,
                  " bytes but data_offsets span ", stored.end - stored.begin);
-        file.tensors_[name] = stored;
+        tensors_[name] = stored;
     }
 
     // Offsets must tile the data section exactly: no overlap, no hole.
     std::vector<std::pair<const std::string*, const StoredTensor*>> by_offset;
-    for (const auto& [name, stored] : file.tensors_) by_offset.push_back({&name, &stored});
+    for (const auto& [name, stored] : tensors_) by_offset.push_back({&name, &stored});
     std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) {
         return a.second->begin != b.second->begin ? a.second->begin < b.second->begin
                                                    : a.second->end < b.second->end;
@@ -171,18 +205,13 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
     // What reading will allocate, checked before allocating it: the data
     // section, and every float tensor again as the float32 Tensor it becomes.
     uint64_t float32_bytes = 0;
-    for (const auto& [name, stored] : file.tensors_)
+    for (const auto& [name, stored] : tensors_)
         if (stored.dtype == "F32" || stored.dtype == "F16" || stored.dtype == "BF16")
             float32_bytes += (stored.end - stored.begin) / dtype_size(stored.dtype) * 4;
-    const uint64_t available = available_memory_bytes();
     if (float32_bytes > available || data_size > available - float32_bytes)
         fail(path, ": reading it needs ", data_size + float32_bytes, " bytes of memory (", data_size,
              " bytes of data + ", float32_bytes, " bytes of float32 tensors) but ", available,
              " bytes of memory are available; refused before allocating");
-
-    file.data_.resize(data_size);
-    read_exactly(in, file.data_.data(), data_size, path);
-    return file;
 }
 
 const StoredTensor& SafetensorsFile::info(const std::string& name) const {

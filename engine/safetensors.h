@@ -20,8 +20,13 @@
 // the float32 Tensor that read_float (and so every model loader) makes of it,
 // which for F16 / BF16 includes the widening — and refuses, naming both
 // numbers, when that is more than available_memory_bytes(). So reading a
-// file never allocates more than its size plus the model's declared weights
-// (and the parsed JSON header, which kMaxHeaderBytes bounds).
+// file never allocates more than its size plus the model's declared weights,
+// plus the parsed JSON header: that takes at most kParsedHeaderBytesPerByte
+// bytes per header byte (nlohmann-json values take 16 bytes and more each;
+// the worst header measured, {"a":[{"":""},...]}, took 29 bytes per byte),
+// and that much must be available before the header is parsed. Arrays and
+// objects in the header nest at most 3 deep, as the format needs
+// (engine/json.h).
 //
 // Writing goes to a temporary file in the same folder that is renamed into
 // place, so an interrupted or failed write leaves no half-written file.
@@ -32,12 +37,14 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace tinyformer {
 
-constexpr uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;  // 100 MB
+constexpr uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;  // 100 MB, as in the reference safetensors library
+constexpr uint64_t kParsedHeaderBytesPerByte = 40;          // memory for the parsed header, per byte of its text
 
 // A stored tensor's description, as the header gives it.
 struct StoredTensor {
@@ -55,6 +62,9 @@ struct IntTensor {
 class SafetensorsFile {
 public:
     static SafetensorsFile read(const std::string& path);
+    // The same checks on a file's bytes already in memory; `name` stands for
+    // the path in messages. (The fuzz harnesses feed the parser this way.)
+    static SafetensorsFile from_bytes(const std::string& name, std::span<const uint8_t> bytes);
 
     const std::string& path() const { return path_; }
     const std::map<std::string, std::string>& metadata() const { return metadata_; }
@@ -70,6 +80,7 @@ public:
     BoolTensor read_bool(const std::string& name) const;
 
 private:
+    void parse_header(const std::string& header_text, uint64_t data_size);
     const uint8_t* bytes_of(const std::string& name) const;
 
     std::string path_;

@@ -1,6 +1,6 @@
 #include "models/checkpoint.h"
 
-#include <nlohmann/json.hpp>
+#include "engine/json.h"
 
 #include <cmath>
 
@@ -20,11 +20,11 @@ Checkpoint Checkpoint::open(const std::string& path) {
     }
     auto vocab = metadata.find("vocab");
     if (vocab != metadata.end()) {
-        const nlohmann::json tokens = nlohmann::json::parse(vocab->second, nullptr, false);
-        if (tokens.is_discarded() || !tokens.is_array())
+        const nlohmann::json tokens = parse_json(vocab->second, /*max_depth=*/1, path + ": __metadata__ \"vocab\"");
+        if (!tokens.is_array())
             fail(path, ": __metadata__ \"vocab\" must be a JSON array of strings");
         for (const auto& token : tokens) {
-            if (!token.is_string()) fail(path, ": __metadata__ \"vocab\" holds a non-string: ", token.dump());
+            if (!token.is_string()) fail(path, ": __metadata__ \"vocab\" holds a non-string: ", json_excerpt(token));
             checkpoint.vocab_.push_back(token.get<std::string>());
         }
     }

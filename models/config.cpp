@@ -1,6 +1,6 @@
 #include "models/config.h"
 
-#include <nlohmann/json.hpp>
+#include "engine/json.h"
 
 #include <limits>
 #include <map>
@@ -27,16 +27,16 @@ public:
     }
     std::string text(const std::string& key) {
         const json& value = get(key);
-        if (!value.is_string()) fail("config: '", key, "' must be a string, got ", value.dump());
+        if (!value.is_string()) fail("config: '", key, "' must be a string, got ", json_excerpt(value));
         return value.get<std::string>();
     }
     int64_t integer(const std::string& key) {
         const json& value = get(key);
-        if (!value.is_number_integer()) fail("config: '", key, "' must be an integer, got ", value.dump());
+        if (!value.is_number_integer()) fail("config: '", key, "' must be an integer, got ", json_excerpt(value));
         // nlohmann would wrap an unsigned value above INT64_MAX to a negative one
         constexpr uint64_t kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
         if (value.is_number_unsigned() && value.get<uint64_t>() > kInt64Max)
-            fail("config: '", key, "' must fit in int64, got ", value.dump());
+            fail("config: '", key, "' must fit in int64, got ", json_excerpt(value));
         return value.get<int64_t>();
     }
     // Sizes: at least 1 and at most kMaxSize, so that no config alone can
@@ -49,12 +49,12 @@ public:
     static constexpr int64_t kMaxSize = int64_t{1} << 24;
     bool boolean(const std::string& key) {
         const json& value = get(key);
-        if (!value.is_boolean()) fail("config: '", key, "' must be true or false, got ", value.dump());
+        if (!value.is_boolean()) fail("config: '", key, "' must be true or false, got ", json_excerpt(value));
         return value.get<bool>();
     }
     double number(const std::string& key) {
         const json& value = get(key);
-        if (!value.is_number()) fail("config: '", key, "' must be a number, got ", value.dump());
+        if (!value.is_number()) fail("config: '", key, "' must be a number, got ", json_excerpt(value));
         return value.get<double>();
     }
     template <typename Enum>
@@ -99,8 +99,8 @@ const char* attention_kind_name(SelfAttentionKind kind) {
 }
 
 ModelConfig parse_config(const std::string& json_text) {
-    const json object = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-    if (object.is_discarded()) fail("config: not valid JSON");
+    // The config is one flat object; values nest no further.
+    const json object = parse_json(json_text, /*max_depth=*/1, "config");
     if (!object.is_object()) fail("config: must be a JSON object, got ", object.type_name());
     ConfigReader read(object);
     ModelConfig config;

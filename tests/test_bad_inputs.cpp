@@ -221,7 +221,7 @@ const std::vector<BadInput> kCatalogue = {
     {"config not JSON", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "config-text.safetensors", kModel,
                                         [](Contents& c) { c.metadata["config"] = "d_model=16"; })); },
-     1, {"config-text.safetensors", "config: not valid JSON"}},
+     1, {"config-text.safetensors", "config is not valid JSON"}},
     {"config JSON but not an object", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "config-array.safetensors", kModel,
                                         [](Contents& c) { c.metadata["config"] = "[16, 2]"; })); },

@@ -180,7 +180,7 @@ TEST_CASE("Checkpoint metadata rules: config required and valid, vocab an array 
     SUBCASE("a \"config\" that is not JSON") {
         contents.metadata["config"] = "{\"format\": \"tinyformer/1\"";
         const std::string path = write(dir, "config_not_json.safetensors", contents);
-        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "config: not valid JSON");
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "config is not valid JSON");
     }
     SUBCASE("a config rule broken inside the file: the message names the file and the key") {
         nlohmann::json config = contents.config();
@@ -197,7 +197,7 @@ TEST_CASE("Checkpoint metadata rules: config required and valid, vocab an array 
     SUBCASE("a \"vocab\" that is not JSON") {
         contents.metadata["vocab"] = "a b c";
         const std::string path = write(dir, "vocab_text.safetensors", contents);
-        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "\"vocab\" must be a JSON array of strings");
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "__metadata__ \"vocab\" is not valid JSON");
     }
     SUBCASE("a \"vocab\" array holding a non-string") {
         contents.metadata["vocab"] = "[\"<pad>\", 3]";

@@ -242,8 +242,14 @@ TEST_CASE("Each config rule refuses a bad value, naming the key, what was expect
         CHECK_ERROR_CONTAINS(parse(with(base, "format", "tinyformer/2")), "'format' is \"tinyformer/2\"",
                              "expected \"tinyformer/1\"");
     }
+    SUBCASE("a value nested inside the flat config object") {
+        CHECK_ERROR_CONTAINS(parse_config("{\"format\": \"tinyformer/1\", \"d_model\": [[16]]}"),
+                             "config nests arrays/objects 3 deep; at most 2");
+        CHECK_ERROR_CONTAINS(parse_config(std::string(200000, '[') + std::string(200000, ']')),
+                             "config nests arrays/objects 3 deep");
+    }
     SUBCASE("text that is not JSON") {
-        CHECK_ERROR_CONTAINS(parse_config("{\"format\": \"tinyformer/1\","), "config: not valid JSON");
+        CHECK_ERROR_CONTAINS(parse_config("{\"format\": \"tinyformer/1\","), "config is not valid JSON");
     }
     SUBCASE("JSON that is not an object") {
         CHECK_ERROR_CONTAINS(parse_config("[\"tinyformer/1\"]"), "config: must be a JSON object, got array");

@@ -242,6 +242,30 @@ TEST_CASE("A file that breaks a layout rule is refused, naming the file, the ten
         const std::string path = write_raw(dir, "array.safetensors", "[1, 2]", "");
         CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "must be a JSON object, got array");
     }
+    SUBCASE("a header nested deeper than the format needs (dump() in a message would recurse per level)") {
+        // One level too deep is refused by depth; a million levels as well, without a stack overflow.
+        const std::string four_deep = "{\"w\": {\"dtype\": \"F32\", \"shape\": [[2]], \"data_offsets\": [0, 8]}}";
+        const std::string path = write_raw(dir, "deep.safetensors", four_deep, "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "the header nests arrays/objects 4 deep",
+                             "at most 3");
+        const std::string million = "{\"w\": {\"dtype\": \"F32\", \"shape\": " + std::string(1000000, '[') +
+                                    std::string(1000000, ']') + ", \"data_offsets\": [0, 0]}}";
+        const std::string deep_path = write_raw(dir, "deeper.safetensors", million, "");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(deep_path), deep_path.c_str(), "nests arrays/objects 4 deep");
+    }
+    SUBCASE("a long bad shape is cut in the message") {
+        std::string shape = "[";
+        for (int i = 0; i < 1000; ++i) shape += "1, ";
+        shape += "-1]";
+        const std::string path = write_raw(dir, "long_shape.safetensors",
+                                           "{\"w\": {\"dtype\": \"F32\", \"shape\": " + shape +
+                                               ", \"data_offsets\": [0, 4]}}",
+                                           "abcd");
+        const std::string message = test_helpers::error_message([&] { SafetensorsFile::read(path); });
+        CHECK(message.find("shape must hold non-negative integers, got [1,1,1,") != std::string::npos);
+        CHECK(message.find("...") != std::string::npos);
+        CHECK(message.size() < 300);
+    }
     SUBCASE("__metadata__ that is not an object") {
         const std::string path = write_raw(dir, "meta_array.safetensors", "{\"__metadata__\": [\"config\"]}", "");
         CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "__metadata__ must be an object of strings");
@@ -347,6 +371,27 @@ TEST_CASE("A file that breaks a layout rule is refused, naming the file, the ten
         CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "tensor 'b'", "data_offsets [8, 24]",
                              "past the data section (18 bytes)");
     }
+}
+
+TEST_CASE("from_bytes reads the bytes of a file exactly as read reads the file, and refuses what read refuses") {
+    TempDirectory dir;
+    const std::string path = dir.file("pair.safetensors");
+    Tensor weights({2, 3});
+    for (int64_t i = 0; i < 6; ++i) weights.data()[i] = static_cast<float>(i) - 2.5f;
+    tinyformer::write_safetensors(path, {tinyformer::f32_tensor("w", weights),
+                                         tinyformer::i64_tensor("ids", IntTensor{{3}, {7, -1, 4}})},
+                                  {{"note", "hello"}});
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const SafetensorsFile file = SafetensorsFile::from_bytes("in-memory", bytes);
+    CHECK(file.path() == "in-memory");
+    CHECK(file.metadata().at("note") == "hello");
+    CHECK(test_helpers::max_abs_difference(file.read_float("w"), weights) == 0);
+    CHECK(file.read_int("ids").values == std::vector<int64_t>{7, -1, 4});
+    // Cut inside the data: the same refusal as a truncated file.
+    const std::vector<uint8_t> cut(bytes.begin(), bytes.end() - 5);
+    CHECK_ERROR_CONTAINS(SafetensorsFile::from_bytes("cut", cut), "cut: tensor", "run past the data section");
+    CHECK_ERROR_CONTAINS(SafetensorsFile::from_bytes("short", std::vector<uint8_t>(5, 0)), "short: file is 5 bytes");
 }
 
 TEST_CASE("A reader asked for the wrong kind of tensor refuses, naming the tensor and both dtypes") {

@@ -1,0 +1,25 @@
+// JSON read from files — a safetensors header, a checkpoint's "config" and
+// "vocab" — is somebody else's text, so it is parsed under limits:
+//   * nesting: nothing tinyformer reads nests deeper than a header's
+//     {"name": {"shape": [..]}}, and nlohmann's dump() (used in error
+//     messages) and comparison recurse once per level, so text like
+//     "[[[[..." a million deep would overflow the stack. parse_json refuses
+//     any array or object deeper than `max_depth` while parsing (the
+//     outermost value is depth 0), before it is built.
+//   * message size: json_excerpt cuts a value's text for error messages.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace tinyformer {
+
+// Parses `text`; throws Error "<what> is not valid JSON" or "<what> nests
+// arrays/objects deeper than ...". Never returns a discarded value.
+nlohmann::json parse_json(const std::string& text, int max_depth, const std::string& what);
+
+// value.dump(), cut to at most `limit` characters ("..." marks the cut).
+std::string json_excerpt(const nlohmann::json& value, size_t limit = 60);
+
+}  // namespace tinyformer
