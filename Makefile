@@ -32,7 +32,7 @@ CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
 TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
 
-.PHONY: all deps test sanitize demo bench parity clean
+.PHONY: all deps deps-fuzz test sanitize fuzz demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -62,6 +62,20 @@ test: deps
 sanitize: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build/sanitize/tinyformer build/sanitize/tinyformer-tests
 	$(SANITIZE_ENV) TINYFORMER_BIN=build/sanitize/tinyformer ./build/sanitize/tinyformer-tests
+
+# Debian's clang and its libFuzzer runtime, for `make fuzz` only.
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev libfuzzer-14-dev
+deps-fuzz: deps
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(FUZZ_PACKAGES)"
+
+# Build the libFuzzer harnesses (tests/fuzz/) with clang, AddressSanitizer and
+# UndefinedBehaviorSanitizer into build/fuzz/, and run each for FUZZ_SECONDS
+# seconds, printing executions and findings (tests/fuzz/run.sh). Not part of
+# `make test`: fuzzing is open-ended; the closing notes record long runs.
+FUZZ_SECONDS ?= 60
+fuzz: deps-fuzz
+	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_BIN)
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 # Build and run the main example: the trained toy models on a few inputs, their
 # attention as PNG heatmaps (the README's pictures in docs/, every head and
@@ -132,6 +146,17 @@ build/sanitize/tinyformer: $(CLI_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%
 
 build/sanitize/tinyformer-tests: $(TEST_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%=build/sanitize/%)
 	$(CXX) $(REQUIRED_FLAGS) $(SANITIZE_FLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+FUZZ_CXX   := clang++-14
+FUZZ_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+              -DTINYFORMER_DATA_DIR='"$(CURDIR)/data"'
+FUZZ_BIN   := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp))
+build/fuzz/fuzz_%: build/fuzz/tests/fuzz/fuzz_%.o $(LIB_OBJ:build/%=build/fuzz/%)
+	$(FUZZ_CXX) $(REQUIRED_FLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(LDLIBS)
+
+build/fuzz/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(FUZZ_CXX) $(REQUIRED_FLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(patsubst -I%,-isystem %,$(PKG_CFLAGS)) -MMD -MP -c -o $@ $<
 
 build/sanitize/%.o: %.cpp
 	@mkdir -p $(dir $@)

@@ -1,0 +1,30 @@
+// libFuzzer harness: the safetensors header and tensor table parser
+// (engine/safetensors.cpp), fed a whole file's bytes. A file is either
+// refused with tinyformer::Error or read; when it is read, every tensor is
+// read back by each reader that accepts its dtype. Anything else — a crash, a
+// sanitizer report, another exception type, a hang — is a finding.
+// Run by `make fuzz` (tests/fuzz/run.sh); seeds in tests/fuzz/corpus/safetensors/.
+#include "engine/safetensors.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace tinyformer;
+    try {
+        const SafetensorsFile file = SafetensorsFile::from_bytes("fuzz.safetensors", std::span(data, size));
+        for (const auto& [name, stored] : file.tensors()) {
+            try {
+                if (stored.dtype == "F32" || stored.dtype == "F16" || stored.dtype == "BF16") file.read_float(name);
+                if (stored.dtype == "I64" || stored.dtype == "I32") file.read_int(name);
+                if (stored.dtype == "BOOL" || stored.dtype == "U8") file.read_bool(name);
+            } catch (const Error&) {
+                // refused by name (a rank outside 1..4, a Boolean that is not 0 or 1): fine
+            }
+        }
+    } catch (const Error&) {
+        // refused: fine
+    }
+    return 0;
+}
