@@ -15,22 +15,25 @@
 
 #include "engine/safetensors.h"
 #include "tests/run_cli.h"
+#include "tests/safetensors_edit.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 
-using tinyformer::BoolTensor;
-using tinyformer::IntTensor;
 using tinyformer::SafetensorsFile;
-using tinyformer::Shape;
 using tinyformer::Tensor;
 using tinyformer::TensorToWrite;
 using test_helpers::CliRun;
+using test_helpers::Contents;
 using test_helpers::TempDirectory;
+using test_helpers::edited;
+using test_helpers::ids;
+using test_helpers::mask;
+using test_helpers::set_float;
+using test_helpers::set_id;
 using json = nlohmann::json;
 
 namespace {
@@ -45,49 +48,6 @@ const std::string kPrefixModel = "data/reference/do_prefix_pre_gelu_sin.model.sa
 const std::string kPrefixInputs = "data/reference/do_prefix_pre_gelu_sin.inputs.safetensors";
 // The trained reverse model: lowercase letters in its vocabulary.
 const std::string kReverse = "data/models/reverse.safetensors";
-
-// A safetensors file's contents, editable: floats as F32, ids as I64, masks as BOOL.
-struct Contents {
-    std::vector<TensorToWrite> tensors;
-    std::map<std::string, std::string> metadata;
-
-    TensorToWrite& tensor(const std::string& name) {
-        for (TensorToWrite& t : tensors)
-            if (t.name == name) return t;
-        throw std::runtime_error("test setup: no tensor " + name);
-    }
-    void remove(const std::string& name) {
-        std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name == name; });
-    }
-    void replace(TensorToWrite replacement) {
-        remove(replacement.name);
-        tensors.push_back(std::move(replacement));
-    }
-};
-
-Contents read_contents(const std::string& path) {
-    const SafetensorsFile file = SafetensorsFile::read(path);
-    Contents contents{{}, file.metadata()};
-    for (const auto& [name, stored] : file.tensors()) {
-        if (stored.dtype == "I64" || stored.dtype == "I32")
-            contents.tensors.push_back(tinyformer::i64_tensor(name, file.read_int(name)));
-        else if (stored.dtype == "BOOL" || stored.dtype == "U8")
-            contents.tensors.push_back(tinyformer::bool_tensor(name, file.read_bool(name)));
-        else
-            contents.tensors.push_back(tinyformer::f32_tensor(name, file.read_float(name)));
-    }
-    return contents;
-}
-
-// A copy of `source` in dir/name, changed by `edit` first.
-std::string edited(const TempDirectory& dir, const std::string& name, const std::string& source,
-                   const std::function<void(Contents&)>& edit) {
-    Contents contents = read_contents(source);
-    edit(contents);
-    const std::string path = dir.file(name);
-    tinyformer::write_safetensors(path, contents.tensors, contents.metadata);
-    return path;
-}
 
 // A copy of the model whose config has `key` set to `value` (removed if null).
 std::string config_with(const TempDirectory& dir, const std::string& name, const std::string& source,
@@ -122,18 +82,6 @@ std::string header_edited(const TempDirectory& dir, const std::string& name, con
     edit(header);
     const std::string text = header.dump();
     return raw_file(dir, name, text.size(), text, bytes.substr(8 + length));
-}
-
-void set_float(TensorToWrite& t, size_t index, float value) { std::memcpy(t.bytes.data() + 4 * index, &value, 4); }
-
-void set_id(TensorToWrite& t, size_t index, int64_t value) { std::memcpy(t.bytes.data() + 8 * index, &value, 8); }
-
-TensorToWrite ids(const std::string& name, Shape shape, std::vector<int64_t> values) {
-    return tinyformer::i64_tensor(name, IntTensor{std::move(shape), std::move(values)});
-}
-
-TensorToWrite mask(const std::string& name, Shape shape, std::vector<uint8_t> values) {
-    return tinyformer::bool_tensor(name, BoolTensor{std::move(shape), std::move(values)});
 }
 
 // `forward MODEL --inputs INPUTS --output dir/out.safetensors`; with `existing`,
