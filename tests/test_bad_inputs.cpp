@@ -15,27 +15,30 @@
 
 #include "engine/safetensors.h"
 #include "tests/run_cli.h"
+#include "tests/safetensors_edit.h"
 
 #include <nlohmann/json.hpp>
 
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 
-using tinyformer::BoolTensor;
-using tinyformer::IntTensor;
 using tinyformer::SafetensorsFile;
-using tinyformer::Shape;
 using tinyformer::Tensor;
 using tinyformer::TensorToWrite;
 using test_helpers::CliRun;
+using test_helpers::Contents;
 using test_helpers::TempDirectory;
+using test_helpers::edited;
+using test_helpers::ids;
+using test_helpers::mask;
+using test_helpers::set_float;
+using test_helpers::set_id;
 using json = nlohmann::json;
 
 namespace {
 
-// ed_post_relu_sin: encoder_decoder, d_model 16, nhead 2, 2+2 layers, src
+// ed_post_relu_sin: encoder_decoder, d_model 16, nhead 4, 2+2 layers, src
 // vocab 13, tgt vocab 11, max_len 16, sinusoidal; inputs src_ids [2,7], tgt_ids [2,5].
 const std::string kModel = "data/reference/ed_post_relu_sin.model.safetensors";
 const std::string kInputs = "data/reference/ed_post_relu_sin.inputs.safetensors";
@@ -45,49 +48,6 @@ const std::string kPrefixModel = "data/reference/do_prefix_pre_gelu_sin.model.sa
 const std::string kPrefixInputs = "data/reference/do_prefix_pre_gelu_sin.inputs.safetensors";
 // The trained reverse model: lowercase letters in its vocabulary.
 const std::string kReverse = "data/models/reverse.safetensors";
-
-// A safetensors file's contents, editable: floats as F32, ids as I64, masks as BOOL.
-struct Contents {
-    std::vector<TensorToWrite> tensors;
-    std::map<std::string, std::string> metadata;
-
-    TensorToWrite& tensor(const std::string& name) {
-        for (TensorToWrite& t : tensors)
-            if (t.name == name) return t;
-        throw std::runtime_error("test setup: no tensor " + name);
-    }
-    void remove(const std::string& name) {
-        std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name == name; });
-    }
-    void replace(TensorToWrite replacement) {
-        remove(replacement.name);
-        tensors.push_back(std::move(replacement));
-    }
-};
-
-Contents read_contents(const std::string& path) {
-    const SafetensorsFile file = SafetensorsFile::read(path);
-    Contents contents{{}, file.metadata()};
-    for (const auto& [name, stored] : file.tensors()) {
-        if (stored.dtype == "I64" || stored.dtype == "I32")
-            contents.tensors.push_back(tinyformer::i64_tensor(name, file.read_int(name)));
-        else if (stored.dtype == "BOOL" || stored.dtype == "U8")
-            contents.tensors.push_back(tinyformer::bool_tensor(name, file.read_bool(name)));
-        else
-            contents.tensors.push_back(tinyformer::f32_tensor(name, file.read_float(name)));
-    }
-    return contents;
-}
-
-// A copy of `source` in dir/name, changed by `edit` first.
-std::string edited(const TempDirectory& dir, const std::string& name, const std::string& source,
-                   const std::function<void(Contents&)>& edit) {
-    Contents contents = read_contents(source);
-    edit(contents);
-    const std::string path = dir.file(name);
-    tinyformer::write_safetensors(path, contents.tensors, contents.metadata);
-    return path;
-}
 
 // A copy of the model whose config has `key` set to `value` (removed if null).
 std::string config_with(const TempDirectory& dir, const std::string& name, const std::string& source,
@@ -122,18 +82,6 @@ std::string header_edited(const TempDirectory& dir, const std::string& name, con
     edit(header);
     const std::string text = header.dump();
     return raw_file(dir, name, text.size(), text, bytes.substr(8 + length));
-}
-
-void set_float(TensorToWrite& t, size_t index, float value) { std::memcpy(t.bytes.data() + 4 * index, &value, 4); }
-
-void set_id(TensorToWrite& t, size_t index, int64_t value) { std::memcpy(t.bytes.data() + 8 * index, &value, 8); }
-
-TensorToWrite ids(const std::string& name, Shape shape, std::vector<int64_t> values) {
-    return tinyformer::i64_tensor(name, IntTensor{std::move(shape), std::move(values)});
-}
-
-TensorToWrite mask(const std::string& name, Shape shape, std::vector<uint8_t> values) {
-    return tinyformer::bool_tensor(name, BoolTensor{std::move(shape), std::move(values)});
 }
 
 // `forward MODEL --inputs INPUTS --output dir/out.safetensors`; with `existing`,
@@ -187,6 +135,18 @@ const std::vector<BadInput> kCatalogue = {
     {"header length just above kMaxHeaderBytes", [](const TempDirectory& d) {
          return forward_model(d, raw_file(d, "big-header.safetensors", tinyformer::kMaxHeaderBytes + 1, "{}")); },
      1, {"big-header.safetensors", "header length 100000001 bytes is above the limit of 100000000 bytes"}},
+    {"header length 2^64 - 1 (8 + length wraps around to 7)", [](const TempDirectory& d) {
+         return forward_model(d, raw_file(d, "max-header.safetensors", std::numeric_limits<uint64_t>::max(), "{}")); },
+     1, {"max-header.safetensors", "header length 18446744073709551615 bytes is above the limit of 100000000 bytes"}},
+    {"header length 2^63", [](const TempDirectory& d) {
+         return forward_model(d, raw_file(d, "half-header.safetensors", uint64_t{1} << 63, "{}")); },
+     1, {"half-header.safetensors", "header length 9223372036854775808 bytes is above the limit of 100000000 bytes"}},
+    {"file truncated inside the header", [](const TempDirectory& d) {
+         const std::string path = d.file("cut-header.safetensors");
+         std::filesystem::copy_file(kModel, path);
+         std::filesystem::resize_file(path, 108);
+         return forward_model(d, path); },
+     1, {"cut-header.safetensors", "bytes runs past the end of the file (108 bytes)"}},
     {"header not JSON", [](const TempDirectory& d) {
          return forward_model(d, raw_file(d, "not-json.safetensors", 9, "{\"a\": [1,")); },
      1, {"not-json.safetensors", "the header is not valid JSON"}},
@@ -215,6 +175,26 @@ const std::vector<BadInput> kCatalogue = {
          return forward_model(d, header_edited(d, "config-object.safetensors", kModel, [](json& h) {
              h["__metadata__"]["config"] = json::parse(h["__metadata__"]["config"].get<std::string>()); })); },
      1, {"config-object.safetensors", "__metadata__ value 'config' must be a string, got object"}},
+    {"__metadata__ null", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "metadata-null.safetensors", kModel,
+                                               [](json& h) { h["__metadata__"] = nullptr; })); },
+     1, {"metadata-null.safetensors", "__metadata__ must be an object of strings"}},
+    {"__metadata__ value a number", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "metadata-number.safetensors", kModel,
+                                               [](json& h) { h["__metadata__"]["author"] = 42; })); },
+     1, {"metadata-number.safetensors", "__metadata__ value 'author' must be a string, got number"}},
+    {"__metadata__ vocab as a JSON array, not a string", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "metadata-array-value.safetensors", kModel,
+                                               [](json& h) { h["__metadata__"]["vocab"] = json::array({"a", "b"}); })); },
+     1, {"metadata-array-value.safetensors", "__metadata__ value 'vocab' must be a string, got array"}},
+    {"__metadata__ config null", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "config-null.safetensors", kModel,
+                                               [](json& h) { h["__metadata__"]["config"] = nullptr; })); },
+     1, {"config-null.safetensors", "__metadata__ value 'config' must be a string, got null"}},
+    {"vocab not a JSON array of strings", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "vocab-number.safetensors", kModel,
+                                        [](Contents& c) { c.metadata["vocab"] = "[\"<pad>\", 3]"; })); },
+     1, {"vocab-number.safetensors", "__metadata__ \"vocab\" holds a non-string: 3"}},
     {"config missing", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "no-config.safetensors", kModel, [](Contents& c) { c.metadata.erase("config"); })); },
      1, {"no-config.safetensors", "__metadata__ has no \"config\""}},
@@ -277,6 +257,58 @@ const std::vector<BadInput> kCatalogue = {
     {"special id outside the vocabulary", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "eos.safetensors", kModel, "eos_id", 99)); },
      1, {"eos.safetensors", "config: 'eos_id' = 99 is outside the vocabulary 0..12"}},
+    {"zero nhead (no division by zero)", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "nhead-0.safetensors", kModel, "nhead", 0)); },
+     1, {"nhead-0.safetensors", "config: 'nhead' must be in 1..16777216, got 0"}},
+    {"negative nhead", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "nhead-negative.safetensors", kModel, "nhead", -4)); },
+     1, {"nhead-negative.safetensors", "config: 'nhead' must be in 1..16777216, got -4"}},
+    {"negative d_model", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "d-model-negative.safetensors", kModel, "d_model", -16)); },
+     1, {"d-model-negative.safetensors", "config: 'd_model' must be in 1..16777216, got -16"}},
+    {"zero dim_feedforward", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "ffn-0.safetensors", kModel, "dim_feedforward", 0)); },
+     1, {"ffn-0.safetensors", "config: 'dim_feedforward' must be in 1..16777216, got 0"}},
+    {"negative encoder layers", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "enc-layers-negative.safetensors", kModel, "num_encoder_layers", -2)); },
+     1, {"enc-layers-negative.safetensors", "config: 'num_encoder_layers' must be in 1..16777216, got -2"}},
+    {"zero target vocabulary", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "tgt-vocab-0.safetensors", kModel, "tgt_vocab_size", 0)); },
+     1, {"tgt-vocab-0.safetensors", "config: 'tgt_vocab_size' must be in 1..16777216, got 0"}},
+    {"negative max_len", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "max-len-negative.safetensors", kModel, "max_len", -1)); },
+     1, {"max-len-negative.safetensors", "config: 'max_len' must be in 1..16777216, got -1"}},
+    {"decoder_only: zero vocab_size", [](const TempDirectory& d) {
+         return forward(d, config_with(d, "vocab-0.safetensors", kPrefixModel, "vocab_size", 0), kPrefixInputs); },
+     1, {"vocab-0.safetensors", "config: 'vocab_size' must be in 1..16777216, got 0"}},
+    {"decoder_only: negative num_layers", [](const TempDirectory& d) {
+         return forward(d, config_with(d, "num-layers-negative.safetensors", kPrefixModel, "num_layers", -1), kPrefixInputs); },
+     1, {"num-layers-negative.safetensors", "config: 'num_layers' must be in 1..16777216, got -1"}},
+    {"size above the limit of 2^24", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "ffn-huge.safetensors", kModel, "dim_feedforward", (1 << 24) + 1)); },
+     1, {"ffn-huge.safetensors", "config: 'dim_feedforward' must be in 1..16777216, got 16777217"}},
+    {"size above INT64_MAX", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "d-model-u64.safetensors", kModel, "d_model",
+                                             std::numeric_limits<uint64_t>::max())); },
+     1, {"d-model-u64.safetensors", "config: 'd_model' must fit in int64, got 18446744073709551615"}},
+    {"size not an integer", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "nhead-float.safetensors", kModel, "nhead", 2.5)); },
+     1, {"nhead-float.safetensors", "config: 'nhead' must be an integer, got 2.5"}},
+    {"sinusoidal table max_len x d_model above 2^27", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "table.safetensors", kModel, "max_len", 1 << 24)); },
+     1, {"table.safetensors", "'max_len' x 'd_model' = 16777216 x 16 is above the limit of 2^27 numbers"}},
+    {"arch not a string", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "arch-number.safetensors", kModel, "arch", 3)); },
+     1, {"arch-number.safetensors", "config: 'arch' must be a string, got 3"}},
+    {"norm_first not a Boolean", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "norm-first.safetensors", kModel, "norm_first", "yes")); },
+     1, {"norm-first.safetensors", "config: 'norm_first' must be true or false, got \"yes\""}},
+    {"final_norm false for an encoder_decoder model", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "final-norm.safetensors", kModel, "final_norm", false)); },
+     1, {"final-norm.safetensors", "config: 'final_norm' must be true for encoder_decoder"}},
+    {"special id negative", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "pad-negative.safetensors", kModel, "pad_id", -1)); },
+     1, {"pad-negative.safetensors", "config: 'pad_id' = -1 is outside the vocabulary 0..12"}},
 
     // ---- checkpoint: tensors ----
     {"missing tensor", [](const TempDirectory& d) {
@@ -335,6 +367,35 @@ const std::vector<BadInput> kCatalogue = {
          std::filesystem::resize_file(path, std::filesystem::file_size(path) - 1000);
          return forward_model(d, path); },
      1, {"truncated.safetensors", "run past the data section", "is the file truncated?"}},
+    {"wrong shape: a transposed matrix", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "transposed.safetensors", kModel, [](Contents& c) {
+             c.replace(tinyformer::f32_tensor("generator.weight", Tensor({16, 11}))); })); },
+     1, {"transposed.safetensors", "tensor 'generator.weight' has shape [16,11]; expected [11,16]"}},
+    {"offsets whose span disagrees with the shape", [](const TempDirectory& d) {
+         return forward_model(d, header_edited(d, "span.safetensors", kModel, [](json& h) {
+             h["generator.bias"]["data_offsets"] = json::array({0, 40}); })); },
+     1, {"span.safetensors", "tensor 'generator.bias'", "F32 [11] needs 44 bytes but data_offsets span 40"}},
+    {"data section longer than its tensors", [](const TempDirectory& d) {
+         const std::string header = R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})";
+         return forward_model(d, raw_file(d, "trailing.safetensors", header.size(), header, "\x01\x02\x03\x04")); },
+     1, {"trailing.safetensors", "the data section has 4 bytes but the tensors cover 2"}},
+    {"NaN in an F16 weight", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "f16-not-finite.safetensors", kModel, [](Contents& c) {
+             TensorToWrite half{"generator.bias", "F16", {11}, std::vector<uint8_t>(22, 0)};
+             half.bytes[6] = 0x00, half.bytes[7] = 0x7E;  // element 3: F16 quiet NaN 0x7E00
+             c.replace(half); })); },
+     1, {"f16-not-finite.safetensors", "tensor 'generator.bias' holds a non-finite value (NaN) at flat index 3"}},
+    {"inf in a BF16 weight", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "bf16-inf.safetensors", kModel, [](Contents& c) {
+             TensorToWrite half{"generator.bias", "BF16", {11}, std::vector<uint8_t>(22, 0)};
+             half.bytes[20] = 0x80, half.bytes[21] = 0x7F;  // element 10: BF16 +inf 0x7F80
+             c.replace(half); })); },
+     1, {"bf16-inf.safetensors", "tensor 'generator.bias' holds a non-finite value (inf) at flat index 10"}},
+    {"NaN in a weight, with an earlier output file that must stay", [](const TempDirectory& d) {
+         return forward(d, edited(d, "weight-bad-existing.safetensors", kModel,
+                                  [](Contents& c) { set_float(c.tensor("generator.weight"), 0, kNaN); }),
+                        kInputs, /*existing=*/true); },
+     1, {"weight-bad-existing.safetensors", "tensor 'generator.weight' holds a non-finite value (NaN) at flat index 0"}},
     {"checkpoint given where the inputs go, and inputs where the model goes", [](const TempDirectory& d) {
          return forward(d, kInputs, kModel); },
      1, {"ed_post_relu_sin.inputs.safetensors", "__metadata__ has no \"config\""}},
@@ -409,6 +470,67 @@ const std::vector<BadInput> kCatalogue = {
          return forward_inputs(d, "unknown-input.safetensors", kModel, kInputs, [](Contents& c) {
              c.tensors.push_back(mask("memory_mask", {2, 7}, std::vector<uint8_t>(14, 0))); }); },
      1, {"unknown-input.safetensors", "unknown input 'memory_mask'", "src_ids, src_key_padding_mask"}},
+    {"token id INT64_MAX", [](const TempDirectory& d) {
+         return forward_inputs(d, "id-max.safetensors", kModel, kInputs, [](Contents& c) {
+             set_id(c.tensor("src_ids"), 13, std::numeric_limits<int64_t>::max()); }); },
+     1, {"id-max.safetensors", "input 'src_ids' holds token id 9223372036854775807 at [1,6], outside the vocabulary 0..12"}},
+    {"decoder_only: token id equal to the vocabulary size", [](const TempDirectory& d) {
+         return forward_inputs(d, "do-id.safetensors", kPrefixModel, kPrefixInputs,
+                               [](Contents& c) { set_id(c.tensor("ids"), 8, 14); }); },
+     1, {"do-id.safetensors", "input 'ids' holds token id 14 at [1,2], outside the vocabulary 0..13"}},
+    {"ids of rank 3", [](const TempDirectory& d) {
+         return forward_inputs(d, "rank3.safetensors", kPrefixModel, kPrefixInputs, [](Contents& c) {
+             c.replace(ids("ids", {3, 6, 1}, std::vector<int64_t>(18, 4))); }); },
+     1, {"rank3.safetensors", "input 'ids' must be [B,T], got [3,6,1]"}},
+    {"batch sizes that disagree between ids and key_padding_mask (decoder_only)", [](const TempDirectory& d) {
+         return forward_inputs(d, "do-mask-batch.safetensors", kPrefixModel, kPrefixInputs, [](Contents& c) {
+             c.tensors.push_back(mask("key_padding_mask", {2, 6}, std::vector<uint8_t>(12, 0))); }); },
+     1, {"do-mask-batch.safetensors", "input 'key_padding_mask' is [2,6] but its ids are [3,6]"}},
+    {"batch sizes that disagree between tgt_ids and tgt_key_padding_mask", [](const TempDirectory& d) {
+         return forward_inputs(d, "tgt-mask-batch.safetensors", kModel, kInputs, [](Contents& c) {
+             c.tensors.push_back(mask("tgt_key_padding_mask", {1, 5}, std::vector<uint8_t>(5, 0))); }); },
+     1, {"tgt-mask-batch.safetensors", "input 'tgt_key_padding_mask' is [1,5] but its ids are [2,5]"}},
+    {"mask length that disagrees with its ids", [](const TempDirectory& d) {
+         return forward_inputs(d, "mask-length.safetensors", kModel, kInputs, [](Contents& c) {
+             c.tensors.push_back(mask("src_key_padding_mask", {2, 6}, std::vector<uint8_t>(12, 0))); }); },
+     1, {"mask-length.safetensors", "input 'src_key_padding_mask' is [2,6] but its ids are [2,7]"}},
+    {"decoder_only: sequence longer than max_len", [](const TempDirectory& d) {
+         return forward_inputs(d, "do-too-long.safetensors", kPrefixModel, kPrefixInputs, [](Contents& c) {
+             c.replace(ids("ids", {3, 9}, std::vector<int64_t>(27, 4))); }); },
+     1, {"do-too-long.safetensors", "input 'ids' [3,9] has length 9 but the model's max_len is 8"}},
+    {"zero batch", [](const TempDirectory& d) {
+         return forward_inputs(d, "zero-batch.safetensors", kModel, kInputs, [](Contents& c) {
+             c.replace(ids("src_ids", {0, 7}, {})); }); },
+     1, {"zero-batch.safetensors", "input 'src_ids' is empty [0,7]; need B >= 1 and T >= 1"}},
+    {"prefix_len INT64_MIN", [](const TempDirectory& d) {
+         return forward_inputs(d, "prefix-min.safetensors", kPrefixModel, kPrefixInputs, [](Contents& c) {
+             set_id(c.tensor("prefix_len"), 0, std::numeric_limits<int64_t>::min()); }); },
+     1, {"prefix-min.safetensors", "input 'prefix_len' holds -9223372036854775808 at [0], outside 0..T = 0..6"}},
+    {"prefix_len of the wrong shape", [](const TempDirectory& d) {
+         return forward_inputs(d, "prefix-shape.safetensors", kPrefixModel, kPrefixInputs, [](Contents& c) {
+             c.replace(ids("prefix_len", {2}, {1, 2})); }); },
+     1, {"prefix-shape.safetensors", "input 'prefix_len' must be [3], got [2]"}},
+    {"prefix_len of a float dtype", [](const TempDirectory& d) {
+         return forward_inputs(d, "prefix-float.safetensors", kPrefixModel, kPrefixInputs, [](Contents& c) {
+             c.replace(tinyformer::f32_tensor("prefix_len", Tensor({3}))); }); },
+     1, {"prefix-float.safetensors", "tensor 'prefix_len' has dtype F32; expected I64 or I32"}},
+    {"source row all padding, its target row padded except the last position", [](const TempDirectory& d) {
+         return forward_inputs(d, "all-padding-partial.safetensors", kModel, kInputs, [](Contents& c) {
+             std::vector<uint8_t> source(14, 0), target(10, 0);
+             std::fill(source.begin(), source.begin() + 7, 1);  // batch 0: every source position is padding
+             std::fill(target.begin(), target.begin() + 4, 1);  // batch 0: target 0..3 padding, 4 real
+             c.tensors.push_back(mask("src_key_padding_mask", {2, 7}, source));
+             c.tensors.push_back(mask("tgt_key_padding_mask", {2, 5}, target)); }); },
+     1, {"all-padding-partial.safetensors", "'src_key_padding_mask' marks every source position of batch 0 as padding",
+         "cross-attention query 4 of batch 0 may attend no key"}},
+    {"mask of dtype I64", [](const TempDirectory& d) {
+         return forward_inputs(d, "mask-i64.safetensors", kModel, kInputs, [](Contents& c) {
+             c.tensors.push_back(ids("src_key_padding_mask", {2, 7}, std::vector<int64_t>(14, 0))); }); },
+     1, {"mask-i64.safetensors", "tensor 'src_key_padding_mask' has dtype I64; expected BOOL or U8"}},
+    {"prefix_len given to an encoder_decoder model", [](const TempDirectory& d) {
+         return forward_inputs(d, "ed-prefix.safetensors", kModel, kInputs, [](Contents& c) {
+             c.tensors.push_back(ids("prefix_len", {2}, {1, 1})); }); },
+     1, {"ed-prefix.safetensors", "unknown input 'prefix_len'"}},
 
     // ---- the command line ----
     {"unknown subcommand", [](const TempDirectory&) { return std::vector<std::string>{"frobnicate"}; },
@@ -463,6 +585,69 @@ const std::vector<BadInput> kCatalogue = {
      2, {"attention: --head 4 but the model has 4"}},
     {"mask of an unknown kind", [](const TempDirectory&) { return std::vector<std::string>{"mask", "diagonal"}; },
      2, {"mask: unknown KIND 'diagonal'"}},
+    {"unknown option before any command", [](const TempDirectory&) { return std::vector<std::string>{"--frobnicate"}; },
+     2, {"unknown command '--frobnicate'"}},
+    {"unknown flag of run", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--beams", "2", "abc"}; },
+     2, {"run: unknown option '--beams'"}},
+    {"unknown flag, with an earlier output file that must stay", [](const TempDirectory& d) {
+         std::vector<std::string> args = forward(d, kModel, kInputs, /*existing=*/true);
+         args.push_back("--fast");
+         return args; },
+     2, {"forward: unknown option '--fast'"}},
+    {"missing value of --beam", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "abc", "--beam"}; },
+     2, {"run: --beam needs a value"}},
+    {"missing value of --inputs", [](const TempDirectory&) {
+         return std::vector<std::string>{"forward", kModel, "--inputs"}; },
+     2, {"forward: --inputs needs a value"}},
+    {"missing model file for info", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", d.file("absent.safetensors")}; },
+     1, {"absent.safetensors: no such file"}},
+    {"missing model file, with an earlier output file that must stay", [](const TempDirectory& d) {
+         return forward(d, d.file("absent.safetensors"), kInputs, /*existing=*/true); },
+     1, {"absent.safetensors: no such file"}},
+    {"a directory where the inputs file is expected", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("inputs-dir"));
+         return forward(d, kModel, d.file("inputs-dir"), /*existing=*/true); },
+     1, {"inputs-dir: is a directory, expected a .safetensors file"}},
+    {"a character device where the model file is expected", [](const TempDirectory&) {
+         return std::vector<std::string>{"info", "/dev/null"}; },
+     1, {"/dev/null: not a regular file"}},
+    {"output path below a regular file (unwritable)", [](const TempDirectory& d) {
+         std::ofstream(d.file("plain-file")) << "not a folder";
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("plain-file/out.safetensors")}; },
+     1, {"plain-file/out.safetensors: cannot write: Not a directory"}},
+    {"output file name too long (unwritable)", [](const TempDirectory& d) {
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output",
+                                         d.file(std::string(300, 'o') + ".safetensors")}; },
+     1, {"ooooo.safetensors: cannot write: File name too long"}},
+    {"attention --out below a regular file (unwritable)", [](const TempDirectory& d) {
+         std::ofstream(d.file("plain-file")) << "not a folder";
+         return std::vector<std::string>{"attention", kReverse, "abc", "--out", d.file("plain-file/maps")}; },
+     1, {"plain-file/maps: cannot create the output folder: Not a directory"}},
+    {"probe --png below a regular file (unwritable)", [](const TempDirectory& d) {
+         std::ofstream(d.file("plain-file")) << "not a folder";
+         return std::vector<std::string>{"probe", "data/models/sort.safetensors", "31415926", "--png", d.file("plain-file/p.png")}; },
+     1, {"write_png: cannot write", "plain-file/p.png: Not a directory"}},
+    {"attention on text outside the vocabulary, with an earlier output folder that must stay", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("maps"));
+         std::ofstream(d.file("maps/index.md")) << "an earlier picture index, to be kept";
+         return std::vector<std::string>{"attention", kReverse, "Hello", "--out", d.file("maps")}; },
+     1, {"character 'H' at position 0 of \"Hello\" is not in the model's vocabulary"}},
+    {"mask --len 0, with an earlier PNG that must stay", [](const TempDirectory& d) {
+         std::ofstream(d.file("mask.png"), std::ios::binary) << "an earlier picture, to be kept";
+         return std::vector<std::string>{"mask", "causal", "--len", "0", "--png", d.file("mask.png")}; },
+     2, {"mask: --len must be in 1..1024, got 0"}},
+    {"run --beam 65", [](const TempDirectory&) { return std::vector<std::string>{"run", kReverse, "--beam", "65", "abc"}; },
+     2, {"run: --beam must be in 1..64, got 65"}},
+    {"run --beam -1", [](const TempDirectory&) { return std::vector<std::string>{"run", kReverse, "--beam", "-1", "abc"}; },
+     2, {"run: --beam must be in 1..64, got -1"}},
+    {"run on text with a non-ASCII character", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "h\xC3\xA9llo"}; },
+     1, {"character '\xC3\xA9' (bytes C3 A9) at position 1 of \"h\xC3\xA9llo\" is not in the model's vocabulary"}},
+    {"run on empty text", [](const TempDirectory&) { return std::vector<std::string>{"run", kReverse, ""}; },
+     1, {"the input text is empty; an encoder-decoder model needs at least one source token"}},
 };
 // clang-format on
 

@@ -8,6 +8,7 @@
 
 #include "models/forward.h"
 #include "tests/helpers.h"
+#include "tests/safetensors_edit.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,14 +18,18 @@
 #include <cstring>
 #include <limits>
 
-using tinyformer::BoolTensor;
-using tinyformer::IntTensor;
 using tinyformer::Model;
 using tinyformer::SafetensorsFile;
 using tinyformer::Shape;
 using tinyformer::Tensor;
 using tinyformer::TensorToWrite;
+using test_helpers::Contents;
 using test_helpers::TempDirectory;
+using test_helpers::ids;
+using test_helpers::mask;
+using test_helpers::read_contents;
+using test_helpers::set_float;
+using test_helpers::write_contents;
 
 namespace {
 
@@ -39,56 +44,11 @@ const std::string kLearned = "data/reference/do_prefix_post_relu_learned_pad";
 // do_post_relu_sin_h1: decoder_only causal with a "vocab" list of 20 tokens.
 const std::string kWithVocab = "data/reference/do_post_relu_sin_h1";
 
-// A safetensors file's contents, editable and writable again.
-struct Contents {
-    std::vector<TensorToWrite> tensors;
-    std::map<std::string, std::string> metadata;
-
-    TensorToWrite& tensor(const std::string& name) {
-        for (TensorToWrite& t : tensors)
-            if (t.name == name) return t;
-        FAIL("no tensor ", name);
-        throw;  // not reached: FAIL throws
-    }
-    void remove(const std::string& name) {
-        std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name == name; });
-    }
-    void replace(TensorToWrite replacement) {
-        remove(replacement.name);
-        tensors.push_back(std::move(replacement));
-    }
-    nlohmann::json config() const { return nlohmann::json::parse(metadata.at("config")); }
-    void set_config(const nlohmann::json& config) { metadata["config"] = config.dump(); }
-};
-
-// Float tensors come back as F32, ids as I64, masks as BOOL.
-Contents read_contents(const std::string& path) {
-    const SafetensorsFile file = SafetensorsFile::read(path);
-    Contents contents{{}, file.metadata()};
-    for (const auto& [name, stored] : file.tensors()) {
-        if (stored.dtype == "I64" || stored.dtype == "I32")
-            contents.tensors.push_back(tinyformer::i64_tensor(name, file.read_int(name)));
-        else if (stored.dtype == "BOOL" || stored.dtype == "U8")
-            contents.tensors.push_back(tinyformer::bool_tensor(name, file.read_bool(name)));
-        else
-            contents.tensors.push_back(tinyformer::f32_tensor(name, file.read_float(name)));
-    }
-    return contents;
-}
-
-std::string write(const TempDirectory& dir, const std::string& name, const Contents& contents) {
-    const std::string path = dir.file(name);
-    tinyformer::write_safetensors(path, contents.tensors, contents.metadata);
-    return path;
-}
-
 std::vector<float> floats_of(const TensorToWrite& t) {
     std::vector<float> values(t.bytes.size() / 4);
     std::memcpy(values.data(), t.bytes.data(), t.bytes.size());
     return values;
 }
-
-void set_float(TensorToWrite& t, size_t index, float value) { std::memcpy(t.bytes.data() + 4 * index, &value, 4); }
 
 // Float to IEEE half, rounding to nearest even (the finite weights of a model;
 // no NaN). Normal halves: a = 1.m * 2^E, m rounded to 10 bits; below 2^-14
@@ -141,14 +101,6 @@ Tensor logits_of(const std::string& model_path, const std::string& inputs_path) 
     return tinyformer::run_forward(model, SafetensorsFile::read(inputs_path), false).at("logits");
 }
 
-TensorToWrite ids(const std::string& name, Shape shape, std::vector<int64_t> values) {
-    return tinyformer::i64_tensor(name, IntTensor{std::move(shape), std::move(values)});
-}
-
-TensorToWrite mask(const std::string& name, Shape shape, std::vector<uint8_t> values) {
-    return tinyformer::bool_tensor(name, BoolTensor{std::move(shape), std::move(values)});
-}
-
 // B rows of T valid ids 1, 2, 3, ... (kept below `vocabulary`).
 std::vector<int64_t> counting_ids(int64_t batch, int64_t length, int64_t vocabulary) {
     std::vector<int64_t> values;
@@ -174,34 +126,34 @@ TEST_CASE("Checkpoint metadata rules: config required and valid, vocab an array 
 
     SUBCASE("no \"config\" in __metadata__") {
         contents.metadata.erase("config");
-        const std::string path = write(dir, "no_config.safetensors", contents);
+        const std::string path = write_contents(dir, "no_config.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "__metadata__ has no \"config\"");
     }
     SUBCASE("a \"config\" that is not JSON") {
         contents.metadata["config"] = "{\"format\": \"tinyformer/1\"";
-        const std::string path = write(dir, "config_not_json.safetensors", contents);
+        const std::string path = write_contents(dir, "config_not_json.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "config is not valid JSON");
     }
     SUBCASE("a config rule broken inside the file: the message names the file and the key") {
         nlohmann::json config = contents.config();
         config["nhead"] = 5;
         contents.set_config(config);
-        const std::string path = write(dir, "config_nhead.safetensors", contents);
+        const std::string path = write_contents(dir, "config_nhead.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "'d_model' (16) must be divisible by 'nhead' (5)");
     }
     SUBCASE("a \"vocab\" that is a JSON object, not an array") {
         contents.metadata["vocab"] = "{\"a\": 1}";
-        const std::string path = write(dir, "vocab_object.safetensors", contents);
+        const std::string path = write_contents(dir, "vocab_object.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "\"vocab\" must be a JSON array of strings");
     }
     SUBCASE("a \"vocab\" that is not JSON") {
         contents.metadata["vocab"] = "a b c";
-        const std::string path = write(dir, "vocab_text.safetensors", contents);
+        const std::string path = write_contents(dir, "vocab_text.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "__metadata__ \"vocab\" is not valid JSON");
     }
     SUBCASE("a \"vocab\" array holding a non-string") {
         contents.metadata["vocab"] = "[\"<pad>\", 3]";
-        const std::string path = write(dir, "vocab_number.safetensors", contents);
+        const std::string path = write_contents(dir, "vocab_number.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "\"vocab\" holds a non-string: 3");
     }
 }
@@ -214,7 +166,7 @@ TEST_CASE("Every tensor of a model is required: removing any one is refused with
             CAPTURE(removed.name);
             Contents contents = full;
             contents.remove(removed.name);
-            const std::string path = write(dir, "missing.safetensors", contents);
+            const std::string path = write_contents(dir, "missing.safetensors", contents);
             const std::string expected =
                 "missing tensor '" + removed.name + "' (expected F32 " + tinyformer::shape_string(removed.shape) + ")";
             CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), expected.c_str());
@@ -228,50 +180,50 @@ TEST_CASE("Tensor rules: unknown extra tensors, wrong shapes and dtypes, non-fin
 
     SUBCASE("an unknown extra tensor: a third decoder layer's norm") {
         contents.tensors.push_back(tinyformer::f32_tensor("transformer.decoder.layers.2.norm1.weight", Tensor({16})));
-        const std::string path = write(dir, "extra.safetensors", contents);
+        const std::string path = write_contents(dir, "extra.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(),
                              "unknown tensor 'transformer.decoder.layers.2.norm1.weight' [16]",
                              "not part of a encoder_decoder model");
     }
     SUBCASE("an unknown extra tensor: a learned position table in a sinusoidal model") {
         contents.tensors.push_back(tinyformer::f32_tensor("pos_embed.weight", Tensor({16, 16})));
-        const std::string path = write(dir, "pos_embed.safetensors", contents);
+        const std::string path = write_contents(dir, "pos_embed.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'pos_embed.weight' [16,16]");
     }
     SUBCASE("tensors of more layers than the config says are unknown") {
         nlohmann::json config = contents.config();
         config["num_decoder_layers"] = 1;
         contents.set_config(config);
-        const std::string path = write(dir, "fewer_layers.safetensors", contents);
+        const std::string path = write_contents(dir, "fewer_layers.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.decoder.layers.1.");
     }
     SUBCASE("a wrong shape names the tensor, the actual and the expected shape") {
         contents.replace(tinyformer::f32_tensor("generator.weight", Tensor({11, 15})));
-        const std::string path = write(dir, "shape.safetensors", contents);
+        const std::string path = write_contents(dir, "shape.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "tensor 'generator.weight' has shape [11,15]",
                              "expected [11,16]");
     }
     SUBCASE("a wrong dtype: an I64 weight") {
         contents.replace(ids("tgt_embed.weight", {11, 16}, std::vector<int64_t>(11 * 16, 1)));
-        const std::string path = write(dir, "dtype.safetensors", contents);
+        const std::string path = write_contents(dir, "dtype.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "tensor 'tgt_embed.weight' has dtype I64",
                              "expected F32");
     }
     SUBCASE("a NaN in a weight") {
         set_float(contents.tensor("transformer.encoder.layers.0.self_attn.in_proj_weight"), 5,
                   std::numeric_limits<float>::quiet_NaN());
-        const std::string path = write(dir, "nan.safetensors", contents);
+        const std::string path = write_contents(dir, "nan.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(),
                              "tensor 'transformer.encoder.layers.0.self_attn.in_proj_weight' holds a non-finite value",
                              "(NaN) at flat index 5");
     }
     SUBCASE("an inf and a -inf in a bias") {
         set_float(contents.tensor("generator.bias"), 2, std::numeric_limits<float>::infinity());
-        std::string path = write(dir, "inf.safetensors", contents);
+        std::string path = write_contents(dir, "inf.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "tensor 'generator.bias' holds a non-finite value (inf)",
                              "at flat index 2");
         set_float(contents.tensor("generator.bias"), 2, -std::numeric_limits<float>::infinity());
-        path = write(dir, "minus_inf.safetensors", contents);
+        path = write_contents(dir, "minus_inf.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "(-inf) at flat index 2");
     }
 }
@@ -301,10 +253,10 @@ TEST_CASE("F16 and BF16 copies of a model load, widen exactly, and give logits c
             rounded.tensors[i] =
                 tinyformer::f32_tensor(original.tensors[i].name, Tensor(original.tensors[i].shape, values));
         }
-        const std::string narrow_path = write(dir, "narrow.safetensors", narrow);
+        const std::string narrow_path = write_contents(dir, "narrow.safetensors", narrow);
         CHECK(SafetensorsFile::read(narrow_path).info("generator.weight").dtype == storage.dtype);
         const Tensor narrow_logits = logits_of(narrow_path, inputs);
-        const Tensor rounded_logits = logits_of(write(dir, "rounded.safetensors", rounded), inputs);
+        const Tensor rounded_logits = logits_of(write_contents(dir, "rounded.safetensors", rounded), inputs);
         CHECK(narrow_logits.values() == rounded_logits.values());
 
         REQUIRE(narrow_logits.shape() == reference.shape());
