@@ -150,6 +150,18 @@ const std::vector<BadInput> kCatalogue = {
     {"header not JSON", [](const TempDirectory& d) {
          return forward_model(d, raw_file(d, "not-json.safetensors", 9, "{\"a\": [1,")); },
      1, {"not-json.safetensors", "the header is not valid JSON"}},
+    // Found by reasoning while writing the fuzzers: before the nesting limit,
+    // a shape a million arrays deep crashed (stack overflow in json::dump()
+    // building the "shape must hold non-negative integers" message).
+    {"header nesting a shape a million arrays deep", [](const TempDirectory& d) {
+         const std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":" + std::string(1000000, '[') +
+                                    std::string(1000000, ']') + ",\"data_offsets\":[0,0]}}";
+         return forward_model(d, raw_file(d, "deep-shape.safetensors", header.size(), header)); },
+     1, {"deep-shape.safetensors", "the header nests arrays/objects 4 deep; at most 3 are allowed here"}},
+    {"config nesting arrays", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "deep-config.safetensors", kModel, [](Contents& c) {
+             c.metadata["config"] = std::string(100000, '[') + std::string(100000, ']'); })); },
+     1, {"deep-config.safetensors", "config nests arrays/objects 3 deep; at most 2 are allowed here"}},
     {"header JSON but not an object", [](const TempDirectory& d) {
          return forward_model(d, raw_file(d, "array.safetensors", 7, "[1,2,3]")); },
      1, {"array.safetensors", "the header must be a JSON object, got array"}},
@@ -601,6 +613,14 @@ const std::vector<BadInput> kCatalogue = {
     {"missing value of --inputs", [](const TempDirectory&) {
          return std::vector<std::string>{"forward", kModel, "--inputs"}; },
      2, {"forward: --inputs needs a value"}},
+    // Found in the catalogue review: the flag after a value flag was taken as
+    // its value, so this wrote a file named "--attention" and exited 0.
+    {"a flag where --output's value should be", [](const TempDirectory&) {
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", "--attention"}; },
+     2, {"forward: --output needs a value"}},
+    {"a flag where --inputs' value should be", [](const TempDirectory& d) {
+         return std::vector<std::string>{"forward", kModel, "--inputs", "--output", d.file("out.safetensors")}; },
+     2, {"forward: --inputs needs a value"}},
     {"missing model file for info", [](const TempDirectory& d) {
          return std::vector<std::string>{"info", d.file("absent.safetensors")}; },
      1, {"absent.safetensors: no such file"}},
@@ -635,6 +655,13 @@ const std::vector<BadInput> kCatalogue = {
          std::ofstream(d.file("maps/index.md")) << "an earlier picture index, to be kept";
          return std::vector<std::string>{"attention", kReverse, "Hello", "--out", d.file("maps")}; },
      1, {"character 'H' at position 0 of \"Hello\" is not in the model's vocabulary"}},
+    // Found in the catalogue review: the mask was printed before the PNG write failed.
+    {"mask --png below a regular file (unwritable): nothing printed", [](const TempDirectory& d) {
+         std::ofstream(d.file("plain-file")) << "not a folder";
+         return std::vector<std::string>{"mask", "causal", "--len", "4", "--png", d.file("plain-file/m.png")}; },
+     1, {"write_png: cannot write", "plain-file/m.png: Not a directory"}},
+    {"no command at all", [](const TempDirectory&) { return std::vector<std::string>{}; },
+     2, {"tinyformer: error: no command given"}},
     {"mask --len 0, with an earlier PNG that must stay", [](const TempDirectory& d) {
          std::ofstream(d.file("mask.png"), std::ios::binary) << "an earlier picture, to be kept";
          return std::vector<std::string>{"mask", "causal", "--len", "0", "--png", d.file("mask.png")}; },

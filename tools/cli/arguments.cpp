@@ -30,7 +30,10 @@ ParsedArguments::ParsedArguments(const Arguments& args, const std::set<std::stri
             if (equals != std::string::npos) {
                 values_[flag] = arg.substr(equals + 1);
             } else {
-                if (i + 1 >= args.size()) throw UsageError(std::string(command) + ": " + flag + " needs a value");
+                // "--output --attention" is a forgotten value, not a file named "--attention";
+                // a value that starts with "--" can still be given as --flag=--value.
+                if (i + 1 >= args.size() || args[i + 1].starts_with("--"))
+                    throw UsageError(std::string(command) + ": " + flag + " needs a value");
                 values_[flag] = args[++i];
             }
         } else {

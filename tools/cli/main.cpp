@@ -38,10 +38,7 @@ void print_usage(std::FILE* out) {
 }
 
 int dispatch(const Arguments& args) {
-    if (args.empty()) {
-        print_usage(stderr);
-        return 2;
-    }
+    if (args.empty()) throw UsageError("no command given (see 'tinyformer --help' for the commands)");
     if (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
         print_usage(stdout);
         return 0;

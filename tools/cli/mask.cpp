@@ -158,13 +158,6 @@ int mask_command(const Arguments& args) {
         views.push_back({title, mask, length, length, flags, flags});
     }
 
-    std::printf("%s\n", heading.c_str());
-    for (const MaskView& view : views) {
-        if (views.size() > 1) std::printf("\n%s", view.title.c_str());
-        std::printf("%sMask %s, true = may attend; rows are queries:\n%s", views.size() > 1 ? ", " : "",
-                    shape_string(view.mask.shape()).c_str(), ascii_with_padding(view).c_str());
-    }
-
     if (parsed.has("--png")) {
         const std::string& path = parsed.value("--png");
         HeatmapGrid grid;
@@ -182,6 +175,13 @@ int mask_command(const Arguments& args) {
             write_heatmap_grid_png(grid, path);
         }
         std::fprintf(stderr, "tinyformer mask: wrote %s\n", path.c_str());
+    }
+    // Printed after the picture is written, so that a failed write prints nothing but the error.
+    std::printf("%s\n", heading.c_str());
+    for (const MaskView& view : views) {
+        if (views.size() > 1) std::printf("\n%s", view.title.c_str());
+        std::printf("%sMask %s, true = may attend; rows are queries:\n%s", views.size() > 1 ? ", " : "",
+                    shape_string(view.mask.shape()).c_str(), ascii_with_padding(view).c_str());
     }
     return 0;
 }
