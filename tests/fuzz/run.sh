@@ -27,6 +27,7 @@ for harness in "$@"; do
     corpus=$(find "$work" -type f | wc -l)
     line="fuzz_$name: ${runs:-?} executions in $seconds s, corpus $corpus inputs, findings $found (exit $code)"
     echo "$line"
+    grep -h "^fuzz_$name: " "$log" | tail -n 1  # a harness's own counts, if it prints them
     summary="$summary$line
 "
     if [ "$code" -ne 0 ] || [ "$found" -ne 0 ]; then
