@@ -8,10 +8,19 @@
 // stay in the heap and are reused, and the same call runs at 103 GFLOP/s.
 // Called once at the start of the `tinyformer` and benchmark programs; the
 // library itself never changes process-wide settings.
+//
+// available_memory_bytes — what the system can give now without swapping,
+// asked before tinyformer allocates anything whose size a file decides
+// (a checkpoint's tensors, its parsed header, a sinusoidal table).
 #pragma once
+
+#include <cstdint>
 
 namespace tinyformer {
 
 void keep_freed_memory();
+
+// MemAvailable of /proc/meminfo, or free pages (sysconf) where that is missing.
+uint64_t available_memory_bytes();
 
 }  // namespace tinyformer

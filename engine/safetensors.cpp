@@ -1,6 +1,7 @@
 #include "engine/safetensors.h"
 
 #include "engine/json.h"
+#include "engine/memory.h"
 
 #include <algorithm>
 #include <bit>
@@ -71,17 +72,6 @@ float half_to_float(uint16_t half) {
 }
 
 float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
-
-uint64_t available_memory_bytes() {
-    std::ifstream meminfo("/proc/meminfo");  // lines like "MemAvailable:   24052324 kB"
-    std::string key, rest;
-    uint64_t kib = 0;
-    while (meminfo >> key >> kib && std::getline(meminfo, rest))
-        if (key == "MemAvailable:") return kib * 1024;
-    const long pages = ::sysconf(_SC_AVPHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page_size <= 0) return std::numeric_limits<uint64_t>::max();  // unknown: no limit
-    return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
-}
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
     std::error_code error;

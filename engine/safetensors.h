@@ -33,6 +33,7 @@
 #pragma once
 
 #include "engine/mask.h"
+#include "engine/memory.h"
 #include "engine/tensor.h"
 
 #include <cstdint>
@@ -106,10 +107,6 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
 
 // Bytes per element of a dtype name; 0 for an unknown name.
 uint64_t dtype_size(const std::string& dtype);
-
-// Memory the system can give now without swapping: MemAvailable of
-// /proc/meminfo, or free pages (sysconf) where that is missing.
-uint64_t available_memory_bytes();
 
 // IEEE half and bfloat16 to float (exact).
 float half_to_float(uint16_t half);

@@ -113,6 +113,12 @@ TEST_CASE("sinusoidal_table puts sin(pos / 10000^(2i/D)) in even columns and cos
         CHECK_ERROR_CONTAINS(sinusoidal_table(0, 4), "sinusoidal_table", "got 0 and 4");
         CHECK_ERROR_CONTAINS(sinusoidal_table(4, 0), "got 4 and 0");
     }
+    SUBCASE("a table larger than the available memory is refused before allocating, with the numbers") {
+        // 2^40 x 2^30 floats = 2^72 bytes: more than any machine has, and more than uint64 holds.
+        CHECK_ERROR_CONTAINS(sinusoidal_table(int64_t{1} << 40, int64_t{1} << 30), "sinusoidal_table",
+                             "[1099511627776,1073741824] float table needs 1099511627776 x 1073741824 x 4 bytes",
+                             "bytes of memory are available; refused before allocating");
+    }
 }
 
 TEST_CASE("Embedding adds the position row to the token row scaled by sqrt(D)") {
