@@ -24,7 +24,10 @@ LAYERS_SRC := $(wildcard layers/*.cpp)
 MODELS_SRC := $(wildcard models/*.cpp)
 LIB_SRC    := $(ENGINE_SRC) $(LAYERS_SRC) $(MODELS_SRC)
 CLI_SRC    := $(wildcard tools/cli/*.cpp)
-TEST_SRC   := $(wildcard tests/*.cpp)
+# The fuzz harnesses also go into the test program, which runs the committed
+# seeds through them (tests/test_fuzz_corpus.cpp); there they are built
+# without their libFuzzer entry points.
+TEST_SRC   := $(wildcard tests/*.cpp) $(wildcard tests/fuzz/fuzz_*.cpp)
 BENCH_SRC  := $(wildcard tools/bench/*.cpp)
 
 LIB_OBJ   := $(LIB_SRC:%.cpp=build/%.o)
@@ -157,6 +160,8 @@ build/fuzz/fuzz_%: build/fuzz/tests/fuzz/fuzz_%.o $(LIB_OBJ:build/%=build/fuzz/%
 build/fuzz/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(REQUIRED_FLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(patsubst -I%,-isystem %,$(PKG_CFLAGS)) -MMD -MP -c -o $@ $<
+
+build/tests/fuzz/%.o build/sanitize/tests/fuzz/%.o: REQUIRED_FLAGS += -DTINYFORMER_CORPUS_TEST
 
 build/sanitize/%.o: %.cpp
 	@mkdir -p $(dir $@)

@@ -94,8 +94,8 @@ def safetensors_seeds():
                              '"b": {"dtype": "U8", "shape": [2], "data_offsets": [1, 3]}}', b"\0" * 3),
         "bad-hole": frame('{"a": {"dtype": "U8", "shape": [1], "data_offsets": [1, 2]}}', b"\0" * 2),
         "bad-span": frame('{"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}', b"\0" * 4),
-        "bad-bool-value": safetensors([("m", "U8", [2], [0, 7])]),
-        "bad-nan": safetensors([("w", "F32", [2], [float("nan"), 1.0])]),
+        "valid-frame-bool-7": safetensors([("m", "U8", [2], [0, 7])]),
+        "valid-frame-nan": safetensors([("w", "F32", [2], [float("nan"), 1.0])]),
         "bad-truncated-data": safetensors([("w", "F32", [2, 3], w)])[:-5],
     }
     return seeds

@@ -6,6 +6,7 @@
 #include "models/config.h"
 
 #include "engine/error.h"
+#include "tests/fuzz/harnesses.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -13,12 +14,15 @@
 #include <cstdlib>
 #include <string>
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+FuzzCounts fuzz_config_counts;
+
+int fuzz_config_one_input(const uint8_t* data, size_t size) {
     using namespace tinyformer;
     ModelConfig config;
     try {
         config = parse_config(std::string(reinterpret_cast<const char*>(data), size));
     } catch (const Error&) {
+        ++fuzz_config_counts.refused;
         return 0;  // refused: fine
     }
     // What the rest of the engine relies on, for an accepted config.
@@ -33,5 +37,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int64_t id : {config.pad_id, config.bos_id, config.eos_id})
         if (id < -1 || id >= vocabulary) std::abort();  // a special id outside the vocabulary
     if (!sizes_ok) std::abort();  // accepted a config the rules forbid
+    ++fuzz_config_counts.accepted;
     return 0;
 }
+
+#ifndef TINYFORMER_CORPUS_TEST
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return fuzz_config_one_input(data, size); }
+#endif

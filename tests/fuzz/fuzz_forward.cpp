@@ -17,6 +17,7 @@
 #include "engine/matmul.h"
 #include "engine/safetensors.h"
 #include "models/forward.h"
+#include "tests/fuzz/harnesses.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,6 +32,10 @@
 #include <string>
 #include <vector>
 
+#ifndef TINYFORMER_DATA_DIR
+#define TINYFORMER_DATA_DIR "data"  // the test suite runs from the repository root
+#endif
+
 namespace {
 
 const tinyformer::Model& model(int which) {
@@ -40,17 +45,17 @@ const tinyformer::Model& model(int which) {
     return models[which];
 }
 
-// How many inputs each model ran to the end, or refused: printed at exit, so
-// that a run shows how much of it reached the model and not only the parser.
-long long runs_completed[2] = {0, 0}, runs_refused[2] = {0, 0}, not_safetensors = 0;
-
-void print_counts() {
-    std::fprintf(stderr, "fuzz_forward: not safetensors %lld; reverse ran %lld, refused %lld; "
-                 "reverse-prefixlm ran %lld, refused %lld\n", not_safetensors, runs_completed[0], runs_refused[0],
-                 runs_completed[1], runs_refused[1]);
-}
-
 }  // namespace
+
+FuzzCounts fuzz_forward_counts[2];
+
+#ifndef TINYFORMER_CORPUS_TEST
+// Printed at exit, so that a run shows how much of it reached the model and not only the parser.
+void print_counts() {
+    std::fprintf(stderr, "fuzz_forward: reverse ran %lld, refused %lld; reverse-prefixlm ran %lld, refused %lld\n",
+                 fuzz_forward_counts[0].accepted, fuzz_forward_counts[0].refused, fuzz_forward_counts[1].accepted,
+                 fuzz_forward_counts[1].refused);
+}
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::atexit(print_counts);
@@ -122,14 +127,14 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
     std::copy(copy.begin(), copy.begin() + static_cast<std::ptrdiff_t>(std::min(mutated, length)), section);
     return size;
 }
+#endif  // TINYFORMER_CORPUS_TEST
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+int fuzz_forward_one_input(const uint8_t* data, size_t size) {
     using namespace tinyformer;
     SafetensorsFile inputs;
     try {
         inputs = SafetensorsFile::from_bytes("fuzz-inputs.safetensors", std::span(data, size));
     } catch (const Error&) {
-        ++not_safetensors;
         return 0;  // not a safetensors file: the other harness's business
     }
     for (int which = 0; which < 2; ++which) {
@@ -141,11 +146,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                      output.data()[i]);
                         std::abort();
                     }
-            ++runs_completed[which];
+            ++fuzz_forward_counts[which].accepted;
         } catch (const Error&) {
-            ++runs_refused[which];
+            ++fuzz_forward_counts[which].refused;
             // refused by name: fine
         }
     }
     return 0;
 }
+
+#ifndef TINYFORMER_CORPUS_TEST
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return fuzz_forward_one_input(data, size); }
+#endif

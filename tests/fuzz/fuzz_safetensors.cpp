@@ -5,12 +5,15 @@
 // sanitizer report, another exception type, a hang — is a finding.
 // Run by `make fuzz` (tests/fuzz/run.sh); seeds in tests/fuzz/corpus/safetensors/.
 #include "engine/safetensors.h"
+#include "tests/fuzz/harnesses.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+FuzzCounts fuzz_safetensors_counts;
+
+int fuzz_safetensors_one_input(const uint8_t* data, size_t size) {
     using namespace tinyformer;
     try {
         const SafetensorsFile file = SafetensorsFile::from_bytes("fuzz.safetensors", std::span(data, size));
@@ -23,8 +26,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 // refused by name (a rank outside 1..4, a Boolean that is not 0 or 1): fine
             }
         }
+        ++fuzz_safetensors_counts.accepted;
     } catch (const Error&) {
-        // refused: fine
+        ++fuzz_safetensors_counts.refused;  // refused: fine
     }
     return 0;
 }
+
+#ifndef TINYFORMER_CORPUS_TEST
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return fuzz_safetensors_one_input(data, size); }
+#endif
