@@ -660,6 +660,9 @@ const std::vector<BadInput> kCatalogue = {
          std::ofstream(d.file("plain-file")) << "not a folder";
          return std::vector<std::string>{"mask", "causal", "--len", "4", "--png", d.file("plain-file/m.png")}; },
      1, {"write_png: cannot write", "plain-file/m.png: Not a directory"}},
+    {"cost --measure of a layer larger than the memory", [](const TempDirectory&) {
+         return std::vector<std::string>{"cost", "--seq", "1048576", "--d-model", "65536", "--measure"}; },
+     1, {"cost --measure: needs about", "(weights 65.0 GiB for 1 layer(s)", "refused before allocating"}},
     {"no command at all", [](const TempDirectory&) { return std::vector<std::string>{}; },
      2, {"tinyformer: error: no command given"}},
     {"mask --len 0, with an earlier PNG that must stay", [](const TempDirectory& d) {

@@ -5,6 +5,7 @@
 
 #include "engine/attention.h"
 #include "engine/matmul.h"
+#include "engine/memory.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "layers/encoder_layer.h"
@@ -571,6 +572,25 @@ void print_summary(const Settings& settings) {
 
 }  // namespace
 
+// --measure builds N layers of random weights and runs the materialized path;
+// refused before allocating when that would not fit: the weights, plus at the
+// longest T the scores and weights [B,H,T,T], the FFN's hidden [B,T,F] twice
+// and about eight [B,T,D] activations.
+void refuse_measuring_beyond_memory(const Settings& settings) {
+    const LayerCost longest = encoder_layer_cost(settings.shape,
+                                                 *std::max_element(settings.lengths.begin(), settings.lengths.end()));
+    const double weights = 4.0 * static_cast<double>(longest.parameter_count) * static_cast<double>(settings.layers);
+    const double working = 2.0 * static_cast<double>(longest.self_attention.score_bytes) +
+                           2.0 * static_cast<double>(longest.hidden_bytes) +
+                           8.0 * static_cast<double>(longest.activation_bytes);
+    const double available = static_cast<double>(available_memory_bytes());
+    if (weights + working > available)
+        fail("cost --measure: needs about ", bytes_text(weights + working), " (weights ", bytes_text(weights),
+             " for ", settings.layers, " layer(s), working memory at T=", longest.length, " ", bytes_text(working),
+             ") but ", bytes_text(available), " of memory are available; refused before allocating. Leave out "
+             "--measure to count only, or use smaller sizes");
+}
+
 int cost_command(const Arguments& args) {
     const ParsedArguments parsed(args, {"--batch", "--d-model", "--heads", "--ff", "--layers", "--seq", "--src-len"},
                                  {"--measure"}, "cost");
@@ -581,6 +601,7 @@ int cost_command(const Arguments& args) {
     const Settings settings = parse_settings(parsed);
     const CostShape& shape = settings.shape;
     const LayerCost first = encoder_layer_cost(shape, settings.lengths.front());
+    if (settings.measure) refuse_measuring_beyond_memory(settings);
     std::printf("tinyformer cost: B=%lld, D=%lld, H=%lld (Dh=%lld), F=%lld, N=%lld layer(s), float32\n",
                 static_cast<long long>(shape.batch), static_cast<long long>(shape.d_model),
                 static_cast<long long>(shape.heads), static_cast<long long>(shape.d_model / shape.heads),
