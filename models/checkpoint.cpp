@@ -51,7 +51,7 @@ void Checkpoint::refuse_unknown() const {
     for (const auto& [name, stored] : file_.tensors())
         if (!taken_.count(name))
             fail(file_.path(), ": unknown tensor '", name, "' ", shape_string(stored.shape),
-                 " (not part of a ", architecture_name(config_.arch), " model with this config)");
+                 " (not used by the ", architecture_name(config_.arch), " model that this config describes)");
 }
 
 }  // namespace tinyformer

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
@@ -330,7 +331,11 @@ const std::vector<BadInput> kCatalogue = {
          return forward_model(d, edited(d, "extra.safetensors", kModel, [](Contents& c) {
              c.tensors.push_back(tinyformer::f32_tensor("transformer.encoder.layers.2.norm1.weight", Tensor({16}))); })); },
      1, {"extra.safetensors", "unknown tensor 'transformer.encoder.layers.2.norm1.weight' [16]",
-         "not part of a encoder_decoder model"}},
+         "not used by the encoder_decoder model that this config describes"}},
+    {"tensor name with a newline and a terminal escape: still one line, no control characters", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "control.safetensors", kModel, [](Contents& c) {
+             c.tensors.push_back(tinyformer::f32_tensor("evil\nname\x1b[31m", Tensor({1}))); })); },
+     1, {"control.safetensors", "unknown tensor 'evil\\x0aname\\x1b[31m' [1]"}},
     {"wrong shape", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "shape.safetensors", kModel, [](Contents& c) {
              c.replace(tinyformer::f32_tensor("generator.bias", Tensor({12}))); })); },
@@ -706,6 +711,9 @@ void check_refused(const CliRun& run, int status, const std::vector<std::string>
     const std::string prefix = "tinyformer: error: ";
     CHECK(run.err.starts_with(prefix));
     CHECK_MESSAGE(run.err.find('\n') == run.err.size() - 1, "stderr must be exactly one line");
+    CHECK_MESSAGE(std::none_of(run.err.begin(), run.err.end() - 1,
+                               [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; }),
+                  "stderr must hold no control characters (escape sequences) before its newline");
     for (const std::string& piece : message)
         CHECK_MESSAGE(run.err.find(piece) != std::string::npos, "missing from the message: ", piece);
     CHECK(run.out.empty());

@@ -6,6 +6,7 @@
 #include <exception>
 #include <iostream>
 #include <new>
+#include <string>
 
 namespace tinyformer::cli {
 namespace {
@@ -53,6 +54,24 @@ int dispatch(const Arguments& args) {
     throw UsageError("unknown command '" + args[0] + "' (see 'tinyformer --help')");
 }
 
+// The error line, printed as one line whatever the message holds: a tensor
+// name or a config value comes from the file, and a newline or an escape
+// sequence in it must not break the line or reach the terminal as control.
+void print_error(const char* message) {
+    std::string line = "tinyformer: error: ";
+    for (const char* c = message; *c; ++c) {
+        const auto byte = static_cast<unsigned char>(*c);
+        if (byte < 0x20 || byte == 0x7F) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+            line.append(escaped);
+        } else {
+            line.push_back(*c);
+        }
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 }  // namespace
 }  // namespace tinyformer::cli
 
@@ -62,16 +81,16 @@ int main(int argc, char** argv) {
     try {
         return dispatch(Arguments(argv + 1, argv + argc));
     } catch (const UsageError& error) {
-        std::fprintf(stderr, "tinyformer: error: %s\n", error.what());
+        print_error(error.what());
         return 2;
     } catch (const tinyformer::Error& error) {
-        std::fprintf(stderr, "tinyformer: error: %s\n", error.what());
+        print_error(error.what());
         return 1;
     } catch (const std::bad_alloc&) {
-        std::fprintf(stderr, "tinyformer: error: out of memory\n");
+        print_error("out of memory");
         return 1;
     } catch (const std::exception& error) {
-        std::fprintf(stderr, "tinyformer: error: %s\n", error.what());
+        print_error(error.what());
         return 1;
     }
 }
