@@ -120,7 +120,12 @@ ModelConfig parse_config(const std::string& json_text) {
     config.norm_first = read.boolean("norm_first");
     if (read.has("layer_norm_eps")) {
         const double eps = read.number("layer_norm_eps");
-        if (!(eps > 0.0 && eps < 1.0)) fail("config: 'layer_norm_eps' must be in (0, 1), got ", eps);
+        // In float32, as LayerNorm adds it: 1e-85 would become 0, and a row of
+        // equal values would then normalise as 0/0 (found by fuzz_config).
+        // So eps must be a normal float32, at least FLT_MIN ~ 1.18e-38.
+        if (!(eps >= std::numeric_limits<float>::min() && eps < 1.0))
+            fail("config: 'layer_norm_eps' must be in [", std::numeric_limits<float>::min(),
+                 ", 1) (a positive normal float32), got ", eps);
         config.layer_norm_eps = static_cast<float>(eps);
     }
     config.max_len = read.positive("max_len");

@@ -266,7 +266,12 @@ const std::vector<BadInput> kCatalogue = {
      1, {"nhead-text.safetensors", "config: 'nhead' must be an integer, got \"2\""}},
     {"layer_norm_eps out of range", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "eps.safetensors", kModel, "layer_norm_eps", -1e-5)); },
-     1, {"eps.safetensors", "config: 'layer_norm_eps' must be in (0, 1)"}},
+     1, {"eps.safetensors", "config: 'layer_norm_eps' must be in [1.17549e-38, 1)", "got -1e-05"}},
+    // Found by fuzz_config (build/fuzz/findings/config/crash-e55ac0f5...): accepted
+    // before, though it is 0 as a float32 and LayerNorm could divide 0 by 0.
+    {"layer_norm_eps that is 0 as a float32", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "eps-underflow.safetensors", kModel, "layer_norm_eps", 1e-85)); },
+     1, {"eps-underflow.safetensors", "config: 'layer_norm_eps' must be in [1.17549e-38, 1)", "got 1e-85"}},
     {"special id outside the vocabulary", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "eos.safetensors", kModel, "eos_id", 99)); },
      1, {"eos.safetensors", "config: 'eos_id' = 99 is outside the vocabulary 0..12"}},

@@ -213,10 +213,15 @@ TEST_CASE("Each config rule refuses a bad value, naming the key, what was expect
     SUBCASE("max_len 0") {
         CHECK_ERROR_CONTAINS(parse(with(base, "max_len", 0)), "'max_len' must be in 1..", "got 0");
     }
-    SUBCASE("layer_norm_eps 0 and negative") {
-        CHECK_ERROR_CONTAINS(parse(with(base, "layer_norm_eps", 0.0)), "'layer_norm_eps' must be in (0, 1)", "got 0");
-        CHECK_ERROR_CONTAINS(parse(with(base, "layer_norm_eps", -1e-5)), "'layer_norm_eps' must be in (0, 1)",
-                             "got -1e-05");
+    SUBCASE("layer_norm_eps 0, negative, 1, or too small for a normal float32") {
+        // FLT_MIN = 2^-126 = 1.17549e-38, printed with 6 significant digits.
+        const char* range = "'layer_norm_eps' must be in [1.17549e-38, 1) (a positive normal float32)";
+        CHECK_ERROR_CONTAINS(parse(with(base, "layer_norm_eps", 0.0)), range, "got 0");
+        CHECK_ERROR_CONTAINS(parse(with(base, "layer_norm_eps", -1e-5)), range, "got -1e-05");
+        CHECK_ERROR_CONTAINS(parse(with(base, "layer_norm_eps", 1.0)), range, "got 1");
+        // Found by fuzz_config: 1e-85 is > 0 as a double but 0 as the float32 LayerNorm adds.
+        CHECK_ERROR_CONTAINS(parse(with(base, "layer_norm_eps", 1e-85)), range, "got 1e-85");
+        CHECK(parse(with(base, "layer_norm_eps", 1.2e-38)).layer_norm_eps == 1.2e-38f);
     }
     SUBCASE("attention that does not fit the arch: encoder_only with causal") {
         CHECK_ERROR_CONTAINS(parse(with(encoder_only_config(), "attention", "causal")),
