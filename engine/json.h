@@ -4,16 +4,24 @@
 //     {"name": {"shape": [..]}}, and nlohmann's dump() (used in error
 //     messages) and comparison recurse once per level, so text like
 //     "[[[[..." a million deep would overflow the stack. parse_json refuses
-//     any array or object deeper than `max_depth` while parsing (the
-//     outermost value is depth 0), before it is built.
+//     any array or object deeper than `max_depth` (the outermost value is
+//     depth 0) before parsing.
+//   * memory: a parsed value takes more than its text (nlohmann values are
+//     16 bytes and more each). Measured as peak RSS growth, the worst text
+//     found, {"a":[{},{},...]}, took about 38 bytes per byte (9 MB of it:
+//     362 MB peak, `tinyformer info` on such a header); parse_json refuses
+//     text unless kParsedJsonBytesPerByte times its size is available.
 //   * message size: json_excerpt cuts a value's text for error messages.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace tinyformer {
+
+constexpr uint64_t kParsedJsonBytesPerByte = 48;  // memory for parsed JSON, per byte of its text
 
 // Parses `text`; throws Error "<what> is not valid JSON" or "<what> nests
 // arrays/objects deeper than ...". Never returns a discarded value.

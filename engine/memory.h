@@ -20,7 +20,8 @@ namespace tinyformer {
 
 void keep_freed_memory();
 
-// MemAvailable of /proc/meminfo, or free pages (sysconf) where that is missing.
+// MemAvailable of /proc/meminfo (or free pages, from sysconf, where that is
+// missing), and less when the process's cgroup (v2 or v1) has less left.
 uint64_t available_memory_bytes();
 
 }  // namespace tinyformer

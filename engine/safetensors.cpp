@@ -115,11 +115,6 @@ SafetensorsFile SafetensorsFile::from_bytes(const std::string& name, std::span<c
 // memory the data will take.
 void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data_size) {
     const std::string& path = path_;
-    const uint64_t available = available_memory_bytes();
-    const uint64_t json_bytes = header_text.size() * kParsedHeaderBytesPerByte;
-    if (json_bytes > available)
-        fail(path, ": parsing its ", header_text.size(), "-byte header may take up to ", json_bytes,
-             " bytes of memory but ", available, " bytes are available; refused before parsing");
     // {"name": {"shape": [..]}}: arrays and objects nest at most 3 deep (depth 0..2).
     const json header = parse_json(header_text, /*max_depth=*/2, path + ": the header");
     if (!header.is_object()) fail(path, ": the header must be a JSON object, got ", header.type_name());
@@ -198,6 +193,7 @@ void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data
     for (const auto& [name, stored] : tensors_)
         if (stored.dtype == "F32" || stored.dtype == "F16" || stored.dtype == "BF16")
             float32_bytes += (stored.end - stored.begin) / dtype_size(stored.dtype) * 4;
+    const uint64_t available = available_memory_bytes();
     if (float32_bytes > available || data_size > available - float32_bytes)
         fail(path, ": reading it needs ", data_size + float32_bytes, " bytes of memory (", data_size,
              " bytes of data + ", float32_bytes, " bytes of float32 tensors) but ", available,

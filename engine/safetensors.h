@@ -21,19 +21,15 @@
 // which for F16 / BF16 includes the widening — and refuses, naming both
 // numbers, when that is more than available_memory_bytes(). So reading a
 // file never allocates more than its size plus the model's declared weights,
-// plus the parsed JSON header: that takes at most kParsedHeaderBytesPerByte
-// bytes per header byte (nlohmann-json values take 16 bytes and more each;
-// the worst header measured, {"a":[{"":""},...]}, took 29 bytes per byte),
-// and that much must be available before the header is parsed. Arrays and
-// objects in the header nest at most 3 deep, as the format needs
-// (engine/json.h).
+// plus the parsed JSON header, which parse_json (engine/json.h) bounds by
+// kParsedJsonBytesPerByte per header byte and checks before parsing; and
+// arrays and objects in the header nest at most 3 deep, as the format needs.
 //
 // Writing goes to a temporary file in the same folder that is renamed into
 // place, so an interrupted or failed write leaves no half-written file.
 #pragma once
 
 #include "engine/mask.h"
-#include "engine/memory.h"
 #include "engine/tensor.h"
 
 #include <cstdint>
@@ -45,7 +41,6 @@
 namespace tinyformer {
 
 constexpr uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;  // 100 MB, as in the reference safetensors library
-constexpr uint64_t kParsedHeaderBytesPerByte = 40;          // memory for the parsed header, per byte of its text
 
 // A stored tensor's description, as the header gives it.
 struct StoredTensor {

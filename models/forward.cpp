@@ -12,15 +12,15 @@ namespace {
 TokenIds read_ids(const SafetensorsFile& inputs, const std::string& name, int64_t vocabulary,
                   const ModelConfig& config) {
     if (!inputs.contains(name)) fail(inputs.path(), ": missing input '", name, "' (I64 [B,T])");
-    const IntTensor ids = inputs.read_int(name);
-    if (ids.shape.size() != 2)
-        fail(inputs.path(), ": input '", name, "' must be [B,T], got ", shape_string(ids.shape));
-    if (ids.shape[0] < 1 || ids.shape[1] < 1)
-        fail(inputs.path(), ": input '", name, "' is empty ", shape_string(ids.shape), "; need B >= 1 and T >= 1");
-    if (config.pos_encoding != PositionalEncoding::None && ids.shape[1] > config.max_len)
-        fail(inputs.path(), ": input '", name, "' ", shape_string(ids.shape), " has length ", ids.shape[1],
+    const Shape& shape = inputs.info(name).shape;  // checked before the values are read (and widened)
+    if (shape.size() != 2) fail(inputs.path(), ": input '", name, "' must be [B,T], got ", shape_string(shape));
+    if (shape[0] < 1 || shape[1] < 1)
+        fail(inputs.path(), ": input '", name, "' is empty ", shape_string(shape), "; need B >= 1 and T >= 1");
+    if (config.pos_encoding != PositionalEncoding::None && shape[1] > config.max_len)
+        fail(inputs.path(), ": input '", name, "' ", shape_string(shape), " has length ", shape[1],
              " but the model's max_len is ", config.max_len);
-    const TokenIds result{ids.shape[0], ids.shape[1], ids.values};
+    IntTensor ids = inputs.read_int(name);
+    const TokenIds result{shape[0], shape[1], std::move(ids.values)};
     for (int64_t b = 0; b < result.batch; ++b)
         for (int64_t t = 0; t < result.length; ++t)
             if (result.at(b, t) < 0 || result.at(b, t) >= vocabulary)

@@ -1,6 +1,9 @@
 #include "models/transformer.h"
 
+#include "engine/memory.h"
+
 #include <algorithm>
+#include <cmath>
 
 namespace tinyformer {
 
@@ -70,6 +73,40 @@ void check_padding(const char* what, const Padding& padding, const TokenIds& ids
              ids.length, "]");
 }
 
+// Finite weights can still overflow float32 on the way (weights near 3e38
+// multiply to inf, inf - inf is NaN): refuse such logits by position rather
+// than hand them on. Every model output passes here.
+void refuse_non_finite(const Tensor& logits) {
+    const int64_t T = logits.dim(1), V = logits.dim(2);
+    for (int64_t i = 0; i < logits.numel(); ++i)
+        if (!std::isfinite(logits.data()[i]))
+            fail("model: the logits hold ", std::isnan(logits.data()[i]) ? "NaN" : "inf", " at [", i / (T * V), ",",
+                 i / V % T, ",", i % V, "]; the weights are finite, but on this input the activations overflow "
+                 "float32 (weights too large?)");
+}
+
+// A whole-sequence pass over B sequences of `queries` tokens attending
+// `keys`, refused before allocating when its memory would not fit: the dense
+// mask (a byte per [b, query, key]), the recorded attention weights
+// [B,H,L,S] per attention when asked for (plus one being computed), one query
+// block of scores per head, about a dozen [B,L,max(D,F)] activations, and the
+// logits [B,L,V]. A file of token ids a megabyte long can otherwise ask for
+// terabytes: the mask and the weights grow with L x S.
+void refuse_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries, int64_t keys,
+                          int64_t attentions, bool recording, int64_t vocabulary) {
+    const double B = static_cast<double>(batch), L = static_cast<double>(queries), S = static_cast<double>(keys);
+    const double H = static_cast<double>(config.nhead);
+    const double width = static_cast<double>(std::max(config.d_model, config.dim_feedforward));
+    const double weights = recording ? (static_cast<double>(attentions) + 1) * B * H * L * S * 4 : 0;
+    const double needed = B * L * S + weights + B * H * std::min(L, 256.0) * S * 4 + 12 * B * L * width * 4 +
+                          B * L * static_cast<double>(vocabulary) * 4;
+    const double available = static_cast<double>(available_memory_bytes());
+    if (needed > available)
+        fail(what, ": B=", batch, " sequences of ", queries, " tokens attending ", keys, " keys need about ",
+             needed, " bytes (mask ", B * L * S, ", recorded attention weights ", weights,
+             ") but ", available, " bytes of memory are available; refused before allocating");
+}
+
 Tensor* slot(AttentionRecord* record, const std::string& name) { return record ? &(*record)[name] : nullptr; }
 
 [[noreturn]] void unknown_attention(const std::string& name, const std::vector<std::string>& names) {
@@ -100,6 +137,8 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& 
 
 Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source_padding, AttentionRecord* record) const {
     check_padding("source", source_padding, source);
+    refuse_beyond_memory("encode", config_, source.batch, source.length, source.length, config_.num_encoder_layers,
+                         record != nullptr, 0);
     const Mask mask = key_padding_or_all(source_padding);  // [B,1,1,S]
     Tensor x = source_embedding_.forward(source);           // [B, S, D]
     for (size_t i = 0; i < encoder_layers_.size(); ++i)
@@ -131,6 +170,9 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
         fail("decode: source padding is [", source_padding.batch(), ",", source_padding.length(), "] but memory is ",
              shape_string(memory.shape()));
     const int64_t first = cache ? cache->length : 0;  // position of target's first token
+    refuse_beyond_memory("decode", config_, target.batch, target.length,
+                         std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
+                         record != nullptr, config_.tgt_vocab_size);
     const Mask self_mask =
         Mask::causal(target.length, first + target.length) & key_padding_or_all(target_padding);  // [B,1,n,T]
     const Mask cross_mask = key_padding_or_all(source_padding);                                     // [B,1,1,S]
@@ -143,6 +185,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     if (cache) cache->length += target.length;
     Tensor logits = generator_.forward(decoder_norm_.forward(x));  // [B, n, V]
     zero_padded_rows(logits, target_padding);
+    refuse_non_finite(logits);
     return logits;
 }
 
@@ -182,6 +225,8 @@ Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, co
                                  AttentionRecord* record) const {
     check_padding("input", padding, ids);
     if (ids.length < 1) fail("forward: the sequence is empty (ids [", ids.batch, ",", ids.length, "])");
+    refuse_beyond_memory("forward", config_, ids.batch, ids.length, ids.length, config_.num_layers, record != nullptr,
+                         config_.vocab_size);
     Mask mask;
     switch (config_.attention) {
         case SelfAttentionKind::Causal: mask = Mask::causal(ids.length); break;
@@ -214,6 +259,7 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
     if (final_norm_) x = norm_.forward(x);
     Tensor logits = lm_head_.forward(x);  // [B, n, V]
     zero_padded_rows(logits, padding);
+    refuse_non_finite(logits);
     return logits;
 }
 

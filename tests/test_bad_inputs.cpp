@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/safetensors.h"
+#include "engine/memory.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
 
@@ -49,6 +50,9 @@ const std::string kPrefixModel = "data/reference/do_prefix_pre_gelu_sin.model.sa
 const std::string kPrefixInputs = "data/reference/do_prefix_pre_gelu_sin.inputs.safetensors";
 // The trained reverse model: lowercase letters in its vocabulary.
 const std::string kReverse = "data/models/reverse.safetensors";
+// do_pre_relu_none_leftpad: decoder_only causal, no positions, vocab 12.
+const std::string kNoPositionModel = "data/reference/do_pre_relu_none_leftpad.model.safetensors";
+const std::string kNoPositionInputs = "data/reference/do_pre_relu_none_leftpad.inputs.safetensors";
 
 // A copy of the model whose config has `key` set to `value` (removed if null).
 std::string config_with(const TempDirectory& dir, const std::string& name, const std::string& source,
@@ -158,11 +162,11 @@ const std::vector<BadInput> kCatalogue = {
          const std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":" + std::string(1000000, '[') +
                                     std::string(1000000, ']') + ",\"data_offsets\":[0,0]}}";
          return forward_model(d, raw_file(d, "deep-shape.safetensors", header.size(), header)); },
-     1, {"deep-shape.safetensors", "the header nests arrays/objects 4 deep; at most 3 are allowed here"}},
+     1, {"deep-shape.safetensors", "the header nests arrays/objects 1000002 deep; at most 3 are allowed here"}},
     {"config nesting arrays", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "deep-config.safetensors", kModel, [](Contents& c) {
              c.metadata["config"] = std::string(100000, '[') + std::string(100000, ']'); })); },
-     1, {"deep-config.safetensors", "config nests arrays/objects 3 deep; at most 2 are allowed here"}},
+     1, {"deep-config.safetensors", "config nests arrays/objects 100000 deep; at most 2 are allowed here"}},
     {"header JSON but not an object", [](const TempDirectory& d) {
          return forward_model(d, raw_file(d, "array.safetensors", 7, "[1,2,3]")); },
      1, {"array.safetensors", "the header must be a JSON object, got array"}},
@@ -337,6 +341,17 @@ const std::vector<BadInput> kCatalogue = {
              c.tensors.push_back(tinyformer::f32_tensor("transformer.encoder.layers.2.norm1.weight", Tensor({16}))); })); },
      1, {"extra.safetensors", "unknown tensor 'transformer.encoder.layers.2.norm1.weight' [16]",
          "not used by the encoder_decoder model that this config describes"}},
+    {"tensor name with a C1 control (U+009B, CSI) and 100 kB long: escaped, the line cut", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "long-name.safetensors", kModel, [](Contents& c) {
+             c.tensors.push_back(tinyformer::f32_tensor("csi\xc2\x9b" + std::string(100000, 'x'), Tensor({1}))); })); },
+     1, {"long-name.safetensors", "unknown tensor 'csi\\xc2\\x9bxxx", "xxx... (", " more bytes)"}},
+    // From the review: finite weights near 3e38 overflowed to inf and NaN,
+    // and forward wrote those logits with exit 0.
+    {"finite weights so large that the logits overflow float32", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "huge-weights.safetensors", kModel, [](Contents& c) {
+             tinyformer::TensorToWrite& weight = c.tensor("generator.weight");
+             for (size_t i = 0; i < weight.bytes.size() / 4; ++i) set_float(weight, i, i % 2 ? 3e38f : -3e38f); })); },
+     1, {"model: the logits hold", "the weights are finite, but on this input the activations overflow float32"}},
     {"tensor name with a newline and a terminal escape: still one line, no control characters", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "control.safetensors", kModel, [](Contents& c) {
              c.tensors.push_back(tinyformer::f32_tensor("evil\nname\x1b[31m", Tensor({1}))); })); },
@@ -520,6 +535,14 @@ const std::vector<BadInput> kCatalogue = {
          return forward_inputs(d, "do-too-long.safetensors", kPrefixModel, kPrefixInputs, [](Contents& c) {
              c.replace(ids("ids", {3, 9}, std::vector<int64_t>(27, 4))); }); },
      1, {"do-too-long.safetensors", "input 'ids' [3,9] has length 9 but the model's max_len is 8"}},
+    // From the review: with no positional encoding, max_len bounds nothing, so
+    // a file of a million ids (8 MB) asked for a [T,T] causal mask of 1 TB.
+    {"decoder_only without positions: a million tokens, a terabyte of mask", [](const TempDirectory& d) {
+         return forward_inputs(d, "do-million.safetensors", kNoPositionModel, kNoPositionInputs, [](Contents& c) {
+             c.tensors.clear();
+             c.tensors.push_back(ids("ids", {1, 1000000}, std::vector<int64_t>(1000000, 3))); }); },
+     1, {"forward: B=1 sequences of 1000000 tokens attending 1000000 keys need about",
+         "bytes of memory are available; refused before allocating"}},
     {"zero batch", [](const TempDirectory& d) {
          return forward_inputs(d, "zero-batch.safetensors", kModel, kInputs, [](Contents& c) {
              c.replace(ids("src_ids", {0, 7}, {})); }); },

@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <cstring>
 #include <new>
-#include <string>
 
 namespace tinyformer::cli {
 namespace {
@@ -55,21 +55,29 @@ int dispatch(const Arguments& args) {
 }
 
 // The error line, printed as one line whatever the message holds: a tensor
-// name or a config value comes from the file, and a newline or an escape
-// sequence in it must not break the line or reach the terminal as control.
+// name or a config value comes from the file, so control characters (C0,
+// DEL, and C1 as raw bytes or as UTF-8 U+0080..U+009F) are written as \xNN
+// and cannot break the line or reach the terminal as escape sequences, and
+// the line stops after kMaxErrorBytes. Written piece by piece, allocating
+// nothing, so that it also works after std::bad_alloc.
+constexpr size_t kMaxErrorBytes = 2000;
+
 void print_error(const char* message) {
-    std::string line = "tinyformer: error: ";
-    for (const char* c = message; *c; ++c) {
-        const auto byte = static_cast<unsigned char>(*c);
-        if (byte < 0x20 || byte == 0x7F) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-            line.append(escaped);
+    std::fputs("tinyformer: error: ", stderr);
+    const size_t length = std::strlen(message);
+    for (size_t i = 0; i < length && i < kMaxErrorBytes; ++i) {
+        const auto byte = static_cast<unsigned char>(message[i]);
+        const bool utf8_c1 = byte == 0xC2 && i + 1 < length && (static_cast<unsigned char>(message[i + 1]) & 0xE0) == 0x80;
+        if (utf8_c1) {  // U+0080..U+009F: the two bytes C2 80..C2 9F
+            std::fprintf(stderr, "\\xc2\\x%02x", static_cast<unsigned char>(message[++i]));
+        } else if (byte < 0x20 || (byte >= 0x7F && byte <= 0x9F)) {
+            std::fprintf(stderr, "\\x%02x", byte);
         } else {
-            line.push_back(*c);
+            std::fputc(byte, stderr);
         }
     }
-    std::fprintf(stderr, "%s\n", line.c_str());
+    if (length > kMaxErrorBytes) std::fprintf(stderr, "... (%zu more bytes)", length - kMaxErrorBytes);
+    std::fputc('\n', stderr);
 }
 
 }  // namespace
