@@ -33,7 +33,10 @@ enum class StepMode { KvCache, Recompute };
 
 struct GenerationOptions {
     StepMode mode = StepMode::KvCache;
-    int64_t max_new_tokens = 0;   // 0: as many as max_len allows
+    // At most this many, and never past max_len; 0: as many as max_len
+    // allows. 1024 by default, because a file's config may declare a max_len
+    // of 2^24, and decoding that far is hours of work nobody asked for.
+    int64_t max_new_tokens = 1024;
     bool record_logits = false;   // keep every step's logits [B, V]
 };
 

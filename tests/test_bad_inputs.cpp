@@ -794,13 +794,16 @@ TEST_CASE("F16 and BF16 tensors count as float32 in the memory check: the wideni
     // Half the available memory in F16 fits as bytes but not once widened to
     // F32 (x2 more): data + widened = 3/2 of what is available.
     TempDirectory dir;
-    const uint64_t count = tinyformer::available_memory_bytes() / 4;  // F16: count * 2 bytes = available / 2
-    const std::string header = R"({"w": {"dtype": "BF16", "shape": [)" + std::to_string(count) +
-                               R"(], "data_offsets": [0, )" + std::to_string(2 * count) + "]}}";
-    const std::string path = raw_file(dir, "half-memory.safetensors", header.size(), header);
-    std::filesystem::resize_file(path, 8 + header.size() + 2 * count);
-    const std::string data = std::to_string(2 * count) + " bytes of data + ";
-    const std::string widened = std::to_string(4 * count) + " bytes of float32 tensors";
-    CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), data.c_str(), widened.c_str(),
-                         "refused before allocating");
+    for (const std::string dtype : {"F16", "BF16"}) {
+        INFO("dtype: ", dtype);
+        const uint64_t count = tinyformer::available_memory_bytes() / 4;  // count * 2 bytes = available / 2
+        const std::string header = R"({"w": {"dtype": ")" + dtype + R"(", "shape": [)" + std::to_string(count) +
+                                   R"(], "data_offsets": [0, )" + std::to_string(2 * count) + "]}}";
+        const std::string path = raw_file(dir, "half-memory-" + dtype + ".safetensors", header.size(), header);
+        std::filesystem::resize_file(path, 8 + header.size() + 2 * count);  // sparse: no disk blocks written
+        const std::string data = std::to_string(2 * count) + " bytes of data + ";
+        const std::string widened = std::to_string(4 * count) + " bytes of float32 tensors";
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), data.c_str(), widened.c_str(),
+                             "refused before allocating");
+    }
 }

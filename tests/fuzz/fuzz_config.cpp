@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -42,5 +43,16 @@ int fuzz_config_one_input(const uint8_t* data, size_t size) {
 }
 
 #ifndef TINYFORMER_CORPUS_TEST
+// Printed at exit: how many inputs were accepted and how many refused.
+void print_counts() {
+    std::fprintf(stderr, "fuzz_config: accepted %lld, refused %lld\n", fuzz_config_counts.accepted,
+                 fuzz_config_counts.refused);
+}
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    std::atexit(print_counts);
+    return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return fuzz_config_one_input(data, size); }
 #endif

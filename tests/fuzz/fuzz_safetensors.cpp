@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <span>
 
 FuzzCounts fuzz_safetensors_counts;
@@ -34,5 +36,16 @@ int fuzz_safetensors_one_input(const uint8_t* data, size_t size) {
 }
 
 #ifndef TINYFORMER_CORPUS_TEST
+// Printed at exit: how many inputs were accepted and how many refused.
+void print_counts() {
+    std::fprintf(stderr, "fuzz_safetensors: accepted %lld, refused %lld\n", fuzz_safetensors_counts.accepted,
+                 fuzz_safetensors_counts.refused);
+}
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+    std::atexit(print_counts);
+    return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { return fuzz_safetensors_one_input(data, size); }
 #endif

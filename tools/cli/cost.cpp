@@ -570,8 +570,6 @@ void print_summary(const Settings& settings) {
     }
 }
 
-}  // namespace
-
 // --measure builds N layers of random weights and runs the materialized path;
 // refused before allocating when that would not fit: the weights, plus at the
 // longest T the scores and weights [B,H,T,T], the FFN's hidden [B,T,F] twice
@@ -590,6 +588,8 @@ void refuse_measuring_beyond_memory(const Settings& settings) {
              ") but ", bytes_text(available), " of memory are available; refused before allocating. Leave out "
              "--measure to count only, or use smaller sizes");
 }
+
+}  // namespace
 
 int cost_command(const Arguments& args) {
     const ParsedArguments parsed(args, {"--batch", "--d-model", "--heads", "--ff", "--layers", "--seq", "--src-len"},

@@ -19,7 +19,8 @@ const char* kRunHelp =
     "  encoder-decoder models read TEXT as the source: `run data/models/reverse.safetensors hello`\n"
     "  decoder-only models continue the prompt <bos>TEXT: `run data/models/reverse-prefixlm.safetensors abc=`\n"
     "  --beam K     beam search of width K (default 1: greedy, inputs decoded together in batches)\n"
-    "  --max-len N  generate at most N tokens (default: as many as the model's max_len allows)\n"
+    "  --max-len N  generate at most N tokens (default: as many as the model's max_len allows,\n"
+    "               at most 1024; a file's config could otherwise ask for 16M decoding steps)\n"
     "  --unk        map characters outside the vocabulary to <unk> with a warning; without it\n"
     "               such a character is an error naming it\n"
     "Special tokens in an output are shown as themselves, e.g. <unk>.\n";
@@ -48,7 +49,7 @@ int run_command(const Arguments& args) {
     if (parsed.positional().empty()) throw UsageError("run: expected a MODEL file (see 'tinyformer run --help')");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
     GenerationOptions options;
-    options.max_new_tokens = parsed.integer("--max-len", 0, 1, 1 << 20);
+    options.max_new_tokens = parsed.integer("--max-len", options.max_new_tokens, 1, 1 << 20);
     const Model model = load_with_vocabulary(parsed.positional()[0]);
     const Tokenizer tokenizer(model.vocab);
 
