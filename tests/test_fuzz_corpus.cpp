@@ -37,26 +37,25 @@ std::vector<Seed> seeds(const std::string& harness) {
 
 bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
 
-}  // namespace
-
-TEST_CASE("Fuzz seeds: the safetensors parser reads every valid-* seed and refuses every bad-* one") {
-    for (const Seed& seed : seeds("safetensors")) {
-        INFO("seed: tests/fuzz/corpus/safetensors/", seed.name);
-        const FuzzCounts before = fuzz_safetensors_counts;
-        fuzz_safetensors_one_input(seed.bytes.data(), seed.bytes.size());
-        CHECK(fuzz_safetensors_counts.accepted - before.accepted == (starts_with(seed.name, "valid-") ? 1 : 0));
-        CHECK(fuzz_safetensors_counts.refused - before.refused == (starts_with(seed.name, "bad-") ? 1 : 0));
+// A parser harness's seeds: each valid-* one accepted once, each bad-* one refused once.
+void check_parser_seeds(const std::string& harness, int (*one_input)(const uint8_t*, size_t), const FuzzCounts& counts) {
+    for (const Seed& seed : seeds(harness)) {
+        INFO("seed: tests/fuzz/corpus/", harness, "/", seed.name);
+        const FuzzCounts before = counts;
+        one_input(seed.bytes.data(), seed.bytes.size());
+        CHECK(counts.accepted - before.accepted == (starts_with(seed.name, "valid-") ? 1 : 0));
+        CHECK(counts.refused - before.refused == (starts_with(seed.name, "bad-") ? 1 : 0));
     }
 }
 
+}  // namespace
+
+TEST_CASE("Fuzz seeds: the safetensors parser reads every valid-* seed and refuses every bad-* one") {
+    check_parser_seeds("safetensors", fuzz_safetensors_one_input, fuzz_safetensors_counts);
+}
+
 TEST_CASE("Fuzz seeds: the config parser accepts every valid-* seed and refuses every bad-* one") {
-    for (const Seed& seed : seeds("config")) {
-        INFO("seed: tests/fuzz/corpus/config/", seed.name);
-        const FuzzCounts before = fuzz_config_counts;
-        fuzz_config_one_input(seed.bytes.data(), seed.bytes.size());
-        CHECK(fuzz_config_counts.accepted - before.accepted == (starts_with(seed.name, "valid-") ? 1 : 0));
-        CHECK(fuzz_config_counts.refused - before.refused == (starts_with(seed.name, "bad-") ? 1 : 0));
-    }
+    check_parser_seeds("config", fuzz_config_one_input, fuzz_config_counts);
 }
 
 TEST_CASE("Fuzz seeds: forward runs each valid seed on its model (ed-* reverse, plm-* reverse-prefixlm) and refuses bad ones") {
