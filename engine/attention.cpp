@@ -199,6 +199,15 @@ void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value, i
 
 }  // namespace
 
+AttentionPath resolve_path(const AttentionOptions& options, const char* who) {
+    AttentionPath path = options.path;
+    if (path == AttentionPath::Automatic)
+        path = options.want_weights ? AttentionPath::Materialized : AttentionPath::Streaming;
+    if (options.want_weights && path == AttentionPath::Streaming)
+        fail(who, ": weights were asked for, but the streaming path never holds them; use the materialized path");
+    return path;
+}
+
 const char* path_name(AttentionPath path) {
     switch (path) {
         case AttentionPath::Materialized: return "materialized";
@@ -222,11 +231,7 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, con
     if (options.query_block < 1 || options.key_tile < 1)
         fail("attention: query_block and key_tile must be >= 1, got ", options.query_block, " and ", options.key_tile);
 
-    AttentionPath path = options.path;
-    if (path == AttentionPath::Automatic)
-        path = options.want_weights ? AttentionPath::Materialized : AttentionPath::Streaming;
-    if (options.want_weights && path == AttentionPath::Streaming)
-        fail("attention: weights were asked for, but the streaming path never holds them; use the materialized path");
+    const AttentionPath path = resolve_path(options, "attention");
 
     const Problem problem{mask,  mask.allows_everything(), options.query_padding, 1.0f / std::sqrt(float(Dk)),
                           heads, query.shape(),            key.shape()};

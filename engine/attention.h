@@ -48,6 +48,11 @@ struct AttentionOptions {
     int64_t key_tile = 2048;       // streaming: keys per tile (256 x 2048 floats = 2 MiB of scores)
 };
 
+// The path that runs: Automatic is Materialized when weights are wanted (only
+// that path holds them), else Streaming. Error, prefixed by `who`, when
+// weights are asked of the streaming path.
+AttentionPath resolve_path(const AttentionOptions& options, const char* who);
+
 struct AttentionResult {
     Tensor output;        // [B, L, Dv], or [B, L, H*Dv] for the multi-head form
     Tensor weights;       // [B, L, S] or [B, H, L, S] when asked for, else empty

@@ -14,14 +14,11 @@ TokenIds one_row(const std::vector<int64_t>& ids) { return {1, static_cast<int64
 
 // "attention.decoder.1.cross" -> stack "decoder", layer 1, kind "cross".
 AttentionMap describe(const std::string& name, Tensor weights) {
+    const AttentionName parts = parse_attention_name(name);
     AttentionMap map;
-    const std::string rest = name.substr(std::string("attention.").size());  // "decoder.1.cross"
-    const size_t dot = rest.find('.');
-    map.stack = rest.substr(0, dot);
-    const std::string after = rest.substr(dot + 1);
-    const size_t second = after.find('.');
-    map.layer = std::stoll(after.substr(0, second));
-    map.kind = second == std::string::npos ? "self" : after.substr(second + 1);
+    map.stack = parts.stack;
+    map.layer = parts.layer;
+    map.kind = parts.kind;
     map.weights = std::move(weights);
     return map;
 }

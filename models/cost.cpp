@@ -212,11 +212,7 @@ AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries,
     check_length(keys, "the number of keys S");
     if (options.query_block < 1 || options.key_tile < 1)
         fail("cost: query_block and key_tile must be >= 1, got ", options.query_block, " and ", options.key_tile);
-    AttentionPath path = options.path;
-    if (path == AttentionPath::Automatic)
-        path = options.want_weights ? AttentionPath::Materialized : AttentionPath::Streaming;
-    if (options.want_weights && path == AttentionPath::Streaming)
-        fail("cost: weights were asked for, but the streaming path never holds them");
+    const AttentionPath path = resolve_path(options, "cost");
     const int64_t B = shape.batch, D = shape.d_model, H = shape.heads, L = queries, S = keys;
     AttentionPathBytes bytes;
     bytes.output = product({kFloatBytes, B, L, D});

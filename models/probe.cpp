@@ -89,13 +89,10 @@ std::vector<int64_t> greedy_output(const Model& model, const std::vector<int64_t
 
 // Splits "attention.decoder.1.cross" into stack, layer and kind.
 void describe(HeadProbe& probe) {
-    const std::string rest = probe.attention.substr(std::string("attention.").size());  // "decoder.1.cross"
-    const size_t dot = rest.find('.');
-    probe.stack = rest.substr(0, dot);
-    const std::string after = rest.substr(dot + 1);
-    const size_t second = after.find('.');
-    probe.layer = std::stoll(after.substr(0, second));
-    probe.kind = second == std::string::npos ? "self" : after.substr(second + 1);
+    const AttentionName parts = parse_attention_name(probe.attention);
+    probe.stack = parts.stack;
+    probe.layer = parts.layer;
+    probe.kind = parts.kind;
 }
 
 // The first query whose row enters the statistics of probe.h.

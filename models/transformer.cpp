@@ -117,6 +117,19 @@ Tensor* slot(AttentionRecord* record, const std::string& name) { return record ?
 
 }  // namespace
 
+AttentionName parse_attention_name(const std::string& name) {
+    const std::string prefix = "attention.";
+    if (!name.starts_with(prefix)) fail("'", name, "' is not an attention name (attention.<stack>.<layer>[.<kind>])");
+    const std::string rest = name.substr(prefix.size());  // "decoder.1.cross"
+    const size_t dot = rest.find('.');
+    const std::string after = dot == std::string::npos ? "" : rest.substr(dot + 1);
+    const size_t second = after.find('.');
+    const std::string layer = after.substr(0, second);
+    if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos)
+        fail("'", name, "' is not an attention name (attention.<stack>.<layer>[.<kind>])");
+    return {rest.substr(0, dot), second == std::string::npos ? "self" : after.substr(second + 1), std::stoll(layer)};
+}
+
 Mask key_padding_or_all(const Padding& padding) { return padding.empty() ? Mask() : Mask::key_padding(padding); }
 
 EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& checkpoint) : config_(config) {

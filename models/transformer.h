@@ -39,6 +39,14 @@ namespace tinyformer {
 
 using AttentionRecord = std::map<std::string, Tensor>;
 
+// One of those names taken apart: "attention.decoder.1.cross" is stack
+// "decoder", layer 1, kind "cross"; "attention.layers.2" is "layers", 2, "self".
+struct AttentionName {
+    std::string stack, kind;
+    int64_t layer = 0;
+};
+AttentionName parse_attention_name(const std::string& name);
+
 // Keys and values of every decoder layer, kept between decoding steps.
 struct DecoderCache {
     std::vector<DecoderLayerCache> layers;
