@@ -91,7 +91,11 @@ void refuse_non_finite(const Tensor& logits) {
 // [B,H,L,S] per attention when asked for (plus one being computed), one query
 // block of scores per head, about a dozen [B,L,max(D,F)] activations, and the
 // logits [B,L,V]. A file of token ids a megabyte long can otherwise ask for
-// terabytes: the mask and the weights grow with L x S.
+// terabytes: the mask and the weights grow with L x S. Passes under 64 MiB
+// are not checked (measured: the check on every step cut toy KV-cache
+// decoding from 18.4k to 7.0k tokens/s).
+constexpr double kUncheckedPassBytes = 64.0 * 1024 * 1024;
+
 void refuse_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries, int64_t keys,
                           int64_t attentions, bool recording, int64_t vocabulary) {
     const double B = static_cast<double>(batch), L = static_cast<double>(queries), S = static_cast<double>(keys);
@@ -100,6 +104,9 @@ void refuse_beyond_memory(const char* what, const ModelConfig& config, int64_t b
     const double weights = recording ? (static_cast<double>(attentions) + 1) * B * H * L * S * 4 : 0;
     const double needed = B * L * S + weights + B * H * std::min(L, 256.0) * S * 4 + 12 * B * L * width * 4 +
                           B * L * static_cast<double>(vocabulary) * 4;
+    // Asking the system (/proc/meminfo, cgroup files) costs more than a toy
+    // decoding step, and a pass this small cannot be what exhausts memory.
+    if (needed < kUncheckedPassBytes) return;
     const double available = static_cast<double>(available_memory_bytes());
     if (needed > available)
         fail(what, ": B=", batch, " sequences of ", queries, " tokens attending ", keys, " keys need about ",
