@@ -2,14 +2,23 @@
 // one example, with what a picture of it needs: the per-head weights, the
 // tokens of the queries and keys, and the mask that was applied.
 //
+// The example is the user's tokens (models/text.h: text through the model's
+// tokenizer, or ids) and optionally a target:
 // encoder-decoder: the source is read by the encoder; the decoder reads
-//   <bos> followed by the target (given, or the model's own greedy output),
-//   so decoder query t is the position that predicts target token t.
-// decoder-only: the sequence is <bos> prompt continuation; a prefix_lm
-//   model's prefix is <bos> + prompt.
+//   <bos> (when the config has one) followed by the target (given, or the
+//   model's own greedy output), so decoder query t predicts target token t.
+//   A model without bos_id or eos_id cannot generate: give the target.
+// decoder-only: the sequence is [<bos>] prompt [suffix] continuation (the
+//   target, or the greedy output when the model has an eos_id to stop at,
+//   else none); a prefix_lm model's prefix is everything before the
+//   continuation.
+// encoder-only: the tokens, bidirectional self-attention; no target.
 #pragma once
 
-#include "models/toy_tasks.h"
+#include "models/decoding.h"
+#include "models/text.h"
+
+#include <optional>
 
 #include <string>
 #include <vector>
@@ -32,8 +41,10 @@ struct AttentionRun {
     std::vector<AttentionMap> maps;
 };
 
-// target: the decoder's target text (encoder-decoder) or the continuation
-// (decoder-only); empty = the model's greedy output.
-AttentionRun attention_maps(const Model& model, const std::string& text, const std::string& target, bool has_target);
+// tokens: the user's input tokens; target: the decoder's target
+// (encoder-decoder) or the continuation (decoder-only), std::nullopt = the
+// model's greedy output.
+AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& tokens,
+                            const std::optional<std::vector<int64_t>>& target);
 
 }  // namespace tinyformer

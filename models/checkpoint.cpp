@@ -2,9 +2,76 @@
 
 #include "engine/json.h"
 
+#include <charconv>
 #include <cmath>
 
 namespace tinyformer {
+
+namespace {
+
+// A JSON array of token strings from metadata `key`, as long as `expected`.
+std::vector<std::string> read_vocabulary(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                         const std::string& key, int64_t expected, const char* size_key) {
+    std::vector<std::string> tokens;
+    auto found = metadata.find(key);
+    if (found == metadata.end()) return tokens;
+    const nlohmann::json array = parse_json(found->second, /*max_depth=*/1, path + ": __metadata__ \"" + key + "\"");
+    if (!array.is_array()) fail(path, ": __metadata__ \"", key, "\" must be a JSON array of strings");
+    for (const auto& token : array) {
+        if (!token.is_string()) fail(path, ": __metadata__ \"", key, "\" holds a non-string: ", json_excerpt(token));
+        tokens.push_back(token.get<std::string>());
+    }
+    if (static_cast<int64_t>(tokens.size()) != expected)
+        fail(path, ": __metadata__ \"", key, "\" has ", tokens.size(), " tokens but the config's '", size_key, "' is ",
+             expected, " (docs/FORMAT.md)");
+    return tokens;
+}
+
+TextMetadata read_text_metadata(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                const ModelConfig& config) {
+    const bool encoder_decoder = config.arch == Architecture::EncoderDecoder;
+    TextMetadata text;
+    text.vocab = read_vocabulary(path, metadata, "vocab", encoder_decoder ? config.tgt_vocab_size : config.vocab_size,
+                                 encoder_decoder ? "tgt_vocab_size" : "vocab_size");
+    auto has = [&](const char* key) { return metadata.count(key) != 0; };
+    if (has("src_vocab") && !encoder_decoder)
+        fail(path, ": __metadata__ \"src_vocab\" is for encoder_decoder models; this one is ", architecture_name(config.arch));
+    text.src_vocab = read_vocabulary(path, metadata, "src_vocab", config.src_vocab_size, "src_vocab_size");
+    if (encoder_decoder && !text.vocab.empty() && text.src_vocab.empty() && config.src_vocab_size != config.tgt_vocab_size)
+        fail(path, ": __metadata__ has a \"vocab\" of ", text.vocab.size(), " tokens for both sides, but 'src_vocab_size' is ",
+             config.src_vocab_size, "; give the source vocabulary as \"src_vocab\" (docs/FORMAT.md)");
+    if (has("tokenizer")) {
+        try {
+            text.tokenizer = tokenizer_kind(metadata.at("tokenizer"));
+        } catch (const Error& error) {
+            fail(path, ": __metadata__ \"tokenizer\": ", error.what());
+        }
+    }
+    if (has("prompt_suffix")) {
+        if (config.arch != Architecture::DecoderOnly)
+            fail(path, ": __metadata__ \"prompt_suffix\" is for decoder_only models; this one is ",
+                 architecture_name(config.arch));
+        text.prompt_suffix = metadata.at("prompt_suffix");
+        if (text.vocab.empty()) fail(path, ": __metadata__ \"prompt_suffix\" needs a \"vocab\" to be read with");
+        try {
+            if (Tokenizer(text.vocab, text.tokenizer).encode(text.prompt_suffix).empty()) fail("it holds no token");
+        } catch (const Error& error) {
+            fail(path, ": __metadata__ \"prompt_suffix\" \"", text.prompt_suffix, "\": ", error.what());
+        }
+    }
+    if (has("train_max_len")) {
+        const std::string& value = metadata.at("train_max_len");
+        int64_t length = 0;
+        auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), length);
+        if (error != std::errc() || end != value.data() + value.size() || length < 1 || length > (int64_t{1} << 24))
+            fail(path, ": __metadata__ \"train_max_len\" must be a whole number in 1..16777216 (as a string), got \"",
+                 value, "\"");
+        text.train_max_len = length;
+    }
+    return text;
+}
+
+}  // namespace
 
 Checkpoint Checkpoint::open(const std::string& path) {
     Checkpoint checkpoint;
@@ -18,16 +85,7 @@ Checkpoint Checkpoint::open(const std::string& path) {
     } catch (const Error& error) {
         fail(path, ": ", error.what());
     }
-    auto vocab = metadata.find("vocab");
-    if (vocab != metadata.end()) {
-        const nlohmann::json tokens = parse_json(vocab->second, /*max_depth=*/1, path + ": __metadata__ \"vocab\"");
-        if (!tokens.is_array())
-            fail(path, ": __metadata__ \"vocab\" must be a JSON array of strings");
-        for (const auto& token : tokens) {
-            if (!token.is_string()) fail(path, ": __metadata__ \"vocab\" holds a non-string: ", json_excerpt(token));
-            checkpoint.vocab_.push_back(token.get<std::string>());
-        }
-    }
+    checkpoint.text_ = read_text_metadata(path, metadata, checkpoint.config_);
     return checkpoint;
 }
 

@@ -1,6 +1,8 @@
-// Checkpoint — a model's .safetensors file (FORMAT.md section 1).
+// Checkpoint — a model's .safetensors file (docs/FORMAT.md section 1).
 //   metadata "config": the ModelConfig as a JSON string (required)
 //   metadata "vocab":  a JSON array of token strings, index = id (optional)
+//   metadata "src_vocab", "tokenizer", "prompt_suffix", "train_max_len":
+//                      how text becomes tokens (optional; TextMetadata)
 //   tensors: PyTorch state_dict names, F32 (F16 / BF16 widened on load)
 // Loading takes every expected tensor by name and refuses, naming the file
 // and the tensor: a missing tensor, a wrong shape or dtype, a non-finite
@@ -9,6 +11,7 @@
 
 #include "engine/safetensors.h"
 #include "models/config.h"
+#include "models/tokenizer.h"
 
 #include <set>
 #include <string>
@@ -16,12 +19,29 @@
 
 namespace tinyformer {
 
+// The metadata that says how text becomes the model's tokens. Checked on
+// load: vocabularies as long as the config's vocabulary sizes, src_vocab only
+// for encoder_decoder, prompt_suffix only for decoder_only and made of
+// vocabulary tokens, train_max_len a positive integer.
+struct TextMetadata {
+    std::vector<std::string> vocab;      // the target (encoder_decoder) or only vocabulary; may be empty
+    std::vector<std::string> src_vocab;  // encoder_decoder: the source vocabulary when it differs; else empty
+    TokenizerKind tokenizer = TokenizerKind::Char;
+    std::string prompt_suffix;           // decoder_only: appended to a prompt that does not end with it
+    int64_t train_max_len = 0;           // the longest input seen in training, in tokens; 0 = not declared
+
+    // The vocabulary of the model's input (the source, or the prompt) and of its output.
+    const std::vector<std::string>& input_vocab() const { return src_vocab.empty() ? vocab : src_vocab; }
+    const std::vector<std::string>& output_vocab() const { return vocab; }
+};
+
 class Checkpoint {
 public:
     static Checkpoint open(const std::string& path);
 
     const ModelConfig& config() const { return config_; }
-    const std::vector<std::string>& vocab() const { return vocab_; }
+    const TextMetadata& text() const { return text_; }
+    const std::vector<std::string>& vocab() const { return text_.vocab; }
     const SafetensorsFile& file() const { return file_; }
 
     // The tensor `name`, checked against `expected` and for finiteness.
@@ -32,7 +52,7 @@ public:
 private:
     SafetensorsFile file_;
     ModelConfig config_;
-    std::vector<std::string> vocab_;
+    TextMetadata text_;
     std::set<std::string> taken_;
 };
 

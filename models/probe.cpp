@@ -9,12 +9,11 @@ namespace {
 
 TokenIds one_row(const std::vector<int64_t>& ids) { return {1, static_cast<int64_t>(ids.size()), ids}; }
 
-// The model's tokenizer; Error for a model the probe cannot read.
-Tokenizer model_tokenizer(const Model& model) {
+// Error for a model the probe cannot score.
+void check_probe_model(const Model& model) {
     if (model.config.arch == Architecture::EncoderOnly)
         fail("probe: an encoder_only model produces no output sequence to score");
-    if (model.vocab.empty()) fail("probe: the checkpoint has no vocabulary, so it cannot read text");
-    return Tokenizer(model.vocab);
+    if (model.config.bos_id < 0 || model.config.eos_id < 0) fail("probe: the model's config needs bos_id and eos_id");
 }
 
 int64_t prompt_length(const Model& model, const ProbeExample& example) {
@@ -25,7 +24,6 @@ int64_t prompt_length(const Model& model, const ProbeExample& example) {
 // every attention call's weights when `record` is given.
 double scored_pass(const Model& model, const ProbeExample& example, AttentionRecord* record) {
     const ModelConfig& config = model.config;
-    if (config.bos_id < 0 || config.eos_id < 0) fail("probe: the model's config needs bos_id and eos_id");
     std::vector<int64_t> labels = example.target;  // what the scored positions predict
     labels.push_back(config.eos_id);
     Tensor logits;      // [1, n, V]
@@ -125,11 +123,13 @@ void head_statistics(HeadProbe& probe, const Tensor& weights, int64_t first, con
 
 }  // namespace
 
-ProbeExample probe_example(const Model& model, const std::string& text, const std::string& target, bool has_target) {
-    const Tokenizer tokenizer = model_tokenizer(model);
+ProbeExample probe_example(const Model& model, const std::vector<int64_t>& tokens,
+                           const std::optional<std::vector<int64_t>>& target) {
+    check_probe_model(model);
     ProbeExample example;
-    example.input = model_input(model, tokenizer, text);
-    example.target = has_target ? tokenizer.encode(target) : greedy_output(model, example.input);
+    example.input = model_input(model, tokens);
+    example.target = target ? *target : greedy_output(model, example.input);
+    check_output_ids(model, example.target);
     const auto input = static_cast<int64_t>(example.input.size()), output = static_cast<int64_t>(example.target.size());
     const int64_t max_len = model.config.max_len;
     if (model.encoder_decoder && (input > max_len || output + 1 > max_len))
@@ -153,20 +153,33 @@ AblationResult ablate_heads(Model& model, const ProbeExample& example, const std
     return result;
 }
 
-ProbeReport probe(Model& model, const std::string& text, const ProbeOptions& options) {
-    const Tokenizer tokenizer = model_tokenizer(model);
-    if (!tokenizer.contains(options.replacement))
-        fail("probe: the replacement token '", options.replacement, "' is not in the model's vocabulary");
-    const int64_t replacement = tokenizer.id_of(options.replacement);
-    const ProbeExample example = probe_example(model, text, options.target, options.has_target);
-    const std::vector<int64_t> greedy = options.has_target ? greedy_output(model, example.input) : example.target;
+ProbeReport probe(Model& model, const std::vector<int64_t>& tokens, const ProbeOptions& options) {
+    check_probe_model(model);
+    const ModelText text(model);
+    int64_t replacement = 0;
+    if (options.replacement_id) {
+        replacement = *options.replacement_id;
+        model_input(model, {replacement});  // Error when outside the input vocabulary
+    } else {
+        const std::vector<std::string>& vocab = model.text.input_vocab();
+        auto found = std::find(vocab.begin(), vocab.end(), options.replacement);
+        if (found == vocab.end())
+            fail("probe: the replacement token '", options.replacement, "' is not in the model's vocabulary",
+                 vocab.empty() ? " (it has none: give the replacement as an id)" : "");
+        replacement = found - vocab.begin();
+    }
+    const ProbeExample example = probe_example(model, tokens, options.target);
+    const std::vector<int64_t> greedy = options.target ? greedy_output(model, example.input) : example.target;
+    const int64_t first_position = model.encoder_decoder ? 0 : 1;  // decoder-only: <bos> stays
 
     ProbeReport report;
-    report.text = text;
-    report.target = tokenizer.decode(example.target);
-    report.greedy_output = tokenizer.decode(greedy);
-    report.target_given = options.has_target;
-    report.replacement = options.replacement;
+    std::vector<std::string> source, decoder, sequence;  // labels of the keys: the source, <bos> + target, or both
+    for (int64_t id : example.input) source.push_back(text.input_label(id));
+    report.text = text.decode_input({example.input.begin() + first_position, example.input.end()});
+    report.target = text.decode_output(example.target);
+    report.greedy_output = text.decode_output(greedy);
+    report.target_given = options.target.has_value();
+    report.replacement = text.input_label(replacement);
     report.scored_tokens = static_cast<int64_t>(example.target.size()) + 1;
     // Recording takes the materialized attention path; the scores compared
     // below all take the same (streaming) path, so that no-op deltas are 0.
@@ -174,11 +187,8 @@ ProbeReport probe(Model& model, const std::string& text, const ProbeOptions& opt
     AttentionRecord record;
     scored_pass(model, example, &record);
 
-    // Tokens of the keys: the source, <bos> + target, or the whole sequence.
-    std::vector<std::string> source, decoder, sequence;
-    for (int64_t id : example.input) source.push_back(tokenizer.token(id));
-    decoder.push_back(tokenizer.token(model.config.bos_id));
-    for (int64_t id : example.target) decoder.push_back(tokenizer.token(id));
+    decoder.push_back(text.output_label(model.config.bos_id));
+    for (int64_t id : example.target) decoder.push_back(text.output_label(id));
     sequence = source;
     sequence.insert(sequence.end(), decoder.begin() + 1, decoder.end());
 
@@ -194,7 +204,7 @@ ProbeReport probe(Model& model, const std::string& text, const ProbeOptions& opt
             head_statistics(head, weights, first_query(head, model, example), keys);
             const AblationResult ablation = ablate_heads(model, example, {{name, h}});
             head.delta_log_prob = ablation.delta_log_prob;
-            head.greedy_output = tokenizer.decode(ablation.greedy);
+            head.greedy_output = text.decode_output(ablation.greedy);
             head.output_changed = ablation.greedy != greedy;
             report.heads.push_back(std::move(head));
         }
@@ -202,7 +212,6 @@ ProbeReport probe(Model& model, const std::string& text, const ProbeOptions& opt
 
     // Each input token's share of the weight (see probe.h), then its perturbation.
     report.share_source = model.encoder_decoder ? "cross-attention" : "self-attention";
-    const int64_t first_position = model.encoder_decoder ? 0 : 1;  // decoder-only: <bos> stays
     const int64_t first = model.encoder_decoder ? 0 : prompt_length(model, example) - 1;
     std::vector<double> shares(example.input.size(), 0.0);
     int64_t rows = 0;  // layers x heads x scored queries
@@ -225,7 +234,7 @@ ProbeReport probe(Model& model, const std::string& text, const ProbeOptions& opt
         perturbed.input[static_cast<size_t>(position)] = replacement;
         token.delta_log_prob = target_log_prob(model, perturbed) - base;
         const std::vector<int64_t> output = greedy_output(model, perturbed.input);
-        token.greedy_output = tokenizer.decode(output);
+        token.greedy_output = text.decode_output(output);
         token.output_changed = output != greedy;
         report.tokens.push_back(std::move(token));
     }

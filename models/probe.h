@@ -3,7 +3,8 @@
 // weights it would be read from (lesson 10.3, section 11: a weight is the
 // coefficient of one head's value mixture, not a causal explanation).
 //
-// The example: an input text and a target, given or the model's greedy output.
+// The example: the user's input tokens (models/text.h: text through the
+// model's tokenizer, or ids) and a target, given or the model's greedy output.
 // Its score is the teacher-forced log-probability of the output sequence,
 //   log p = sum_t log softmax(logits_t)[y_t]     y = target tokens, then <eos>
 //   encoder-decoder: the decoder reads <bos> y_0 .. y_{T-1}; query t predicts y_t
@@ -37,7 +38,10 @@
 // when an Error is thrown.
 #pragma once
 
-#include "models/toy_tasks.h"
+#include "models/decoding.h"
+#include "models/text.h"
+
+#include <optional>
 
 #include <cstdint>
 #include <string>
@@ -51,10 +55,11 @@ struct ProbeExample {
     std::vector<int64_t> input, target;
 };
 
-// The example of a text: target = the given text, or the greedy output.
-// Error when a text has characters outside the vocabulary or the sequence
-// does not fit the model's max_len.
-ProbeExample probe_example(const Model& model, const std::string& text, const std::string& target, bool has_target);
+// The example of the user's tokens (framed by model_input): target = the
+// given tokens, or the greedy output. Error when an id is outside the
+// vocabulary or the sequence does not fit the model's max_len.
+ProbeExample probe_example(const Model& model, const std::vector<int64_t>& tokens,
+                           const std::optional<std::vector<int64_t>>& target);
 
 // Teacher-forced log p(target, <eos> | input), summed over the T+1 tokens.
 double target_log_prob(const Model& model, const ProbeExample& example);
@@ -91,7 +96,7 @@ struct HeadProbe {
 
 struct TokenProbe {
     int64_t position = 0;     // in the model's input (decoder-only: <bos> is position 0)
-    std::string token;
+    std::string token;        // its label (models/text.h)
     double attention_share = 0.0;
     double delta_log_prob = 0.0;
     std::string greedy_output;
@@ -99,13 +104,13 @@ struct TokenProbe {
 };
 
 struct ProbeOptions {
-    std::string target;                 // the target text, used when has_target
-    bool has_target = false;            // false: the target is the greedy output
-    std::string replacement = "<unk>";  // the token that replaces each input token in turn
+    std::optional<std::vector<int64_t>> target;  // std::nullopt: the target is the greedy output
+    std::string replacement = "<unk>";           // the token that replaces each input token in turn,
+    std::optional<int64_t> replacement_id;       // or this id (for a model without a vocabulary)
 };
 
 struct ProbeReport {
-    std::string text, target, greedy_output;  // target == greedy_output unless one was given
+    std::string text, target, greedy_output;  // the input (without <bos>), as text or ids; target == greedy_output unless given
     bool target_given = false;
     std::string replacement;
     int64_t scored_tokens = 0;                 // T + 1 (the target and <eos>)
@@ -115,7 +120,8 @@ struct ProbeReport {
     std::vector<TokenProbe> tokens;            // one per perturbed input token, in order
 };
 
-// Both interventions; needs the model's vocabulary, with the replacement token in it.
-ProbeReport probe(Model& model, const std::string& text, const ProbeOptions& options = {});
+// Both interventions; the replacement token must be in the model's
+// vocabulary (or given as an id). Needs bos_id and eos_id.
+ProbeReport probe(Model& model, const std::vector<int64_t>& tokens, const ProbeOptions& options = {});
 
 }  // namespace tinyformer

@@ -32,9 +32,21 @@ size_t utf8_length(unsigned char lead) {
     return 1;
 }
 
+bool is_special(const std::string& token) { return token.size() > 1 && token.front() == '<'; }
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
 }  // namespace
 
-Tokenizer::Tokenizer(std::vector<std::string> vocab) : vocab_(std::move(vocab)) {
+TokenizerKind tokenizer_kind(const std::string& name) {
+    if (name == "char") return TokenizerKind::Char;
+    if (name == "whitespace") return TokenizerKind::Whitespace;
+    fail("tokenizer: \"", name, "\" is not a tokenizer; expected one of \"char\", \"whitespace\" (docs/FORMAT.md)");
+}
+
+const char* tokenizer_kind_name(TokenizerKind kind) { return kind == TokenizerKind::Char ? "char" : "whitespace"; }
+
+Tokenizer::Tokenizer(std::vector<std::string> vocab, TokenizerKind kind) : vocab_(std::move(vocab)), kind_(kind) {
     if (vocab_.empty()) fail("tokenizer: the checkpoint has no vocabulary (__metadata__ \"vocab\")");
     for (size_t id = 0; id < vocab_.size(); ++id) {
         if (vocab_[id].empty()) fail("tokenizer: vocabulary entry ", id, " is an empty string");
@@ -44,11 +56,12 @@ Tokenizer::Tokenizer(std::vector<std::string> vocab) : vocab_(std::move(vocab)) 
 }
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown, int64_t* unknown_count) const {
+    if (kind_ == TokenizerKind::Whitespace) return encode_words(text, unknown_count);
     std::vector<int64_t> ids;
     for (size_t at = 0; at < text.size();) {
         const size_t length = std::min(utf8_length(static_cast<unsigned char>(text[at])), text.size() - at);
         auto found = ids_.find(text.substr(at, length));
-        if (found != ids_.end() && !(found->first.size() > 1 && found->first.front() == '<')) {
+        if (found != ids_.end() && !is_special(found->first)) {
             ids.push_back(found->second);
         } else if (map_unknown && contains("<unk>")) {
             ids.push_back(id_of("<unk>"));
@@ -62,9 +75,39 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown
     return ids;
 }
 
+std::vector<int64_t> Tokenizer::encode_words(const std::string& text, int64_t* unknown_count) const {
+    std::vector<int64_t> ids;
+    int64_t word_index = 0;
+    for (size_t at = 0; at < text.size();) {
+        if (is_space(text[at])) {
+            ++at;
+            continue;
+        }
+        size_t end = at;
+        while (end < text.size() && !is_space(text[end])) ++end;
+        const std::string word = text.substr(at, end - at);
+        auto found = ids_.find(word);
+        if (found != ids_.end() && !is_special(word)) {
+            ids.push_back(found->second);
+        } else if (contains("<unk>")) {
+            ids.push_back(id_of("<unk>"));
+            if (unknown_count) ++*unknown_count;
+        } else {
+            fail("tokenizer: word '", word, "' (word ", word_index, ", at character ", at, " of \"", text,
+                 "\") is not in the model's vocabulary, which has no <unk>");
+        }
+        ++word_index;
+        at = end;
+    }
+    return ids;
+}
+
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
     std::string text;
-    for (int64_t id : ids) text += token(id);
+    for (int64_t id : ids) {
+        if (kind_ == TokenizerKind::Whitespace && !text.empty()) text += ' ';
+        text += token(id);
+    }
     return text;
 }
 

@@ -43,60 +43,49 @@ const ToyTask& toy_task(const std::string& name) {
     fail("unknown task '", name, "'; the tasks are ", known);
 }
 
-std::vector<int64_t> model_input(const Model& model, const Tokenizer& tokenizer, const std::string& text,
-                                 bool map_unknown, int64_t* unknown_count) {
-    std::vector<int64_t> ids = tokenizer.encode(text, map_unknown, unknown_count);
-    const int64_t length = static_cast<int64_t>(ids.size()), max_len = model.config.max_len;
-    if (model.encoder_decoder) {
-        if (ids.empty()) fail("the input text is empty; an encoder-decoder model needs at least one source token");
-        if (model.config.pos_encoding != PositionalEncoding::None && length > max_len)
-            fail("the input text \"", text, "\" is ", length, " tokens but the model's max_len is ", max_len);
-        return ids;
-    }
-    if (model.config.bos_id < 0) fail("the model's config has no bos_id to start a prompt with");
-    if (length + 1 > max_len)
-        fail("the prompt \"", text, "\" is ", length + 1, " tokens with <bos> but the model's max_len is ", max_len);
-    ids.insert(ids.begin(), model.config.bos_id);
-    return ids;
-}
-
-std::vector<std::string> generate_text(const Model& model, const Tokenizer& tokenizer,
-                                       const std::vector<std::string>& texts, int64_t beam_width,
-                                       const GenerationOptions& options, bool map_unknown) {
-    std::vector<std::vector<int64_t>> inputs;
-    for (const std::string& text : texts) inputs.push_back(model_input(model, tokenizer, text, map_unknown));
-    std::vector<std::string> outputs;
+std::vector<std::vector<int64_t>> generate(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                                           int64_t beam_width, const GenerationOptions& options) {
+    std::vector<std::vector<int64_t>> outputs;
     if (beam_width > 1) {
-        for (const auto& input : inputs)
-            outputs.push_back(tokenizer.decode(beam_search(model, input, beam_width, 1.0, options).tokens[0]));
+        for (const auto& input : inputs) outputs.push_back(beam_search(model, input, beam_width, 1.0, options).tokens[0]);
         return outputs;
     }
     for (size_t first = 0; first < inputs.size(); first += kBatch) {
         const std::vector<std::vector<int64_t>> batch(inputs.begin() + static_cast<std::ptrdiff_t>(first),
                                                       inputs.begin() + static_cast<std::ptrdiff_t>(std::min(first + kBatch, inputs.size())));
-        for (const auto& tokens : greedy_decode(model, batch, options).tokens) outputs.push_back(tokenizer.decode(tokens));
+        for (auto& tokens : greedy_decode(model, batch, options).tokens) outputs.push_back(std::move(tokens));
     }
+    return outputs;
+}
+
+std::vector<std::string> generate_text(const Model& model, const std::vector<std::string>& texts, int64_t beam_width,
+                                       const GenerationOptions& options, bool map_unknown) {
+    const ModelText text(model);
+    std::vector<std::vector<int64_t>> inputs;
+    for (const std::string& each : texts) inputs.push_back(model_input(model, text.encode_input(each, map_unknown)));
+    std::vector<std::string> outputs;
+    for (const auto& tokens : generate(model, inputs, beam_width, options)) outputs.push_back(text.decode_output(tokens));
     return outputs;
 }
 
 Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t seed, int64_t beam_width) {
     if (n < 1) fail("evaluate: n must be >= 1, got ", n);
-    const Tokenizer tokenizer(model.vocab);
+    if (model.text.vocab.empty() || model.text.tokenizer != TokenizerKind::Char)
+        fail("evaluate: the ", task.name, " task needs a model with a character vocabulary");
+    const Tokenizer tokenizer(model.text.input_vocab());
     for (char c : task.alphabet)
         if (!tokenizer.contains(std::string(1, c)))
             fail("evaluate: the model's vocabulary has no '", c, "', so it was not trained on the ", task.name, " task");
-    const bool prompt = !model.encoder_decoder;  // decoder-only: "<bos>" + text + "="
     Random random(seed);
-    std::vector<std::string> texts, prompts;
+    std::vector<std::string> texts;
     for (int64_t i = 0; i < n; ++i) {
         std::string text;
         const int64_t length = random.uniform_int(1, kMaxTextLength);
         for (int64_t j = 0; j < length; ++j)
             text += task.alphabet[static_cast<size_t>(random.uniform_int(0, static_cast<int64_t>(task.alphabet.size()) - 1))];
         texts.push_back(text);
-        prompts.push_back(prompt ? text + "=" : text);
     }
-    const std::vector<std::string> outputs = generate_text(model, tokenizer, prompts, beam_width, {});
+    const std::vector<std::string> outputs = generate_text(model, texts, beam_width, {});
     Evaluation evaluation;
     for (size_t i = 0; i < texts.size(); ++i) {
         const std::string expected = task.answer(texts[i]);

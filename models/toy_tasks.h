@@ -4,14 +4,15 @@
 //   sort      digit strings of length 1..16     -> the digits sorted
 //
 // An encoder-decoder model reads the text as its source; a decoder-only
-// model reads the prompt <bos> text, and for a task the prompt is
-// "<bos>" + text + "=" (the model continues after '='). evaluate() draws
-// fresh examples from tinyformer::Random, decodes them in batches and counts
-// exact matches.
+// model reads the prompt <bos> text + its prompt suffix (the toy models
+// declare "=": the model continues after it), framed by model_input
+// (models/text.h), as `tinyformer run` frames it. evaluate() draws fresh
+// examples from tinyformer::Random, decodes them in batches and counts exact
+// matches.
 #pragma once
 
 #include "models/decoding.h"
-#include "models/tokenizer.h"
+#include "models/text.h"
 
 #include <cstdint>
 #include <string>
@@ -28,11 +29,6 @@ struct ToyTask {
 const ToyTask& toy_task(const std::string& name);  // Error listing the tasks if unknown
 std::vector<std::string> toy_task_names();
 
-// The model's input ids for a text: the source, or <bos> + text for a
-// decoder-only model.
-std::vector<int64_t> model_input(const Model& model, const Tokenizer& tokenizer, const std::string& text,
-                                 bool map_unknown = false, int64_t* unknown_count = nullptr);
-
 struct Example {
     std::string input, expected, output;
 };
@@ -47,9 +43,13 @@ struct Evaluation {
 // greedily (beam_width 1) or by beam search.
 Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t seed, int64_t beam_width = 1);
 
-// Decodes texts (batched when greedy) and returns the outputs as text.
-std::vector<std::string> generate_text(const Model& model, const Tokenizer& tokenizer,
-                                       const std::vector<std::string>& texts, int64_t beam_width,
+// Decodes the model inputs (model_input's framing; batched when greedy) and
+// returns each row's output tokens.
+std::vector<std::vector<int64_t>> generate(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                                           int64_t beam_width, const GenerationOptions& options);
+
+// Texts through the model's tokenizer, model_input and generate, back to text.
+std::vector<std::string> generate_text(const Model& model, const std::vector<std::string>& texts, int64_t beam_width,
                                        const GenerationOptions& options, bool map_unknown = false);
 
 }  // namespace tinyformer

@@ -307,7 +307,7 @@ Model Model::load(const std::string& path) {
     Checkpoint checkpoint = Checkpoint::open(path);
     Model model;
     model.config = checkpoint.config();
-    model.vocab = checkpoint.vocab();
+    model.text = checkpoint.text();
     if (model.config.arch == Architecture::EncoderDecoder)
         model.encoder_decoder = std::make_unique<EncoderDecoderModel>(model.config, checkpoint);
     else

@@ -120,7 +120,7 @@ private:
 // A model file, loaded: exactly one of the two models is set, by config.arch.
 struct Model {
     ModelConfig config;
-    std::vector<std::string> vocab;
+    TextMetadata text;  // vocabularies, tokenizer, prompt suffix (models/text.h reads text with it)
     std::unique_ptr<EncoderDecoderModel> encoder_decoder;
     std::unique_ptr<SingleStackModel> single_stack;
 

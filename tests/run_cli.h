@@ -3,7 +3,7 @@
 // The binary is build/tinyformer, relative to the repository root (where
 // `make test` runs the suites); `make test` builds it first. The environment
 // variable TINYFORMER_BIN names another one (`make sanitize` points it at the
-// sanitizer build). Each run has stdin from /dev/null, stdout and stderr
+// sanitizer build). Each run has stdin from /dev/null (or a given file), stdout and stderr
 // captured to files, OpenBLAS limited to `threads` threads, and a time limit
 // (`timeout`), so that a hang fails the test instead of stopping the suite.
 #pragma once
@@ -43,7 +43,9 @@ inline std::string shell_quoted(const std::string& text) {
 }
 
 // Runs `tinyformer args...`; exit status 124 means the time limit was hit.
-inline CliRun run_tinyformer(const std::vector<std::string>& args, int threads = 1, int time_limit_seconds = 300) {
+// Standard input is the file `stdin_path`.
+inline CliRun run_tinyformer(const std::vector<std::string>& args, int threads = 1, int time_limit_seconds = 300,
+                             const std::string& stdin_path = "/dev/null") {
     const std::string binary = tinyformer_binary();
     REQUIRE_MESSAGE(std::filesystem::is_regular_file(binary), binary,
                     " is missing: run the tests from the repository root with `make test`, which builds it");
@@ -53,7 +55,8 @@ inline CliRun run_tinyformer(const std::vector<std::string>& args, int threads =
     command.append(std::to_string(threads)).append(" timeout ").append(std::to_string(time_limit_seconds));
     command.append(" ").append(shell_quoted(binary));
     for (const std::string& arg : args) command.append(" ").append(shell_quoted(arg));
-    command.append(" </dev/null >").append(shell_quoted(capture.file("stdout")));
+    command.append(" <").append(shell_quoted(stdin_path));
+    command.append(" >").append(shell_quoted(capture.file("stdout")));
     command.append(" 2>").append(shell_quoted(capture.file("stderr")));
     const int raw = std::system(command.c_str());
     CliRun run;

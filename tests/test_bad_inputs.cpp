@@ -114,6 +114,7 @@ struct BadInput {
     std::function<std::vector<std::string>(const TempDirectory&)> setup;  // writes files, gives the command line
     int status;                                                            // 1 bad input, 2 bad usage
     std::vector<std::string> message;  // pieces the error message must contain
+    const char* stdin_file = nullptr;  // a file of the case's folder (written by setup) as standard input
 };
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -616,12 +617,12 @@ const std::vector<BadInput> kCatalogue = {
      1, {"character 'H' at position 0 of \"Hello\" is not in the model's vocabulary"}},
     {"run on a text longer than the model's max_len", [](const TempDirectory&) {
          return std::vector<std::string>{"run", kReverse, "abc", std::string(40, 'x')}; },
-     1, {"the input text \"xxxxxxxxxx", "is 40 tokens but the model's max_len is 32"}},
+     1, {"input \"xxxxxxxxxx", "an input of 40 tokens is longer than the model's max_len of 32"}},
     {"run on a prompt longer than a decoder-only model's max_len", [](const TempDirectory&) {
          return std::vector<std::string>{"run", "data/models/reverse-prefixlm.safetensors", std::string(50, 'x') + "="}; },
-     1, {"the prompt \"xxxxxxxxxx", "is 52 tokens with <bos> but the model's max_len is 40"}},
+     1, {"input \"xxxxxxxxxx", "an input of 52 tokens (with <bos> and the prompt suffix) is longer than the model's max_len of 40"}},
     {"run on a model without a vocabulary", [](const TempDirectory&) { return std::vector<std::string>{"run", kModel, "abc"}; },
-     1, {"ed_post_relu_sin.model.safetensors", "has no vocabulary"}},
+     1, {"has no vocabulary", "cannot read text; give token ids (--ids)"}},
     {"eval with an unknown task", [](const TempDirectory&) {
          return std::vector<std::string>{"eval", kReverse, "--task", "translate"}; },
      2, {"eval: --task must be reverse or sort, got 'translate'"}},
@@ -710,7 +711,99 @@ const std::vector<BadInput> kCatalogue = {
          return std::vector<std::string>{"run", kReverse, "h\xC3\xA9llo"}; },
      1, {"character '\xC3\xA9' (bytes C3 A9) at position 1 of \"h\xC3\xA9llo\" is not in the model's vocabulary"}},
     {"run on empty text", [](const TempDirectory&) { return std::vector<std::string>{"run", kReverse, ""}; },
-     1, {"the input text is empty; an encoder-decoder model needs at least one source token"}},
+     1, {"the input is empty; the encoder needs at least one token"}},
+
+    // ---- issue 11: any vocabulary, token ids, text metadata ----
+    {"run: a blank line on standard input fails the batch, naming the line", [](const TempDirectory& d) {
+         std::ofstream(d.file("lines.txt")) << "hello\nworld\n\nagain\n";
+         return std::vector<std::string>{"run", kReverse}; },
+     1, {"standard input line 3 is blank; give one input per line, no blank lines"}, "lines.txt"},
+    {"run: a line of standard input outside the vocabulary names its line", [](const TempDirectory& d) {
+         std::ofstream(d.file("lines.txt")) << "hello\nWorld\n";
+         return std::vector<std::string>{"run", kReverse}; },
+     1, {"standard input line 2: tokenizer: character 'W' at position 0 of \"World\""}, "lines.txt"},
+    {"run: empty standard input", [](const TempDirectory& d) {
+         std::ofstream(d.file("lines.txt")).flush();
+         return std::vector<std::string>{"run", kReverse}; },
+     1, {"standard input has no lines"}, "lines.txt"},
+    {"run --ids with an id outside the vocabulary", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--ids", "5,30"}; },
+     1, {"input token id 30 at position 1 is outside the vocabulary 0..29"}},
+    {"run --ids with a negative id", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--ids=-4,5"}; },
+     1, {"input token id -4 at position 0 is outside the vocabulary 0..29"}},
+    {"run --ids that are not numbers", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--ids", "five,six"}; },
+     2, {"run: --ids: 'five' (item 0 of \"five,six\") is not a token id"}},
+    {"run --ids with an empty item", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--ids", "5,,6"}; },
+     2, {"run: --ids: '' (item 1 of \"5,,6\") is not a token id"}},
+    {"run with both TEXT and --ids", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "abc", "--ids", "5"}; },
+     2, {"run: give the input as TEXT or as --ids, not both"}},
+    {"attention with neither TEXT nor --ids", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "--out", d.file("maps")}; },
+     2, {"attention: give the input as TEXT or as --ids, one of them"}},
+    {"attention --target-ids outside the target vocabulary", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kModel, "--ids", "3,4", "--target-ids", "11", "--out", d.file("maps")}; },
+     1, {"target token id 11 at position 0 is outside the vocabulary 0..10"}},
+    {"attention with --target and --target-ids", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abc", "--target", "cba", "--target-ids", "5", "--out", d.file("maps")}; },
+     2, {"attention: give the target as --target or as --target-ids, not both"}},
+    {"attention on an encoder-decoder model without bos_id and no target", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", config_with(d, "no-bos.safetensors", kModel, "bos_id", nullptr),
+                                         "--ids", "3,4", "--out", d.file("maps")}; },
+     1, {"the model's config has no bos_id, so it cannot generate a target", "--target or --target-ids"}},
+    {"attention --target on an encoder-only model", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", "data/reference/eo_post_relu_learned_h1.model.safetensors", "--ids", "3,4",
+                                         "--target-ids", "1", "--out", d.file("maps")}; },
+     1, {"an encoder_only model has no target"}},
+    {"probe --with-id outside the vocabulary", [](const TempDirectory&) {
+         return std::vector<std::string>{"probe", kReverse, "abc", "--with-id", "30"}; },
+     1, {"input token id 30 at position 0 is outside the vocabulary 0..29"}},
+    {"run on an encoder-only model", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", "data/reference/eo_post_relu_learned_h1.model.safetensors", "--ids", "3"}; },
+     1, {"eo_post_relu_learned_h1.model.safetensors: an encoder_only model generates no text"}},
+    {"run on a word-level model: an unknown word and no <unk>", [](const TempDirectory& d) {
+         return std::vector<std::string>{"run", edited(d, "words.safetensors", kPrefixModel, [](Contents& c) {
+             c.metadata["vocab"] = json({"<pad>", "<bos>", "<eos>", "the", "cat", "sat", "on", "mat", "a", "dog",
+                                         "ran", "to", "big", "red"}).dump();
+             c.metadata["tokenizer"] = std::string("whitespace"); }), "the cat sat on the zebra"}; },
+     1, {"word 'zebra' (word 5, at character 19 of \"the cat sat on the zebra\") is not in the model's vocabulary, which has no <unk>"}},
+    {"metadata: an unknown tokenizer", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", edited(d, "bpe.safetensors", kReverse, [](Contents& c) {
+             c.metadata["tokenizer"] = std::string("bpe"); })}; },
+     1, {"bpe.safetensors: __metadata__ \"tokenizer\"", "\"bpe\" is not a tokenizer; expected one of \"char\", \"whitespace\""}},
+    {"metadata: train_max_len not a whole number", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", edited(d, "train-len.safetensors", kReverse, [](Contents& c) {
+             c.metadata["train_max_len"] = std::string("16 tokens"); })}; },
+     1, {"train-len.safetensors: __metadata__ \"train_max_len\" must be a whole number in 1..16777216", "got \"16 tokens\""}},
+    {"metadata: train_max_len 0", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", edited(d, "train-len0.safetensors", kReverse, [](Contents& c) {
+             c.metadata["train_max_len"] = std::string("0"); })}; },
+     1, {"\"train_max_len\" must be a whole number in 1..16777216", "got \"0\""}},
+    {"metadata: a prompt suffix on an encoder-decoder model", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", edited(d, "suffix.safetensors", kReverse, [](Contents& c) {
+             c.metadata["prompt_suffix"] = std::string("="); })}; },
+     1, {"suffix.safetensors: __metadata__ \"prompt_suffix\" is for decoder_only models; this one is encoder_decoder"}},
+    {"metadata: a prompt suffix outside the vocabulary", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", edited(d, "suffix-unknown.safetensors", "data/models/reverse-causal.safetensors",
+                                                        [](Contents& c) { c.metadata["prompt_suffix"] = std::string("=>"); })}; },
+     1, {"__metadata__ \"prompt_suffix\" \"=>\": tokenizer: character '>' at position 1"}},
+    {"metadata: src_vocab on a decoder-only model", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", edited(d, "src-vocab.safetensors", "data/models/reverse-causal.safetensors",
+                                                        [](Contents& c) { c.metadata["src_vocab"] = c.metadata["vocab"]; })}; },
+     1, {"__metadata__ \"src_vocab\" is for encoder_decoder models; this one is decoder_only"}},
+    {"metadata: a vocabulary shorter than the config's vocabulary size", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", edited(d, "short-vocab.safetensors", kReverse, [](Contents& c) {
+             json vocab = json::parse(c.metadata["vocab"]);
+             vocab.erase(vocab.size() - 1);
+             c.metadata["vocab"] = vocab.dump(); })}; },
+     1, {"short-vocab.safetensors: __metadata__ \"vocab\" has 29 tokens but the config's 'tgt_vocab_size' is 30"}},
+    {"metadata: one vocabulary for source and target of different sizes", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", edited(d, "one-vocab.safetensors", kModel, [](Contents& c) {
+             c.metadata["vocab"] = json({"<pad>", "<bos>", "<eos>", "a", "b", "c", "d", "e", "f", "g", "h"}).dump(); })}; },
+     1, {"has a \"vocab\" of 11 tokens for both sides, but 'src_vocab_size' is 13; give the source vocabulary as \"src_vocab\""}},
 };
 // clang-format on
 
@@ -759,7 +852,7 @@ TEST_CASE("The bad-input catalogue: every row is refused with exit 1 or 2, one c
         TempDirectory dir;
         const std::vector<std::string> args = row.setup(dir);
         const auto before = snapshot(dir.path());
-        const CliRun run = test_helpers::run_tinyformer(args);
+        const CliRun run = test_helpers::run_tinyformer(args, 1, 300, row.stdin_file ? dir.file(row.stdin_file) : "/dev/null");
         check_refused(run, row.status, row.message);
         CHECK_MESSAGE(snapshot(dir.path()) == before, "the run created or changed a file in its folder");
     }

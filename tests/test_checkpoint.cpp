@@ -115,9 +115,9 @@ TEST_CASE("A reference checkpoint loads with its config and vocabulary") {
     CHECK(model.single_stack);
     CHECK_FALSE(model.encoder_decoder);
     CHECK(model.config.vocab_size == 20);
-    REQUIRE(model.vocab.size() == 20);
-    CHECK(model.vocab[0] == "<pad>");
-    CHECK(model.vocab[3] == "a");
+    REQUIRE(model.text.vocab.size() == 20);
+    CHECK(model.text.vocab[0] == "<pad>");
+    CHECK(model.text.vocab[3] == "a");
 }
 
 TEST_CASE("Checkpoint metadata rules: config required and valid, vocab an array of strings") {

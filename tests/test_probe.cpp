@@ -14,6 +14,10 @@ using namespace tinyformer;
 
 namespace {
 
+// The user's tokens of a text, and a target text's tokens, through the model's tokenizer.
+std::vector<int64_t> tokens(const Model& model, const std::string& text) { return ModelText(model).encode_input(text); }
+std::vector<int64_t> target(const Model& model, const std::string& text) { return ModelText(model).encode_output(text); }
+
 TokenIds one_row(const std::vector<int64_t>& ids) { return {1, static_cast<int64_t>(ids.size()), ids}; }
 
 // log softmax(logits)[label] in double, written out.
@@ -74,9 +78,9 @@ TEST_CASE("Ablating a head changes log p by the reported amount, recomputed with
     for (const Case& each : kCases) {
         CAPTURE(each.model);
         Model model = Model::load(each.model);
-        const Tokenizer tokenizer(model.vocab);
-        const ProbeReport report = probe(model, each.text);
-        const std::vector<int64_t> input = model_input(model, tokenizer, each.text);
+        const Tokenizer tokenizer(model.text.vocab);
+        const ProbeReport report = probe(model, tokens(model, each.text));
+        const std::vector<int64_t> input = model_input(model, tokens(model, each.text));
         const std::vector<int64_t> target = tokenizer.encode(report.target);
         REQUIRE(report.target == tokenizer.decode(greedy_decode(model, {input}).tokens[0]));
         const double base = log_prob_by_hand(model, input, target);
@@ -99,7 +103,7 @@ TEST_CASE("Ablating a head changes log p by the reported amount, recomputed with
 
 TEST_CASE("The head table has one row per attention call and head, with weight statistics inside their bounds") {
     Model model = Model::load("data/models/reverse.safetensors");
-    const ProbeReport report = probe(model, "hello");
+    const ProbeReport report = probe(model, tokens(model, "hello"));
     const std::vector<std::string> names = model.attention_names();
     CHECK(names == std::vector<std::string>{"attention.encoder.0", "attention.encoder.1", "attention.decoder.0.self",
                                             "attention.decoder.0.cross", "attention.decoder.1.self",
@@ -124,7 +128,7 @@ TEST_CASE("The head table has one row per attention call and head, with weight s
 TEST_CASE("The perturbation table has one row per source token, and its deltas are the replaced input's log p") {
     SUBCASE("encoder-decoder: every source position; cross-attention shares sum to 1") {
         Model model = Model::load("data/models/reverse.safetensors");
-        const ProbeReport report = probe(model, "hello");
+        const ProbeReport report = probe(model, tokens(model, "hello"));
         REQUIRE(report.tokens.size() == 5);
         double shares = 0.0;
         for (size_t i = 0; i < 5; ++i) {
@@ -135,7 +139,7 @@ TEST_CASE("The perturbation table has one row per source token, and its deltas a
         CHECK(shares == doctest::Approx(1.0).epsilon(1e-5));
         CHECK(report.share_source == "cross-attention");
 
-        const Tokenizer tokenizer(model.vocab);
+        const Tokenizer tokenizer(model.text.vocab);
         const std::vector<int64_t> target = tokenizer.encode("olleh");
         const double base = log_prob_by_hand(model, tokenizer.encode("hello"), target);
         const double replaced = log_prob_by_hand(model, tokenizer.encode("heRlo", true), target);  // 'R' -> <unk>
@@ -144,7 +148,7 @@ TEST_CASE("The perturbation table has one row per source token, and its deltas a
     }
     SUBCASE("decoder-only: every prompt character after <bos>, '=' included") {
         Model model = Model::load("data/models/reverse-causal.safetensors");
-        const ProbeReport report = probe(model, "abc=");
+        const ProbeReport report = probe(model, tokens(model, "abc="));
         REQUIRE(report.tokens.size() == 4);
         const char* tokens[] = {"a", "b", "c", "="};
         for (size_t i = 0; i < 4; ++i) {
@@ -157,10 +161,10 @@ TEST_CASE("The perturbation table has one row per source token, and its deltas a
     }
     SUBCASE("--with: another replacement token") {
         Model model = Model::load("data/models/reverse.safetensors");
-        const ProbeReport report = probe(model, "hello", ProbeOptions{"", false, "z"});
+        const ProbeReport report = probe(model, tokens(model, "hello"), ProbeOptions{std::nullopt, "z", std::nullopt});
         REQUIRE(report.tokens.size() == 5);
         CHECK(report.tokens[0].greedy_output == "ollez");  // the model reverses the counterfactual input
-        CHECK_ERROR_CONTAINS(probe(model, "hello", ProbeOptions{"", false, "Z"}), "replacement token 'Z'");
+        CHECK_ERROR_CONTAINS(probe(model, tokens(model, "hello"), ProbeOptions{std::nullopt, "Z", std::nullopt}), "replacement token 'Z'");
     }
 }
 
@@ -168,7 +172,7 @@ TEST_CASE("An ablation of zero heads gives delta exactly 0 and the greedy output
     for (const Case& each : kCases) {
         CAPTURE(each.model);
         Model model = Model::load(each.model);
-        const ProbeExample example = probe_example(model, each.text, "", false);
+        const ProbeExample example = probe_example(model, tokens(model, each.text), std::nullopt);
         const AblationResult result = ablate_heads(model, example, {});
         CHECK(result.delta_log_prob == 0.0);
         CHECK(result.log_prob == target_log_prob(model, example));
@@ -178,7 +182,7 @@ TEST_CASE("An ablation of zero heads gives delta exactly 0 and the greedy output
 
 TEST_CASE("An ablation that names an unknown attention or head is an Error and leaves the model unchanged") {
     Model model = Model::load("data/models/reverse.safetensors");
-    const ProbeExample example = probe_example(model, "hello", "", false);
+    const ProbeExample example = probe_example(model, tokens(model, "hello"), std::nullopt);
     CHECK_ERROR_CONTAINS(ablate_heads(model, example, {{"attention.encoder.0", 1}, {"attention.encoder.9", 0}}),
                          "no attention named 'attention.encoder.9'", "attention.decoder.1.cross");
     CHECK(nothing_zeroed(model));
@@ -195,20 +199,20 @@ TEST_CASE("An ablation that names an unknown attention or head is an Error and l
 
 TEST_CASE("A given target is scored instead of the greedy output; one that does not fit max_len is refused") {
     Model model = Model::load("data/models/reverse.safetensors");
-    const ProbeReport greedy = probe(model, "hello");
-    const ProbeReport given = probe(model, "hello", ProbeOptions{"olleh", true, "<unk>"});
+    const ProbeReport greedy = probe(model, tokens(model, "hello"));
+    const ProbeReport given = probe(model, tokens(model, "hello"), ProbeOptions{target(model, "olleh"), "<unk>", std::nullopt});
     CHECK(given.log_prob == greedy.log_prob);
-    const ProbeReport wrong = probe(model, "hello", ProbeOptions{"hello", true, "<unk>"});  // not reversed: far less likely
+    const ProbeReport wrong = probe(model, tokens(model, "hello"), ProbeOptions{target(model, "hello"), "<unk>", std::nullopt});  // not reversed: far less likely
     CHECK(wrong.target == "hello");
     CHECK(wrong.greedy_output == "olleh");
     CHECK(wrong.log_prob < greedy.log_prob - 10.0);
-    CHECK_ERROR_CONTAINS(probe_example(model, "hello", std::string(40, 'a'), true), "max_len is 32");
+    CHECK_ERROR_CONTAINS(probe_example(model, tokens(model, "hello"), target(model, std::string(40, 'a'))), "max_len is 32");
 }
 
 TEST_CASE("The README's cases: peaked weights with no effect, flat weights with a large one") {
     SUBCASE("sort, 31415926: encoder layer 0 heads 0-2 put all weight on one key, yet zeroing them costs nothing") {
         Model model = Model::load("data/models/sort.safetensors");
-        const ProbeReport report = probe(model, "31415926");
+        const ProbeReport report = probe(model, tokens(model, "31415926"));
         REQUIRE(report.target == "11234569");
         for (int64_t h = 0; h < 4; ++h) {
             const HeadProbe& head = report.heads[static_cast<size_t>(h)];
@@ -219,7 +223,7 @@ TEST_CASE("The README's cases: peaked weights with no effect, flat weights with 
         }
         CHECK(report.heads[3].delta_log_prob < -5.0);
         CHECK(report.heads[3].greedy_output == "111233456699");
-        const ProbeExample example = probe_example(model, "31415926", "", false);
+        const ProbeExample example = probe_example(model, tokens(model, "31415926"), std::nullopt);
         const AblationResult three = ablate_heads(
             model, example, {{"attention.encoder.0", 0}, {"attention.encoder.0", 1}, {"attention.encoder.0", 2}});
         CHECK(std::fabs(three.delta_log_prob) < 0.01);  // not redundancy between them: none of the three is needed
@@ -227,7 +231,7 @@ TEST_CASE("The README's cases: peaked weights with no effect, flat weights with 
     }
     SUBCASE("reverse, hello: the flattest cross-attention head matters most, the peakiest hardly") {
         Model model = Model::load("data/models/reverse.safetensors");
-        const ProbeReport report = probe(model, "hello");
+        const ProbeReport report = probe(model, tokens(model, "hello"));
         const HeadProbe* flattest = &report.heads[0];
         const HeadProbe* strongest = &report.heads[0];
         for (const HeadProbe& head : report.heads) {
@@ -248,7 +252,7 @@ TEST_CASE("The README's cases: peaked weights with no effect, flat weights with 
             CHECK(std::fabs(report.heads[h].delta_log_prob) < 0.05);
             CHECK_FALSE(report.heads[h].output_changed);
         }
-        const ProbeExample example = probe_example(model, "hello", "", false);
+        const ProbeExample example = probe_example(model, tokens(model, "hello"), std::nullopt);
         const std::string cross = "attention.decoder.1.cross";
         const AblationResult three = ablate_heads(model, example, {{cross, 0}, {cross, 1}, {cross, 3}});
         CHECK(three.delta_log_prob < -10.0);

@@ -4,6 +4,7 @@
 // examples, token for token.
 
 #include "models/attention_maps.h"
+#include "models/toy_tasks.h"
 
 #include <doctest/doctest.h>
 
@@ -44,7 +45,7 @@ TEST_CASE("Greedy outputs equal PyTorch's greedy outputs on the committed held-o
     for (const Shipped& shipped : kModels) {
         CAPTURE(shipped.name);
         const Model model = Model::load(model_path(shipped.name));
-        const Tokenizer tokenizer(model.vocab);
+        const Tokenizer tokenizer(model.text.vocab);
         std::ifstream file("data/models/" + std::string(shipped.name) + ".greedy.tsv");
         REQUIRE_MESSAGE(file.good(), "missing data/models/", shipped.name, ".greedy.tsv (run the tests from the repository root)");
         std::vector<std::string> inputs, expected;
@@ -56,7 +57,7 @@ TEST_CASE("Greedy outputs equal PyTorch's greedy outputs on the committed held-o
             expected.push_back(line.substr(tab + 1));
         }
         REQUIRE(inputs.size() == 200);
-        const std::vector<std::string> outputs = generate_text(model, tokenizer, inputs, 1, {});
+        const std::vector<std::string> outputs = generate_text(model, inputs, 1, {});
         int64_t same = 0;
         for (size_t i = 0; i < inputs.size(); ++i) {
             CAPTURE(inputs[i]);
@@ -69,7 +70,7 @@ TEST_CASE("Greedy outputs equal PyTorch's greedy outputs on the committed held-o
 
 TEST_CASE("attention_maps of a trained model name every attention call with its tokens and mask") {
     const Model model = Model::load(model_path("reverse"));
-    const AttentionRun run = attention_maps(model, "abc", "", /*has_target=*/false);
+    const AttentionRun run = attention_maps(model, ModelText(model).encode_input("abc"), std::nullopt);
     CHECK(run.output == "cba");  // greedy output of the trained model
     // 2 encoder layers (self) + 2 decoder layers (self, cross).
     REQUIRE(run.maps.size() == 6);

@@ -2,7 +2,7 @@
 
 #include "engine/heatmap.h"
 #include "models/attention_maps.h"
-#include "tools/cli/arguments.h"
+#include "tools/cli/inputs.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -13,15 +13,29 @@ namespace tinyformer::cli {
 namespace {
 
 const char* kAttentionHelp =
-    "usage: tinyformer attention MODEL.safetensors TEXT --out DIR [--target TEXT] [--layer L]\n"
-    "                            [--head H] [--kind self|cross|all] [--average-heads] [--grids-only]\n"
+    "usage: tinyformer attention MODEL.safetensors (TEXT | --ids 5,17,3) --out DIR\n"
+    "                            [--target TEXT | --target-ids 4,9] [--layer L] [--head H]\n"
+    "                            [--kind self|cross|all] [--average-heads] [--grids-only]\n"
     "\n"
-    "Runs the model on TEXT (with its own greedy output as the target, or --target) and\n"
-    "writes its attention weights as PNG heatmaps into DIR (created if missing):\n"
+    "Runs the model once on TEXT (or on token ids, --ids: for any model, also one without\n"
+    "a vocabulary; labels then show the ids) and writes its attention weights as PNG\n"
+    "heatmaps into DIR (created if missing):\n"
     "  STACK-layerL-KIND-headH.png   one picture per stack, layer, kind and head\n"
     "  STACK-layerL-KIND-heads.png   all heads of that layer side by side\n"
     "  index.md                      what every file shows\n"
-    "STACK is encoder / decoder (encoder-decoder models) or layers (decoder-only).\n"
+    "STACK is encoder / decoder (encoder-decoder models) or layers (decoder-only and\n"
+    "encoder-only models).\n"
+    "What the model reads:\n"
+    "  encoder-decoder  the encoder reads TEXT; the decoder reads <bos> + the target, so\n"
+    "                   decoder row t is the position that predicts target token t\n"
+    "  decoder-only     <bos> + TEXT (+ the model's prompt suffix) + the continuation\n"
+    "  encoder-only     TEXT, bidirectional; no target\n"
+    "--target TEXT      the target the decoder reads (teacher forcing) instead of the\n"
+    "                   model's own greedy output; for decoder-only models, the\n"
+    "                   continuation after the prompt. --target-ids gives it as ids.\n"
+    "                   A model whose config has no bos_id or eos_id cannot generate: an\n"
+    "                   encoder-decoder one then needs a target (its decoder reads the\n"
+    "                   target as given), a decoder-only one is drawn on its prompt.\n"
     "Rows are queries, columns keys, labelled with their tokens; the colour bar runs\n"
     "from 0 to 1 (viridis). Cells the mask forbids are plain grey: 'not allowed' is not\n"
     "'weight 0'. Weights are per head, never averaged, unless --average-heads is given\n"
@@ -59,13 +73,14 @@ HeatmapSpec head_picture(const AttentionMap& map, int64_t head, bool average) {
 }  // namespace
 
 int attention_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--out", "--target", "--layer", "--head", "--kind"}, {"--average-heads", "--grids-only"}, "attention");
+    const ParsedArguments parsed(args, {"--out", "--target", "--target-ids", "--ids", "--layer", "--head", "--kind"},
+                                 {"--average-heads", "--grids-only"}, "attention");
     if (parsed.help()) {
         std::printf("%s", kAttentionHelp);
         return 0;
     }
-    if (parsed.positional().size() != 2)
-        throw UsageError("attention: expected MODEL and TEXT (see 'tinyformer attention --help')");
+    if (parsed.positional().empty() || parsed.positional().size() > 2)
+        throw UsageError("attention: expected MODEL and TEXT, or MODEL and --ids (see 'tinyformer attention --help')");
     const std::string kind = parsed.value_or("--kind", "all");
     if (kind != "self" && kind != "cross" && kind != "all")
         throw UsageError("attention: --kind must be self, cross or all, got '" + kind + "'");
@@ -79,9 +94,8 @@ int attention_command(const Arguments& args) {
 
     const std::string& path = parsed.positional()[0];
     const Model model = Model::load(path);
-    if (model.vocab.empty()) fail(path, ": the checkpoint has no vocabulary, so it cannot read text");
-    const AttentionRun run = attention_maps(model, parsed.positional()[1], parsed.value_or("--target", ""),
-                                            parsed.has("--target"));
+    const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "attention");
+    const AttentionRun run = attention_maps(model, tokens, target_tokens(parsed, model, "attention"));
     const int64_t heads = model.config.nhead;
     if (only_head >= heads) throw UsageError("attention: --head " + std::to_string(only_head) + " but the model has " +
                                              std::to_string(heads) + " heads (0.." + std::to_string(heads - 1) + ")");
@@ -90,9 +104,13 @@ int attention_command(const Arguments& args) {
     if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
 
     const std::string model_name = std::filesystem::path(path).stem().string();
-    std::string index = "# Attention of " + model_name + "\n\ninput: `" + parsed.positional()[1] + "`, " +
-                        (parsed.has("--target") ? "target" : "greedy output") + ": `" + run.output + "`\n\n" +
-                        "| file | shows |\n|---|---|\n";
+    const std::string input = parsed.has("--ids") ? "ids " + parsed.value("--ids") : parsed.positional()[1];
+    const bool given = parsed.has("--target") || parsed.has("--target-ids");
+    std::string index = "# Attention of " + model_name + "\n\ninput: `" + input + "`, " +
+                        (model.config.arch == Architecture::EncoderOnly ? "no target"
+                                                                        : (given ? "target" : "greedy output") +
+                                                                              std::string(": `") + run.output + "`") +
+                        "\n\n| file | shows |\n|---|---|\n";
     int64_t written = 0, layers_seen = 0;
     for (const AttentionMap& map : run.maps) {
         if ((only_layer >= 0 && map.layer != only_layer) || (kind != "all" && map.kind != kind)) continue;
@@ -129,8 +147,8 @@ int attention_command(const Arguments& args) {
     }
     if (layers_seen == 0) throw UsageError("attention: no attention matches --layer/--kind for this model");
     std::ofstream(out + "/index.md") << index;
-    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %lld pictures and %s/index.md\n",
-                 parsed.positional()[1].c_str(), run.output.c_str(), static_cast<long long>(written), out.c_str());
+    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %lld pictures and %s/index.md\n", input.c_str(),
+                 run.output.c_str(), static_cast<long long>(written), out.c_str());
     return 0;
 }
 

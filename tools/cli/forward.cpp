@@ -91,8 +91,18 @@ int info_command(const Arguments& args) {
                 : c.pos_encoding == PositionalEncoding::Learned  ? "learned"
                                                                  : "none",
                 (long long)c.max_len, c.embed_scale ? "yes" : "no");
-    std::printf("  special ids: pad %lld, bos %lld, eos %lld (-1 = not set); vocab in file: %zu tokens\n",
-                (long long)c.pad_id, (long long)c.bos_id, (long long)c.eos_id, model.vocab.size());
+    std::printf("  special ids: pad %lld, bos %lld, eos %lld (-1 = not set)\n", (long long)c.pad_id,
+                (long long)c.bos_id, (long long)c.eos_id);
+    const TextMetadata& text = model.text;
+    if (text.vocab.empty())
+        std::printf("  text: no vocabulary in the file; commands take token ids (--ids)\n");
+    else
+        std::printf("  text: %s tokenizer, vocabulary of %zu tokens%s%s%s%s\n", tokenizer_kind_name(text.tokenizer),
+                    text.vocab.size(),
+                    text.src_vocab.empty() ? "" : (", source vocabulary of " + std::to_string(text.src_vocab.size())).c_str(),
+                    text.prompt_suffix.empty() ? "" : (", prompt suffix \"" + text.prompt_suffix + "\"").c_str(),
+                    text.train_max_len ? ", trained on inputs of up to " : "",
+                    text.train_max_len ? (std::to_string(text.train_max_len) + " tokens").c_str() : "");
 
     std::map<std::string, int64_t> parameters_by_part;
     int64_t parameters = 0, stored_bytes = 0;

@@ -3,7 +3,7 @@
 
 #include "engine/heatmap.h"
 #include "models/probe.h"
-#include "tools/cli/arguments.h"
+#include "tools/cli/inputs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +15,8 @@ namespace tinyformer::cli {
 namespace {
 
 const char* kProbeHelp =
-    "usage: tinyformer probe MODEL.safetensors TEXT [--target TEXT] [--with TOKEN] [--png FILE]\n"
+    "usage: tinyformer probe MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
+    "                        [--with TOKEN | --with-id N] [--png FILE]\n"
     "\n"
     "Is a high attention weight an explanation? Scores the model's output on TEXT (its\n"
     "greedy output, or --target) by the teacher-forced log-probability of the target and\n"
@@ -38,6 +39,9 @@ const char* kProbeHelp =
     "(mean max weight | |d log p| / the largest) and tokens (share / the largest |\n"
     "|d log p| / the largest).\n"
     "Decoder-only models read TEXT as the prompt: probe data/models/reverse-causal.safetensors abc=\n"
+    "--ids, --target-ids and --with-id give the input, the target and the replacement as\n"
+    "token ids (for any model, also one without a vocabulary: labels then show the ids).\n"
+    "The model's config needs bos_id and eos_id (the target is scored with <eos>).\n"
     "A weight is one head's coefficient of its value mixture (lesson 10.3, section 11).\n";
 
 std::string quoted_token(const std::string& token) { return token.size() == 1 ? "'" + token + "'" : token; }
@@ -142,20 +146,23 @@ void write_picture(const std::string& model_name, const ProbeReport& report, con
 }  // namespace
 
 int probe_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--target", "--with", "--png"}, {}, "probe");
+    const ParsedArguments parsed(args, {"--target", "--target-ids", "--ids", "--with", "--with-id", "--png"}, {}, "probe");
     if (parsed.help()) {
         std::printf("%s", kProbeHelp);
         return 0;
     }
-    if (parsed.positional().size() != 2)
-        throw UsageError("probe: expected MODEL and TEXT (see 'tinyformer probe --help')");
+    if (parsed.positional().empty() || parsed.positional().size() > 2)
+        throw UsageError("probe: expected MODEL and TEXT, or MODEL and --ids (see 'tinyformer probe --help')");
+    if (parsed.has("--with") && parsed.has("--with-id"))
+        throw UsageError("probe: give the replacement as --with or as --with-id, not both");
     const std::string& path = parsed.positional()[0];
     Model model = Model::load(path);
+    const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "probe");
     ProbeOptions options;
-    options.has_target = parsed.has("--target");
-    options.target = parsed.value_or("--target", "");
+    options.target = target_tokens(parsed, model, "probe");
     options.replacement = parsed.value_or("--with", options.replacement);
-    const ProbeReport report = probe(model, parsed.positional()[1], options);
+    if (parsed.has("--with-id")) options.replacement_id = parsed.integer("--with-id", 0, 0, INT64_MAX);
+    const ProbeReport report = probe(model, tokens, options);
     const std::string model_name = std::filesystem::path(path).stem().string();
     if (parsed.has("--png")) write_picture(model_name, report, parsed.value("--png"));  // first: a failure prints no table
     print_report(model_name, report);

@@ -1,7 +1,7 @@
 // `tinyformer run` and `tinyformer eval`: the toy models at work.
 
 #include "models/toy_tasks.h"
-#include "tools/cli/arguments.h"
+#include "tools/cli/inputs.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -12,64 +12,104 @@ namespace tinyformer::cli {
 namespace {
 
 const char* kRunHelp =
-    "usage: tinyformer run MODEL.safetensors [--beam K] [--max-len N] [--unk] [TEXT...]\n"
+    "usage: tinyformer run MODEL.safetensors [--beam K] [--max-len N] [--unk] [TEXT... | --ids 5,17,3]\n"
     "\n"
     "Runs a trained model on each TEXT and prints one output line per input. With no\n"
-    "TEXT, reads one input per line from standard input.\n"
+    "TEXT, reads one input per line from standard input; a blank line there is an error\n"
+    "naming its line number, and nothing is printed for the batch.\n"
     "  encoder-decoder models read TEXT as the source: `run data/models/reverse.safetensors hello`\n"
-    "  decoder-only models continue the prompt <bos>TEXT: `run data/models/reverse-prefixlm.safetensors abc=`\n"
+    "  decoder-only models continue the prompt <bos>TEXT; a model that declares a prompt\n"
+    "               suffix (the toy reverse models: '=') gets it appended when TEXT does not\n"
+    "               end with it, so `run data/models/reverse-causal.safetensors abc` and\n"
+    "               `... abc=` are the same prompt, the one `eval` gives\n"
+    "  --ids 5,17,3 the input as token ids instead of TEXT (the tokens TEXT would become;\n"
+    "               <bos> and the prompt suffix are added the same way): for any model,\n"
+    "               also one without a vocabulary, whose outputs are then printed as ids\n"
     "  --beam K     beam search of width K (default 1: greedy, inputs decoded together in batches)\n"
     "  --max-len N  generate at most N tokens (default: as many as the model's max_len allows,\n"
     "               at most 1024; a file's config could otherwise ask for 16M decoding steps)\n"
     "  --unk        map characters outside the vocabulary to <unk> with a warning; without it\n"
-    "               such a character is an error naming it\n"
-    "Special tokens in an output are shown as themselves, e.g. <unk>.\n";
+    "               such a character is an error naming it (a whitespace tokenizer always\n"
+    "               reads an unknown word as <unk> when the vocabulary has one)\n"
+    "An input longer than the model was trained on (its train_max_len) still runs, with a\n"
+    "warning naming both lengths. Special tokens in an output are shown as themselves, e.g. <unk>.\n";
 
 const char* kEvalHelp =
     "usage: tinyformer eval MODEL.safetensors --task reverse|sort [--n 1000] [--seed S] [--beam K]\n"
     "\n"
     "Draws N fresh examples of the task (strings of length 1..16; reverse: lowercase\n"
-    "letters, sort: digits) from a seeded generator, runs the model (decoder-only models\n"
-    "get the prompt <bos>TEXT=) and prints the exact-match accuracy and a few failures.\n";
+    "letters, sort: digits) from a seeded generator, runs the model as `run` does\n"
+    "(decoder-only models get the prompt <bos>TEXT and the model's prompt suffix, '=' for\n"
+    "the toy models) and prints the exact-match accuracy and a few failures.\n";
 
-Model load_with_vocabulary(const std::string& path) {
+Model load_for_run(const std::string& path) {
     Model model = Model::load(path);
-    if (model.vocab.empty()) fail(path, ": the checkpoint has no vocabulary (__metadata__ \"vocab\"), so it cannot read text");
+    if (model.config.arch == Architecture::EncoderOnly)
+        fail(path, ": an encoder_only model generates no text; see its logits with 'tinyformer forward' or its "
+                   "attention with 'tinyformer attention'");
     return model;
+}
+
+// One input per line of standard input. A blank line is an error naming it:
+// it is more likely a mistake than an empty input, and skipping it would
+// shift every later output against its input line.
+std::vector<std::string> read_stdin_lines() {
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(std::cin, line);) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty())
+            fail("standard input line ", lines.size() + 1, " is blank; give one input per line, no blank lines");
+        lines.push_back(line);
+    }
+    if (lines.empty()) fail("standard input has no lines; give TEXT, --ids or one input per line on standard input");
+    return lines;
 }
 
 }  // namespace
 
 int run_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--beam", "--max-len"}, {"--unk"}, "run");
+    const ParsedArguments parsed(args, {"--beam", "--max-len", "--ids"}, {"--unk"}, "run");
     if (parsed.help()) {
         std::printf("%s", kRunHelp);
         return 0;
     }
     if (parsed.positional().empty()) throw UsageError("run: expected a MODEL file (see 'tinyformer run --help')");
+    if (parsed.has("--ids") && parsed.positional().size() > 1)
+        throw UsageError("run: give the input as TEXT or as --ids, not both");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
     GenerationOptions options;
     options.max_new_tokens = parsed.integer("--max-len", options.max_new_tokens, 1, 1 << 20);
-    const Model model = load_with_vocabulary(parsed.positional()[0]);
-    const Tokenizer tokenizer(model.vocab);
+    const Model model = load_for_run(parsed.positional()[0]);
+    const ModelText text(model);
 
-    std::vector<std::string> texts(parsed.positional().begin() + 1, parsed.positional().end());
-    if (texts.empty())
-        for (std::string line; std::getline(std::cin, line);) {
-            if (!line.empty() && line.back() == '\r') line.pop_back();
-            texts.push_back(line);
+    // Every input is read and framed before anything is decoded or printed.
+    std::vector<std::vector<int64_t>> inputs;
+    if (parsed.has("--ids")) {
+        const std::vector<int64_t> tokens = ids_flag(parsed, "--ids", "run");
+        inputs.push_back(model_input(model, tokens));
+        warn_if_long(model, static_cast<int64_t>(tokens.size()), "run");
+    } else {
+        const bool from_stdin = parsed.positional().size() == 1;
+        const std::vector<std::string> texts =
+            from_stdin ? read_stdin_lines()
+                       : std::vector<std::string>(parsed.positional().begin() + 1, parsed.positional().end());
+        for (size_t i = 0; i < texts.size(); ++i) {
+            try {
+                int64_t unknown = 0;
+                const std::vector<int64_t> tokens = text.encode_input(texts[i], parsed.has("--unk"), &unknown);
+                if (unknown)
+                    std::fprintf(stderr, "tinyformer run: warning: %lld token(s) of \"%s\" are not in the vocabulary; read as <unk>\n",
+                                 static_cast<long long>(unknown), texts[i].c_str());
+                inputs.push_back(model_input(model, tokens));
+                warn_if_long(model, static_cast<int64_t>(tokens.size()), "run");
+            } catch (const Error& error) {
+                if (from_stdin) fail("standard input line ", i + 1, ": ", error.what());
+                fail("input \"", texts[i], "\": ", error.what());
+            }
         }
-    const bool map_unknown = parsed.has("--unk");
-    if (map_unknown)
-        for (const std::string& text : texts) {
-            int64_t unknown = 0;
-            tokenizer.encode(text, true, &unknown);
-            if (unknown)
-                std::fprintf(stderr, "tinyformer run: warning: %lld character(s) of \"%s\" are not in the vocabulary; read as <unk>\n",
-                             static_cast<long long>(unknown), text.c_str());
-        }
-    for (const std::string& output : generate_text(model, tokenizer, texts, beam, options, map_unknown))
-        std::printf("%s\n", output.c_str());
+    }
+    for (const auto& output : generate(model, inputs, beam, options))
+        std::printf("%s\n", text.decode_output(output).c_str());
     return 0;
 }
 
@@ -88,7 +128,7 @@ int eval_command(const Arguments& args) {
     if (std::find(tasks.begin(), tasks.end(), task_name) == tasks.end())
         throw UsageError("eval: --task must be reverse or sort, got '" + task_name + "'");
     const ToyTask& task = toy_task(task_name);
-    const Model model = load_with_vocabulary(parsed.positional()[0]);
+    const Model model = load_for_run(parsed.positional()[0]);
     const Evaluation evaluation = evaluate(model, task, n, static_cast<uint64_t>(seed), beam);
     std::printf("%s on %lld fresh %s examples (seed %lld, %s): exact match %lld/%lld = %.2f%%\n",
                 parsed.positional()[0].c_str(), static_cast<long long>(n), task.name.c_str(),

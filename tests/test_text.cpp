@@ -1,0 +1,154 @@
+// models/text.h and models/tokenizer.h: text and token ids in and out of a
+// model (docs/FORMAT.md metadata: vocab, src_vocab, tokenizer,
+// prompt_suffix, train_max_len). Expected ids are read off the vocabularies
+// written below, by hand.
+#include <doctest/doctest.h>
+
+#include "models/text.h"
+#include "tests/helpers.h"
+#include "tests/safetensors_edit.h"
+
+#include <nlohmann/json.hpp>
+
+using namespace tinyformer;
+using test_helpers::Contents;
+using test_helpers::TempDirectory;
+using test_helpers::edited;
+using json = nlohmann::json;
+
+namespace {
+
+// decoder_only, causal, vocab_size 20, bos 1, eos 2, max_len 8, vocabulary <pad> <bos> <eos> a..q.
+const std::string kDecoderOnly = "data/reference/do_post_relu_sin_h1.model.safetensors";
+// encoder_decoder, src vocab 13, tgt vocab 11, bos 1, eos 2, max_len 16, no vocabulary.
+const std::string kEncoderDecoder = "data/reference/ed_post_relu_sin.model.safetensors";
+// encoder_only, vocab 9, no vocabulary.
+const std::string kEncoderOnly = "data/reference/eo_post_relu_learned_h1.model.safetensors";
+
+// 20 words: ids 0..19 in this order.
+const std::vector<std::string> kWords = {"<pad>", "<bos>", "<eos>", "<unk>", "the", "cat", "sat", "on", "mat", "a",
+                                         "dog",   "ran",   "to",    "big",   "red", "hat", "in",  "sun", "and", "is"};
+
+// kDecoderOnly with its metadata changed by `edit`.
+Model with_metadata(const TempDirectory& dir, const std::string& name, const std::string& source,
+                    const std::function<void(std::map<std::string, std::string>&)>& edit) {
+    return Model::load(edited(dir, name, source, [&](Contents& c) { edit(c.metadata); }));
+}
+
+}  // namespace
+
+TEST_CASE("The whitespace tokenizer reads words, maps unknown words to <unk>, and writes words joined by spaces") {
+    const Tokenizer words(kWords, TokenizerKind::Whitespace);
+    CHECK(words.encode("the cat sat") == std::vector<int64_t>{4, 5, 6});
+    CHECK(words.encode("  the\tcat \n sat  ") == std::vector<int64_t>{4, 5, 6});  // runs of whitespace
+    CHECK(words.encode("").empty());
+    int64_t unknown = 0;
+    CHECK(words.encode("the zebra sat", false, &unknown) == std::vector<int64_t>{4, 3, 6});
+    CHECK(unknown == 1);
+    CHECK(words.encode("<bos> cat") == std::vector<int64_t>{3, 5});  // a special token is never read from text
+    CHECK(words.decode({4, 13, 10, 11}) == "the big dog ran");
+    CHECK(words.decode({}).empty());
+
+    std::vector<std::string> no_unk = kWords;
+    no_unk[3] = "hello";
+    const Tokenizer strict(no_unk, TokenizerKind::Whitespace);
+    CHECK_ERROR_CONTAINS(strict.encode("the cat zebra sat"), "word 'zebra' (word 2, at character 8 of \"the cat zebra sat\")",
+                         "which has no <unk>");
+}
+
+TEST_CASE("Tokenizer kinds are named as in docs/FORMAT.md; anything else is refused with both names") {
+    CHECK(tokenizer_kind("char") == TokenizerKind::Char);
+    CHECK(tokenizer_kind("whitespace") == TokenizerKind::Whitespace);
+    CHECK(std::string(tokenizer_kind_name(TokenizerKind::Whitespace)) == "whitespace");
+    CHECK_ERROR_CONTAINS(tokenizer_kind("bpe"), "\"bpe\" is not a tokenizer", "\"char\", \"whitespace\"");
+    // The char tokenizer as before: one token per character.
+    const Tokenizer chars({"<pad>", "a", "b"});
+    CHECK(chars.encode("ba") == std::vector<int64_t>{2, 1});
+    CHECK(chars.decode({1, 2}) == "ab");
+}
+
+TEST_CASE("parse_ids reads comma-separated whole numbers and names what is not one") {
+    CHECK(parse_ids("5,17,3", "--ids") == std::vector<int64_t>{5, 17, 3});
+    CHECK(parse_ids("0", "--ids") == std::vector<int64_t>{0});
+    CHECK(parse_ids("-1,2", "--ids") == std::vector<int64_t>{-1, 2});  // kept: model_input names the range
+    CHECK_ERROR_CONTAINS(parse_ids("", "--ids"), "--ids: expected token ids separated by commas");
+    CHECK_ERROR_CONTAINS(parse_ids("5,,3", "--ids"), "--ids: '' (item 1 of \"5,,3\") is not a token id");
+    CHECK_ERROR_CONTAINS(parse_ids("5,x", "--target-ids"), "--target-ids: 'x' (item 1 of \"5,x\")");
+    CHECK_ERROR_CONTAINS(parse_ids("5, 3", "--ids"), "' 3' (item 1");
+    CHECK_ERROR_CONTAINS(parse_ids("1.5", "--ids"), "'1.5' (item 0");
+    CHECK_ERROR_CONTAINS(parse_ids("99999999999999999999", "--ids"), "is not a token id");
+}
+
+TEST_CASE("model_input frames the user's tokens: <bos> for decoder-only, the prompt suffix once, sources as they are") {
+    TempDirectory dir;
+    SUBCASE("decoder-only with a prompt suffix: appended when missing, never twice") {
+        // vocabulary <pad>=0 <bos>=1 <eos>=2 a=3 b=4 ... q=19; suffix "q" = 19
+        const Model model = with_metadata(dir, "suffix.safetensors", kDecoderOnly,
+                                          [](auto& m) { m["prompt_suffix"] = std::string("q"); });
+        const ModelText text(model);
+        CHECK(model_input(model, text.encode_input("abc")) == std::vector<int64_t>{1, 3, 4, 5, 19});
+        CHECK(model_input(model, text.encode_input("abcq")) == std::vector<int64_t>{1, 3, 4, 5, 19});
+        CHECK(model_input(model, {3, 4}) == std::vector<int64_t>{1, 3, 4, 19});  // ids are framed the same way
+        CHECK(model_input(model, {}) == std::vector<int64_t>{1, 19});
+        CHECK_ERROR_CONTAINS(model_input(model, {3, 3, 3, 3, 3, 3, 3}),
+                             "an input of 9 tokens (with <bos> and the prompt suffix) is longer than the model's max_len of 8");
+    }
+    SUBCASE("decoder-only without a suffix, and without bos_id") {
+        const Model model = Model::load(kDecoderOnly);
+        CHECK(model_input(model, {3, 4}) == std::vector<int64_t>{1, 3, 4});
+        const Model no_bos = Model::load(edited(dir, "no-bos.safetensors", kDecoderOnly, [](Contents& c) {
+            json config = json::parse(c.metadata.at("config"));
+            config.erase("bos_id");
+            c.metadata["config"] = config.dump();
+        }));
+        CHECK(model_input(no_bos, {3, 4}) == std::vector<int64_t>{3, 4});
+        CHECK_ERROR_CONTAINS(model_input(no_bos, {}), "the input is empty; a decoder_only model without bos_id");
+    }
+    SUBCASE("encoder-decoder and encoder-only: the tokens as they are, checked against the input vocabulary") {
+        const Model seq2seq = Model::load(kEncoderDecoder);  // src vocab 13, tgt vocab 11
+        CHECK(model_input(seq2seq, {12, 0, 5}) == std::vector<int64_t>{12, 0, 5});
+        CHECK_ERROR_CONTAINS(model_input(seq2seq, {5, 13}), "input token id 13 at position 1 is outside the vocabulary 0..12");
+        CHECK_ERROR_CONTAINS(model_input(seq2seq, {-2}), "input token id -2 at position 0 is outside the vocabulary 0..12");
+        CHECK_ERROR_CONTAINS(model_input(seq2seq, {}), "the input is empty; the encoder needs at least one token");
+        CHECK(decoder_input(seq2seq, {10, 4}) == std::vector<int64_t>{1, 10, 4});  // <bos> + target
+        CHECK_ERROR_CONTAINS(decoder_input(seq2seq, {11}), "target token id 11 at position 0 is outside the vocabulary 0..10");
+        const Model encoder = Model::load(kEncoderOnly);
+        CHECK(model_input(encoder, {8, 0}) == std::vector<int64_t>{8, 0});
+    }
+}
+
+TEST_CASE("Without a vocabulary, labels are ids and outputs are written as ids; text is refused with a pointer to --ids") {
+    const Model model = Model::load(kEncoderDecoder);
+    const ModelText text(model);
+    CHECK_FALSE(text.reads_text());
+    CHECK(text.input_label(12) == "#12");
+    CHECK(text.output_label(0) == "#0");
+    CHECK(text.decode_output({5, 17, 3}) == "5,17,3");
+    CHECK_ERROR_CONTAINS(text.encode_input("abc"), "has no vocabulary", "give token ids (--ids)");
+    CHECK_ERROR_CONTAINS(text.encode_output("abc"), "give token ids (--target-ids)");
+}
+
+TEST_CASE("A source vocabulary apart from the target's labels each side with its own tokens") {
+    TempDirectory dir;
+    const Model model = with_metadata(dir, "two-vocabs.safetensors", kEncoderDecoder, [](auto& m) {
+        m["src_vocab"] = json({"<pad>", "<bos>", "<eos>", "<unk>", "le", "chat", "est", "noir", "un", "chien", "et", "blanc", "petit"}).dump();
+        m["vocab"] = json({"<pad>", "<bos>", "<eos>", "<unk>", "the", "cat", "is", "black", "a", "dog", "and"}).dump();
+        m["tokenizer"] = std::string("whitespace");
+    });
+    const ModelText text(model);
+    CHECK(text.encode_input("le chat est noir") == std::vector<int64_t>{4, 5, 6, 7});
+    CHECK(text.encode_output("the cat is black") == std::vector<int64_t>{4, 5, 6, 7});
+    CHECK(text.input_label(9) == "chien");
+    CHECK(text.output_label(9) == "dog");
+    CHECK(text.decode_output({8, 9}) == "a dog");
+    CHECK(text.encode_input("le zebre") == std::vector<int64_t>{4, 3});  // unknown word -> <unk>
+}
+
+TEST_CASE("length_warning names both lengths past train_max_len, and says nothing up to it or when undeclared") {
+    TempDirectory dir;
+    const Model model = with_metadata(dir, "trained-3.safetensors", kDecoderOnly, [](auto& m) { m["train_max_len"] = std::string("3"); });
+    CHECK(model.text.train_max_len == 3);
+    CHECK(length_warning(model, 3).empty());
+    CHECK(length_warning(model, 4) == "the input is 4 tokens, longer than the 3 the model was trained on (train_max_len); its output may be wrong");
+    CHECK(length_warning(Model::load(kDecoderOnly), 1000).empty());
+}
