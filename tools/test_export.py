@@ -297,6 +297,18 @@ class CheckCatchesWrongExports(Temp, unittest.TestCase):
         message = self.broken_export(patch_tensors=swap)
         self.assertTrue(message.startswith("attention.decoder.0.cross diverges first"), message)
 
+    def test_a_file_changed_after_export_is_compared_with_the_modules(self):
+        path = self.path()
+        te.export_encoder_decoder(path, **ed_parts(), max_len=16)
+        tensors, meta = st.read(path)
+        cfg = json.loads(meta["config"])
+        cfg["norm_first"] = True                       # the modules are post-LN
+        st.write(path, tensors, dict(meta, config=json.dumps(cfg)))
+        with self.assertRaises(te.CheckError) as caught:
+            te.check(path)
+        self.assertTrue(str(caught.exception).startswith("attention.encoder.0 diverges first"), caught.exception)
+        self.assertIn("changed since it was exported", str(caught.exception))
+
     def test_missing_binary_is_a_clear_error(self):
         path = self.path()
         te.export_decoder_only(path, **single_parts(), max_len=8)
@@ -404,6 +416,14 @@ class Refusals(Temp, unittest.TestCase):
             layer.norm_first = True
         self.refused(te.export_encoder_decoder, "transformer.decoder.layers.0.norm_first = True",
                      "transformer.encoder.layers.0.norm_first", **p)
+
+    def test_refuse_layer_norm_without_affine_parameters(self):
+        p = single_parts()
+        p["layers"].norm = nn.LayerNorm(D, elementwise_affine=False)
+        self.refused(te.export_decoder_only, "layers.norm.elementwise_affine = False", **p)
+        p = ed_parts()
+        p["transformer"].encoder.layers[1].norm2.bias = None
+        self.refused(te.export_encoder_decoder, "transformer.encoder.layers.1.norm2.bias = None", **p)
 
     def test_refuse_final_norm_with_another_eps(self):
         p = single_parts()

@@ -37,8 +37,9 @@ left padding (and different prefix lengths for prefix_lm), runs
 `build/tinyformer forward MODEL --inputs IN --output OUT --attention` (the
 binary is $TINYFORMER_BIN, default <repo>/build/tinyformer) and PyTorch's plain
 (non-fused) path on the modules the file was exported from (a float32 copy
-taken at export time, in this process) or, when the file was not exported in
-this process, on stock modules rebuilt from the file (tools/torch_modules.py).
+taken at export time, in this process: a file changed since is compared with
+them, not with itself) or, when the file was not exported in this process, on
+stock modules rebuilt from the file (tools/torch_modules.py).
 It compares the logits and every per-head attention weight at non-padding
 positions with FORMAT's tolerance |a-b| <= 1e-4 + 1e-4|b| (b = PyTorch), and
 requires tinyformer's padded rows to be exactly 0. It returns the worst
@@ -163,9 +164,10 @@ def _linear(lin, path, in_features, out_features=None):
 
 def _layer_norm(norm, path, d_model):
     _require_module(norm, nn.LayerNorm, path)
-    if not norm.elementwise_affine or norm.weight is None:
-        _refuse(f"{path}.elementwise_affine", norm.elementwise_affine,
-                "FORMAT's LayerNorms have a weight and a bias")
+    if not norm.elementwise_affine:
+        _refuse(f"{path}.elementwise_affine", False, "FORMAT's LayerNorms have a weight and a bias")
+    if norm.weight is None:
+        _refuse(f"{path}.weight", None, "FORMAT's LayerNorms have a weight and a bias")
     if norm.bias is None:
         _refuse(f"{path}.bias", None, "FORMAT's LayerNorms have a weight and a bias")
     if tuple(norm.normalized_shape) != (d_model,):
@@ -742,9 +744,17 @@ def check(path, *, n_batches=3, seed=0, verbose=False):
     if "config" not in metadata:
         raise CheckError(f"{path}: no config in __metadata__; not a tinyformer checkpoint")
     cfg = json.loads(metadata["config"])
+    if not isinstance(n_batches, int) or n_batches < 1:
+        raise ValueError(f"n_batches = {n_batches!r}: expected a positive int")
     entry = _REGISTRY.get(os.path.realpath(path))
-    if entry is not None and entry["sha256"] == hashlib.sha256(raw).hexdigest():
-        parts, source = entry["parts"], "the exported modules"
+    if entry is not None:
+        source = "the exported modules"
+        if entry["sha256"] != hashlib.sha256(raw).hexdigest():
+            source += " (the file has changed since it was exported from them)"
+        if entry["arch"] != cfg.get("arch"):
+            raise CheckError(f"{path}: its config says arch {cfg.get('arch')!r} but it was exported from "
+                             f"{entry['arch']} modules; the file has changed since")
+        parts = entry["parts"]
     else:
         parts, source = _modules_from_file(tensors, cfg), "stock modules rebuilt from the file"
     binary = tinyformer_binary()

@@ -34,9 +34,9 @@ without training again (e.g. after the metadata changed):
 
 which loads data/models/NAME.safetensors into the stock modules, exports them
 again, verifies that every tensor is bit-identical (dtype, shape and bytes)
-and the config unchanged, prints that verification, then replaces the file
-and runs tools/tinyformer_export.py's check on it (needs build/tinyformer;
---no-check skips it). The greedy .tsv files are not touched.
+and the config unchanged, prints that verification, runs
+tools/tinyformer_export.py's check on the new file (needs build/tinyformer;
+--no-check skips it), and only then replaces the committed file. The greedy .tsv files are not touched.
 """
 
 import argparse
@@ -235,13 +235,14 @@ def reexport(task, models_dir, run_check):
         print(f"{task}: {len(before)} tensors ({n_bytes} bytes) bit-identical after re-export, config and "
               f"vocabulary unchanged; metadata added: "
               + ", ".join(f"{k}={after_meta[k]!r}" for k in new_keys), flush=True)
+        if run_check:   # on the modules just exported, before the file takes the committed name
+            worst = tinyformer_export.check(str(tmp), n_batches=3, seed=0)
+            print(f"{task}: tinyformer_export.check: worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g} (OK)",
+                  flush=True)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
-    if run_check:
-        worst = tinyformer_export.check(str(path), n_batches=3, seed=0)
-        print(f"{task}: tinyformer_export.check: worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g} (OK)", flush=True)
 
 
 def train(task, steps, out_dir, seed, batch_size):

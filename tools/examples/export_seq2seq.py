@@ -28,6 +28,7 @@ OUT defaults to build/examples/seq2seq.safetensors; OUT.inputs.safetensors
 (the two sentences as `forward` inputs) is written beside it.
 """
 
+import argparse
 import math
 import os
 import subprocess
@@ -120,9 +121,15 @@ def encode(words, vocab):
 
 
 def main():
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "build" / "examples" / "seq2seq.safetensors"
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="See the module docstring (pydoc3 tools/examples/export_seq2seq.py) "
+                                        "for what each step shows.")
+    ap.add_argument("out", nargs="?", type=Path, default=REPO / "build" / "examples" / "seq2seq.safetensors",
+                    help="the checkpoint to write (default build/examples/seq2seq.safetensors); "
+                         "OUT.inputs.safetensors is written beside it")
+    out = ap.parse_args().out
     if out.suffix != ".safetensors":
-        sys.exit(f"export_seq2seq.py: the output should end in .safetensors, got {out}")
+        ap.error(f"the output should end in .safetensors, got {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     torch.set_num_threads(1)
