@@ -357,6 +357,15 @@ class Refusals(Temp, unittest.TestCase):
             cfg = te.export_decoder_only(self.path(), **single_parts(activation=act), max_len=8)
             self.assertEqual(cfg["activation"], name)
 
+    def test_refuse_transformer_built_with_an_activation_module(self):
+        # PyTorch 1.13: nn.Transformer(activation=nn.GELU()) gives decoder layers that compute ReLU
+        p = ed_parts(activation=nn.GELU())
+        if p["transformer"].decoder.layers[0].activation is not F.relu:     # a PyTorch without the quirk
+            self.assertEqual(te.export_encoder_decoder(self.path(), **p, max_len=8)["activation"], "gelu")
+            return
+        self.refused(te.export_encoder_decoder, "transformer.decoder.layers.0.activation = 'relu'",
+                     "transformer.encoder.layers.0.activation = 'gelu'", 'activation="gelu"', **p)
+
     def test_refuse_linear_without_bias(self):
         p = single_parts()
         p["layers"].layers[1].linear2.bias = None

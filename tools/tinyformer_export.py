@@ -469,7 +469,16 @@ def export_encoder_decoder(path, *, transformer, src_embed, tgt_embed, generator
     _require_module(transformer, nn.Transformer, "transformer", check_forward=False)
     enc, n_enc, _ = _stack(transformer.encoder, "transformer.encoder", decoder=False, need_norm=True)
     dec, n_dec, _ = _stack(transformer.decoder, "transformer.decoder", decoder=True, need_norm=True)
-    _same(dec, enc)
+    try:
+        _same(dec, enc)
+    except ValueError as e:
+        layer = transformer.decoder.layers[0]
+        if "activation" in str(e) and isinstance(layer._modules.get("activation"), nn.Module):
+            raise ValueError(f"{e}. Note: in this PyTorch, nn.Transformer(activation=<an nn.Module>) leaves its "
+                             f"decoder layers computing {_activation(layer.activation, 'activation')!r} "
+                             f"(copying a layer loses the module), so the model really mixes two activations; "
+                             f'build it with activation="gelu" (a string) or F.gelu') from None
+        raise
     d = enc["d_model"][0]
     if getattr(transformer, "d_model", d) != d:
         _refuse("transformer.d_model", transformer.d_model, f"differs from its layers' d_model = {d}")
