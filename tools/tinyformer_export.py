@@ -411,12 +411,13 @@ def _snapshot(parts, storage):
 def _write(path, arch, config, named, parts, meta, dtype):
     storage = _storage(named, dtype)
     tensors = _stored_tensors(named, storage)
+    snapshot = _snapshot(parts, storage)
     metadata = {"config": json.dumps(config, sort_keys=True, separators=(",", ":")), **meta}
     path = str(path)
     st.write(path, tensors, metadata)
     with open(path, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()
-    _REGISTRY[os.path.realpath(path)] = {"sha256": digest, "arch": arch, "parts": _snapshot(parts, storage)}
+    _REGISTRY[os.path.realpath(path)] = {"sha256": digest, "arch": arch, "parts": snapshot}
     return config
 
 
