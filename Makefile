@@ -117,16 +117,18 @@ bench: deps
 	./build/tinyformer-bench
 
 # Regenerate the PyTorch references in a temporary folder with Debian's
-# python3-torch (installed if missing) and compare against those fresh numbers.
+# python3-torch (installed if missing) and compare against those fresh numbers;
+# then test the exporter (tools/test_export.py: exported modules vs tinyformer).
 # Not part of `make test`, which uses the committed data/reference/.
 parity: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
 	  if [ "$$(id -u)" != 0 ]; then echo "make parity: run as root: apt-get install -y python3-torch python3-numpy"; exit 1; fi; \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch python3-numpy; }
-	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer-tests
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-tests
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  /usr/bin/python3 tools/make_reference.py --out "$$dir" && \
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
+	/usr/bin/python3 tools/test_export.py
 
 # Remove everything the build wrote.
 clean:

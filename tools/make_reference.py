@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Make the PyTorch reference files that tinyformer's parity tests compare with.
 
-For every case this builds the reference module of shared FORMAT.md from stock
+For every case this builds the reference module of docs/FORMAT.md from stock
 PyTorch modules (nn.Transformer(batch_first=True), or nn.TransformerEncoder of
 nn.TransformerEncoderLayer(batch_first=True)), gives it seeded random weights,
 runs it in float32 and writes three safetensors files:
@@ -39,7 +39,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import safetensors_io as st  # noqa: E402
-from torch_modules import build_module, sinusoidal_table  # noqa: E402
+from torch_modules import Capture, NoFastPath, build_module, sinusoidal_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "data" / "reference"
@@ -308,112 +308,6 @@ def round_to_storage_(module, storage):
     with torch.no_grad():
         for p in module.parameters():
             p.copy_(p.to(dtype).to(torch.float32))
-
-
-# ----------------------------------------------------------------------------
-# Capturing per-head attention weights
-# ----------------------------------------------------------------------------
-
-
-def attention_names(module, cfg):
-    """{MultiheadAttention module: output name}."""
-    names = {}
-    tr = module.transformer
-    if cfg["arch"] == "encoder_decoder":
-        for i, layer in enumerate(tr.encoder.layers):
-            names[layer.self_attn] = f"attention.encoder.{i}"
-        for i, layer in enumerate(tr.decoder.layers):
-            names[layer.self_attn] = f"attention.decoder.{i}.self"
-            names[layer.multihead_attn] = f"attention.decoder.{i}.cross"
-    else:
-        for i, layer in enumerate(tr.layers):
-            names[layer.self_attn] = f"attention.layers.{i}"
-    return names
-
-
-def _fully_masked_queries(shape, attn_mask, key_padding_mask):
-    """[B, L] True where a query may see no key, from the bool masks given to
-    MultiheadAttention (attn_mask [L, S] or [B*H, L, S], key_padding_mask [B, S];
-    True = blocked)."""
-    b, h, l, s = shape
-    blocked = torch.zeros(b, h, l, s, dtype=torch.bool)
-    if attn_mask is not None:
-        assert attn_mask.dtype == torch.bool
-        blocked = blocked | (attn_mask if attn_mask.dim() == 2 else attn_mask.view(b, h, l, s))
-    if key_padding_mask is not None:
-        assert key_padding_mask.dtype == torch.bool
-        blocked = blocked | key_padding_mask[:, None, None, :]
-    return blocked.all(dim=-1).any(dim=1)
-
-
-class Capture:
-    """Wraps each MultiheadAttention.forward to force need_weights=True and
-    average_attn_weights=False and stash the per-head weights [B, H, L, S].
-    In PyTorch 1.13 the (non-fast-path) computation is the same whether or not
-    weights are asked for, which `verify_capture_is_transparent` checks.
-
-    sanitize=True: a query whose every key is masked gets NaN from PyTorch's
-    softmax (all -inf). Such a query must be padding (checked); its attention
-    output row and weight row are set to 0, which is FORMAT.md's definition.
-    Without this, the NaN rows of one layer poison every position of the row
-    in the next layer (0 * NaN = NaN in weights @ V)."""
-
-    def __init__(self, module, cfg, sanitize):
-        self.weights = {}
-        self.fully_masked = {}     # name -> [(b, l), ...] queries with no visible key
-        self.sanitize = sanitize
-        self._originals = []
-        for mha, name in attention_names(module, cfg).items():
-            self._wrap(mha, name)
-
-    def _wrap(self, mha, name):
-        original = mha.forward
-
-        def forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                    average_attn_weights=True):
-            out, w = original(query, key, value, key_padding_mask=key_padding_mask, need_weights=True,
-                              attn_mask=attn_mask, average_attn_weights=False)
-            if need_weights and average_attn_weights:
-                raise RuntimeError("reference modules never ask for head-averaged weights")
-            empty = _fully_masked_queries(w.shape, attn_mask, key_padding_mask)   # [B, L]
-            if empty.any():
-                rows = [tuple(int(v) for v in r) for r in empty.nonzero()]
-                self.fully_masked[name] = rows
-                is_self = query is key
-                for b, l in rows:
-                    if not (is_self and key_padding_mask is not None and bool(key_padding_mask[b, l])):
-                        raise RuntimeError(f"{name}: query ({b}, {l}) sees no key but is not padding")
-                if self.sanitize:
-                    out = out.masked_fill(empty[:, :, None], 0.0)
-                    w = w.masked_fill(empty[:, None, :, None], 0.0)
-            self.weights[name] = w.detach().clone()
-            return out, (w if need_weights else None)
-
-        mha.forward = forward
-        self._originals.append(mha)
-
-    def remove(self):
-        for mha in self._originals:
-            del mha.forward   # back to the class's forward
-
-
-class NoFastPath:
-    """Makes PyTorch's fused fast paths raise if they are ever reached."""
-    NAMES = ["_transformer_encoder_layer_fwd", "_native_multi_head_attention", "_nested_tensor_from_mask"]
-
-    def __enter__(self):
-        self.saved = {n: getattr(torch, n) for n in self.NAMES}
-
-        def refuse(*_, **__):
-            raise RuntimeError("PyTorch fast path reached; the reference must use the plain path")
-
-        for n in self.NAMES:
-            setattr(torch, n, refuse)
-        return self
-
-    def __exit__(self, *exc):
-        for n, f in self.saved.items():
-            setattr(torch, n, f)
 
 
 # ----------------------------------------------------------------------------

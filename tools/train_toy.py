@@ -23,11 +23,26 @@ repository root with Debian's PyTorch (python3-torch):
     /usr/bin/python3 tools/train_toy.py reverse            # one task
     /usr/bin/python3 tools/train_toy.py --all              # all four
     /usr/bin/python3 tools/train_toy.py reverse --steps 500 --out /tmp/m   # a quick try
+
+Checkpoints are written by tools/tinyformer_export.py (the one exporter), with
+the metadata of docs/FORMAT.md: the vocabulary, tokenizer "char",
+train_max_len 16 (MAX_CHARS) and, for the decoder-only models,
+prompt_suffix "=". To rewrite the committed checkpoints through the exporter
+without training again (e.g. after the metadata changed):
+
+    /usr/bin/python3 tools/train_toy.py --reexport --all
+
+which loads data/models/NAME.safetensors into the stock modules, exports them
+again, verifies that every tensor is bit-identical (dtype, shape and bytes)
+and the config unchanged, prints that verification, runs
+tools/tinyformer_export.py's check on the new file (needs build/tinyformer;
+--no-check skips it), and only then replaces the committed file. The greedy .tsv files are not touched.
 """
 
 import argparse
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -38,6 +53,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import safetensors_io as st  # noqa: E402
+import tinyformer_export  # noqa: E402
 from torch_modules import build_module  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -169,8 +185,64 @@ def greedy(model, batches, config, text):
 
 
 def export(model, config, vocab, path):
-    tensors = {name: value.detach().contiguous().numpy() for name, value in model.state_dict().items()}
-    st.write(str(path), tensors, {"config": json.dumps(config, sort_keys=True), "vocab": json.dumps(vocab)})
+    """Write the checkpoint with tools/tinyformer_export.py; the config it reads
+    from the modules must be the one the model was built from."""
+    common = dict(pos_encoding=config["pos_encoding"], pos_embed=getattr(model, "pos_embed", None),
+                  embed_scale=config["embed_scale"], max_len=config["max_len"], pad_id=config["pad_id"],
+                  bos_id=config["bos_id"], eos_id=config["eos_id"], vocab=vocab, tokenizer="char",
+                  train_max_len=MAX_CHARS)
+    if config["arch"] == "encoder_decoder":
+        written = tinyformer_export.export_encoder_decoder(
+            str(path), transformer=model.transformer, src_embed=model.src_embed, tgt_embed=model.tgt_embed,
+            generator=model.generator, **common)
+    else:
+        written = tinyformer_export.export_decoder_only(
+            str(path), layers=model.transformer, embed=model.embed, lm_head=model.lm_head,
+            attention=config["attention"], prompt_suffix=SEPARATOR, **common)
+    if written != config:
+        raise RuntimeError(f"{path}: the exporter wrote config {written}, the model was built from {config}")
+
+
+def reexport(task, models_dir, run_check):
+    """Load data/models/TASK.safetensors into the stock modules and write it again
+    through the exporter; every tensor must come out bit-identical."""
+    path = models_dir / f"{task}.safetensors"
+    before, before_meta = st.read(str(path), widen_bf16=False)
+    config = json.loads(before_meta["config"])
+    vocab = json.loads(before_meta["vocab"])
+    if config != model_config(task) or vocab != vocabulary(task):
+        raise RuntimeError(f"{path}: its config or vocabulary is not {task}'s (train_toy.py's TASKS)")
+    model = build_module(config)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in before.items()}, strict=True)
+    model.eval()
+    tmp = path.with_name(f".{task}.reexport.safetensors")
+    try:
+        export(model, config, vocab, tmp)
+        after, after_meta = st.read(str(tmp), widen_bf16=False)
+        entries_before, entries_after = st.read_header(str(path))[0], st.read_header(str(tmp))[0]
+        if set(before) != set(after):
+            raise RuntimeError(f"{task}: tensor names differ: {sorted(set(before) ^ set(after))}")
+        for name in sorted(before):
+            a, b = before[name], after[name]
+            same = (entries_before[name]["dtype"] == entries_after[name]["dtype"] and a.shape == b.shape
+                    and a.tobytes() == b.tobytes())
+            if not same:
+                raise RuntimeError(f"{task}: tensor {name} differs after re-export")
+        if json.loads(after_meta["config"]) != config or json.loads(after_meta["vocab"]) != vocab:
+            raise RuntimeError(f"{task}: config or vocabulary differs after re-export")
+        n_bytes = sum(v.nbytes for v in before.values())
+        new_keys = sorted(set(after_meta) - set(before_meta))
+        print(f"{task}: {len(before)} tensors ({n_bytes} bytes) bit-identical after re-export, config and "
+              f"vocabulary unchanged; metadata added: "
+              + ", ".join(f"{k}={after_meta[k]!r}" for k in new_keys), flush=True)
+        if run_check:   # on the modules just exported, before the file takes the committed name
+            worst = tinyformer_export.check(str(tmp), n_batches=3, seed=0)
+            print(f"{task}: tinyformer_export.check: worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g} (OK)",
+                  flush=True)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def train(task, steps, out_dir, seed, batch_size):
@@ -237,6 +309,9 @@ def main():
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (two tasks can train side by side)")
     parser.add_argument("--out", type=Path, default=REPO / "data" / "models")
+    parser.add_argument("--reexport", action="store_true",
+                        help="do not train: rewrite OUT/TASK.safetensors through the exporter, tensors bit-identical")
+    parser.add_argument("--no-check", action="store_true", help="--reexport: skip tinyformer_export.check")
     args = parser.parse_args()
     tasks = list(TASKS) if args.all else args.tasks
     if not tasks:
@@ -245,6 +320,10 @@ def main():
         if task not in TASKS:
             parser.error(f"unknown task {task!r}; the tasks are " + ", ".join(TASKS))
     torch.set_num_threads(args.threads)
+    if args.reexport:
+        for task in tasks:
+            reexport(task, args.out, not args.no_check)
+        return
     for task in tasks:
         train(task, args.steps or TASKS[task]["steps"], args.out, args.seed, args.batch_size)
 

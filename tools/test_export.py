@@ -1,0 +1,625 @@
+#!/usr/bin/python3
+"""Tests of tools/tinyformer_export.py (run by `make parity`; needs PyTorch and build/tinyformer).
+
+- Round trips: stock modules of every arch (post-/pre-LN, relu/gelu,
+  sinusoidal/learned/none positions, with and without final norms, F32, F16
+  and BF16 storage, prefix_lm, batch_first=False, tied weights) are exported
+  and `check` compares build/tinyformer with PyTorch on them. The config and
+  tensor names written are compared with tables written here from
+  docs/FORMAT.md, not with the exporter's own.
+- The check can fail: an exporter made wrong on purpose (norm_first flipped,
+  activation swapped, one tensor perturbed, norm1/norm2 swapped) must make
+  check raise, naming the first attention that diverges.
+- Refusals: one test per thing FORMAT cannot represent; each message must name
+  the module attribute and its value.
+- The command line: --help, --check, --from-state-dict (and its errors).
+
+    /usr/bin/python3 tools/test_export.py          # from the repository root
+    /usr/bin/python3 tools/test_export.py -v -k refuse
+"""
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+TOOLS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TOOLS))
+import safetensors_io as st  # noqa: E402
+import tinyformer_export as te  # noqa: E402
+from make_reference import CONFIG_KEYS, format_tensor_shapes  # noqa: E402  (FORMAT's tables)
+
+REPO = TOOLS.parent
+D, H, FF = 16, 4, 32
+
+
+def randomize_(*modules, seed=0):
+    """Non-trivial LayerNorm weights and biases (PyTorch starts them at 1 and 0,
+    which would hide a swapped norm) and biases; same for every parameter kind."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in modules:
+            for name, p in m.named_parameters():
+                if "norm" in name:
+                    p.copy_((1.0 if name.endswith("weight") else 0.0) + 0.2 * torch.randn(p.shape, generator=gen))
+                elif name.endswith("bias"):
+                    p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+
+
+def transformer(norm_first=False, activation="relu", batch_first=True, enc=2, dec=2, d=D, h=H, ff=FF, eps=1e-5):
+    return nn.Transformer(d_model=d, nhead=h, num_encoder_layers=enc, num_decoder_layers=dec, dim_feedforward=ff,
+                          dropout=0.1, activation=activation, layer_norm_eps=eps, batch_first=batch_first,
+                          norm_first=norm_first)
+
+
+def stack(norm_first=False, activation="relu", batch_first=True, n=2, final_norm=True, d=D, h=H, ff=FF, eps=1e-5):
+    layer = nn.TransformerEncoderLayer(d, h, ff, dropout=0.1, activation=activation, layer_norm_eps=eps,
+                                       batch_first=batch_first, norm_first=norm_first)
+    return nn.TransformerEncoder(layer, n, norm=nn.LayerNorm(d, eps=eps) if final_norm else None)
+
+
+def ed_parts(src_v=11, tgt_v=13, seed=0, **kw):
+    torch.manual_seed(seed)
+    parts = dict(transformer=transformer(**kw), src_embed=nn.Embedding(src_v, D), tgt_embed=nn.Embedding(tgt_v, D),
+                 generator=nn.Linear(D, tgt_v))
+    randomize_(*parts.values(), seed=seed)
+    return parts
+
+
+def single_parts(v=17, seed=0, head="lm_head", **kw):
+    torch.manual_seed(seed)
+    parts = {"layers": stack(**kw), "embed": nn.Embedding(v, D), head: nn.Linear(D, v)}
+    randomize_(*parts.values(), seed=seed)
+    return parts
+
+
+class Temp:
+    """A temporary folder for the test's files."""
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="test-export-")
+        self.dir = Path(self._tmp.name)
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, name="model.safetensors"):
+        return str(self.dir / name)
+
+
+# ----------------------------------------------------------------------------
+# Round trips
+# ----------------------------------------------------------------------------
+
+WORST = {}   # case -> worst error, printed at the end
+
+
+class RoundTrip(Temp, unittest.TestCase):
+    def export_and_check(self, case, export, expected_config, expected_meta=None, storage="F32", **kwargs):
+        path = self.path()
+        written = export(path, **kwargs)
+        tensors, meta = st.read(path, widen_bf16=False)
+        header = st.read_header(path)[0]
+        config = json.loads(meta["config"])
+        # the config: every key of FORMAT's table for the arch, values as expected
+        wanted = set(CONFIG_KEYS[config["arch"]]) - {"pad_id", "bos_id", "eos_id"}
+        self.assertLessEqual(wanted, set(config), "config misses FORMAT keys")
+        for key, value in expected_config.items():
+            self.assertEqual(config[key], value, key)
+            self.assertIs(type(config[key]), type(value), key)
+        self.assertEqual(written, config)
+        # tensor names and shapes: FORMAT's table; dtype as stored
+        shapes = format_tensor_shapes(config)
+        self.assertEqual(set(header), set(shapes))
+        for name, entry in header.items():
+            self.assertEqual(entry["shape"], shapes[name], name)
+            self.assertEqual(entry["dtype"], storage, name)
+        # metadata: strings only
+        self.assertTrue(all(isinstance(v, str) for v in meta.values()))
+        for key, value in (expected_meta or {}).items():
+            self.assertEqual(meta[key], value, key)
+        worst = te.check(path, n_batches=3, seed=1)
+        self.assertLessEqual(worst, 1.0)
+        self.assertGreater(worst, 0.0)   # the comparison really compared numbers
+        WORST[case] = worst
+        return path, tensors, meta
+
+    def test_encoder_decoder_post_relu_sinusoidal(self):
+        p = ed_parts()
+        self.export_and_check("ed post-LN relu sinusoidal", te.export_encoder_decoder, dict(
+            arch="encoder_decoder", d_model=D, nhead=H, dim_feedforward=FF, num_encoder_layers=2,
+            num_decoder_layers=2, activation="relu", norm_first=False, layer_norm_eps=1e-5, src_vocab_size=11,
+            tgt_vocab_size=13, max_len=16, pos_encoding="sinusoidal", embed_scale=True, pad_id=0, bos_id=1,
+            eos_id=2, format="tinyformer/1"),
+            {"tokenizer": "char", "train_max_len": "14"},
+            **p, max_len=16, pad_id=0, bos_id=1, eos_id=2, train_max_len=14)
+
+    def test_encoder_decoder_pre_gelu_learned_batch_first_false_vocab(self):
+        p = ed_parts(norm_first=True, activation="gelu", batch_first=False, enc=1, dec=3, eps=1e-6)
+        pos = nn.Embedding(12, D)
+        src_vocab = ["<pad>", "<bos>", "<eos>"] + list("abcdefgh")
+        vocab = ["<pad>", "<bos>", "<eos>"] + list("ABCDEFGHIJ")
+        _, _, meta = self.export_and_check("ed pre-LN gelu learned batch_first=False", te.export_encoder_decoder, dict(
+            norm_first=True, activation="gelu", num_encoder_layers=1, num_decoder_layers=3, layer_norm_eps=1e-6,
+            pos_encoding="learned", max_len=12, embed_scale=False),
+            {}, **p, pos_encoding="learned", pos_embed=pos, max_len=12, embed_scale=False, vocab=vocab,
+            src_vocab=src_vocab)
+        self.assertEqual(json.loads(meta["vocab"]), vocab)
+        self.assertEqual(json.loads(meta["src_vocab"]), src_vocab)
+
+    def test_encoder_decoder_tied_and_shared_weights_none_positions(self):
+        p = ed_parts(src_v=13, tgt_v=13)
+        p["src_embed"] = p["tgt_embed"]                       # one embedding for both sides
+        p["generator"].weight = p["tgt_embed"].weight         # tied output projection
+        path, tensors, _ = self.export_and_check("ed tied weights, no positions", te.export_encoder_decoder,
+                                                 dict(pos_encoding="none"), {}, **p, pos_encoding="none", max_len=10)
+        self.assertTrue(np.array_equal(tensors["src_embed.weight"], tensors["tgt_embed.weight"]))
+        self.assertTrue(np.array_equal(tensors["generator.weight"], tensors["tgt_embed.weight"]))
+
+    def test_encoder_decoder_f16(self):
+        p = {k: v.half() for k, v in ed_parts(norm_first=True).items()}
+        self.export_and_check("ed F16 (.half())", te.export_encoder_decoder, dict(norm_first=True), {},
+                              storage="F16", **p, max_len=16)
+
+    def test_decoder_only_causal_pre_gelu_sinusoidal_final_norm(self):
+        p = single_parts(norm_first=True, activation="gelu")
+        vocab = ["<pad>", "<bos>", "<eos>", "="] + list("abcdefghijklm")
+        self.export_and_check("do causal pre-LN gelu sinusoidal final norm", te.export_decoder_only, dict(
+            arch="decoder_only", num_layers=2, final_norm=True, attention="causal", vocab_size=17,
+            activation="gelu", norm_first=True),
+            {"prompt_suffix": "=", "tokenizer": "char"}, **p, max_len=16, vocab=vocab, prompt_suffix="=",
+            pad_id=0, bos_id=1, eos_id=2)
+
+    def test_decoder_only_prefix_lm_post_relu_learned_no_final_norm(self):
+        p = single_parts(final_norm=False, n=3)
+        self.export_and_check("do prefix_lm post-LN relu learned no final norm", te.export_decoder_only, dict(
+            attention="prefix_lm", final_norm=False, num_layers=3, pos_encoding="learned"),
+            {}, **p, attention="prefix_lm", pos_encoding="learned", pos_embed=nn.Embedding(12, D), max_len=12)
+
+    def test_decoder_only_causal_none_no_scale_batch_first_false_tied(self):
+        p = single_parts(batch_first=False, norm_first=True)
+        p["lm_head"].weight = p["embed"].weight
+        self.export_and_check("do causal no positions batch_first=False tied lm_head", te.export_decoder_only,
+                              dict(pos_encoding="none", embed_scale=False), {}, **p, pos_encoding="none",
+                              embed_scale=False, max_len=10)
+
+    def test_decoder_only_bf16(self):
+        p = {k: v.to(torch.bfloat16) for k, v in single_parts(activation="gelu").items()}
+        self.export_and_check("do BF16", te.export_decoder_only, dict(activation="gelu"), {}, storage="BF16",
+                              **p, max_len=16)
+
+    def test_forced_f16_storage_from_f32_modules(self):
+        p = single_parts()
+        self.export_and_check("do F32 modules stored as F16 (dtype=)", te.export_decoder_only, {}, {},
+                              storage="F16", **p, max_len=16, dtype="F16")
+
+    def test_encoder_only_post_gelu_sinusoidal_final_norm(self):
+        p = single_parts(head="head", activation="gelu")
+        self.export_and_check("eo post-LN gelu sinusoidal final norm", te.export_encoder_only, dict(
+            arch="encoder_only", attention="bidirectional", final_norm=True), {}, **p, max_len=16, pad_id=0)
+
+    def test_encoder_only_pre_relu_learned_no_final_norm_whitespace(self):
+        p = single_parts(v=6, head="head", norm_first=True, final_norm=False)
+        vocab = ["<pad>", "<unk>", "the", "cat", "sat", "mat"]
+        self.export_and_check("eo pre-LN relu learned no final norm", te.export_encoder_only, dict(
+            final_norm=False, norm_first=True, pos_encoding="learned"), {"tokenizer": "whitespace"},
+            **p, pos_encoding="learned", pos_embed=nn.Embedding(9, D), max_len=9, vocab=vocab,
+            tokenizer="whitespace")
+
+    def test_check_on_modules_rebuilt_from_the_file(self):
+        p = ed_parts(norm_first=True)
+        path = self.path()
+        te.export_encoder_decoder(path, **p, max_len=16)
+        te._REGISTRY.clear()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            worst = te.check(path, verbose=True)
+        self.assertLessEqual(worst, 1.0)
+        self.assertIn("rebuilt from the file", out.getvalue())
+
+    def test_exporting_leaves_the_modules_alone(self):
+        p = ed_parts()
+        for m in p.values():
+            m.train()
+        before = {k: {n: t.clone() for n, t in m.state_dict().items()} for k, m in p.items()}
+        path = self.path()
+        te.export_encoder_decoder(path, **p, max_len=16)
+        te.check(path)
+        for k, m in p.items():
+            self.assertTrue(m.training, k)
+            for n, t in m.state_dict().items():
+                self.assertTrue(torch.equal(t, before[k][n]), f"{k}.{n}")
+
+
+# ----------------------------------------------------------------------------
+# The check fails when the exporter is wrong
+# ----------------------------------------------------------------------------
+
+
+class CheckCatchesWrongExports(Temp, unittest.TestCase):
+    """An exporter made wrong on purpose (in this test only) writes a file that
+    disagrees with the modules; check must fail and name where."""
+
+    def broken_export(self, patch_config=None, patch_tensors=None, parts=None):
+        parts = parts or ed_parts(norm_first=False, activation="relu")
+        original_base, original_stored = te._base_config, te._stored_tensors
+
+        def base_config(*args, **kwargs):
+            cfg = original_base(*args, **kwargs)
+            if patch_config:
+                patch_config(cfg)
+            return cfg
+
+        def stored_tensors(named, storage):
+            out = original_stored(named, storage)
+            if patch_tensors:
+                patch_tensors(out)
+            return out
+
+        te._base_config, te._stored_tensors = base_config, stored_tensors
+        try:
+            path = self.path()
+            te.export_encoder_decoder(path, **parts, max_len=16)
+        finally:
+            te._base_config, te._stored_tensors = original_base, original_stored
+        with self.assertRaises(te.CheckError) as caught:
+            te.check(path)
+        return str(caught.exception)
+
+    def test_flipped_norm_first_fails_at_the_first_encoder_attention(self):
+        message = self.broken_export(patch_config=lambda c: c.update(norm_first=not c["norm_first"]))
+        self.assertTrue(message.startswith("attention.encoder.0 diverges first"), message)
+
+    def test_swapped_activation_fails_at_the_second_encoder_layer(self):
+        message = self.broken_export(patch_config=lambda c: c.update(activation="gelu"))
+        self.assertTrue(message.startswith("attention.encoder.1 diverges first"), message)
+
+    def test_perturbed_cross_attention_weight_is_named(self):
+        def perturb(t):
+            t["transformer.decoder.layers.1.multihead_attn.in_proj_weight"][:D] *= 1.01   # W_Q of layer 1 cross
+        message = self.broken_export(patch_tensors=perturb)
+        self.assertTrue(message.startswith("attention.decoder.1.cross diverges first"), message)
+
+    def test_swapped_norms_are_caught(self):
+        def swap(t):
+            a, b = "transformer.decoder.layers.0.norm1.weight", "transformer.decoder.layers.0.norm2.weight"
+            t[a], t[b] = t[b], t[a]
+        message = self.broken_export(patch_tensors=swap)
+        self.assertTrue(message.startswith("attention.decoder.0.cross diverges first"), message)
+
+    def test_a_file_changed_after_export_is_compared_with_the_modules(self):
+        path = self.path()
+        te.export_encoder_decoder(path, **ed_parts(), max_len=16)
+        tensors, meta = st.read(path)
+        cfg = json.loads(meta["config"])
+        cfg["norm_first"] = True                       # the modules are post-LN
+        st.write(path, tensors, dict(meta, config=json.dumps(cfg)))
+        with self.assertRaises(te.CheckError) as caught:
+            te.check(path)
+        self.assertTrue(str(caught.exception).startswith("attention.encoder.0 diverges first"), caught.exception)
+        self.assertIn("changed since it was exported", str(caught.exception))
+
+    def test_missing_binary_is_a_clear_error(self):
+        path = self.path()
+        te.export_decoder_only(path, **single_parts(), max_len=8)
+        old = os.environ.get("TINYFORMER_BIN")
+        os.environ["TINYFORMER_BIN"] = str(self.dir / "no-such-tinyformer")
+        try:
+            with self.assertRaises(FileNotFoundError) as caught:
+                te.check(path)
+        finally:
+            if old is None:
+                del os.environ["TINYFORMER_BIN"]
+            else:
+                os.environ["TINYFORMER_BIN"] = old
+        self.assertIn("build it with make", str(caught.exception))
+
+
+# ----------------------------------------------------------------------------
+# Refusals
+# ----------------------------------------------------------------------------
+
+
+class Refusals(Temp, unittest.TestCase):
+    def refused(self, export, *pieces, **kwargs):
+        kwargs.setdefault("max_len", 16)
+        path = self.path()
+        with self.assertRaises(ValueError) as caught:
+            export(path, **kwargs)
+        message = str(caught.exception)
+        for piece in pieces:
+            self.assertIn(piece, message)
+        self.assertFalse(os.path.exists(path), "nothing may be written when refusing")
+        return message
+
+    def test_refuse_custom_activation(self):
+        p = single_parts()
+        p["layers"].layers[0].activation = lambda x: x * torch.sigmoid(x)
+        p["layers"].layers[1].activation = p["layers"].layers[0].activation
+        self.refused(te.export_decoder_only, "layers.layers.0.activation = <", "lambda", **p)
+
+    def test_refuse_tanh_gelu(self):
+        p = ed_parts(activation=nn.GELU(approximate="tanh"))
+        self.refused(te.export_encoder_decoder, "transformer.encoder.layers.0.activation", "approximate='tanh'", **p)
+
+    def test_accept_activation_modules_and_functions(self):
+        for act, name in [(nn.ReLU(), "relu"), (nn.GELU(), "gelu"), (F.relu, "relu"), (F.gelu, "gelu")]:
+            cfg = te.export_decoder_only(self.path(), **single_parts(activation=act), max_len=8)
+            self.assertEqual(cfg["activation"], name)
+
+    def test_refuse_transformer_built_with_an_activation_module(self):
+        # PyTorch 1.13: nn.Transformer(activation=nn.GELU()) gives decoder layers that compute ReLU
+        p = ed_parts(activation=nn.GELU())
+        if p["transformer"].decoder.layers[0].activation is not F.relu:     # a PyTorch without the quirk
+            self.assertEqual(te.export_encoder_decoder(self.path(), **p, max_len=8)["activation"], "gelu")
+            return
+        self.refused(te.export_encoder_decoder, "transformer.decoder.layers.0.activation = 'relu'",
+                     "transformer.encoder.layers.0.activation = 'gelu'", 'activation="gelu"', **p)
+
+    def test_refuse_linear_without_bias(self):
+        p = single_parts()
+        p["layers"].layers[1].linear2.bias = None
+        self.refused(te.export_decoder_only, "layers.layers.1.linear2.bias = None", **p)
+
+    def test_refuse_head_without_bias(self):
+        p = single_parts(head="head")
+        p["head"] = nn.Linear(D, 17, bias=False)
+        self.refused(te.export_encoder_only, "head.bias = None", **p)
+
+    def test_refuse_attention_without_bias(self):
+        p = ed_parts()
+        p["transformer"].decoder.layers[0].multihead_attn = nn.MultiheadAttention(D, H, bias=False, batch_first=True)
+        self.refused(te.export_encoder_decoder, "transformer.decoder.layers.0.multihead_attn.in_proj_bias = None", **p)
+
+    def test_refuse_add_bias_kv(self):
+        p = single_parts()
+        p["layers"].layers[0].self_attn = nn.MultiheadAttention(D, H, add_bias_kv=True, batch_first=True)
+        self.refused(te.export_decoder_only, "layers.layers.0.self_attn.add_bias_kv = True", **p)
+
+    def test_refuse_add_zero_attn(self):
+        p = single_parts()
+        p["layers"].layers[1].self_attn = nn.MultiheadAttention(D, H, add_zero_attn=True, batch_first=True)
+        self.refused(te.export_decoder_only, "layers.layers.1.self_attn.add_zero_attn = True", **p)
+
+    def test_refuse_kdim_vdim(self):
+        p = ed_parts()
+        p["transformer"].decoder.layers[1].multihead_attn = nn.MultiheadAttention(D, H, kdim=8, vdim=8,
+                                                                                   batch_first=True)
+        self.refused(te.export_encoder_decoder, "transformer.decoder.layers.1.multihead_attn.kdim = 8", **p)
+
+    def test_refuse_different_eps_per_layer(self):
+        p = single_parts()
+        for n in ("norm1", "norm2"):
+            getattr(p["layers"].layers[1], n).eps = 1e-6
+        self.refused(te.export_decoder_only, "layers.layers.1.norm1.eps = 1e-06", "layers.layers.0.norm1.eps", **p)
+
+    def test_refuse_different_eps_inside_a_layer(self):
+        p = ed_parts()
+        p["transformer"].decoder.layers[0].norm3.eps = 1e-6
+        self.refused(te.export_encoder_decoder, "transformer.decoder.layers.0.norm3.eps = 1e-06", **p)
+
+    def test_refuse_different_activation_per_layer(self):
+        p = single_parts()
+        p["layers"].layers[1].activation = F.gelu
+        self.refused(te.export_decoder_only, "layers.layers.1.activation = 'gelu'", "layers.layers.0.activation",
+                     **p)
+
+    def test_refuse_different_norm_first_per_layer(self):
+        p = single_parts(head="head")
+        p["layers"].layers[1].norm_first = True
+        self.refused(te.export_encoder_only, "layers.layers.1.norm_first = True", **p)
+
+    def test_refuse_encoder_and_decoder_that_differ(self):
+        p = ed_parts()
+        for layer in p["transformer"].decoder.layers:
+            layer.norm_first = True
+        self.refused(te.export_encoder_decoder, "transformer.decoder.layers.0.norm_first = True",
+                     "transformer.encoder.layers.0.norm_first", **p)
+
+    def test_refuse_layer_norm_without_affine_parameters(self):
+        p = single_parts()
+        p["layers"].norm = nn.LayerNorm(D, elementwise_affine=False)
+        self.refused(te.export_decoder_only, "layers.norm.elementwise_affine = False", **p)
+        p = ed_parts()
+        p["transformer"].encoder.layers[1].norm2.bias = None
+        self.refused(te.export_encoder_decoder, "transformer.encoder.layers.1.norm2.bias = None", **p)
+
+    def test_refuse_final_norm_with_another_eps(self):
+        p = single_parts()
+        p["layers"].norm.eps = 1e-6
+        self.refused(te.export_decoder_only, "layers.norm.eps = 1e-06", **p)
+
+    def test_refuse_encoder_decoder_without_encoder_norm(self):
+        p = ed_parts()
+        p["transformer"].encoder.norm = None
+        self.refused(te.export_encoder_decoder, "transformer.encoder.norm = None", **p)
+
+    def test_refuse_encoder_decoder_without_decoder_norm(self):
+        p = ed_parts()
+        p["transformer"].decoder.norm = None
+        self.refused(te.export_encoder_decoder, "transformer.decoder.norm = None", **p)
+
+    def test_refuse_vocab_of_the_wrong_length(self):
+        self.refused(te.export_decoder_only, "len(vocab) = 3", "embed.num_embeddings = 17", **single_parts(),
+                     vocab=["<pad>", "a", "b"])
+
+    def test_refuse_src_vocab_of_the_wrong_length(self):
+        vocab = ["<pad>", "<bos>", "<eos>"] + list("abcdefghij")
+        self.refused(te.export_encoder_decoder, "len(src_vocab) = 13", "src_embed.num_embeddings = 11",
+                     **ed_parts(), vocab=vocab, src_vocab=vocab)
+
+    def test_refuse_one_vocab_for_different_source_size(self):
+        vocab = ["<pad>", "<bos>", "<eos>"] + list("abcdefghij")
+        self.refused(te.export_encoder_decoder, "len(vocab) = 13", "src_embed.num_embeddings = 11", **ed_parts(),
+                     vocab=vocab)
+
+    def test_refuse_multi_character_token_for_char_tokenizer(self):
+        vocab = ["<pad>", "the", "c"] + [chr(ord("d") + i) for i in range(14)]
+        self.refused(te.export_decoder_only, "vocab[1] = 'the'", **single_parts(), vocab=vocab)
+
+    def test_refuse_unknown_tokenizer(self):
+        self.refused(te.export_decoder_only, "tokenizer = 'bpe'", **single_parts(), tokenizer="bpe")
+
+    def test_refuse_learned_positions_of_another_length(self):
+        self.refused(te.export_decoder_only, "pos_embed.num_embeddings = 10", "max_len = 16", **single_parts(),
+                     pos_encoding="learned", pos_embed=nn.Embedding(10, D))
+
+    def test_refuse_learned_without_pos_embed(self):
+        self.refused(te.export_decoder_only, "pos_embed = None", **single_parts(), pos_encoding="learned")
+
+    def test_refuse_pos_embed_with_sinusoidal(self):
+        self.refused(te.export_encoder_decoder, "pos_embed = Embedding(16, 16)", "sinusoidal", **ed_parts(),
+                     pos_embed=nn.Embedding(16, D))
+
+    def test_refuse_ids_outside_the_vocabulary(self):
+        self.refused(te.export_decoder_only, "eos_id = 17", "0..16", **single_parts(), eos_id=17)
+        self.refused(te.export_encoder_decoder, "pad_id = 12", "source vocabulary 0..10", **ed_parts(), pad_id=12)
+        self.refused(te.export_encoder_decoder, "bos_id = -1", **ed_parts(), bos_id=-1)
+
+    def test_refuse_d_model_mismatches(self):
+        p = ed_parts()
+        p["src_embed"] = nn.Embedding(11, 8)
+        self.refused(te.export_encoder_decoder, "src_embed.embedding_dim = 8", "d_model = 16", **p)
+        p = single_parts()
+        p["lm_head"] = nn.Linear(8, 17)
+        self.refused(te.export_decoder_only, "lm_head.in_features = 8", **p)
+        self.refused(te.export_decoder_only, "pos_embed.embedding_dim = 8", **single_parts(),
+                     pos_encoding="learned", pos_embed=nn.Embedding(16, 8))
+
+    def test_refuse_head_of_another_vocabulary_size(self):
+        p = ed_parts()
+        p["generator"] = nn.Linear(D, 7)
+        self.refused(te.export_encoder_decoder, "generator.out_features = 7", "tgt_embed.num_embeddings = 13", **p)
+
+    def test_refuse_mixed_dtypes(self):
+        p = single_parts()
+        p["lm_head"] = p["lm_head"].half()
+        self.refused(te.export_decoder_only, "lm_head.weight.dtype = torch.float16", "dtype=", **p)
+
+    def test_refuse_non_stock_layer(self):
+        class MyLayer(nn.TransformerEncoderLayer):
+            def forward(self, src, src_mask=None, src_key_padding_mask=None):
+                return src
+        p = single_parts()
+        p["layers"].layers[0] = MyLayer(D, H, FF, batch_first=True)
+        self.refused(te.export_decoder_only, "layers.layers.0 = MyLayer", **p)
+
+    def test_refuse_bad_decoder_attention(self):
+        self.refused(te.export_decoder_only, "attention = 'bidirectional'", **single_parts(),
+                     attention="bidirectional")
+
+
+# ----------------------------------------------------------------------------
+# Command line
+# ----------------------------------------------------------------------------
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, str(TOOLS / "tinyformer_export.py"), *args], capture_output=True,
+                          text=True, cwd=REPO)
+
+
+class CommandLine(Temp, unittest.TestCase):
+    def test_help(self):
+        run = run_cli("--help")
+        self.assertEqual(run.returncode, 0)
+        for flag in ["--check", "--from-state-dict", "--arch", "--out", "--no-check", "--d-model", "--nhead",
+                     "--num-encoder-layers", "--num-decoder-layers", "--num-layers", "--dim-feedforward",
+                     "--activation", "--norm-first", "--layer-norm-eps", "--pos-encoding", "--max-len",
+                     "--no-embed-scale", "--attention", "--vocab", "--pad-id", "--bos-id", "--eos-id",
+                     "--tokenizer", "--prompt-suffix", "--train-max-len", "--src-vocab", "--dtype"]:
+            self.assertIn(flag, run.stdout)
+
+    def test_check_command(self):
+        path = self.path()
+        te.export_decoder_only(path, **single_parts(), attention="causal", max_len=12)
+        run = run_cli("--check", path)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("rebuilt from the file", run.stdout)
+        self.assertIn(f"OK {path}", run.stdout)
+
+    def test_check_command_fails_when_tinyformer_refuses_the_file(self):
+        path = self.path()
+        te.export_decoder_only(path, **single_parts(), max_len=12)
+        tensors, meta = st.read(path)
+        tensors["lm_head.bias"][3] = np.nan
+        st.write(path, tensors, meta)
+        run = run_cli("--check", path)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn(f"FAIL {path}", run.stdout)
+        self.assertIn("lm_head.bias", run.stdout)
+
+    def test_from_state_dict_round_trip(self):
+        from torch_modules import build_module
+        cfg = {"format": "tinyformer/1", "arch": "decoder_only", "d_model": D, "nhead": H, "dim_feedforward": FF,
+               "num_layers": 2, "activation": "gelu", "norm_first": True, "layer_norm_eps": 1e-5,
+               "final_norm": False, "vocab_size": 9, "max_len": 12, "pos_encoding": "learned",
+               "embed_scale": False, "attention": "prefix_lm"}
+        torch.manual_seed(3)
+        module = build_module(cfg)
+        randomize_(module)
+        state = str(self.dir / "state.pt")
+        torch.save(module.state_dict(), state)
+        vocab = str(self.dir / "vocab.json")
+        Path(vocab).write_text(json.dumps(["<pad>", "<bos>", "<eos>", "a", "b", "c", "d", "e", "="]))
+        out = self.path()
+        run = run_cli("--from-state-dict", state, "--arch", "decoder_only", "--nhead", str(H), "--activation",
+                      "gelu", "--norm-first", "true", "--pos-encoding", "learned", "--max-len", "12",
+                      "--no-embed-scale", "--attention", "prefix_lm", "--vocab", vocab, "--pad-id", "0",
+                      "--bos-id", "1", "--eos-id", "2", "--prompt-suffix", "=", "--train-max-len", "8",
+                      "--out", out)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("OK", run.stdout)
+        tensors, meta = st.read(out)
+        written = json.loads(meta["config"])
+        self.assertEqual(written, dict(cfg, pad_id=0, bos_id=1, eos_id=2))
+        self.assertEqual(meta["prompt_suffix"], "=")
+        self.assertEqual(meta["train_max_len"], "8")
+        for name, value in module.state_dict().items():
+            self.assertTrue(np.array_equal(tensors[name], value.numpy()), name)
+
+    def test_from_state_dict_errors(self):
+        module = te.tm.build_module({"arch": "encoder_only", "d_model": D, "nhead": H, "dim_feedforward": FF,
+                                     "num_layers": 1, "activation": "relu", "norm_first": False,
+                                     "layer_norm_eps": 1e-5, "final_norm": True, "vocab_size": 5, "max_len": 8,
+                                     "pos_encoding": "none", "embed_scale": True, "attention": "bidirectional"})
+        state = module.state_dict()
+        state["extra.weight"] = torch.zeros(2)
+        path = str(self.dir / "state.pt")
+        torch.save(state, path)
+        base = ["--from-state-dict", path, "--arch", "encoder_only", "--nhead", str(H), "--activation", "relu",
+                "--norm-first", "false", "--max-len", "8", "--pos-encoding", "none", "--out", self.path()]
+        run = run_cli(*base)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("extra.weight", run.stderr)
+        self.assertIn("Unexpected key", run.stderr)
+        del state["extra.weight"]
+        del state["transformer.layers.0.linear2.bias"]
+        torch.save(state, path)
+        run = run_cli(*base)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("transformer.layers.0.linear2.bias", run.stderr)
+        run = run_cli("--from-state-dict", path, "--arch", "encoder_only", "--out", self.path())
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("--nhead", run.stderr)
+        self.assertIn("--norm-first", run.stderr)
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    program = unittest.main(exit=False, verbosity=1)
+    if WORST:
+        print("worst |a-b| / (1e-4 + 1e-4|b|) per round trip (<= 1 passes):")
+        for case, worst in WORST.items():
+            print(f"  {worst:8.3g}  {case}")
+    sys.exit(0 if program.result.wasSuccessful() else 1)
