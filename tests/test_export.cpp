@@ -77,7 +77,10 @@ TEST_CASE("The exported model carries the config read from the modules and the m
     CHECK(c.pad_id == 1);
     CHECK(c.bos_id == 2);
     CHECK(c.eos_id == 3);
-    CHECK(model.vocab == kTargetVocab);
+    CHECK(model.text.vocab == kTargetVocab);
+    CHECK(model.text.src_vocab == kSourceVocab);
+    CHECK(model.text.tokenizer == TokenizerKind::Whitespace);
+    CHECK(model.text.train_max_len == 10);
 
     const SafetensorsFile file = SafetensorsFile::read(kModel);
     const auto& metadata = file.metadata();
