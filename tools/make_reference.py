@@ -815,7 +815,7 @@ which rewrites every file here, this README included, byte for byte the same
 lists the cases, `--case NAME` makes one, `--out DIR` writes elsewhere,
 `--check` only re-verifies the files in place.
 
-## Files (three per case, all safetensors, see shared FORMAT.md)
+## Files (three per case, all safetensors, see docs/FORMAT.md)
 
 - `CASE.model.safetensors` — the checkpoint, exactly FORMAT.md section 1: the
   `state_dict()` of the reference module (stock `nn.Transformer(batch_first=True)`

@@ -1,6 +1,6 @@
 """Minimal safetensors reader/writer (numpy only; torch tensors are accepted).
 
-The `safetensors` package is not needed. File layout (see shared FORMAT.md):
+The `safetensors` package is not needed. File layout (see docs/FORMAT.md):
 
     8 bytes   N, the header length, unsigned little-endian
     N bytes   JSON object: {"__metadata__": {str: str}, name: {"dtype": ...,
