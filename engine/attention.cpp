@@ -22,6 +22,7 @@ struct HeadSlice {
     ConstMatrixView value;  // [S, Dv]
     MatrixView output;      // [L, Dv]
     MatrixView weights;     // [L, S]; data == nullptr when not wanted
+    MatrixView scores;      // [L, S], Q K^T / sqrt(Dk) before the mask; data == nullptr when not wanted
     int64_t batch, head;
 };
 
@@ -104,6 +105,7 @@ void attend_materialized(const Problem& problem, const HeadSlice& slice, std::ve
     for (int64_t l = 0; l < L; ++l) {
         float* row = scores.row(l);
         check_scores_finite(problem, slice, l, 0, row, S);
+        if (slice.scores.data) std::copy(row, row + S, slice.scores.row(l));  // kept as they were before the mask
         if (problem.is_padded_query(slice.batch, l)) {
             zero_row(row, S);
             continue;
@@ -202,9 +204,9 @@ void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value, i
 AttentionPath resolve_path(const AttentionOptions& options, const char* who) {
     AttentionPath path = options.path;
     if (path == AttentionPath::Automatic)
-        path = options.want_weights ? AttentionPath::Materialized : AttentionPath::Streaming;
-    if (options.want_weights && path == AttentionPath::Streaming)
-        fail(who, ": weights were asked for, but the streaming path never holds them; use the materialized path");
+        path = options.want_weights || options.want_scores ? AttentionPath::Materialized : AttentionPath::Streaming;
+    if ((options.want_weights || options.want_scores) && path == AttentionPath::Streaming)
+        fail(who, ": weights or scores were asked for, but the streaming path never holds them; use the materialized path");
     return path;
 }
 
@@ -235,8 +237,9 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, con
 
     const Problem problem{mask,  mask.allows_everything(), options.query_padding, 1.0f / std::sqrt(float(Dk)),
                           heads, query.shape(),            key.shape()};
-    AttentionResult result{Tensor({B, L, heads * Dv}), Tensor(), path};
+    AttentionResult result{Tensor({B, L, heads * Dv}), Tensor(), Tensor(), path};
     if (options.want_weights) result.weights = Tensor({B, heads, L, S});
+    if (options.want_scores) result.scores = Tensor({B, heads, L, S});
 
     std::vector<float> scratch;
     for (int64_t b = 0; b < B; ++b)
@@ -246,6 +249,7 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, con
                                   value.matrix(b).columns(h * Dv, Dv),  // [S, Dv]
                                   result.output.matrix(b).columns(h * Dv, Dv),
                                   options.want_weights ? result.weights.matrix(b * heads + h) : MatrixView{},
+                                  options.want_scores ? result.scores.matrix(b * heads + h) : MatrixView{},
                                   b,
                                   h};
             if (path == AttentionPath::Materialized)
@@ -261,6 +265,8 @@ AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& 
     AttentionResult result = multi_head_scaled_dot_product_attention(query, key, value, 1, mask, options);
     if (!result.weights.empty())  // [B, 1, L, S] -> [B, L, S]
         result.weights = result.weights.reshaped({query.dim(0), query.dim(1), key.dim(1)});
+    if (!result.scores.empty())
+        result.scores = result.scores.reshaped({query.dim(0), query.dim(1), key.dim(1)});
     return result;
 }
 

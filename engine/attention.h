@@ -24,7 +24,7 @@
 //   Streaming:    walks key tiles with an online softmax (running maximum and
 //                 sum per query, rescaling the partial output when the
 //                 maximum grows), never holding more than a tile of scores.
-//   Automatic picks Materialized iff weights are wanted, else Streaming.
+//   Automatic picks Materialized iff weights (or scores) are wanted, else Streaming.
 //
 // Multi-head form: query [B, L, H*Dk], key [B, S, H*Dk], value [B, S, H*Dv];
 // head h is the column block h of the last axis, read as a strided 2-D view
@@ -43,6 +43,7 @@ const char* path_name(AttentionPath path);  // "materialized", "streaming", "aut
 struct AttentionOptions {
     AttentionPath path = AttentionPath::Automatic;
     bool want_weights = false;     // needs the materialized path
+    bool want_scores = false;      // Q K^T / sqrt(Dk) before the mask (a trace); materialized path too
     Padding query_padding;         // [B, L], true = padded query; empty = none
     int64_t query_block = 256;     // streaming: queries per block
     int64_t key_tile = 2048;       // streaming: keys per tile (256 x 2048 floats = 2 MiB of scores)
@@ -56,6 +57,7 @@ AttentionPath resolve_path(const AttentionOptions& options, const char* who);
 struct AttentionResult {
     Tensor output;        // [B, L, Dv], or [B, L, H*Dv] for the multi-head form
     Tensor weights;       // [B, L, S] or [B, H, L, S] when asked for, else empty
+    Tensor scores;        // the same shape, before the mask, when asked for (want_scores), else empty
     AttentionPath path;   // the path that ran: Materialized or Streaming
 };
 

@@ -6,30 +6,34 @@
 namespace tinyformer {
 
 Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& self_mask, const Mask& cross_mask,
-                             const Padding& target_padding, Tensor* self_weights, Tensor* cross_weights,
-                             DecoderLayerCache* cache) const {
+                             const Padding& target_padding, Observer* observer, DecoderLayerCache* cache) const {
+    if (observer && observer->wants_everything()) observer->record("input", x);
+    auto self_observer = observe_part(observer, "self_attn.");
+    auto cross_observer = observe_part(observer, "cross_attn.");
+    auto ffn_observer = observe_part(observer, "ffn.");
     DecoderLayerCache whole_sequence;  // no cache: keys and values of x and memory alone
     DecoderLayerCache& keys_values = cache ? *cache : whole_sequence;
     auto self_attention = [&](const Tensor& input) {
-        AttentionResult result = self_attn.forward_appending(
-            input, keys_values.self, self_mask, attention_options(target_padding, self_weights != nullptr));
-        if (self_weights) *self_weights = std::move(result.weights);
-        return std::move(result.output);
+        return self_attn.forward_appending(input, keys_values.self, self_mask, attention_options(target_padding),
+                                           self_observer ? &*self_observer : nullptr).output;
     };
     auto cross_attention = [&](const Tensor& input) {
-        AttentionResult result = multihead_attn.forward_fixed(
-            input, memory, keys_values.cross, cross_mask, attention_options(target_padding, cross_weights != nullptr));
-        if (cross_weights) *cross_weights = std::move(result.weights);
-        return std::move(result.output);
+        return multihead_attn.forward_fixed(input, memory, keys_values.cross, cross_mask, attention_options(target_padding),
+                                            cross_observer ? &*cross_observer : nullptr).output;
     };
+    auto ffn = [&](const Tensor& input) { return feed_forward.forward(input, ffn_observer ? &*ffn_observer : nullptr); };
+    Tensor output;
     if (norm_first) {
         const Tensor h1 = add(self_attention(norm1.forward(x)), x);
         const Tensor h2 = add(cross_attention(norm2.forward(h1)), h1);
-        return add(feed_forward.forward(norm3.forward(h2)), h2);
+        output = add(ffn(norm3.forward(h2)), h2);
+    } else {
+        const Tensor h1 = norm1.forward(add(self_attention(x), x));
+        const Tensor h2 = norm2.forward(add(cross_attention(h1), h1));
+        output = norm3.forward(add(ffn(h2), h2));
     }
-    const Tensor h1 = norm1.forward(add(self_attention(x), x));
-    const Tensor h2 = norm2.forward(add(cross_attention(h1), h1));
-    return norm3.forward(add(feed_forward.forward(h2), h2));
+    if (observer && observer->wants_everything()) observer->record("output", output);
+    return output;
 }
 
 }  // namespace tinyformer

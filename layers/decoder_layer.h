@@ -38,9 +38,10 @@ struct DecoderLayer {
 
     // self_weights / cross_weights: when not null, receive the per-head weights
     // [B, H, T, T] and [B, H, T, S].
+    // Observing (layers/observer.h): "input", "self_attn.*", "cross_attn.*", "ffn.hidden", "output".
     Tensor forward(const Tensor& x, const Tensor& memory, const Mask& self_mask, const Mask& cross_mask,
-                   const Padding& target_padding, Tensor* self_weights = nullptr,
-                   Tensor* cross_weights = nullptr, DecoderLayerCache* cache = nullptr) const;
+                   const Padding& target_padding, Observer* observer = nullptr,
+                   DecoderLayerCache* cache = nullptr) const;
 };
 
 }  // namespace tinyformer

@@ -4,29 +4,34 @@
 
 namespace tinyformer {
 
-AttentionOptions attention_options(const Padding& query_padding, bool want_weights) {
+AttentionOptions attention_options(const Padding& query_padding) {
     AttentionOptions options;
     options.query_padding = query_padding;
-    options.want_weights = want_weights;
     return options;
 }
 
-Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& padding, Tensor* weights,
+Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& padding, Observer* observer,
                              KVCache* cache) const {
-    const AttentionOptions options = attention_options(padding, weights != nullptr);
+    if (observer && observer->wants_everything()) observer->record("input", x);
+    auto attention_observer = observe_part(observer, "self_attn.");
+    auto ffn_observer = observe_part(observer, "ffn.");
     KVCache whole_sequence;  // no cache: keys and values of x alone
     KVCache& keys_values = cache ? *cache : whole_sequence;
     auto self_attention = [&](const Tensor& input) {
-        AttentionResult result = self_attn.forward_appending(input, keys_values, mask, options);
-        if (weights) *weights = std::move(result.weights);
-        return std::move(result.output);
+        return self_attn.forward_appending(input, keys_values, mask, attention_options(padding),
+                                           attention_observer ? &*attention_observer : nullptr).output;
     };
+    auto ffn = [&](const Tensor& input) { return feed_forward.forward(input, ffn_observer ? &*ffn_observer : nullptr); };
+    Tensor output;
     if (norm_first) {
         const Tensor h = add(self_attention(norm1.forward(x)), x);
-        return add(feed_forward.forward(norm2.forward(h)), h);
+        output = add(ffn(norm2.forward(h)), h);
+    } else {
+        const Tensor h = norm1.forward(add(self_attention(x), x));
+        output = norm2.forward(add(ffn(h), h));
     }
-    const Tensor h = norm1.forward(add(self_attention(x), x));
-    return norm2.forward(add(feed_forward.forward(h), h));
+    if (observer && observer->wants_everything()) observer->record("output", output);
+    return output;
 }
 
 }  // namespace tinyformer

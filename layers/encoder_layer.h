@@ -12,6 +12,8 @@
 //   Decoder-only and encoder-only models are stacks of this layer too, with a
 //   causal, prefix-LM or no mask.
 //
+//   Observing (layers/observer.h): "input", "self_attn.*", "ffn.hidden", "output".
+//
 //   Incremental decoding: with `cache`, x holds only the newest n positions;
 //   their keys and values are appended to the cache and the mask broadcasts
 //   to [B, H, n, S] with S the cache length after appending. Without a cache
@@ -31,12 +33,11 @@ struct EncoderLayer {
     LayerNorm norm1, norm2;
     bool norm_first = false;
 
-    // weights: when not null, receives the per-head attention weights [B, H, T, T].
-    Tensor forward(const Tensor& x, const Mask& mask, const Padding& padding, Tensor* weights = nullptr,
+    Tensor forward(const Tensor& x, const Mask& mask, const Padding& padding, Observer* observer = nullptr,
                    KVCache* cache = nullptr) const;
 };
 
-// Attention options for a layer's call: query padding, and weights if asked.
-AttentionOptions attention_options(const Padding& query_padding, bool want_weights);
+// Attention options for a layer's call: the query padding.
+AttentionOptions attention_options(const Padding& query_padding);
 
 }  // namespace tinyformer

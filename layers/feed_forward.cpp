@@ -6,9 +6,10 @@
 
 namespace tinyformer {
 
-Tensor FeedForward::forward(const Tensor& x) const {
+Tensor FeedForward::forward(const Tensor& x, Observer* observer) const {
     Tensor hidden = linear1.forward(x);  // [B, T, F]
     hidden = activation == Activation::Relu ? relu(std::move(hidden)) : gelu(std::move(hidden));
+    if (observer && observer->wants_everything()) observer->record("hidden", hidden);
     return linear2.forward(hidden);  // [B, T, D]
 }
 

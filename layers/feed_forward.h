@@ -6,6 +6,7 @@
 #pragma once
 
 #include "layers/linear.h"
+#include "layers/observer.h"
 
 #include <string>
 
@@ -17,7 +18,8 @@ struct FeedForward {
     Linear linear1;  // [F, D]
     Linear linear2;  // [D, F]
     Activation activation = Activation::Relu;
-    Tensor forward(const Tensor& x) const;
+    // observer (wanting everything): "hidden" [B, T, F], after the activation.
+    Tensor forward(const Tensor& x, Observer* observer = nullptr) const;
 };
 
 }  // namespace tinyformer

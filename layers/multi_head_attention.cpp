@@ -60,15 +60,35 @@ Tensor MultiHeadAttention::project_key(const Tensor& x_kv) const { return linear
 Tensor MultiHeadAttention::project_value(const Tensor& x_kv) const { return linear(x_kv, w_value_, b_value_); }
 
 AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
-                                           const Mask& mask, const AttentionOptions& options) const {
+                                           const Mask& mask, const AttentionOptions& options, Observer* observer) const {
+    const bool everything = observer && observer->wants_everything();
+    AttentionOptions asked = options;  // what the observer wants computed
+    asked.want_weights = options.want_weights || observer;
+    asked.want_scores = options.want_scores || everything;
+    if (everything) {
+        observer->record("q", query);  // [B, L, D]
+        observer->record("k", key);    // [B, S, D]
+        observer->record("v", value);  // [B, S, D]
+    }
     // Heads are column blocks of Q, K, V: the engine reads them as views.
-    AttentionResult result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, options);
+    AttentionResult result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, asked);
     const int64_t head_dim = d_model_ / heads_;
     for (int64_t head : zeroed_heads_)  // ablation: the head's columns of Concat(heads) [B, L, D]
         for (int64_t row = 0; row < result.output.dim(0) * result.output.dim(1); ++row) {
             float* columns = result.output.data() + row * d_model_ + head * head_dim;
             std::fill(columns, columns + head_dim, 0.0f);
         }
+    if (observer) observer->record("weights", result.weights);  // [B, H, L, S]
+    if (everything) {
+        const int64_t B = query.dim(0), L = query.dim(1), S = key.dim(1);
+        observer->record("scores", result.scores);  // [B, H, L, S], before the mask
+        BoolTensor allowed{{B, L, S}, std::vector<uint8_t>(static_cast<size_t>(B * L * S))};
+        for (int64_t b = 0; b < B; ++b)  // the model's masks are the same for every head
+            for (int64_t l = 0; l < L; ++l)
+                for (int64_t s = 0; s < S; ++s) allowed.values[static_cast<size_t>((b * L + l) * S + s)] = mask.allows(b, 0, l, s);
+        observer->record_mask("mask", allowed);  // [B, L, S], 1 = may attend
+        observer->record("z", result.output);    // Concat(heads) [B, L, D], before W_O
+    }
     result.output = linear(result.output, w_out_, b_out_);  // Concat(heads) W_O^T + b_O, [B, L, D]
     const Padding& padding = options.query_padding;
     for (int64_t b = 0; b < padding.batch(); ++b)  // b_O must not revive a padded query: its row stays 0
@@ -77,20 +97,21 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
                 MatrixView row = result.output.matrix(b).rows_range(l, 1);
                 std::fill(row.data, row.data + d_model_, 0.0f);
             }
+    if (everything) observer->record("output", result.output);  // [B, L, D]
     return result;
 }
 
 AttentionResult MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_kv, const Mask& mask,
-                                            const AttentionOptions& options) const {
+                                            const AttentionOptions& options, Observer* observer) const {
     for (const Tensor* x : {&x_q, &x_kv})
         if (x->rank() != 3 || x->dim(2) != d_model_)
             fail("MultiHeadAttention: inputs must be [B,L,D] with D=", d_model_, "; got x_q ",
                  shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
-    return attend(project_query(x_q), project_key(x_kv), project_value(x_kv), mask, options);
+    return attend(project_query(x_q), project_key(x_kv), project_value(x_kv), mask, options, observer);
 }
 
 AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,
-                                                     const AttentionOptions& options) const {
+                                                     const AttentionOptions& options, Observer* observer) const {
     if (x_new.rank() != 3 || x_new.dim(2) != d_model_)
         fail("MultiHeadAttention: input must be [B,n,D] with D=", d_model_, "; got ", shape_string(x_new.shape()));
     if (!cache.empty() && cache.key.dim(0) != x_new.dim(0))
@@ -102,11 +123,12 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
         cache.key = concat_sequence(cache.key, project_key(x_new));
         cache.value = concat_sequence(cache.value, project_value(x_new));
     }
-    return attend(project_query(x_new), cache.key, cache.value, mask, options);
+    return attend(project_query(x_new), cache.key, cache.value, mask, options, observer);
 }
 
 AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache,
-                                                  const Mask& mask, const AttentionOptions& options) const {
+                                                  const Mask& mask, const AttentionOptions& options,
+                                                  Observer* observer) const {
     if (cache.empty()) {
         for (const Tensor* x : {&x_q, &x_kv})
             if (x->rank() != 3 || x->dim(2) != d_model_)
@@ -115,7 +137,7 @@ AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tenso
         cache.key = project_key(x_kv);
         cache.value = project_value(x_kv);
     }
-    return attend(project_query(x_q), cache.key, cache.value, mask, options);
+    return attend(project_query(x_q), cache.key, cache.value, mask, options, observer);
 }
 
 }  // namespace tinyformer

@@ -20,10 +20,15 @@
 //   MHA(x) = Concat(head_1, .., 0, .., head_H) W_O^T + b_O
 // Their weights are still computed and returned. None by default; the
 // setting belongs to the module, so it holds for every caller until reset.
+//
+// Observing (layers/observer.h): with an observer, the call hands out
+// "weights" (and, when it wants everything, q, k, v, scores, mask, z and
+// output); weights and scores are then computed whatever the options say.
 #pragma once
 
 #include "engine/attention.h"
 #include "engine/tensor.h"
+#include "layers/observer.h"
 
 #include <vector>
 
@@ -49,7 +54,7 @@ public:
 
     // x_q [B, L, D], x_kv [B, S, D] -> output [B, L, D] (+ weights [B, H, L, S]).
     AttentionResult forward(const Tensor& x_q, const Tensor& x_kv, const Mask& mask = Mask(),
-                            const AttentionOptions& options = {}) const;
+                            const AttentionOptions& options = {}, Observer* observer = nullptr) const;
 
     // Self-attention over a growing sequence: x_new [B, n, D] are the newest
     // positions. Their keys and values are appended to `cache`, and their
@@ -57,12 +62,12 @@ public:
     // [B, H, n, S] with S = cache length after appending. With an empty cache
     // this is exactly forward(x_new, x_new, ...).
     AttentionResult forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,
-                                      const AttentionOptions& options) const;
+                                      const AttentionOptions& options, Observer* observer = nullptr) const;
     // Attention over keys and values that do not change between calls
     // (cross-attention to an encoder memory): projected from x_kv into `cache`
     // on the first call, reused after.
     AttentionResult forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache, const Mask& mask,
-                                  const AttentionOptions& options) const;
+                                  const AttentionOptions& options, Observer* observer = nullptr) const;
 
     // The steps of forward, for callers that keep K and V (a KV cache).
     Tensor project_query(const Tensor& x_q) const;   // [B, L, D]
@@ -70,7 +75,7 @@ public:
     Tensor project_value(const Tensor& x_kv) const;  // [B, S, D]
     // Attention over heads of projected Q, K, V, then the output projection.
     AttentionResult attend(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask,
-                           const AttentionOptions& options) const;
+                           const AttentionOptions& options, Observer* observer = nullptr) const;
 
     int64_t d_model() const { return d_model_; }
     int64_t heads() const { return heads_; }

@@ -25,8 +25,6 @@ std::vector<int64_t> continuation_of(const Model& model, const std::vector<int64
     return greedy_decode(model, {input}).tokens[0];
 }
 
-TokenIds one_row(const std::vector<int64_t>& ids) { return {1, static_cast<int64_t>(ids.size()), ids}; }
-
 // "attention.decoder.1.cross" -> stack "decoder", layer 1, kind "cross".
 AttentionMap describe(const std::string& name, Tensor weights) {
     const AttentionName parts = parse_attention_name(name);
@@ -47,29 +45,19 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
     const ModelText text(model);
     const std::vector<int64_t> input = model_input(model, tokens);
     const std::vector<int64_t> continuation = continuation_of(model, input, target);
-    check_output_ids(model, continuation);
     AttentionRun run;
     run.output = text.decode_output(continuation);
-    AttentionRecord record;
+    Trace trace(Trace::Detail::Weights);
+    const TeacherForced pass = teacher_forced_pass(model, input, continuation, &trace);
     if (model.encoder_decoder) {
-        const std::vector<int64_t> decoder_tokens = decoder_input(model, continuation);
-        const Tensor memory = model.encoder_decoder->encode(one_row(input), Padding(), &record);
-        model.encoder_decoder->decode(one_row(decoder_tokens), memory, Padding(), Padding(), &record);
-        run.source_tokens = labels(input, text, true);
-        run.target_tokens = labels(decoder_tokens, text, false);
+        run.source_tokens = labels(pass.input, text, true);
+        run.target_tokens = labels(pass.decoder, text, false);
     } else {
-        std::vector<int64_t> sequence = input;
-        sequence.insert(sequence.end(), continuation.begin(), continuation.end());
-        if (model.config.pos_encoding != PositionalEncoding::None &&
-            static_cast<int64_t>(sequence.size()) > model.config.max_len)
-            fail("attention: the sequence needs ", sequence.size(), " positions but max_len is ", model.config.max_len);
-        const bool prefix_lm = model.config.attention == SelfAttentionKind::PrefixLm;
-        const std::vector<int64_t> prefix = {static_cast<int64_t>(input.size())};
-        model.single_stack->forward(one_row(sequence), Padding(), prefix_lm ? prefix : std::vector<int64_t>{}, &record);
-        run.source_tokens = labels(sequence, text, true);
+        run.source_tokens = labels(pass.decoder, text, true);
     }
-    for (auto& [name, weights] : record) {
-        AttentionMap map = describe(name, std::move(weights));
+    AttentionRecord record = trace.attention_weights();
+    for (const std::string& name : model.attention_names()) {  // in the order they run
+        AttentionMap map = describe(name, std::move(record.at(name)));
         const int64_t L = map.weights.dim(2);
         if (map.stack == "encoder") {
             map.query_tokens = map.key_tokens = run.source_tokens;

@@ -16,7 +16,7 @@
 #pragma once
 
 #include "models/decoding.h"
-#include "models/text.h"
+#include "models/teacher_forcing.h"
 
 #include <optional>
 
@@ -38,7 +38,7 @@ struct AttentionMap {
 struct AttentionRun {
     std::vector<std::string> source_tokens, target_tokens;  // what was read (target empty for single-stack)
     std::string output;                                      // the target / continuation as text
-    std::vector<AttentionMap> maps;
+    std::vector<AttentionMap> maps;  // in the order the model runs them
 };
 
 // tokens: the user's input tokens; target: the decoder's target

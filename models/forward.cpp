@@ -68,10 +68,7 @@ void refuse_unknown_inputs(const SafetensorsFile& inputs, const std::set<std::st
 
 }  // namespace
 
-std::map<std::string, Tensor> run_forward(const Model& model, const SafetensorsFile& inputs, bool attention) {
-    AttentionRecord record;
-    AttentionRecord* wanted = attention ? &record : nullptr;
-    std::map<std::string, Tensor> outputs;
+Tensor forward_pass(const Model& model, const SafetensorsFile& inputs, Observer* observer) {
     if (model.encoder_decoder) {
         refuse_unknown_inputs(inputs, {"src_ids", "tgt_ids", "src_key_padding_mask", "tgt_key_padding_mask"});
         const TokenIds source = read_ids(inputs, "src_ids", model.config.src_vocab_size, model.config);
@@ -81,9 +78,10 @@ std::map<std::string, Tensor> run_forward(const Model& model, const SafetensorsF
         const Padding source_padding = read_padding(inputs, "src_key_padding_mask", source);
         const Padding target_padding = read_padding(inputs, "tgt_key_padding_mask", target);
         refuse_queries_without_memory(inputs.path(), source_padding, target_padding, target);
-        const Tensor memory = model.encoder_decoder->encode(source, source_padding, wanted);
-        outputs["logits"] = model.encoder_decoder->decode(target, memory, target_padding, source_padding, wanted);
-    } else {
+        const Tensor memory = model.encoder_decoder->encode(source, source_padding, observer);
+        return model.encoder_decoder->decode(target, memory, target_padding, source_padding, observer);
+    }
+    {
         const bool prefix_lm = model.config.attention == SelfAttentionKind::PrefixLm;
         if (prefix_lm)
             refuse_unknown_inputs(inputs, {"ids", "key_padding_mask", "prefix_len"});
@@ -104,9 +102,15 @@ std::map<std::string, Tensor> run_forward(const Model& model, const SafetensorsF
                          "], outside 0..T = 0..", ids.length);
             prefix_lengths = prefix.values;
         }
-        outputs["logits"] = model.single_stack->forward(ids, padding, prefix_lengths, wanted);
+        return model.single_stack->forward(ids, padding, prefix_lengths, observer);
     }
-    for (auto& [name, weights] : record) outputs[name] = std::move(weights);
+}
+
+std::map<std::string, Tensor> run_forward(const Model& model, const SafetensorsFile& inputs, bool attention) {
+    Trace trace(Trace::Detail::Weights);
+    std::map<std::string, Tensor> outputs;
+    outputs["logits"] = forward_pass(model, inputs, attention ? &trace : nullptr);
+    for (auto& [name, weights] : trace.attention_weights()) outputs[name] = std::move(weights);
     return outputs;
 }
 

@@ -25,4 +25,8 @@ namespace tinyformer {
 
 std::map<std::string, Tensor> run_forward(const Model& model, const SafetensorsFile& inputs, bool attention);
 
+// The same pass on the same inputs, handing its intermediates to `observer`
+// (a models/trace.h Trace, as `tinyformer trace --inputs` does); returns the logits.
+Tensor forward_pass(const Model& model, const SafetensorsFile& inputs, Observer* observer);
+
 }  // namespace tinyformer

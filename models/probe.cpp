@@ -7,8 +7,6 @@ namespace tinyformer {
 
 namespace {
 
-TokenIds one_row(const std::vector<int64_t>& ids) { return {1, static_cast<int64_t>(ids.size()), ids}; }
-
 // Error for a model the probe cannot score.
 void check_probe_model(const Model& model) {
     if (model.config.arch == Architecture::EncoderOnly)
@@ -20,32 +18,17 @@ int64_t prompt_length(const Model& model, const ProbeExample& example) {
     return model.encoder_decoder ? 0 : static_cast<int64_t>(example.input.size());
 }
 
-// One teacher-forced pass: log p of target + <eos> (see probe.h), recording
-// every attention call's weights when `record` is given.
-double scored_pass(const Model& model, const ProbeExample& example, AttentionRecord* record) {
-    const ModelConfig& config = model.config;
+// log p of target + <eos> (see probe.h) from the one teacher-forced pass
+// (models/teacher_forcing.h), which hands its intermediates to `observer`.
+double scored_pass(const Model& model, const ProbeExample& example, Observer* observer) {
     std::vector<int64_t> labels = example.target;  // what the scored positions predict
-    labels.push_back(config.eos_id);
-    Tensor logits;      // [1, n, V]
-    int64_t first = 0;  // the position that predicts labels[0]
-    if (model.encoder_decoder) {
-        std::vector<int64_t> decoder_input = {config.bos_id};
-        decoder_input.insert(decoder_input.end(), example.target.begin(), example.target.end());
-        const Tensor memory = model.encoder_decoder->encode(one_row(example.input), Padding(), record);
-        logits = model.encoder_decoder->decode(one_row(decoder_input), memory, Padding(), Padding(), record);
-    } else {
-        std::vector<int64_t> sequence = example.input;
-        sequence.insert(sequence.end(), example.target.begin(), example.target.end());
-        const bool prefix_lm = config.attention == SelfAttentionKind::PrefixLm;
-        const std::vector<int64_t> prefix = {static_cast<int64_t>(example.input.size())};
-        logits = model.single_stack->forward(one_row(sequence), Padding(), prefix_lm ? prefix : std::vector<int64_t>{},
-                                             record);
-        first = static_cast<int64_t>(example.input.size()) - 1;
-    }
-    const int64_t V = logits.dim(2);
+    labels.push_back(model.config.eos_id);
+    const TeacherForced pass = teacher_forced_pass(model, example.input, example.target, observer);
+    const int64_t V = pass.logits.dim(2);
     double log_prob = 0.0;
     for (size_t t = 0; t < labels.size(); ++t)
-        log_prob += log_softmax(logits.data() + (first + static_cast<int64_t>(t)) * V, V)[static_cast<size_t>(labels[t])];
+        log_prob += log_softmax(pass.logits.data() + (pass.first_prediction + static_cast<int64_t>(t)) * V,
+                                V)[static_cast<size_t>(labels[t])];
     return log_prob;
 }
 
@@ -184,8 +167,9 @@ ProbeReport probe(Model& model, const std::vector<int64_t>& tokens, const ProbeO
     // Recording takes the materialized attention path; the scores compared
     // below all take the same (streaming) path, so that no-op deltas are 0.
     report.log_prob = target_log_prob(model, example);
-    AttentionRecord record;
-    scored_pass(model, example, &record);
+    Trace trace(Trace::Detail::Weights);
+    scored_pass(model, example, &trace);
+    const AttentionRecord record = trace.attention_weights();
 
     decoder.push_back(text.output_label(model.config.bos_id));
     for (int64_t id : example.target) decoder.push_back(text.output_label(id));

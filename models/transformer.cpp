@@ -114,7 +114,14 @@ void refuse_beyond_memory(const char* what, const ModelConfig& config, int64_t b
              ") but ", available, " bytes of memory are available; refused before allocating");
 }
 
-Tensor* slot(AttentionRecord* record, const std::string& name) { return record ? &(*record)[name] : nullptr; }
+// The observer of part `prefix` of the pass ("decoder.1."), or nullptr.
+std::optional<PrefixedObserver> part(Observer* observer, const std::string& prefix) { return observe_part(observer, prefix); }
+
+Observer* pointer(std::optional<PrefixedObserver>& observer) { return observer ? &*observer : nullptr; }
+
+void record_everything(Observer* observer, const std::string& name, const Tensor& value) {
+    if (observer && observer->wants_everything()) observer->record(name, value);
+}
 
 [[noreturn]] void unknown_attention(const std::string& name, const std::vector<std::string>& names) {
     std::string known;
@@ -155,23 +162,27 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& 
     generator_ = load_linear(checkpoint, "generator", config.tgt_vocab_size, D);
 }
 
-Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source_padding, AttentionRecord* record) const {
+Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source_padding, Observer* observer) const {
     check_padding("source", source_padding, source);
     refuse_beyond_memory("encode", config_, source.batch, source.length, source.length, config_.num_encoder_layers,
-                         record != nullptr, 0);
+                         observer != nullptr, 0);
     const Mask mask = key_padding_or_all(source_padding);  // [B,1,1,S]
     Tensor x = source_embedding_.forward(source);           // [B, S, D]
-    for (size_t i = 0; i < encoder_layers_.size(); ++i)
-        x = encoder_layers_[i].forward(x, mask, source_padding, slot(record, "attention.encoder." + std::to_string(i)));
+    record_everything(observer, "src_embed.output", x);
+    for (size_t i = 0; i < encoder_layers_.size(); ++i) {
+        auto layer = part(observer, "encoder." + std::to_string(i) + ".");
+        x = encoder_layers_[i].forward(x, mask, source_padding, pointer(layer));
+    }
     x = encoder_norm_.forward(x);
     zero_padded_rows(x, source_padding);
+    record_everything(observer, "encoder.norm.output", x);
     return x;
 }
 
 Tensor EncoderDecoderModel::decode(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
-                                   const Padding& source_padding, AttentionRecord* record) const {
+                                   const Padding& source_padding, Observer* observer) const {
     check_padding("target", target_padding, target);
-    return run_decoder(target, memory, target_padding, source_padding, record, nullptr);
+    return run_decoder(target, memory, target_padding, source_padding, observer, nullptr);
 }
 
 Tensor EncoderDecoderModel::decode_step(const TokenIds& target, const Tensor& memory, const Padding& source_padding,
@@ -181,7 +192,7 @@ Tensor EncoderDecoderModel::decode_step(const TokenIds& target, const Tensor& me
 }
 
 Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
-                                        const Padding& source_padding, AttentionRecord* record,
+                                        const Padding& source_padding, Observer* observer,
                                         DecoderCache* cache) const {
     if (memory.rank() != 3 || memory.dim(0) != target.batch || memory.dim(2) != config_.d_model)
         fail("decode: memory must be [B,S,D] = [", target.batch, ",S,", config_.d_model, "], got ",
@@ -192,20 +203,24 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     const int64_t first = cache ? cache->length : 0;  // position of target's first token
     refuse_beyond_memory("decode", config_, target.batch, target.length,
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
-                         record != nullptr, config_.tgt_vocab_size);
+                         observer != nullptr, config_.tgt_vocab_size);
     const Mask self_mask =
         Mask::causal(target.length, first + target.length) & key_padding_or_all(target_padding);  // [B,1,n,T]
     const Mask cross_mask = key_padding_or_all(source_padding);                                     // [B,1,1,S]
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
+    record_everything(observer, "tgt_embed.output", x);
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {
-        const std::string name = "attention.decoder." + std::to_string(i);
-        x = decoder_layers_[i].forward(x, memory, self_mask, cross_mask, target_padding, slot(record, name + ".self"),
-                                       slot(record, name + ".cross"), cache ? &cache->layers[i] : nullptr);
+        auto layer = part(observer, "decoder." + std::to_string(i) + ".");
+        x = decoder_layers_[i].forward(x, memory, self_mask, cross_mask, target_padding, pointer(layer),
+                                       cache ? &cache->layers[i] : nullptr);
     }
     if (cache) cache->length += target.length;
-    Tensor logits = generator_.forward(decoder_norm_.forward(x));  // [B, n, V]
+    x = decoder_norm_.forward(x);
+    record_everything(observer, "decoder.norm.output", x);
+    Tensor logits = generator_.forward(x);  // [B, n, V]
     zero_padded_rows(logits, target_padding);
     refuse_non_finite(logits);
+    record_everything(observer, "logits", logits);
     return logits;
 }
 
@@ -242,10 +257,10 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
 }
 
 Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, const std::vector<int64_t>& prefix_lengths,
-                                 AttentionRecord* record) const {
+                                 Observer* observer) const {
     check_padding("input", padding, ids);
     if (ids.length < 1) fail("forward: the sequence is empty (ids [", ids.batch, ",", ids.length, "])");
-    refuse_beyond_memory("forward", config_, ids.batch, ids.length, ids.length, config_.num_layers, record != nullptr,
+    refuse_beyond_memory("forward", config_, ids.batch, ids.length, ids.length, config_.num_layers, observer != nullptr,
                          config_.vocab_size);
     Mask mask;
     switch (config_.attention) {
@@ -261,7 +276,7 @@ Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, co
     if (config_.attention != SelfAttentionKind::PrefixLm && !prefix_lengths.empty())
         fail("forward: prefix_len is given but the model's attention is ", attention_kind_name(config_.attention));
     mask = mask & key_padding_or_all(padding);
-    return run(ids, std::vector<int64_t>(static_cast<size_t>(ids.batch), 0), mask, padding, record, nullptr);
+    return run(ids, std::vector<int64_t>(static_cast<size_t>(ids.batch), 0), mask, padding, observer, nullptr);
 }
 
 Tensor SingleStackModel::forward_step(const TokenIds& ids, const std::vector<int64_t>& first_positions,
@@ -271,15 +286,21 @@ Tensor SingleStackModel::forward_step(const TokenIds& ids, const std::vector<int
 }
 
 Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
-                             const Padding& padding, AttentionRecord* record, StackCache* cache) const {
+                             const Padding& padding, Observer* observer, StackCache* cache) const {
     Tensor x = embedding_.forward(ids, first_positions);  // [B, n, D]
-    for (size_t i = 0; i < layers_.size(); ++i)
-        x = layers_[i].forward(x, mask, padding, slot(record, "attention.layers." + std::to_string(i)),
-                               cache ? &cache->layers[i] : nullptr);
-    if (final_norm_) x = norm_.forward(x);
+    record_everything(observer, "embed.output", x);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        auto layer = part(observer, "layers." + std::to_string(i) + ".");
+        x = layers_[i].forward(x, mask, padding, pointer(layer), cache ? &cache->layers[i] : nullptr);
+    }
+    if (final_norm_) {
+        x = norm_.forward(x);
+        record_everything(observer, "layers.norm.output", x);
+    }
     Tensor logits = lm_head_.forward(x);  // [B, n, V]
     zero_padded_rows(logits, padding);
     refuse_non_finite(logits);
+    record_everything(observer, "logits", logits);
     return logits;
 }
 

@@ -14,10 +14,9 @@
 //   key padding applies on top; optional final norm; logits = lm_head(h).
 //
 // Padded positions (true in a padding mask) are padded queries too: their
-// logits and attention-weight rows are exactly 0. With `record`, every
-// attention call's per-head weights are stored under FORMAT.md's names:
-// attention.encoder.{i} [B,H,S,S], attention.decoder.{i}.self [B,H,T,T],
-// attention.decoder.{i}.cross [B,H,T,S], attention.layers.{i} [B,H,T,T].
+// logits and attention-weight rows are exactly 0. With an `observer`
+// (models/trace.h), the pass hands out its intermediates by name: every
+// attention call's per-head weights, or the whole table of the trace.
 //
 // attention_module(name) reaches the attention module recorded under one of
 // these names, for interventions (MultiHeadAttention::set_zeroed_heads, used
@@ -29,6 +28,7 @@
 #include "layers/encoder_layer.h"
 #include "layers/linear.h"
 #include "models/checkpoint.h"
+#include "models/trace.h"
 
 #include <map>
 #include <memory>
@@ -36,8 +36,6 @@
 #include <vector>
 
 namespace tinyformer {
-
-using AttentionRecord = std::map<std::string, Tensor>;
 
 // One of those names taken apart: "attention.decoder.1.cross" is stack
 // "decoder", layer 1, kind "cross"; "attention.layers.2" is "layers", 2, "self".
@@ -62,9 +60,9 @@ class EncoderDecoderModel {
 public:
     EncoderDecoderModel(const ModelConfig& config, Checkpoint& checkpoint);
 
-    Tensor encode(const TokenIds& source, const Padding& source_padding, AttentionRecord* record = nullptr) const;
+    Tensor encode(const TokenIds& source, const Padding& source_padding, Observer* observer = nullptr) const;
     Tensor decode(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
-                  const Padding& source_padding, AttentionRecord* record = nullptr) const;
+                  const Padding& source_padding, Observer* observer = nullptr) const;
     // Incremental decoding: `target` [B, n] holds the tokens at positions
     // cache.length .. cache.length+n-1; returns their logits [B, n, V] and
     // extends the cache. Same numbers as decode() on the whole prefix.
@@ -77,7 +75,7 @@ public:
 
 private:
     Tensor run_decoder(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
-                       const Padding& source_padding, AttentionRecord* record, DecoderCache* cache) const;
+                       const Padding& source_padding, Observer* observer, DecoderCache* cache) const;
 
     ModelConfig config_;
     Embedding source_embedding_, target_embedding_;
@@ -93,7 +91,7 @@ public:
 
     // prefix_lengths: one per batch row for "prefix_lm" models, else empty.
     Tensor forward(const TokenIds& ids, const Padding& padding, const std::vector<int64_t>& prefix_lengths,
-                   AttentionRecord* record = nullptr) const;
+                   Observer* observer = nullptr) const;
     // Incremental decoding: row b of ids [B, n] holds positions
     // first_positions[b] .. +n-1; keys and values are appended to `cache`, and
     // `mask` (broadcast to [B, H, n, S], S = cache length after appending)
@@ -107,7 +105,7 @@ public:
 
 private:
     Tensor run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
-               const Padding& padding, AttentionRecord* record, StackCache* cache) const;
+               const Padding& padding, Observer* observer, StackCache* cache) const;
 
     ModelConfig config_;
     Embedding embedding_;

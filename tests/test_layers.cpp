@@ -14,6 +14,7 @@
 #include "layers/decoder_layer.h"
 #include "layers/embedding.h"
 #include "layers/encoder_layer.h"
+#include "models/trace.h"
 #include "layers/feed_forward.h"
 #include "tests/helpers.h"
 
@@ -242,8 +243,9 @@ TEST_CASE("A post-LN EncoderLayer (D = 4, two heads) gives the hand-worked norm2
     //            = [-1.73169284, 0.59378353, 0.68756706, 1.58825156]
     const Tensor x({1, 2, 4}, {1, 0, 0, 1, 0, 1, 1, 1});
     const EncoderLayer layer = four_wide_encoder_layer(false);
-    Tensor weights;
-    const Tensor y = layer.forward(x, Mask(), Padding(), &weights);
+    Trace trace(Trace::Detail::Weights);
+    const Tensor y = layer.forward(x, Mask(), Padding(), &trace);
+    const Tensor& weights = trace.tensor("self_attn.weights");
     REQUIRE(y.shape() == Shape{1, 2, 4});
     check_row(y, 0, {1.31255917, -1.48437651, 0.01545201, 0.32818266}, 1e-4);
     check_row(y, 1, {-1.73169284, 0.59378353, 0.68756706, 1.58825156}, 1e-4);
@@ -294,8 +296,9 @@ TEST_CASE("A pre-LN EncoderLayer (D = 2, one head) gives the hand-worked h + FFN
     //               out1 = [-0.78590732 + 0, 4.07181463 - 2.49999830]         = [-0.78590732, 1.57181633]
     const Tensor x({1, 2, 2}, {1, 0, 0, 2});
     const EncoderLayer layer = two_wide_encoder_layer(true);
-    Tensor weights;
-    const Tensor y = layer.forward(x, Mask(), Padding(), &weights);
+    Trace trace(Trace::Detail::Weights);
+    const Tensor y = layer.forward(x, Mask(), Padding(), &trace);
+    const Tensor& weights = trace.tensor("self_attn.weights");
     REQUIRE(y.shape() == Shape{1, 2, 2});
     check_row(y, 0, {4.10882018, 1.78233747}, 1e-4);
     check_row(y, 1, {-0.78590732, 1.57181633}, 1e-4);
@@ -362,8 +365,10 @@ TEST_CASE("A post-LN DecoderLayer attends causally to itself and across to memor
         false};
     const Tensor x({1, 2, 2}, {1, 0, 0, 4});
     const Tensor memory({1, 3, 2}, {1, 0, 0, 1, 1, 1});
-    Tensor self_weights, cross_weights;
-    const Tensor y = layer.forward(x, memory, Mask::causal(2), Mask(), Padding(), &self_weights, &cross_weights);
+    Trace trace(Trace::Detail::Weights);
+    const Tensor y = layer.forward(x, memory, Mask::causal(2), Mask(), Padding(), &trace);
+    const Tensor& self_weights = trace.tensor("self_attn.weights");
+    const Tensor& cross_weights = trace.tensor("cross_attn.weights");
     REQUIRE(y.shape() == Shape{1, 2, 2});
 
     // Shapes: self [B, H, T, T], cross [B, H, T, S].
@@ -397,8 +402,9 @@ TEST_CASE("EncoderLayer gives padded queries all-zero weight rows, but not zero 
     const EncoderLayer layer = four_wide_encoder_layer(false);
     const Tensor x({1, 3, 4}, {1, 0, 0, 1, 0, 1, 1, 1, 1, 1, 1, 1});
     const Padding padding = Padding::from_lengths({2}, 3);
-    Tensor weights;
-    const Tensor y = layer.forward(x, Mask::key_padding(padding), padding, &weights);
+    Trace trace(Trace::Detail::Weights);
+    const Tensor y = layer.forward(x, Mask::key_padding(padding), padding, &trace);
+    const Tensor& weights = trace.tensor("self_attn.weights");
     REQUIRE(y.shape() == Shape{1, 3, 4});
     REQUIRE(weights.shape() == Shape{1, 2, 3, 3});
 

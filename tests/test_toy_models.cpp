@@ -92,10 +92,14 @@ TEST_CASE("attention_maps of a trained model name every attention call with its 
                 CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
             }
     }
-    const AttentionMap& cross = run.maps[2];  // decoder layer 0 cross: "<bos> c b a" over "a b c"
+    // In the order they run: encoder 0, encoder 1, decoder 0 self, decoder 0 cross, decoder 1 self, decoder 1 cross.
+    CHECK(run.maps[0].stack == "encoder");
+    CHECK(run.maps[2].kind == "self");
+    const AttentionMap& cross = run.maps[3];  // decoder layer 0 cross: "<bos> c b a" over "a b c"
     CHECK(cross.stack == "decoder");
     CHECK(cross.kind == "cross");
     CHECK(cross.query_tokens == std::vector<std::string>{"<bos>", "c", "b", "a"});
     CHECK(cross.key_tokens == std::vector<std::string>{"a", "b", "c"});
-    CHECK(run.maps[3].mask_name == "causal");
+    CHECK(cross.layer == 0);
+    CHECK(run.maps[2].mask_name == "causal");
 }

@@ -504,7 +504,7 @@ void run_encoder_suite(const Settings& settings) {
     {  // the path the layers' attention takes: one MHA call with the options EncoderLayer::forward builds
         const Tensor x = Random(kInputSeed).normal_tensor({1, 8, kModel});
         const AttentionResult result =
-            layers.front().self_attn.forward(x, x, Mask(), attention_options(Padding(), /*want_weights=*/false));
+            layers.front().self_attn.forward(x, x, Mask(), attention_options(Padding()));
         std::printf("attention path: %s (from one MultiHeadAttention call with EncoderLayer's options)\n",
                     path_name(result.path));
     }

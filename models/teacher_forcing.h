@@ -1,0 +1,32 @@
+// One teacher-forced pass — the model reads a whole example at once, its
+// input and a target — the one pass that `attention`, `probe`, `trace` and
+// `explore` read (models/trace.h records it), so there is one pass to trust:
+//
+//   encoder_decoder: the encoder reads `input`; the decoder reads
+//                    decoder_input(target) = [<bos>] + target (models/text.h)
+//   decoder_only:    the model reads input + target; a prefix_lm model's
+//                    prefix is the input
+//   encoder_only:    the model reads the input; the target must be empty
+//
+// `input` is the model's input as model_input frames it (with <bos> and the
+// prompt suffix of a decoder-only model). B = 1, no padding.
+#pragma once
+
+#include "models/text.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace tinyformer {
+
+struct TeacherForced {
+    std::vector<int64_t> input;     // what the encoder (or the single stack) reads first
+    std::vector<int64_t> decoder;   // encoder_decoder: the decoder's tokens; else input + target
+    Tensor logits;                  // [1, n, V]: n = decoder.size()
+    int64_t first_prediction = 0;   // the logits row that predicts target token 0 (-1: none does)
+};
+
+TeacherForced teacher_forced_pass(const Model& model, const std::vector<int64_t>& input,
+                                  const std::vector<int64_t>& target, Observer* observer = nullptr);
+
+}  // namespace tinyformer
