@@ -78,7 +78,6 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
             float* columns = result.output.data() + row * d_model_ + head * head_dim;
             std::fill(columns, columns + head_dim, 0.0f);
         }
-    if (observer) observer->record("weights", result.weights);  // [B, H, L, S]
     if (everything) {
         const int64_t B = query.dim(0), L = query.dim(1), S = key.dim(1);
         observer->record("scores", result.scores);  // [B, H, L, S], before the mask
@@ -87,8 +86,9 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
             for (int64_t l = 0; l < L; ++l)
                 for (int64_t s = 0; s < S; ++s) allowed.values[static_cast<size_t>((b * L + l) * S + s)] = mask.allows(b, 0, l, s);
         observer->record_mask("mask", allowed);  // [B, L, S], 1 = may attend
-        observer->record("z", result.output);    // Concat(heads) [B, L, D], before W_O
     }
+    if (observer) observer->record("weights", result.weights);  // [B, H, L, S]
+    if (everything) observer->record("z", result.output);        // Concat(heads) [B, L, D], before W_O
     result.output = linear(result.output, w_out_, b_out_);  // Concat(heads) W_O^T + b_O, [B, L, D]
     const Padding& padding = options.query_padding;
     for (int64_t b = 0; b < padding.batch(); ++b)  // b_O must not revive a padded query: its row stays 0

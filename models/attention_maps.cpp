@@ -10,21 +10,6 @@ std::vector<std::string> labels(const std::vector<int64_t>& ids, const ModelText
     return tokens;
 }
 
-// The continuation: the target as given, or the greedy output when the model can generate.
-std::vector<int64_t> continuation_of(const Model& model, const std::vector<int64_t>& input,
-                                     const std::optional<std::vector<int64_t>>& target) {
-    if (target) return *target;
-    const ModelConfig& config = model.config;
-    if (model.encoder_decoder) {
-        if (config.bos_id < 0 || config.eos_id < 0)
-            fail("attention: the model's config has no ", config.bos_id < 0 ? "bos_id" : "eos_id",
-                 ", so it cannot generate a target; give the decoder's tokens with --target or --target-ids");
-        return greedy_decode(model, {input}).tokens[0];
-    }
-    if (config.arch == Architecture::EncoderOnly || config.eos_id < 0) return {};  // the given tokens only
-    return greedy_decode(model, {input}).tokens[0];
-}
-
 // "attention.decoder.1.cross" -> stack "decoder", layer 1, kind "cross".
 AttentionMap describe(const std::string& name, Tensor weights) {
     const AttentionName parts = parse_attention_name(name);
@@ -44,7 +29,7 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
         fail("attention: an encoder_only model has no target; it reads the input tokens only");
     const ModelText text(model);
     const std::vector<int64_t> input = model_input(model, tokens);
-    const std::vector<int64_t> continuation = continuation_of(model, input, target);
+    const std::vector<int64_t> continuation = target_or_greedy(model, input, target);
     AttentionRun run;
     run.output = text.decode_output(continuation);
     Trace trace(Trace::Detail::Weights);

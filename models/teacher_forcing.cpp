@@ -1,5 +1,7 @@
 #include "models/teacher_forcing.h"
 
+#include "models/decoding.h"
+
 namespace tinyformer {
 
 namespace {
@@ -7,6 +9,20 @@ namespace {
 TokenIds one_row(const std::vector<int64_t>& ids) { return {1, static_cast<int64_t>(ids.size()), ids}; }
 
 }  // namespace
+
+std::vector<int64_t> target_or_greedy(const Model& model, const std::vector<int64_t>& input,
+                                     const std::optional<std::vector<int64_t>>& target) {
+    if (target) return *target;
+    const ModelConfig& config = model.config;
+    if (model.encoder_decoder) {
+        if (config.bos_id < 0 || config.eos_id < 0)
+            fail("the model's config has no ", config.bos_id < 0 ? "bos_id" : "eos_id",
+                 ", so it cannot generate a target; give the decoder's tokens with --target or --target-ids");
+        return greedy_decode(model, {input}).tokens[0];
+    }
+    if (config.arch == Architecture::EncoderOnly || config.eos_id < 0) return {};  // the given tokens only
+    return greedy_decode(model, {input}).tokens[0];
+}
 
 TeacherForced teacher_forced_pass(const Model& model, const std::vector<int64_t>& input,
                                   const std::vector<int64_t>& target, Observer* observer) {

@@ -15,6 +15,7 @@
 #include "models/text.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace tinyformer {
@@ -25,6 +26,14 @@ struct TeacherForced {
     Tensor logits;                  // [1, n, V]: n = decoder.size()
     int64_t first_prediction = 0;   // the logits row that predicts target token 0 (-1: none does)
 };
+
+// The target of an example: the one given, or the model's greedy output.
+// A model that cannot generate — encoder_only, or without an eos_id to stop
+// at — gets an empty target (a decoder-only one is read on its input alone),
+// except an encoder_decoder one, whose decoder needs tokens: Error asking for
+// a target when it has no bos_id or eos_id.
+std::vector<int64_t> target_or_greedy(const Model& model, const std::vector<int64_t>& input,
+                                      const std::optional<std::vector<int64_t>>& target);
 
 TeacherForced teacher_forced_pass(const Model& model, const std::vector<int64_t>& input,
                                   const std::vector<int64_t>& target, Observer* observer = nullptr);

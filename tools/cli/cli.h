@@ -27,5 +27,6 @@ int attention_command(const Arguments& args);
 int mask_command(const Arguments& args);
 int probe_command(const Arguments& args);
 int cost_command(const Arguments& args);
+int trace_command(const Arguments& args);
 
 }  // namespace tinyformer::cli
