@@ -17,6 +17,7 @@ AttentionMap describe(const std::string& name, Tensor weights) {
     map.stack = parts.stack;
     map.layer = parts.layer;
     map.kind = parts.kind;
+    map.trace_name = parts.stack + "." + std::to_string(parts.layer) + (parts.kind == "cross" ? ".cross_attn" : ".self_attn");
     map.weights = std::move(weights);
     return map;
 }
@@ -24,23 +25,24 @@ AttentionMap describe(const std::string& name, Tensor weights) {
 }  // namespace
 
 AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& tokens,
-                            const std::optional<std::vector<int64_t>>& target) {
+                            const std::optional<std::vector<int64_t>>& target, Trace::Detail detail) {
     if (target && model.config.arch == Architecture::EncoderOnly)
         fail("attention: an encoder_only model has no target; it reads the input tokens only");
     const ModelText text(model);
     const std::vector<int64_t> input = model_input(model, tokens);
     const std::vector<int64_t> continuation = target_or_greedy(model, input, target);
     AttentionRun run;
+    run.target = continuation;
     run.output = text.decode_output(continuation);
-    Trace trace(Trace::Detail::Weights);
-    const TeacherForced pass = teacher_forced_pass(model, input, continuation, &trace);
+    run.trace = Trace(detail);
+    run.pass = teacher_forced_pass(model, input, continuation, &run.trace);
     if (model.encoder_decoder) {
-        run.source_tokens = labels(pass.input, text, true);
-        run.target_tokens = labels(pass.decoder, text, false);
+        run.source_tokens = labels(run.pass.input, text, true);
+        run.target_tokens = labels(run.pass.decoder, text, false);
     } else {
-        run.source_tokens = labels(pass.decoder, text, true);
+        run.source_tokens = labels(run.pass.decoder, text, true);
     }
-    AttentionRecord record = trace.attention_weights();
+    AttentionRecord record = run.trace.attention_weights();
     for (const std::string& name : model.attention_names()) {  // in the order they run
         AttentionMap map = describe(name, std::move(record.at(name)));
         const int64_t L = map.weights.dim(2);

@@ -29,6 +29,7 @@ struct AttentionMap {
     std::string stack;   // "encoder", "decoder" or "layers" (single-stack)
     int64_t layer = 0;
     std::string kind;    // "self" or "cross"
+    std::string trace_name;  // its prefix in the trace: "decoder.1.cross_attn" (models/trace.h)
     std::string mask_name;  // e.g. "causal", "prefix-LM (prefix 5)", "none (bidirectional)"
     Tensor weights;         // [1, H, L, S], per head, never averaged
     Mask mask;              // what the model applied (broadcasts to [1, H, L, S])
@@ -37,14 +38,19 @@ struct AttentionMap {
 
 struct AttentionRun {
     std::vector<std::string> source_tokens, target_tokens;  // what was read (target empty for single-stack)
-    std::string output;                                      // the target / continuation as text
+    std::vector<int64_t> target;                             // the target / continuation tokens
+    std::string output;                                      // ... as text (ids without a vocabulary)
     std::vector<AttentionMap> maps;  // in the order the model runs them
+    TeacherForced pass;              // the pass itself: tokens read, logits
+    Trace trace{Trace::Detail::Weights};  // what it recorded (Everything when asked)
 };
 
 // tokens: the user's input tokens; target: the decoder's target
 // (encoder-decoder) or the continuation (decoder-only), std::nullopt = the
 // model's greedy output.
+// detail: Everything keeps the whole trace of the pass in run.trace.
 AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& tokens,
-                            const std::optional<std::vector<int64_t>>& target);
+                            const std::optional<std::vector<int64_t>>& target,
+                            Trace::Detail detail = Trace::Detail::Weights);
 
 }  // namespace tinyformer

@@ -304,19 +304,15 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
     std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options.mode);
     if (stepper->length(0) >= max_len) fail("decode: the input already fills max_len = ", max_len, " positions");
 
-    struct Hypothesis {
+    struct Alive {
         std::vector<int64_t> tokens;
         double log_prob = 0.0;
-    };
-    struct Ended {
-        std::vector<int64_t> tokens;
-        double log_prob, score;
     };
     auto score_of = [&](double log_prob, size_t generated) {
         return log_prob / std::pow(static_cast<double>(std::max<size_t>(generated, 1)), length_penalty);
     };
-    std::vector<Hypothesis> alive = {Hypothesis{}};
-    std::vector<Ended> ended;
+    std::vector<Alive> alive = {Alive{}};
+    std::vector<Hypothesis> ended;  // finished: tokens, log p, score
     while (true) {
         const Tensor logits = stepper->next_logits();  // [alive, V]
         const int64_t V = logits.dim(1);
@@ -333,16 +329,16 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
         // Best first; equal scores keep (parent, token) order, so width 1 is greedy.
         std::stable_sort(candidates.begin(), candidates.end(),
                          [](const Candidate& a, const Candidate& b) { return a.log_prob > b.log_prob; });
-        std::vector<Hypothesis> next;
+        std::vector<Alive> next;
         std::vector<int64_t> parents, tokens;
         for (const Candidate& c : candidates) {
             if (static_cast<int64_t>(next.size()) == width) break;
-            const Hypothesis& parent = alive[static_cast<size_t>(c.parent)];
+            const Alive& parent = alive[static_cast<size_t>(c.parent)];
             if (c.token == eos) {
                 ended.push_back({parent.tokens, c.log_prob, score_of(c.log_prob, parent.tokens.size() + 1)});
                 continue;
             }
-            Hypothesis grown{parent.tokens, c.log_prob};
+            Alive grown{parent.tokens, c.log_prob};
             grown.tokens.push_back(c.token);
             next.push_back(std::move(grown));
             parents.push_back(c.parent);
@@ -353,18 +349,21 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
         const bool enough = options.max_new_tokens > 0 &&
                             static_cast<int64_t>(next[0].tokens.size()) >= options.max_new_tokens;
         if (length >= max_len || enough) {  // out of positions: the alive ones end here
-            for (const Hypothesis& h : next) ended.push_back({h.tokens, h.log_prob, score_of(h.log_prob, h.tokens.size())});
+            for (const Alive& h : next) ended.push_back({h.tokens, h.log_prob, score_of(h.log_prob, h.tokens.size())});
             break;
         }
         alive = std::move(next);
         stepper->keep_rows(parents);
         stepper->append(tokens);
     }
-    const Ended& best = *std::max_element(ended.begin(), ended.end(),
-                                          [](const Ended& a, const Ended& b) { return a.score < b.score; });
+    const Hypothesis& best = *std::max_element(ended.begin(), ended.end(),
+                                               [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });
     Generation result;
     result.tokens = {best.tokens};
     result.log_probs = {best.log_prob};
+    result.hypotheses = ended;
+    std::stable_sort(result.hypotheses.begin(), result.hypotheses.end(),
+                     [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
     return result;
 }
 

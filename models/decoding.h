@@ -40,10 +40,18 @@ struct GenerationOptions {
     bool record_logits = false;   // keep every step's logits [B, V]
 };
 
+// One finished beam-search hypothesis: its tokens (without <bos> / <eos>),
+// summed log p, and the length-normalised score it was ranked by.
+struct Hypothesis {
+    std::vector<int64_t> tokens;
+    double log_prob = 0.0, score = 0.0;
+};
+
 struct Generation {
     std::vector<std::vector<int64_t>> tokens;  // per row, without <bos> / <eos>
     std::vector<double> log_probs;             // per row: sum of log p of the chosen tokens (incl. <eos>)
     std::vector<Tensor> step_logits;           // with record_logits: one [B, V] per step
+    std::vector<Hypothesis> hypotheses;        // beam search: every ended hypothesis, best score first
 };
 
 Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
