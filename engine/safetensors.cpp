@@ -28,13 +28,64 @@ void read_exactly(std::ifstream& in, uint8_t* out, uint64_t count, const std::st
         fail(path, ": could not read ", count, " bytes (file changed while reading?)");
 }
 
+uint64_t little_endian_u64(const uint8_t* bytes) {
+    uint64_t value = 0;
+    for (int i = 7; i >= 0; --i) value = (value << 8) | bytes[i];
+    return value;
+}
+
+bool is_json_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// How many first bytes of a file refuse_other_formats looks at.
+constexpr uint64_t kSniffBytes = 256;
+
+// Refuses a file of `file_size` bytes that is not safetensors at all, naming
+// what it looks like when its first bytes (`start`, up to kSniffBytes) tell
+// cheaply. A file that could be safetensors — its header length fits the
+// file and the limit, and the header starts like a JSON object — is left to
+// the safetensors checks whatever its first bytes: a 123-byte header makes the
+// first byte '{', a 128-byte one 0x80 (a pickle's first byte), 0x50 'P' too.
+void refuse_other_formats(const std::string& path, uint64_t file_size, std::span<const uint8_t> start) {
+    if (file_size == 0)
+        fail(path, ": file is 0 bytes (empty), not safetensors; a safetensors file starts with an 8-byte header "
+                   "length; ", kNotSafetensorsHint);
+    if (start.size() >= 9) {
+        const uint64_t header_length = little_endian_u64(start.data());
+        if (header_length >= 1 && header_length <= kMaxHeaderBytes && header_length <= file_size - 8 &&
+            (start[8] == '{' || is_json_space(start[8])))
+            return;
+    }
+    std::string looks;
+    if (start.size() >= 4 && start[0] == 'P' && start[1] == 'K' && start[2] == 3 && start[3] == 4) {
+        // A zip local file header; torch.save's first entry is "<name>/data.pkl".
+        bool torch = false;
+        if (start.size() >= 30) {
+            const size_t name_length = start[26] | (size_t{start[27]} << 8);
+            const std::string pickle = "data.pkl";
+            if (name_length >= pickle.size() && 30 + name_length <= start.size())
+                torch = std::equal(pickle.begin(), pickle.end(), start.begin() + 30 + name_length - pickle.size());
+        }
+        looks = torch ? "a PyTorch torch.save file (a zip archive)" : "a zip archive (as torch.save writes)";
+    } else if (start.size() >= 3 && start[0] == 0x80 && start[1] >= 2 && start[1] <= 5 && start[2] != 0) {
+        looks = "a Python pickle (e.g. an old torch.save file)";  // PROTO 2..5, then an opcode
+    } else {
+        // Text: no control characters but whitespace (a header length of a
+        // real file has zero bytes), and the first other byte opens JSON.
+        const auto text_end = start.begin() + static_cast<ptrdiff_t>(std::min<size_t>(start.size(), 8));
+        const bool text = std::all_of(start.begin(), text_end, [](uint8_t c) { return c >= 0x20 || is_json_space(c); });
+        auto first = std::find_if(start.begin(), start.end(), [](uint8_t c) { return !is_json_space(c); });
+        if (text && first != start.end() && (*first == '{' || *first == '[')) looks = "JSON text";
+    }
+    if (!looks.empty()) fail(path, ": is ", looks, ", not safetensors; ", kNotSafetensorsHint);
+}
+
 // The 8-byte little-endian header length at the start of a file of
 // `file_size` bytes, checked against the file and kMaxHeaderBytes.
 uint64_t checked_header_length(const std::string& path, uint64_t file_size, const uint8_t* length_bytes) {
     if (file_size < 8)
-        fail(path, ": file is ", file_size, " bytes; a safetensors file starts with an 8-byte header length");
-    uint64_t header_length = 0;
-    for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | length_bytes[i];
+        fail(path, ": file is ", file_size, " bytes; a safetensors file starts with an 8-byte header length; ",
+             kNotSafetensorsHint);
+    const uint64_t header_length = little_endian_u64(length_bytes);
     if (header_length > kMaxHeaderBytes)
         fail(path, ": header length ", header_length, " bytes is above the limit of ", kMaxHeaderBytes, " bytes");
     if (header_length > file_size - 8)
@@ -84,9 +135,11 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, ": cannot open: ", std::strerror(errno));
 
-    uint8_t length_bytes[8] = {};
-    if (file_size >= 8) read_exactly(in, length_bytes, 8, path);
-    const uint64_t header_length = checked_header_length(path, file_size, length_bytes);
+    std::vector<uint8_t> start(std::min(file_size, kSniffBytes));
+    read_exactly(in, start.data(), start.size(), path);
+    refuse_other_formats(path, file_size, start);
+    const uint64_t header_length = checked_header_length(path, file_size, start.data());
+    if (!in.seekg(8)) fail(path, ": cannot read past its header length (file changed while reading?)");
     std::string header_text(header_length, '\0');
     read_exactly(in, reinterpret_cast<uint8_t*>(header_text.data()), header_length, path);
 
@@ -100,6 +153,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
 }
 
 SafetensorsFile SafetensorsFile::from_bytes(const std::string& name, std::span<const uint8_t> bytes) {
+    refuse_other_formats(name, bytes.size(), bytes.first(std::min<size_t>(bytes.size(), kSniffBytes)));
     const uint64_t header_length = checked_header_length(name, bytes.size(), bytes.data());
     SafetensorsFile file;
     file.path_ = name;

@@ -8,7 +8,12 @@
 //              end of the header.
 //
 // Reading checks every rule before any tensor is used, and throws Error
-// naming the file (and the tensor): a header length past the file or above
+// naming the file (and the tensor). A file that is not safetensors at all is
+// named as what it looks like when its first bytes tell cheaply — empty, a
+// zip archive (torch.save), a Python pickle (an old torch.save), JSON text —
+// unless it could be safetensors: a header length that fits the file and a
+// header that starts like a JSON object are never called anything else.
+// Then: a header length past the file or above
 // kMaxHeaderBytes, a header that is not a JSON object, metadata values that
 // are not strings, an unknown dtype, a negative or overflowing shape, offsets
 // reversed, outside the data, overlapping, or leaving holes (the safetensors
@@ -41,6 +46,14 @@
 namespace tinyformer {
 
 constexpr uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;  // 100 MB, as in the reference safetensors library
+
+// The end of the message refusing a file that is not safetensors at all (an
+// empty or short file, a torch.save zip, a pickle, JSON text). Checkpoints and
+// `forward` inputs are both read here, so it names the format and the way a
+// PyTorch model becomes a checkpoint.
+constexpr const char* kNotSafetensorsHint =
+    "tinyformer reads safetensors files (docs/FORMAT.md); a PyTorch model is exported with "
+    "tools/tinyformer_export.py";
 
 // A stored tensor's description, as the header gives it.
 struct StoredTensor {

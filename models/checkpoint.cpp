@@ -79,7 +79,7 @@ Checkpoint Checkpoint::open(const std::string& path) {
     const auto& metadata = checkpoint.file_.metadata();
     auto config = metadata.find("config");
     if (config == metadata.end())
-        fail(path, ": __metadata__ has no \"config\"; a tinyformer checkpoint stores its config there (FORMAT.md)");
+        fail(path, ": __metadata__ has no \"config\"; a tinyformer checkpoint stores its config there (docs/FORMAT.md)");
     try {
         checkpoint.config_ = parse_config(config->second);
     } catch (const Error& error) {

@@ -2,9 +2,13 @@
 
 #include "engine/json.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
+#include <sstream>
+#include <vector>
 
 namespace tinyformer {
 
@@ -12,70 +16,148 @@ namespace {
 
 using json = nlohmann::json;
 
-// Reads keys from the config object, remembering which ones were used so
-// that unknown keys can be refused by name.
+constexpr size_t kMaxListedProblems = 20;  // a message lists at most this many, then "and N more"
+
+// Which arch each arch-specific key belongs to (every other known key is common).
+const std::map<std::string, const char*>& arch_specific_keys() {
+    static const std::map<std::string, const char*> keys = {
+        {"num_encoder_layers", "encoder_decoder"}, {"num_decoder_layers", "encoder_decoder"},
+        {"src_vocab_size", "encoder_decoder"},     {"tgt_vocab_size", "encoder_decoder"},
+        {"num_layers", "decoder_only / encoder_only"}, {"vocab_size", "decoder_only / encoder_only"},
+        {"attention", "decoder_only / encoder_only"}};
+    return keys;
+}
+
+// Reads keys from the config object and collects every problem it finds, so
+// that one message can list them all: a user starting from constructor
+// arguments fixes everything in one round trip. Each reader returns
+// std::nullopt for a key that is absent or bad; the checks that need that key
+// are then skipped (its problem is already listed). Every key read, present or
+// not, is known; the others are listed as unknown at the end.
 class ConfigReader {
 public:
     explicit ConfigReader(const json& object) : object_(object) {}
 
-    bool has(const std::string& key) const { return object_.contains(key); }
+    template <typename... Parts>
+    void problem(const Parts&... parts) {
+        std::ostringstream text;
+        (text << ... << parts);
+        problems_.push_back(text.str());
+    }
 
-    const json& get(const std::string& key) {
-        if (!object_.contains(key)) fail("config: missing key '", key, "'");
-        used_.insert(key);
-        return object_.at(key);
+    // The value of `key`, or nullptr when it is absent (a problem if
+    // `required`, naming what the key holds: `type`).
+    const json* get(const std::string& key, const std::string& type, bool required) {
+        read_.insert(key);
+        auto found = object_.find(key);
+        if (found != object_.end()) return &*found;
+        if (required) problem("missing key '", key, "' (", type, ")");
+        return nullptr;
     }
-    std::string text(const std::string& key) {
-        const json& value = get(key);
-        if (!value.is_string()) fail("config: '", key, "' must be a string, got ", json_excerpt(value));
-        return value.get<std::string>();
+    std::optional<std::string> text(const std::string& key, bool required = true,
+                                    const std::string& type = "string") {
+        const json* value = get(key, type, required);
+        if (!value) return std::nullopt;
+        if (!value->is_string()) {
+            problem("'", key, "' must be a string, got ", json_excerpt(*value));
+            return std::nullopt;
+        }
+        return value->get<std::string>();
     }
-    int64_t integer(const std::string& key) {
-        const json& value = get(key);
-        if (!value.is_number_integer()) fail("config: '", key, "' must be an integer, got ", json_excerpt(value));
+    std::optional<int64_t> integer(const std::string& key, bool required = true, const std::string& type = "int") {
+        const json* value = get(key, type, required);
+        if (!value) return std::nullopt;
+        if (!value->is_number_integer()) {
+            problem("'", key, "' must be an integer, got ", json_excerpt(*value));
+            return std::nullopt;
+        }
         // nlohmann would wrap an unsigned value above INT64_MAX to a negative one
         constexpr uint64_t kInt64Max = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
-        if (value.is_number_unsigned() && value.get<uint64_t>() > kInt64Max)
-            fail("config: '", key, "' must fit in int64, got ", json_excerpt(value));
-        return value.get<int64_t>();
+        if (value->is_number_unsigned() && value->get<uint64_t>() > kInt64Max) {
+            problem("'", key, "' must fit in int64, got ", json_excerpt(*value));
+            return std::nullopt;
+        }
+        return value->get<int64_t>();
     }
     // Sizes: at least 1 and at most kMaxSize, so that no config alone can
     // make the loader allocate without bound.
-    int64_t positive(const std::string& key) {
-        const int64_t value = integer(key);
-        if (value < 1 || value > kMaxSize) fail("config: '", key, "' must be in 1..", kMaxSize, ", got ", value);
+    std::optional<int64_t> positive(const std::string& key, bool required = true) {
+        const std::optional<int64_t> value = integer(key, required);
+        if (value && (*value < 1 || *value > kMaxSize)) {
+            problem("'", key, "' must be in 1..", kMaxSize, ", got ", *value);
+            return std::nullopt;
+        }
         return value;
     }
     static constexpr int64_t kMaxSize = int64_t{1} << 24;
-    bool boolean(const std::string& key) {
-        const json& value = get(key);
-        if (!value.is_boolean()) fail("config: '", key, "' must be true or false, got ", json_excerpt(value));
-        return value.get<bool>();
+    std::optional<bool> boolean(const std::string& key, bool required = true) {
+        const json* value = get(key, "bool", required);
+        if (!value) return std::nullopt;
+        if (!value->is_boolean()) {
+            problem("'", key, "' must be true or false, got ", json_excerpt(*value));
+            return std::nullopt;
+        }
+        return value->get<bool>();
     }
-    double number(const std::string& key) {
-        const json& value = get(key);
-        if (!value.is_number()) fail("config: '", key, "' must be a number, got ", json_excerpt(value));
-        return value.get<double>();
+    std::optional<double> number(const std::string& key, bool required = true) {
+        const json* value = get(key, "float", required);
+        if (!value) return std::nullopt;
+        if (!value->is_number()) {
+            problem("'", key, "' must be a number, got ", json_excerpt(*value));
+            return std::nullopt;
+        }
+        return value->get<double>();
     }
     template <typename Enum>
-    Enum choice(const std::string& key, const std::map<std::string, Enum>& choices) {
-        const std::string value = text(key);
-        auto found = choices.find(value);
+    std::optional<Enum> choice(const std::string& key, const std::map<std::string, Enum>& choices,
+                               bool required = true) {
+        std::string allowed;
+        for (const auto& [name, unused] : choices) allowed += (allowed.empty() ? "\"" : ", \"") + name + "\"";
+        const std::optional<std::string> value = text(key, required, "string, one of " + allowed);
+        if (!value) return std::nullopt;
+        auto found = choices.find(*value);
         if (found == choices.end()) {
-            std::string allowed;
-            for (const auto& [name, unused] : choices) allowed += (allowed.empty() ? "\"" : ", \"") + name + "\"";
-            fail("config: '", key, "' is \"", value, "\"; expected one of ", allowed);
+            problem("'", key, "' is \"", *value, "\"; expected one of ", allowed);
+            return std::nullopt;
         }
         return found->second;
     }
-    void refuse_unused() const {
-        for (const auto& [key, unused] : object_.items())
-            if (!used_.count(key)) fail("config: unknown key '", key, "' (see FORMAT.md for the keys of each arch)");
+
+    // Lists every key that was never read. `arch` is the config's arch when
+    // known: a key of another arch is named as such. (With the arch unknown,
+    // the keys of every arch were read.)
+    void list_unread(std::optional<Architecture> arch) {
+        for (const auto& [key, unused] : object_.items()) {
+            if (read_.count(key)) continue;
+            auto other = arch_specific_keys().find(key);
+            if (arch && other != arch_specific_keys().end())
+                problem("unknown key '", key, "' for arch \"", architecture_name(*arch), "\" (it belongs to ",
+                        other->second, ")");
+            else
+                problem("unknown key '", key, "'");
+            unknown_keys_ = true;
+        }
+    }
+
+    // One Error listing every problem, on one line: "config: <problem>" or
+    // "config: N problems: <problem>; <problem>; ...". Unknown keys come
+    // last, and then where to find the keys of each arch.
+    void throw_if_any() const {
+        if (problems_.empty()) return;
+        const char* see = unknown_keys_ ? " (see docs/FORMAT.md for the keys of each arch)" : "";
+        if (problems_.size() == 1) fail("config: ", problems_.front(), see);
+        std::string listed;
+        const size_t shown = std::min(problems_.size(), kMaxListedProblems);
+        for (size_t i = 0; i < shown; ++i) listed += (i ? "; " : "") + problems_[i];
+        if (shown < problems_.size()) listed += "; and " + std::to_string(problems_.size() - shown) + " more";
+        fail("config: ", problems_.size(), " problems: ", listed, see);
     }
 
 private:
     const json& object_;
-    std::set<std::string> used_;
+    std::set<std::string> read_;
+    std::vector<std::string> problems_;
+    bool unknown_keys_ = false;
 };
 
 }  // namespace
@@ -105,67 +187,112 @@ ModelConfig parse_config(const std::string& json_text) {
     ConfigReader read(object);
     ModelConfig config;
 
-    const std::string format = read.text("format");
-    if (format != "tinyformer/1") fail("config: 'format' is \"", format, "\"; expected \"tinyformer/1\"");
-    config.arch = read.choice<Architecture>("arch", {{"encoder_decoder", Architecture::EncoderDecoder},
-                                                     {"decoder_only", Architecture::DecoderOnly},
-                                                     {"encoder_only", Architecture::EncoderOnly}});
-    config.d_model = read.positive("d_model");
-    config.nhead = read.positive("nhead");
-    if (config.d_model % config.nhead != 0)
-        fail("config: 'd_model' (", config.d_model, ") must be divisible by 'nhead' (", config.nhead, ")");
-    config.dim_feedforward = read.positive("dim_feedforward");
-    config.activation =
+    const std::optional<std::string> format = read.text("format", true, "string, \"tinyformer/1\"");
+    if (format && *format != "tinyformer/1") read.problem("'format' is \"", *format, "\"; expected \"tinyformer/1\"");
+    const std::optional<Architecture> arch =
+        read.choice<Architecture>("arch", {{"encoder_decoder", Architecture::EncoderDecoder},
+                                           {"decoder_only", Architecture::DecoderOnly},
+                                           {"encoder_only", Architecture::EncoderOnly}});
+    const std::optional<int64_t> d_model = read.positive("d_model");
+    const std::optional<int64_t> nhead = read.positive("nhead");
+    if (d_model && nhead && *d_model % *nhead != 0)
+        read.problem("'d_model' (", *d_model, ") must be divisible by 'nhead' (", *nhead, ")");
+    const std::optional<int64_t> dim_feedforward = read.positive("dim_feedforward");
+    const std::optional<Activation> activation =
         read.choice<Activation>("activation", {{"relu", Activation::Relu}, {"gelu", Activation::Gelu}});
-    config.norm_first = read.boolean("norm_first");
-    if (read.has("layer_norm_eps")) {
-        const double eps = read.number("layer_norm_eps");
-        // In float32, as LayerNorm adds it: 1e-85 would become 0, and a row of
-        // equal values would then normalise as 0/0 (found by fuzz_config).
-        // So eps must be a normal float32, at least FLT_MIN ~ 1.18e-38.
-        if (!(eps >= std::numeric_limits<float>::min() && eps < 1.0))
-            fail("config: 'layer_norm_eps' must be in [", std::numeric_limits<float>::min(),
-                 ", 1) (a positive normal float32), got ", eps);
-        config.layer_norm_eps = static_cast<float>(eps);
-    }
-    config.max_len = read.positive("max_len");
-    config.pos_encoding = read.choice<PositionalEncoding>("pos_encoding", {{"sinusoidal", PositionalEncoding::Sinusoidal},
-                                                                           {"learned", PositionalEncoding::Learned},
-                                                                           {"none", PositionalEncoding::None}});
-    config.embed_scale = read.boolean("embed_scale");
-    if (config.pos_encoding == PositionalEncoding::Sinusoidal && config.max_len * config.d_model > (int64_t{1} << 27))
-        fail("config: a sinusoidal table of 'max_len' x 'd_model' = ", config.max_len, " x ", config.d_model,
-             " is above the limit of 2^27 numbers");
+    const std::optional<bool> norm_first = read.boolean("norm_first");
+    const std::optional<double> eps = read.number("layer_norm_eps", /*required=*/false);
+    // In float32, as LayerNorm adds it: 1e-85 would become 0, and a row of
+    // equal values would then normalise as 0/0 (found by fuzz_config).
+    // So eps must be a normal float32, at least FLT_MIN ~ 1.18e-38.
+    if (eps && !(*eps >= std::numeric_limits<float>::min() && *eps < 1.0))
+        read.problem("'layer_norm_eps' must be in [", std::numeric_limits<float>::min(),
+                     ", 1) (a positive normal float32), got ", *eps);
+    const std::optional<int64_t> max_len = read.positive("max_len");
+    const std::optional<PositionalEncoding> pos_encoding =
+        read.choice<PositionalEncoding>("pos_encoding", {{"sinusoidal", PositionalEncoding::Sinusoidal},
+                                                         {"learned", PositionalEncoding::Learned},
+                                                         {"none", PositionalEncoding::None}});
+    const std::optional<bool> embed_scale = read.boolean("embed_scale");
+    if (pos_encoding == PositionalEncoding::Sinusoidal && max_len && d_model && *max_len * *d_model > (int64_t{1} << 27))
+        read.problem("a sinusoidal table of 'max_len' x 'd_model' = ", *max_len, " x ", *d_model,
+                     " is above the limit of 2^27 numbers");
 
+    // The keys of each arch; with the arch missing or bad, the keys of every
+    // arch are checked where present, and none is required.
+    const bool encoder_decoder = !arch || *arch == Architecture::EncoderDecoder;
+    const bool single_stack = !arch || *arch != Architecture::EncoderDecoder;
+    std::optional<int64_t> num_encoder_layers, num_decoder_layers, src_vocab_size, tgt_vocab_size;
+    std::optional<int64_t> num_layers, vocab_size;
+    std::optional<bool> final_norm;
+    std::optional<SelfAttentionKind> attention;
+    if (encoder_decoder) {
+        num_encoder_layers = read.positive("num_encoder_layers", arch.has_value());
+        num_decoder_layers = read.positive("num_decoder_layers", arch.has_value());
+        src_vocab_size = read.positive("src_vocab_size", arch.has_value());
+        tgt_vocab_size = read.positive("tgt_vocab_size", arch.has_value());
+    }
+    if (single_stack) {
+        num_layers = read.positive("num_layers", arch.has_value());
+        vocab_size = read.positive("vocab_size", arch.has_value());
+        attention = read.choice<SelfAttentionKind>("attention", {{"causal", SelfAttentionKind::Causal},
+                                                                 {"prefix_lm", SelfAttentionKind::PrefixLm},
+                                                                 {"bidirectional", SelfAttentionKind::Bidirectional}},
+                                                   arch.has_value());
+    }
+    // Optional for encoder_decoder (and then true), required for the others.
+    final_norm = read.boolean("final_norm", arch.has_value() && *arch != Architecture::EncoderDecoder);
+    if (arch == Architecture::EncoderDecoder && final_norm == false)
+        read.problem("'final_norm' must be true for encoder_decoder (nn.Transformer always has both norms)");
+    if (arch && *arch != Architecture::EncoderDecoder && attention) {
+        const bool encoder = *arch == Architecture::EncoderOnly;
+        if (encoder != (*attention == SelfAttentionKind::Bidirectional))
+            read.problem("'attention' is \"", attention_kind_name(*attention), "\" but arch is \"",
+                         architecture_name(*arch), "\"; encoder_only is bidirectional, decoder_only causal or prefix_lm");
+    }
+
+    // The special ids, checked against the vocabulary when it is known.
+    std::optional<int64_t> vocabulary;
+    if (arch == Architecture::EncoderDecoder && src_vocab_size && tgt_vocab_size)
+        vocabulary = std::max(*src_vocab_size, *tgt_vocab_size);
+    else if (arch && *arch != Architecture::EncoderDecoder && vocab_size)
+        vocabulary = *vocab_size;
+    std::optional<int64_t> ids[3];
+    const char* id_keys[3] = {"pad_id", "bos_id", "eos_id"};
+    for (int i = 0; i < 3; ++i) {
+        ids[i] = read.integer(id_keys[i], /*required=*/false);
+        if (ids[i] && vocabulary && (*ids[i] < 0 || *ids[i] >= *vocabulary))
+            read.problem("'", id_keys[i], "' = ", *ids[i], " is outside the vocabulary 0..", *vocabulary - 1);
+    }
+
+    read.list_unread(arch);
+    read.throw_if_any();
+
+    // No problem: every required key of the arch is there and valid.
+    config.arch = *arch;
+    config.d_model = *d_model;
+    config.nhead = *nhead;
+    config.dim_feedforward = *dim_feedforward;
+    config.activation = *activation;
+    config.norm_first = *norm_first;
+    if (eps) config.layer_norm_eps = static_cast<float>(*eps);
+    config.max_len = *max_len;
+    config.pos_encoding = *pos_encoding;
+    config.embed_scale = *embed_scale;
     if (config.arch == Architecture::EncoderDecoder) {
-        config.num_encoder_layers = read.positive("num_encoder_layers");
-        config.num_decoder_layers = read.positive("num_decoder_layers");
-        config.src_vocab_size = read.positive("src_vocab_size");
-        config.tgt_vocab_size = read.positive("tgt_vocab_size");
-        if (read.has("final_norm") && !read.boolean("final_norm"))
-            fail("config: 'final_norm' must be true for encoder_decoder (nn.Transformer always has both norms)");
+        config.num_encoder_layers = *num_encoder_layers;
+        config.num_decoder_layers = *num_decoder_layers;
+        config.src_vocab_size = *src_vocab_size;
+        config.tgt_vocab_size = *tgt_vocab_size;
     } else {
-        config.num_layers = read.positive("num_layers");
-        config.vocab_size = read.positive("vocab_size");
-        config.final_norm = read.boolean("final_norm");
-        config.attention = read.choice<SelfAttentionKind>("attention", {{"causal", SelfAttentionKind::Causal},
-                                                                         {"prefix_lm", SelfAttentionKind::PrefixLm},
-                                                                         {"bidirectional", SelfAttentionKind::Bidirectional}});
-        const bool encoder = config.arch == Architecture::EncoderOnly;
-        if (encoder != (config.attention == SelfAttentionKind::Bidirectional))
-            fail("config: 'attention' is \"", attention_kind_name(config.attention), "\" but arch is \"",
-                 architecture_name(config.arch), "\"; encoder_only is bidirectional, decoder_only causal or prefix_lm");
+        config.num_layers = *num_layers;
+        config.vocab_size = *vocab_size;
+        config.final_norm = *final_norm;
+        config.attention = *attention;
     }
-    const int64_t vocabulary = config.arch == Architecture::EncoderDecoder
-                                   ? std::max(config.src_vocab_size, config.tgt_vocab_size)
-                                   : config.vocab_size;
-    for (const char* key : {"pad_id", "bos_id", "eos_id"}) {
-        if (!read.has(key)) continue;
-        const int64_t id = read.integer(key);
-        if (id < 0 || id >= vocabulary) fail("config: '", key, "' = ", id, " is outside the vocabulary 0..", vocabulary - 1);
-        (key[0] == 'p' ? config.pad_id : key[0] == 'b' ? config.bos_id : config.eos_id) = id;
-    }
-    read.refuse_unused();
+    config.pad_id = ids[0].value_or(-1);
+    config.bos_id = ids[1].value_or(-1);
+    config.eos_id = ids[2].value_or(-1);
     return config;
 }
 

@@ -1,8 +1,12 @@
-// ModelConfig — the "config" object of a checkpoint's metadata (FORMAT.md).
+// ModelConfig — the "config" object of a checkpoint's metadata (docs/FORMAT.md).
 // Key names follow the PyTorch constructor arguments. parse_config refuses,
-// naming the key: a missing required key, a wrong type, an unknown key, an
-// unknown arch / activation / pos_encoding / attention value, non-positive
-// sizes, d_model % nhead != 0, and keys that do not belong to the arch.
+// naming the key: a missing required key (with its type), a wrong type, an
+// unknown key, an unknown arch / activation / pos_encoding / attention value
+// (with the allowed values), sizes outside 1..2^24, d_model % nhead != 0, and
+// keys that do not belong to the arch. It checks the whole config and throws
+// one Error listing every problem, on one line: "config: <problem>", or
+// "config: 3 problems: <problem>; <problem>; <problem>". With the arch missing
+// or bad, the keys of every arch are checked where present.
 #pragma once
 
 #include "layers/embedding.h"

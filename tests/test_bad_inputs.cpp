@@ -226,10 +226,10 @@ const std::vector<BadInput> kCatalogue = {
      1, {"config-array.safetensors", "config: must be a JSON object, got array"}},
     {"config without a required key", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "no-d-model.safetensors", kModel, "d_model", nullptr)); },
-     1, {"no-d-model.safetensors", "config: missing key 'd_model'"}},
+     1, {"no-d-model.safetensors", "config: missing key 'd_model' (int)"}},
     {"config with an unknown key", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "dropout.safetensors", kModel, "dropout", 0.1)); },
-     1, {"dropout.safetensors", "config: unknown key 'dropout'"}},
+     1, {"dropout.safetensors", "config: unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)"}},
     {"config format not tinyformer/1", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "format.safetensors", kModel, "format", "tinyformer/2")); },
      1, {"format.safetensors", "'format' is \"tinyformer/2\"", "expected \"tinyformer/1\""}},
@@ -804,6 +804,64 @@ const std::vector<BadInput> kCatalogue = {
          return std::vector<std::string>{"info", edited(d, "one-vocab.safetensors", kModel, [](Contents& c) {
              c.metadata["vocab"] = json({"<pad>", "<bos>", "<eos>", "a", "b", "c", "d", "e", "f", "g", "h"}).dump(); })}; },
      1, {"has a \"vocab\" of 11 tokens for both sides, but 'src_vocab_size' is 13; give the source vocabulary as \"src_vocab\""}},
+
+    // ---- issue 11: not safetensors, several config problems ----
+    {"config with three problems at once: all three in the one line", [](const TempDirectory& d) {
+         const std::string model = edited(d, "three.safetensors", kModel, [](Contents& c) {
+             json config = json::parse(c.metadata.at("config"));
+             config.erase("dim_feedforward");
+             config["activation"] = "swish";
+             config["dropout"] = 0.1;
+             c.metadata["config"] = config.dump(); });
+         return std::vector<std::string>{"info", model}; },
+     1, {"three.safetensors: config: 3 problems: ", "missing key 'dim_feedforward' (int)",
+         "'activation' is \"swish\"; expected one of \"gelu\", \"relu\"",
+         "unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)"}},
+    {"config with three problems at once, through forward", [](const TempDirectory& d) {
+         const std::string model = edited(d, "three-forward.safetensors", kModel, [](Contents& c) {
+             json config = json::parse(c.metadata.at("config"));
+             config["nhead"] = 0;
+             config["pos_encoding"] = "rotary";
+             config["num_layers"] = 2;
+             c.metadata["config"] = config.dump(); });
+         return forward_model(d, model); },
+     1, {"three-forward.safetensors: config: 3 problems: ", "'nhead' must be in 1..16777216, got 0",
+         "'pos_encoding' is \"rotary\"; expected one of \"learned\", \"none\", \"sinusoidal\"",
+         "unknown key 'num_layers' for arch \"encoder_decoder\" (it belongs to decoder_only / encoder_only)"}},
+    {"a torch.save file (a zip archive) as the model, through info", [](const TempDirectory& d) {
+         // The start of a zip local file header, its first entry archive/data.pkl, as torch.save writes.
+         std::ofstream(d.file("model.pt"), std::ios::binary)
+             << std::string("PK\x03\x04\x14\x00\x00\x00\x00\x00", 10) << std::string(16, '\0')
+             << std::string("\x10\x00\x00\x00", 4) << "archive/data.pkl" << std::string("\x80\x02}q\x00.", 6);
+         return std::vector<std::string>{"info", d.file("model.pt")}; },
+     1, {"model.pt: is a PyTorch torch.save file (a zip archive), not safetensors; tinyformer reads safetensors "
+         "files (docs/FORMAT.md); a PyTorch model is exported with tools/tinyformer_export.py"}},
+    {"a torch.save file as the forward inputs", [](const TempDirectory& d) {
+         std::ofstream(d.file("inputs.pt"), std::ios::binary)
+             << std::string("PK\x03\x04\x14\x00\x00\x00\x00\x00", 10) << std::string(16, '\0')
+             << std::string("\x0f\x00\x00\x00", 4) << "inputs/data.pkl" << std::string("\x80\x02]q\x00.", 6);
+         return forward(d, kModel, d.file("inputs.pt"), /*existing=*/true); },
+     1, {"inputs.pt: is a PyTorch torch.save file (a zip archive), not safetensors",
+         "tinyformer reads safetensors files (docs/FORMAT.md)"}},
+    {"a pickle (an old torch.save file) as the model, through forward", [](const TempDirectory& d) {
+         std::ofstream(d.file("old.pt"), std::ios::binary)
+             << std::string("\x80\x04\x95\x0b\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01w\x94K\x01u.", 22);
+         return forward_model(d, d.file("old.pt")); },
+     1, {"old.pt: is a Python pickle (e.g. an old torch.save file), not safetensors",
+         "a PyTorch model is exported with tools/tinyformer_export.py"}},
+    {"an empty model.pt, through info", [](const TempDirectory& d) {
+         std::ofstream(d.file("model.pt")).flush();
+         return std::vector<std::string>{"info", d.file("model.pt")}; },
+     1, {"model.pt: file is 0 bytes (empty), not safetensors", "8-byte header length",
+         "a PyTorch model is exported with tools/tinyformer_export.py"}},
+    {"a JSON file as the model, through info", [](const TempDirectory& d) {
+         std::ofstream(d.file("config.json")) << "{\n  \"d_model\": 16,\n  \"nhead\": 4\n}\n";
+         return std::vector<std::string>{"info", d.file("config.json")}; },
+     1, {"config.json: is JSON text, not safetensors; tinyformer reads safetensors files (docs/FORMAT.md)"}},
+    {"a JSON file as the forward inputs", [](const TempDirectory& d) {
+         std::ofstream(d.file("inputs.json")) << "[[1, 2, 3], [4, 5, 6]]";
+         return forward(d, kModel, d.file("inputs.json")); },
+     1, {"inputs.json: is JSON text, not safetensors", "docs/FORMAT.md"}},
 };
 // clang-format on
 

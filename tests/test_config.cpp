@@ -1,7 +1,8 @@
-// Tests for models/config.* — the "config" object of a checkpoint (FORMAT.md
+// Tests for models/config.* — the "config" object of a checkpoint (docs/FORMAT.md
 // section 1, "config keys"). A valid config of each arch parses to the right
 // fields; every rule that refuses a config is one SUBCASE, and the Error must
-// name the key and show what was expected and what came.
+// name the key and show what was expected and what came. A config with
+// several problems lists them all in one message.
 #include <doctest/doctest.h>
 
 #include "models/config.h"
@@ -132,26 +133,125 @@ TEST_CASE("A valid config of each arch parses to the fields it names") {
     }
 }
 
-TEST_CASE("A missing required key is refused by name, for every required key of every arch") {
+TEST_CASE("A missing required key is refused by name and type, for every required key of every arch") {
+    const std::vector<std::pair<std::string, std::string>> common = {
+        {"format", "string, \"tinyformer/1\""},
+        {"arch", "string, one of \"decoder_only\", \"encoder_decoder\", \"encoder_only\""},
+        {"d_model", "int"},
+        {"nhead", "int"},
+        {"dim_feedforward", "int"},
+        {"activation", "string, one of \"gelu\", \"relu\""},
+        {"norm_first", "bool"},
+        {"max_len", "int"},
+        {"pos_encoding", "string, one of \"learned\", \"none\", \"sinusoidal\""},
+        {"embed_scale", "bool"},
+    };
     const struct {
         const char* arch;
         json config;
-        std::vector<std::string> required;
+        std::vector<std::pair<std::string, std::string>> required;  // key, type as the message gives it
     } arches[] = {
         {"encoder_decoder", encoder_decoder_config(),
-         {"format", "arch", "d_model", "nhead", "dim_feedforward", "num_encoder_layers", "num_decoder_layers",
-          "activation", "norm_first", "src_vocab_size", "tgt_vocab_size", "max_len", "pos_encoding", "embed_scale"}},
+         {{"num_encoder_layers", "int"}, {"num_decoder_layers", "int"}, {"src_vocab_size", "int"},
+          {"tgt_vocab_size", "int"}}},
         {"decoder_only", decoder_only_config(),
-         {"format", "arch", "d_model", "nhead", "dim_feedforward", "num_layers", "activation", "norm_first",
-          "final_norm", "vocab_size", "max_len", "pos_encoding", "embed_scale", "attention"}},
+         {{"num_layers", "int"}, {"final_norm", "bool"}, {"vocab_size", "int"},
+          {"attention", "string, one of \"bidirectional\", \"causal\", \"prefix_lm\""}}},
     };
-    for (const auto& arch : arches)
-        for (const std::string& key : arch.required) {
+    for (const auto& arch : arches) {
+        auto required = arch.required;
+        required.insert(required.end(), common.begin(), common.end());
+        for (const auto& [key, type] : required) {
             CAPTURE(arch.arch);
             CAPTURE(key);
-            const std::string expected = "config: missing key '" + key + "'";
-            CHECK_ERROR_CONTAINS(parse(without(arch.config, key)), expected.c_str());
+            // The only problem, so the whole message.
+            const std::string expected = "config: missing key '" + key + "' (" + type + ")";
+            CHECK(test_helpers::error_message([&] { parse(without(arch.config, key)); }) == expected);
         }
+    }
+}
+
+TEST_CASE("A config with several problems lists all of them in one line") {
+    SUBCASE("three problems: a missing key, a bad value, an unknown key") {
+        json config = without(decoder_only_config(), "dim_feedforward");
+        config["activation"] = "swish";
+        config["dropout"] = 0.1;
+        CHECK(test_helpers::error_message([&] { parse(config); }) ==
+              "config: 3 problems: missing key 'dim_feedforward' (int); 'activation' is \"swish\"; expected one of "
+              "\"gelu\", \"relu\"; unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)");
+    }
+    SUBCASE("the constructor arguments of nn.Transformer, as a user might start: every problem at once") {
+        const json config = {{"d_model", 512},         {"nhead", 8},           {"num_encoder_layers", 6},
+                             {"num_decoder_layers", 6}, {"dim_feedforward", 2048}, {"dropout", 0.1},
+                             {"activation", "relu"},    {"batch_first", true},  {"norm_first", false}};
+        // Without an arch, the keys of every arch are checked where present and
+        // none is required; unknown keys come last, in the object's (sorted) order.
+        CHECK(test_helpers::error_message([&] { parse(config); }) ==
+              "config: 7 problems: missing key 'format' (string, \"tinyformer/1\"); missing key 'arch' (string, one "
+              "of \"decoder_only\", \"encoder_decoder\", \"encoder_only\"); missing key 'max_len' (int); missing key "
+              "'pos_encoding' (string, one of \"learned\", \"none\", \"sinusoidal\"); missing key 'embed_scale' "
+              "(bool); unknown key 'batch_first'; unknown key 'dropout' (see docs/FORMAT.md for the keys of each "
+              "arch)");
+    }
+    SUBCASE("wrong types and bad values; a check that needs a bad key is skipped, not reported twice") {
+        json config = decoder_only_config();
+        config["d_model"] = "24";       // so d_model % nhead cannot be checked
+        config["nhead"] = 0;
+        config["norm_first"] = 1;
+        config["layer_norm_eps"] = 0.0;
+        config["pad_id"] = 17;          // vocab_size 17: ids 0..16
+        CHECK(test_helpers::error_message([&] { parse(config); }) ==
+              "config: 5 problems: 'd_model' must be an integer, got \"24\"; 'nhead' must be in 1..16777216, got 0; "
+              "'norm_first' must be true or false, got 1; 'layer_norm_eps' must be in [1.17549e-38, 1) (a positive "
+              "normal float32), got 0; 'pad_id' = 17 is outside the vocabulary 0..16");
+    }
+    SUBCASE("the rules between keys, all at once: divisibility, the sinusoidal table, attention vs arch") {
+        json config = with(encoder_only_config(), "nhead", 3);
+        config["d_model"] = 16;
+        config["attention"] = "causal";
+        config["pos_encoding"] = "sinusoidal";
+        config["max_len"] = 1 << 24;
+        CHECK(test_helpers::error_message([&] { parse(config); }) ==
+              "config: 3 problems: 'd_model' (16) must be divisible by 'nhead' (3); a sinusoidal table of 'max_len' x "
+              "'d_model' = 16777216 x 16 is above the limit of 2^27 numbers; 'attention' is \"causal\" but arch is "
+              "\"encoder_only\"; encoder_only is bidirectional, decoder_only causal or prefix_lm");
+    }
+    SUBCASE("a bad arch: the other keys are still checked, those of every arch where present") {
+        json config = with(decoder_only_config(), "arch", "gpt");
+        config["num_layers"] = 0;
+        config["attention"] = "sliding";
+        config["num_decoder_layers"] = -1;
+        config["eos_id"] = true;
+        config["dropout"] = 0.1;
+        CHECK(test_helpers::error_message([&] { parse(config); }) ==
+              "config: 6 problems: 'arch' is \"gpt\"; expected one of \"decoder_only\", \"encoder_decoder\", "
+              "\"encoder_only\"; 'num_decoder_layers' must be in 1..16777216, got -1; 'num_layers' must be in "
+              "1..16777216, got 0; 'attention' is \"sliding\"; expected one of \"bidirectional\", \"causal\", "
+              "\"prefix_lm\"; 'eos_id' must be an integer, got true; unknown key 'dropout' (see docs/FORMAT.md for "
+              "the keys of each arch)");
+    }
+    SUBCASE("keys of another arch are named as such, and required keys of this arch missing") {
+        json config = without(without(decoder_only_config(), "num_layers"), "vocab_size");
+        config["num_encoder_layers"] = 2;
+        config["num_decoder_layers"] = 2;
+        config["tgt_vocab_size"] = 17;
+        CHECK(test_helpers::error_message([&] { parse(config); }) ==
+              "config: 5 problems: missing key 'num_layers' (int); missing key 'vocab_size' (int); unknown key "
+              "'num_decoder_layers' for arch \"decoder_only\" (it belongs to encoder_decoder); unknown key "
+              "'num_encoder_layers' for arch \"decoder_only\" (it belongs to encoder_decoder); unknown key "
+              "'tgt_vocab_size' for arch \"decoder_only\" (it belongs to encoder_decoder) (see docs/FORMAT.md for "
+              "the keys of each arch)");
+    }
+    SUBCASE("a config of many problems lists the first 20 and counts the rest") {
+        json config = encoder_only_config();
+        for (int i = 0; i < 25; ++i) config["extra_" + std::to_string(100 + i)] = i;
+        const std::string message = test_helpers::error_message([&] { parse(config); });
+        CHECK(message.starts_with("config: 25 problems: unknown key 'extra_100'; unknown key 'extra_101'; "));
+        CHECK(message.find("unknown key 'extra_119'; and 5 more") != std::string::npos);
+        CHECK(message.find("extra_120") == std::string::npos);
+        CHECK(message.ends_with("; and 5 more (see docs/FORMAT.md for the keys of each arch)"));
+        CHECK(message.find('\n') == std::string::npos);
+    }
 }
 
 TEST_CASE("Each config rule refuses a bad value, naming the key, what was expected and what came") {
@@ -182,14 +282,20 @@ TEST_CASE("Each config rule refuses a bad value, naming the key, what was expect
                              "got 18446744073709551615");
     }
     SUBCASE("an unknown key") {
-        CHECK_ERROR_CONTAINS(parse(with(base, "dropout", 0.1)), "unknown key 'dropout'");
+        CHECK(test_helpers::error_message([&] { parse(with(base, "dropout", 0.1)); }) ==
+              "config: unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)");
     }
     SUBCASE("a key of another arch: num_encoder_layers in a decoder_only config") {
-        CHECK_ERROR_CONTAINS(parse(with(base, "num_encoder_layers", 2)), "unknown key 'num_encoder_layers'");
+        CHECK_ERROR_CONTAINS(parse(with(base, "num_encoder_layers", 2)),
+                             "config: unknown key 'num_encoder_layers' for arch \"decoder_only\" (it belongs to "
+                             "encoder_decoder)");
     }
     SUBCASE("a key of another arch: num_layers and attention in an encoder_decoder config") {
-        CHECK_ERROR_CONTAINS(parse(with(encoder_decoder_config(), "num_layers", 2)), "unknown key 'num_layers'");
-        CHECK_ERROR_CONTAINS(parse(with(encoder_decoder_config(), "attention", "causal")), "unknown key 'attention'");
+        CHECK_ERROR_CONTAINS(parse(with(encoder_decoder_config(), "num_layers", 2)),
+                             "config: unknown key 'num_layers' for arch \"encoder_decoder\" (it belongs to "
+                             "decoder_only / encoder_only)");
+        CHECK_ERROR_CONTAINS(parse(with(encoder_decoder_config(), "attention", "causal")),
+                             "config: unknown key 'attention' for arch \"encoder_decoder\"");
     }
     SUBCASE("an unknown arch lists the allowed values") {
         CHECK_ERROR_CONTAINS(parse(with(base, "arch", "gpt")), "'arch' is \"gpt\"",

@@ -1,5 +1,5 @@
 // Tests for engine/safetensors.* — the file format under every checkpoint and
-// `forward` file (FORMAT.md section 1, first paragraph):
+// `forward` file (docs/FORMAT.md section 1, first paragraph):
 //   [8 bytes: N, little-endian] [N bytes: JSON header] [data section]
 // Round trips, F16 / BF16 widening worked out bit by bit, and one SUBCASE per
 // reading rule: each bad file is written byte by byte here, and the Error must
@@ -477,5 +477,110 @@ TEST_CASE("write_safetensors is atomic: a failed write leaves no file and change
         CHECK(SafetensorsFile::read(path).read_float("y").values() == std::vector<float>{9.0f});
         CHECK(std::distance(std::filesystem::directory_iterator(dir.path()), std::filesystem::directory_iterator()) ==
               1);
+    }
+}
+
+namespace {
+
+const std::string kHint =
+    "tinyformer reads safetensors files (docs/FORMAT.md); a PyTorch model is exported with tools/tinyformer_export.py";
+
+// The first bytes of a zip archive whose first entry is `name` (a local file
+// header: signature, version 20, no flags, stored, times, CRC and sizes 0,
+// the name's length, no extra field), then the name and a few bytes.
+std::string zip_start(const std::string& name) {
+    std::string bytes = std::string("PK\x03\x04\x14\x00\x00\x00\x00\x00", 10) + std::string(16, '\0');
+    bytes.push_back(static_cast<char>(name.size()));
+    bytes.push_back('\0');
+    bytes += std::string(2, '\0') + name + "\x80\x02}q\x00.";
+    return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("A file that is not safetensors is named as what it is, with how to get safetensors") {
+    TempDirectory dir;
+    const auto message = [&](const std::string& name, const std::string& bytes) {
+        const std::string path = write_bytes(dir, name, bytes);
+        return std::make_pair(path, test_helpers::error_message([&] { SafetensorsFile::read(path); }));
+    };
+    SUBCASE("an empty file") {
+        const auto [path, error] = message("model.pt", "");
+        CHECK(error == path + ": file is 0 bytes (empty), not safetensors; a safetensors file starts with an 8-byte "
+                              "header length; " + kHint);
+    }
+    SUBCASE("a torch.save file: a zip archive whose first entry is <name>/data.pkl") {
+        const auto [path, error] = message("model.pt", zip_start("archive/data.pkl"));
+        CHECK(error == path + ": is a PyTorch torch.save file (a zip archive), not safetensors; " + kHint);
+    }
+    SUBCASE("another zip archive") {
+        const auto [path, error] = message("weights.npz", zip_start("w.npy"));
+        CHECK(error == path + ": is a zip archive (as torch.save writes), not safetensors; " + kHint);
+    }
+    SUBCASE("a zip archive too short to show its first entry's name") {
+        const auto [path, error] = message("cut.pt", "PK\x03\x04\x14");
+        CHECK(error == path + ": is a zip archive (as torch.save writes), not safetensors; " + kHint);
+    }
+    SUBCASE("a pickle, protocol 4 (FRAME follows PROTO)") {
+        const auto [path, error] = message("model.pkl", std::string("\x80\x04\x95\x0b\x00\x00\x00\x00\x00\x00\x00}\x94.", 14));
+        CHECK(error == path + ": is a Python pickle (e.g. an old torch.save file), not safetensors; " + kHint);
+    }
+    SUBCASE("a legacy torch.save file: a protocol 2 pickle starting with torch's magic number") {
+        const auto [path, error] = message("old.pt", std::string("\x80\x02\x8a\x0al\xfc\x9c" "F\xf9 j\xa8P\x19.", 16));
+        CHECK(error == path + ": is a Python pickle (e.g. an old torch.save file), not safetensors; " + kHint);
+    }
+    SUBCASE("JSON text: an object, an array after whitespace, and one shorter than 8 bytes") {
+        for (const std::string text : {"{\n  \"d_model\": 16,\n  \"nhead\": 4\n}\n", "\n\t [[1, 2], [3, 4]]", "[1]"}) {
+            CAPTURE(text);
+            const auto [path, error] = message("config.json", text);
+            CHECK(error == path + ": is JSON text, not safetensors; " + kHint);
+        }
+    }
+    SUBCASE("a short file that looks like nothing known keeps the length message, with the hint") {
+        const auto [path, error] = message("short.bin", "abcde");
+        CHECK(error == path + ": file is 5 bytes; a safetensors file starts with an 8-byte header length; " + kHint);
+    }
+    SUBCASE("bytes in memory (from_bytes) are named the same way") {
+        const std::string zip = zip_start("archive/data.pkl");
+        CHECK(test_helpers::error_message([&] {
+                  SafetensorsFile::from_bytes("in-memory.pt", std::span(reinterpret_cast<const uint8_t*>(zip.data()), zip.size()));
+              }) == "in-memory.pt: is a PyTorch torch.save file (a zip archive), not safetensors; " + kHint);
+    }
+}
+
+TEST_CASE("A safetensors file whose first bytes look like a pickle, a zip or JSON is still read as safetensors") {
+    // The first byte is the header length's lowest byte: 128 is a pickle's
+    // first byte (0x80), 80 is 'P', 123 '{', 91 '[', 288 = 0x0120 ' '. 1152 =
+    // 0x0480 starts like a protocol 4 pickle, and 66688 = 0x010480 has a third
+    // byte too. The header may start with whitespace.
+    TempDirectory dir;
+    const std::string tensor = R"({"w": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})";
+    for (const uint64_t length : {uint64_t{128}, uint64_t{80}, uint64_t{123}, uint64_t{91}, uint64_t{288},
+                                  uint64_t{1152}, uint64_t{66688}}) {
+        for (const bool leading_space : {false, true}) {
+            CAPTURE(length);
+            CAPTURE(leading_space);
+            std::string header = (leading_space ? "\n" : "") + tensor;
+            REQUIRE(header.size() <= length);
+            header.append(length - header.size(), ' ');
+            const std::string path = write_raw(dir, "w.safetensors", header, std::string("\x01\x00", 2));
+            const SafetensorsFile file = SafetensorsFile::read(path);
+            CHECK(file.info("w").shape == std::vector<int64_t>{2});
+            CHECK(file.read_bool("w").values == std::vector<uint8_t>{1, 0});
+        }
+    }
+}
+
+TEST_CASE("A broken safetensors file whose first byte looks like another format keeps the safetensors message") {
+    TempDirectory dir;
+    SUBCASE("header length 123 ('{') past the end of the file: not called JSON") {
+        const std::string path = write_raw(dir, "brace.safetensors", 123, "{}", "");
+        CHECK(test_helpers::error_message([&] { SafetensorsFile::read(path); }) ==
+              path + ": header length 123 bytes runs past the end of the file (10 bytes)");
+    }
+    SUBCASE("header length 1152 (0x80 0x04, a pickle's PROTO 4) past the end of the file: not called a pickle") {
+        const std::string path = write_raw(dir, "proto.safetensors", 1152, "{}", "");
+        CHECK(test_helpers::error_message([&] { SafetensorsFile::read(path); }) ==
+              path + ": header length 1152 bytes runs past the end of the file (10 bytes)");
     }
 }

@@ -13,7 +13,7 @@ namespace {
 const char* kForwardHelp =
     "usage: tinyformer forward MODEL.safetensors --inputs IN.safetensors --output OUT.safetensors [--attention]\n"
     "\n"
-    "Runs a model on the inputs of IN and writes its outputs to OUT (FORMAT.md section 2).\n"
+    "Runs a model on the inputs of IN and writes its outputs to OUT (docs/FORMAT.md section 2).\n"
     "  inputs, encoder_decoder: src_ids [B,S], tgt_ids [B,T] (I64 or I32),\n"
     "          optional src_key_padding_mask [B,S], tgt_key_padding_mask [B,T] (BOOL or U8, true = padding)\n"
     "  inputs, decoder_only / encoder_only: ids [B,T], optional key_padding_mask [B,T],\n"
