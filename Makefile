@@ -118,7 +118,9 @@ bench: deps
 
 # Regenerate the PyTorch references in a temporary folder with Debian's
 # python3-torch (installed if missing) and compare against those fresh numbers;
-# then test the exporter (tools/test_export.py: exported modules vs tinyformer).
+# then test the exporter (tools/test_export.py: exported modules vs tinyformer)
+# and the activation traces (tools/test_trace.py: `tinyformer trace` vs
+# tools/torch_trace.py, compared by tools/compare_trace.py).
 # Not part of `make test`, which uses the committed data/reference/.
 parity: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
@@ -129,6 +131,7 @@ parity: deps
 	  /usr/bin/python3 tools/make_reference.py --out "$$dir" && \
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
 	/usr/bin/python3 tools/test_export.py
+	/usr/bin/python3 tools/test_trace.py
 
 # Remove everything the build wrote.
 clean:

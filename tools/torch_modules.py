@@ -173,10 +173,10 @@ def attention_names(module, cfg):
     return stack_attention_names(cfg["arch"], module.transformer)
 
 
-def _fully_masked_queries(shape, attn_mask, key_padding_mask):
-    """[B, L] True where a query may see no key, from the bool masks given to
-    MultiheadAttention (attn_mask [L, S] or [B*H, L, S], key_padding_mask [B, S];
-    True = blocked)."""
+def blocked_cells(shape, attn_mask, key_padding_mask):
+    """[B, H, L, S] True where a query may not see a key, from the bool masks
+    given to MultiheadAttention (attn_mask [L, S] or [B*H, L, S],
+    key_padding_mask [B, S]; True = blocked)."""
     b, h, l, s = shape
     blocked = torch.zeros(b, h, l, s, dtype=torch.bool)
     if attn_mask is not None:
@@ -185,7 +185,12 @@ def _fully_masked_queries(shape, attn_mask, key_padding_mask):
     if key_padding_mask is not None:
         assert key_padding_mask.dtype == torch.bool
         blocked = blocked | key_padding_mask[:, None, None, :]
-    return blocked.all(dim=-1).any(dim=1)
+    return blocked
+
+
+def _fully_masked_queries(shape, attn_mask, key_padding_mask):
+    """[B, L] True where a query may see no key (blocked_cells)."""
+    return blocked_cells(shape, attn_mask, key_padding_mask).all(dim=-1).any(dim=1)
 
 
 class Capture:
