@@ -170,9 +170,9 @@ deps-browser:
 # `make test-browser EXPLORE_PAGES="$$(ls build/demo/explore-*.html)"`) or, by
 # default, two sample pages made from hand-made data by
 # tests/browser/make_sample_page.mjs (an encoder-decoder; a padded
-# decoder-only prefix-LM with beam search).
+# decoder-only prefix-LM with beam search; an encoder-decoder with 32 tokens).
 EXPLORE_PAGES ?=
-SAMPLE_PAGES := build/browser/sample-encdec.html build/browser/sample-decoder.html
+SAMPLE_PAGES := build/browser/sample-encdec.html build/browser/sample-decoder.html build/browser/sample-long.html
 build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS)
 	@mkdir -p $(dir $@)
 	node tests/browser/make_sample_page.mjs $@ $*

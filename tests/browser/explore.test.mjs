@@ -9,16 +9,17 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { inflateSync } from "node:zlib";
 import { launch, openPage, showView } from "./browser.mjs";
-import { assemblePage, decoderOnlySample, encoderDecoderSample } from "./make_sample_page.mjs";
+import { assemblePage, decoderOnlySample, encoderDecoderSample, longSample } from "./make_sample_page.mjs";
 
 const SHOTS = "build/browser";
 mkdirSync(SHOTS, { recursive: true });
 
 let pages = (process.env.EXPLORE_PAGES || "").split(/\s+/).filter(Boolean);
 if (!pages.length) {
-  pages = [join(SHOTS, "sample-encdec.html"), join(SHOTS, "sample-decoder.html")];
+  pages = [join(SHOTS, "sample-encdec.html"), join(SHOTS, "sample-decoder.html"), join(SHOTS, "sample-long.html")];
   writeFileSync(pages[0], assemblePage(encoderDecoderSample()));
   writeFileSync(pages[1], assemblePage(decoderOnlySample()));
+  writeFileSync(pages[2], assemblePage(longSample()));
 }
 
 // The data as the file holds it, read without the page's own code.
@@ -142,6 +143,27 @@ for (const file of pages) {
         }
       } else {
         assert.equal(await page.locator("#decoding-none").count(), 1);
+      }
+    });
+
+    test("token labels are one line each, never one letter per line", async () => {
+      for (const view of ["matrix", "head", "step", "decoding"]) {
+        await showView(page, view);
+        const wrapped = await page.evaluate((v) => {
+          const bad = [];
+          const labels = document.querySelectorAll(`#view-${v} th span, #view-${v} th, #view-${v} .ctok, #view-${v} .path .tok`);
+          for (const label of labels) {
+            for (const node of label.childNodes) {
+              if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
+              const range = document.createRange();
+              range.selectNodeContents(node);
+              const lines = new Set(Array.from(range.getClientRects()).map((r) => Math.round(getComputedStyle(label).writingMode.startsWith("vertical") ? r.left : r.top)));
+              if (lines.size > 1) bad.push(node.textContent);
+            }
+          }
+          return bad;
+        }, view);
+        assert.deepEqual(wrapped, [], `${view}: labels broken over lines`);
       }
     });
 

@@ -2,12 +2,13 @@
 // tools/explore/page.{html,css,js} exactly as `tinyformer explore` does:
 // each placeholder line replaced once, `</` in the JSON written as `<\/`.
 //
-//   node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder]
+//   node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder|long]
 //
 // encdec (default): an encoder-decoder, 2+2 layers, 4 heads, D=16, source
 // "hello", target "olleh", greedy decoding. decoder: a decoder-only model,
 // 2 layers, prefix-LM mask, two padding positions, beam search, and text
-// containing "</script>" (the escaping must hold). q, k, v are random
+// containing "</script>" (the escaping must hold). long: the encoder-decoder
+// at the size limit of the issue, 32 source tokens, 33 target tokens, D=64. q, k, v are random
 // (seeded); scores, weights and z are computed from them as the engine does
 // (float32 values, masked softmax, padded query rows all 0).
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
@@ -100,40 +101,46 @@ function candidates(rand, chosenId, chosenToken, vocab) {
   return list;
 }
 
-export function encoderDecoderSample() {
-  const rand = generator(12);
-  const H = 4, D = 16;
-  const source = ["h", "e", "l", "l", "o"];
-  const target = ["<bos>", "o", "l", "l", "e", "h"];
+export function encoderDecoderSample(text = "hello", D = 16, seed = 12) {
+  const rand = generator(seed);
+  const H = 4;
+  const source = [...text];
+  const reversed = [...text].reverse();
+  const target = ["<bos>", ...reversed];
+  const Ls = source.length, Lt = target.length;
   const full = (L, S) => Array.from({ length: L }, () => new Array(S).fill(1));
   const causal = (L) => Array.from({ length: L }, (_, i) => Array.from({ length: L }, (_, j) => (j <= i ? 1 : 0)));
   const noPad = (n) => new Array(n).fill(false);
   const attentions = [];
   for (let l = 0; l < 2; ++l) {
     attentions.push(attention(rand, { name: `encoder.${l}.self_attn`, stack: "encoder", layer: l, attn: "self_attn", group: "encoder self",
-      queries: "source", keys: "source", maskName: "none (bidirectional)", mask: full(5, 5), qPad: noPad(5), H, D }));
+      queries: "source", keys: "source", maskName: "none (bidirectional)", mask: full(Ls, Ls), qPad: noPad(Ls), H, D }));
   }
   for (let l = 0; l < 2; ++l) {
     attentions.push(attention(rand, { name: `decoder.${l}.self_attn`, stack: "decoder", layer: l, attn: "self_attn", group: "decoder self",
-      queries: "target", keys: "target", maskName: "causal", mask: causal(6), qPad: noPad(6), H, D }));
+      queries: "target", keys: "target", maskName: "causal", mask: causal(Lt), qPad: noPad(Lt), H, D }));
     attentions.push(attention(rand, { name: `decoder.${l}.cross_attn`, stack: "decoder", layer: l, attn: "cross_attn", group: "cross",
-      queries: "target", keys: "source", maskName: "none (bidirectional)", mask: full(6, 5), qPad: noPad(6), H, D }));
+      queries: "target", keys: "source", maskName: "none (bidirectional)", mask: full(Lt, Ls), qPad: noPad(Lt), H, D }));
   }
   const vocab = ["<pad>", "<bos>", "<eos>", "<unk>", ..."abcdefghijklmnopqrstuvwxyz"];
-  const generated = ["o", "l", "l", "e", "h", "<eos>"];
+  const generated = [...reversed, "<eos>"];
   return {
     format: "tinyformer-explore/1",
-    model: { name: "sample-reverse", arch: "encoder_decoder", d_model: D, nhead: H, head_dim: D / H, norm_first: true, attention: null },
-    input: { text: "hello", target: "olleh", target_given: false },
+    model: { name: Ls > 16 ? "sample-reverse-long" : "sample-reverse", arch: "encoder_decoder", d_model: D, nhead: H, head_dim: D / H, norm_first: true, attention: null },
+    input: { text, target: reversed.join(""), target_given: false },
     sequences: { source, target },
-    padding: { source: noPad(5), target: noPad(6) },
+    padding: { source: noPad(Ls), target: noPad(Lt) },
     attentions,
     decoding: {
       mode: "greedy", beam: 1,
       steps: generated.map((t, position) => ({ position, candidates: candidates(rand, vocab.indexOf(t), t, vocab), chosen: vocab.indexOf(t) })),
-      hypotheses: [{ tokens: generated.slice(0, 5), log_p: -0.0123, score: -0.00205, best: true }],
+      hypotheses: [{ tokens: reversed, log_p: -0.0123, score: -0.00205, best: true }],
     },
   };
+}
+
+export function longSample() {
+  return encoderDecoderSample("attentionisallyouneedtransformer", 64, 56);
 }
 
 export function decoderOnlySample() {
@@ -172,11 +179,11 @@ export function decoderOnlySample() {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const out = process.argv[2];
   const kind = process.argv[3] || "encdec";
-  if (!out || !["encdec", "decoder"].includes(kind)) {
-    console.error("usage: node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder]");
+  if (!out || !["encdec", "decoder", "long"].includes(kind)) {
+    console.error("usage: node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder|long]");
     process.exit(2);
   }
-  const data = kind === "encdec" ? encoderDecoderSample() : decoderOnlySample();
+  const data = kind === "encdec" ? encoderDecoderSample() : kind === "long" ? longSample() : decoderOnlySample();
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, assemblePage(data));
   console.log(`wrote ${out} (${kind})`);

@@ -378,12 +378,12 @@
   function renderHead() {
     const a = current();
     const root = clear($("#head-graph"));
-    const rowH = 24, top = 34, leftEdge = 240, rightEdge = 520, lineL = leftEdge + 8, lineR = rightEdge - 8;
     const rows = Math.max(a.L, a.S);
+    const rowH = rows > 20 ? 18 : 24, top = 34, leftEdge = 240, rightEdge = 520, lineL = leftEdge + 8, lineR = rightEdge - 8;
     const width = 760, height = top + rows * rowH + 10;
     const yQ = (i) => top + i * rowH + rowH / 2;
     const yK = (j) => top + j * rowH + rowH / 2;
-    const graph = svg("svg", { width, height, viewBox: "0 0 " + width + " " + height, id: "head-svg", role: "img",
+    const graph = svg("svg", { width, height, viewBox: "0 0 " + width + " " + height, id: "head-svg", role: "img", class: rowH < 24 ? "dense" : "",
       "aria-label": "attention lines of " + a.name });
     const defs = svg("defs");
     const pattern = svg("pattern", { id: "hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, [
