@@ -240,6 +240,26 @@ for (const file of pages) {
       assert.equal(await page.$$eval("#head-svg line.link", (xs) => xs.filter((x) => getComputedStyle(x).display !== "none").length), total);
     });
 
+    test("head colour chips show one, several or all heads; padding is marked", async () => {
+      const a = atts[atts.length - 1];
+      const H = a.weights.length;
+      await open(a.name, 0);
+      await showView(page, "head");
+      const headsDrawn = () => page.$$eval("#head-svg line.link", (xs) => [...new Set(xs.map((x) => Number(x.dataset.head)))].sort());
+      await page.click('#head-chips [data-head-chip="1"]');
+      assert.deepEqual(await headsDrawn(), [1]);
+      await page.click(`#head-chips [data-head-chip="${H - 1}"]`, { modifiers: ["Shift"] });
+      assert.deepEqual(await headsDrawn(), [1, H - 1]);
+      await page.click('#head-chips [data-head-chip="all"]');
+      assert.deepEqual(await headsDrawn(), [...Array(H).keys()]);
+      assert.equal(await page.locator("#head-weights tr:first-child th").count(), H + 1, "one column per head in the table");
+      for (const [side, seq] of [["q", a.queries], ["k", a.keys]]) {
+        const pad = data.padding[seq] || [];
+        const marked = await page.$$eval(`#head-svg g.tok[data-side="${side}"]`, (xs) => xs.map((x) => x.classList.contains("pad")));
+        assert.deepEqual(marked, a.mask.length && side === "q" ? a.mask.map((_, i) => pad[i] === true) : a.mask[0].map((_, j) => pad[j] === true));
+      }
+    });
+
     test("the step view's weights sum to 1, equal the matrix row and the engine's, with every check passing", async () => {
       const a = byName("decoder.1.cross_attn") || atts[atts.length - 1];
       const h = Math.min(2, a.weights.length - 1);

@@ -171,6 +171,10 @@
     if (token === "") return "\u2205";
     return token.replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
   }
+  // A token's label, with "(pad)" when it is padding and does not say so.
+  function padLabel(token, pad) {
+    return shown(token) + (pad && !/pad/i.test(token) ? " (pad)" : "");
+  }
   function headSlice(vector, h, dk) {
     return vector.slice(h * dk, (h + 1) * dk);
   }
@@ -379,8 +383,8 @@
     const a = current();
     const root = clear($("#head-graph"));
     const rows = Math.max(a.L, a.S);
-    const rowH = rows > 20 ? 18 : 24, top = 34, leftEdge = 240, rightEdge = 520, lineL = leftEdge + 8, lineR = rightEdge - 8;
-    const width = 760, height = top + rows * rowH + 10;
+    const rowH = rows > 20 ? 18 : 24, top = 34, leftEdge = 180, rightEdge = 460, lineL = leftEdge + 8, lineR = rightEdge - 8;
+    const width = 640, height = top + rows * rowH + 10;
     const yQ = (i) => top + i * rowH + rowH / 2;
     const yK = (j) => top + j * rowH + rowH / 2;
     const graph = svg("svg", { width, height, viewBox: "0 0 " + width + " " + height, id: "head-svg", role: "img", class: rowH < 24 ? "dense" : "",
@@ -419,7 +423,7 @@
       g.appendChild(svg("rect", { x: isQ ? x - 110 : x, y: y - rowH / 2 + 2, width: 110, height: rowH - 4, rx: 3,
         fill: pad ? "url(#hatch)" : "transparent", class: "hit" }));
       g.appendChild(svg("text", { x: isQ ? x - 6 : x + 6, y: y + 4, "text-anchor": isQ ? "end" : "start", class: "label" },
-        shown(tok) + (pad && !/pad/.test(tok) ? " (pad)" : "")));
+        padLabel(tok, pad)));
       g.appendChild(svg("text", { x: isQ ? x - 116 : x + 116, y: y + 4, "text-anchor": isQ ? "end" : "start", class: "tag" }, ""));
       g.appendChild(svg("title", {}, (isQ ? "query " : "key ") + i + ": " + tok + (pad ? " (padding)" : "")));
       g.addEventListener("mouseenter", () => hoverToken(side, i));
@@ -450,13 +454,13 @@
       let tag = "";
       if (side && other !== side) {
         const q = side === "q" ? i : j, k = side === "q" ? j : i;
-        if (!a.mask[q][k]) tag = "masked" + (a.qPad[q] || a.kPad[k] ? " (padding)" : "");
+        if (!a.mask[q][k]) tag = "masked";
         else if (a.qPad[q] || a.kPad[k]) tag = "padding";
-        else tag = Array.from(state.heads).sort().map((h) => fmt(a.weights[h][q][k], 3)).join(" / ");
+        else if (state.heads.size === 1) tag = fmt(a.weights[Array.from(state.heads)[0]][q][k], 3);
       }
       g.classList.toggle("active", !!side && other === side && j === i);
       g.querySelector("text.tag").textContent = tag;
-      g.classList.toggle("masked", tag.startsWith("masked"));
+      g.classList.toggle("masked", tag === "masked");
     }
     renderHeadDetail(side === "q" ? i : state.query);
   }
@@ -470,7 +474,7 @@
     table.appendChild(el("tr", {}, [el("th", { text: "key" })].concat(heads.map((h) =>
       el("th", {}, [el("span", { class: "dot", style: { background: headColour(h) } }), "head " + h])))));
     for (let k = 0; k < a.S; ++k) {
-      const row = el("tr", {}, [el("th", { class: "tokcell", text: k + " " + shown(a.kTokens[k]) + (a.kPad[k] ? " (pad)" : "") })]);
+      const row = el("tr", {}, [el("th", { class: "tokcell", text: k + " " + padLabel(a.kTokens[k], a.kPad[k]) })]);
       for (const h of heads) {
         const w = a.weights[h][q][k];
         if (!a.mask[q][k]) row.appendChild(el("td", { class: "masked", "data-head": h, "data-k": k, text: "masked" + (a.kPad[k] ? " (pad key)" : "") }));
@@ -572,7 +576,7 @@
       " keys (" + a.keys + "); dk = " + dk + ", mask: " + a.mask_name + ". The results are the engine's numbers; ",
       el("span", { class: "check ok", text: "\u2713" }), " marks where this page's recomputation agrees to 1e-4 (relative)."]));
     if (a.qPad[q]) {
-      root.appendChild(el("p", { class: "warn", text: "This query is padding: the engine gives it no attention (its weights row is all 0) and its output is not used." }));
+      root.appendChild(el("p", { class: "warn", text: "This query is padding: the softmax below is what its scores would give, but the engine writes its weights row as all 0, so its z is 0 and is not used." }));
     }
     const qh = headSlice(a.q[q], h, dk);
     // q_h
@@ -585,7 +589,7 @@
     const kTable = el("table", { class: "numbers vec", id: "step-k" });
     kTable.appendChild(el("tr", {}, [el("th", { text: "key" })].concat(range(dk).map((i) => el("th", { text: String(i) })))));
     for (let k = 0; k < a.S; ++k) {
-      kTable.appendChild(el("tr", { class: a.mask[q][k] ? "" : "masked-row" }, [el("th", { class: "tokcell", text: k + " " + shown(a.kTokens[k]) + (a.kPad[k] ? " (pad)" : "") })].concat(vectorCells(headSlice(a.k[k], h, dk)))));
+      kTable.appendChild(el("tr", { class: a.mask[q][k] ? "" : "masked-row" }, [el("th", { class: "tokcell", text: k + " " + padLabel(a.kTokens[k], a.kPad[k]) })].concat(vectorCells(headSlice(a.k[k], h, dk)))));
     }
     root.appendChild(el("h3", { text: "2. every k_h" }));
     root.appendChild(el("div", { class: "scroll" }, kTable));
@@ -604,19 +608,21 @@
     const shifted = masked.map((x) => (x === Number.NEGATIVE_INFINITY ? x : x - rowMax));
     const exps = shifted.map((x) => Math.exp(x));
     const sum = exps.reduce((s, x) => s + x, 0);
-    const mine = exps.map((x) => (a.qPad[q] || !(sum > 0) ? 0 : x / sum));
+    const softmax = exps.map((x) => (sum > 0 ? x / sum : 0));
+    // The engine writes a padding query's row as all 0.
+    const mine = softmax.map((x) => (a.qPad[q] ? 0 : x));
     const chain = el("table", { class: "numbers chain", id: "step-chain" });
     chain.appendChild(el("tr", {}, ["key", "q\u00b7k", "\u00f7 \u221a" + dk + " = score (engine)", "+ mask", "\u2212 row max", "exp", "\u00f7 sum", "weight (engine)"].map((t) => el("th", { text: t }))));
     for (let k = 0; k < a.S; ++k) {
       const allowed = !!a.mask[q][k];
       chain.appendChild(el("tr", { class: allowed ? "" : "masked-row", "data-k": k }, [
-        el("th", { class: "tokcell", text: k + " " + shown(a.kTokens[k]) + (a.kPad[k] ? " (pad)" : "") }),
+        el("th", { class: "tokcell", text: k + " " + padLabel(a.kTokens[k], a.kPad[k]) }),
         el("td", { text: fmt(dots[k], 6) }),
         el("td", {}, [fmt(scores[k], 6), " ", check(dots[k] / Math.sqrt(dk), scores[k], scales[k] / Math.sqrt(dk))]),
         el("td", { class: allowed ? "" : "masked" }, allowed ? "+0 \u2192 " + fmt(scores[k], 6) : "masked: \u2212\u221e"),
         el("td", { text: fmt(shifted[k], 6) }),
         el("td", { text: fmt(exps[k], 6) }),
-        el("td", { text: fmt(mine[k], 6) }),
+        el("td", { text: fmt(softmax[k], 6) }),
         el("td", { class: "weight" + (allowed ? "" : " masked"), "data-k": k, "data-weight": weights[k] },
           [allowed ? fmt(weights[k], 6) : "0 (masked)", " ", check(mine[k], weights[k], 1e-3)]),
       ]));
@@ -624,7 +630,7 @@
     const wSum = weights.reduce((s, x) => s + x, 0);
     chain.appendChild(el("tr", { class: "total" }, [
       el("th", { text: "row" }), el("td", { text: "" }), el("td", { text: "max " + fmt(rowMax, 6) }), el("td", { text: "" }),
-      el("td", { text: "" }), el("td", { text: "sum " + fmt(sum, 6) }), el("td", { text: "\u03a3 " + fmt(mine.reduce((s, x) => s + x, 0), 6) }),
+      el("td", { text: "" }), el("td", { text: "sum " + fmt(sum, 6) }), el("td", { text: "\u03a3 " + fmt(softmax.reduce((s, x) => s + x, 0), 6) }),
       el("td", { id: "step-weight-sum", "data-sum": wSum, text: "\u03a3 " + fmt(wSum, 7) }),
     ]));
     root.appendChild(el("h3", { text: "3. q\u00b7k, \u00f7 \u221adk, + mask, \u2212 row maximum, exp, \u00f7 sum: the weights" }));
