@@ -178,7 +178,7 @@ build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS
 	node tests/browser/make_sample_page.mjs $@ $*
 
 test-browser: deps-browser $(if $(EXPLORE_PAGES),,$(SAMPLE_PAGES))
-	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/
+	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs
 
 # Screenshots of the four views of one page into docs/explore/ (model, head,
 # matrix, step). EXPLORE_PAGE picks the page; the default is the sample page

@@ -104,12 +104,13 @@ for (const file of pages) {
       return free[Math.floor(free.length / 2)];
     }
 
-    test("the file is self-contained, < 2 MB, and renders offline without errors in under a second", async () => {
+    test("the file is self-contained, < 2 MB, and renders offline without errors in under a second", async (t) => {
       assert.ok(statSync(file).size < 2 * 1024 * 1024, `${file} is ${statSync(file).size} bytes`);
       assert.equal(data.format, "tinyformer-explore/1");
       assert.deepEqual(blocked, [], "requests that tried to leave the file");
       assert.deepEqual(errors, [], "console errors");
       const renderMs = await page.evaluate(() => Number(document.body.dataset.renderMs));
+      t.diagnostic(`${statSync(file).size} bytes, rendered ${renderMs} ms after navigation (load event ${loadMs} ms)`);
       assert.ok(renderMs < 1000, `rendered in ${renderMs} ms (load ${loadMs} ms)`);
       const external = await page.evaluate(() => Array.from(document.querySelectorAll("[src],[href],link,iframe,img"))
         .map((x) => x.outerHTML.slice(0, 80)));
