@@ -239,6 +239,7 @@
       bits.push("target: " + JSON.stringify(input.target) + (input.target_given ? " (given)" : " (generated)"));
     }
     $("#input-summary").textContent = bits.join("   ");
+    document.title = "tinyformer explore \u2014 " + (model.name || "model") + ": " + (input.text === undefined ? "" : input.text);
   }
 
   function renderControls() {
