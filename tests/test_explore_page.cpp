@@ -1,0 +1,222 @@
+// Tests of the embedded `tinyformer explore` page (issue 12): the three files
+// tools/explore/page.{html,css,js}, as the Makefile embeds them into
+// build/generated/explore_page.h, hold each placeholder exactly once, alone on
+// its line and in the right element, and make no network reference of any
+// kind. The scanner is itself tested on text that does.
+#include <doctest/doctest.h>
+
+#include "build/generated/explore_page.h"
+
+#include <cstddef>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using tinyformer::cli::kExplorePageCss;
+using tinyformer::cli::kExplorePageHtml;
+using tinyformer::cli::kExplorePageJs;
+
+namespace {
+
+size_t count(const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+    return n;
+}
+
+bool alone_on_its_line(const std::string& text, const std::string& needle) {
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        const auto first = line.find_first_not_of(" \t\r");
+        const auto last = line.find_last_not_of(" \t\r");
+        if (first != std::string::npos && line.substr(first, last - first + 1) == needle) return true;
+    }
+    return false;
+}
+
+// True when `needle` lies between the first `open` and the next `close`.
+bool inside(const std::string& text, const std::string& open, const std::string& close, const std::string& needle) {
+    const auto start = text.find(open);
+    if (start == std::string::npos) return false;
+    const auto end = text.find(close, start + open.size());
+    const auto at = text.find(needle, start + open.size());
+    return at != std::string::npos && end != std::string::npos && at < end;
+}
+
+// Every reference that would make the browser ask the network: a src/href
+// (or other URL attribute or property), a CSS url() or @import, a JavaScript
+// import, fetch(), XMLHttpRequest, WebSocket, EventSource, sendBeacon or a
+// worker, a <link>/<img>/<iframe>/... element or <script src>. URLs count
+// when they start with http:, https: or a protocol-relative //host; the page
+// needs none of the APIs or elements at all, so those are refused whatever
+// they point at. A plain scanner (no <regex>: g++ 12 warns inside it under
+// the sanitizers), case-insensitive.
+bool word_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '$';
+}
+
+class Scanner {
+public:
+    explicit Scanner(const std::string& text) : s_(text) {
+        for (char& c : s_)
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    }
+
+    std::vector<std::string> references() const {
+        std::vector<std::string> found;
+        for (const char* attribute : {"src", "href", "srcset", "action", "formaction", "poster", "data", "background",
+                                      "manifest", "codebase", "cite", "ping"})
+            each_word(attribute, [&](size_t at, size_t end) {
+                size_t i = skip_spaces(end);
+                if (i >= s_.size() || s_[i] != '=') return;
+                if (remote(skip_quote(skip_spaces(i + 1)))) found.push_back(excerpt(at));
+            });
+        each("url(", [&](size_t at, size_t end) {
+            if (remote(skip_quote(skip_spaces(end)))) found.push_back(excerpt(at));
+        });
+        each("@import", [&](size_t at, size_t) { found.push_back(excerpt(at)); });
+        each_word("import", [&](size_t at, size_t end) {
+            const size_t i = skip_spaces(end);
+            if (i < s_.size() && (s_[i] == '(' || s_[i] == '"' || s_[i] == '\'' || s_[i] == '`' || s_[i] == '{' || s_[i] == '*'))
+                found.push_back(excerpt(at));
+        });
+        each_word("from", [&](size_t at, size_t end) {
+            if (remote(skip_quote(skip_spaces(end)))) found.push_back(excerpt(at));
+        });
+        each_word("fetch", [&](size_t at, size_t end) {
+            const size_t i = skip_spaces(end);
+            if (i < s_.size() && s_[i] == '(') found.push_back(excerpt(at));
+        });
+        for (const char* api : {"xmlhttprequest", "websocket", "eventsource", "sendbeacon", "importscripts", "worker",
+                                "sharedworker", "serviceworker", "window.open", "location.href", "location.assign"})
+            each_word(api, [&](size_t at, size_t) { found.push_back(excerpt(at)); });
+        for (const char* element : {"link", "iframe", "img", "object", "embed", "audio", "video", "source", "base",
+                                    "frame", "track", "picture", "form"})
+            each("<", [&](size_t at, size_t end) {
+                const size_t i = skip_spaces(end);
+                const std::string name = element;
+                if (s_.compare(i, name.size(), name) == 0 && (i + name.size() >= s_.size() || !word_char(s_[i + name.size()])))
+                    found.push_back(excerpt(at));
+            });
+        each("<script", [&](size_t at, size_t end) {
+            const size_t close = s_.find('>', end);
+            const std::string tag = s_.substr(end, close == std::string::npos ? std::string::npos : close - end);
+            if (Scanner(tag).has_word("src")) found.push_back(excerpt(at));
+        });
+        return found;
+    }
+
+private:
+    std::string s_;
+
+    template <typename F>
+    void each(const std::string& needle, F&& f) const {
+        for (size_t at = s_.find(needle); at != std::string::npos; at = s_.find(needle, at + 1)) f(at, at + needle.size());
+    }
+    // `needle` as a whole word (a '.' before it counts as a boundary).
+    template <typename F>
+    void each_word(const std::string& needle, F&& f) const {
+        each(needle, [&](size_t at, size_t end) {
+            if (at > 0 && word_char(s_[at - 1])) return;
+            if (end < s_.size() && word_char(s_[end])) return;
+            f(at, end);
+        });
+    }
+    bool has_word(const std::string& needle) const {
+        bool found = false;
+        each_word(needle, [&](size_t, size_t) { found = true; });
+        return found;
+    }
+    size_t skip_spaces(size_t i) const {
+        while (i < s_.size() && (s_[i] == ' ' || s_[i] == '\t' || s_[i] == '\n' || s_[i] == '\r')) ++i;
+        return i;
+    }
+    size_t skip_quote(size_t i) const {
+        if (i < s_.size() && (s_[i] == '"' || s_[i] == '\'' || s_[i] == '`')) return skip_spaces(i + 1);
+        return i;
+    }
+    bool remote(size_t i) const {
+        return s_.compare(i, 5, "http:") == 0 || s_.compare(i, 6, "https:") == 0 || s_.compare(i, 2, "//") == 0;
+    }
+    std::string excerpt(size_t at) const { return s_.substr(at, 60); }
+};
+
+std::vector<std::string> network_references(const std::string& text) { return Scanner(text).references(); }
+
+}  // namespace
+
+TEST_CASE("explore page: each placeholder exactly once, alone on its line, in its element") {
+    const std::string html = kExplorePageHtml, css = kExplorePageCss, js = kExplorePageJs;
+    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_DATA*/"}) {
+        CAPTURE(placeholder);
+        CHECK(count(html, placeholder) == 1);
+        CHECK(alone_on_its_line(html, placeholder));
+        // The C++ side replaces them in the HTML; the CSS and JS must not
+        // bring in a second copy.
+        CHECK(count(css, placeholder) == 0);
+        CHECK(count(js, placeholder) == 0);
+    }
+    CHECK(inside(html, "<style>", "</style>", "/*TINYFORMER_CSS*/"));
+    CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-data\">", "</script>", "/*TINYFORMER_DATA*/"));
+    CHECK(inside(html, "<script>", "</script>", "/*TINYFORMER_JS*/"));
+    // Raw text in <style> and <script> ends at the first "</style" or
+    // "</script": the files must not contain them.
+    CHECK(count(css, "</") == 0);
+    CHECK(count(js, "</") == 0);
+}
+
+TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
+    for (const char* text : {kExplorePageHtml, kExplorePageCss, kExplorePageJs}) {
+        const std::string s = text;
+        CHECK(s.size() > 500);
+        CHECK(s.size() < 60 * 1024);
+    }
+}
+
+TEST_CASE("explore page: no network reference in the HTML, CSS or JavaScript") {
+    for (const auto& [name, text] : {std::pair{"page.html", kExplorePageHtml}, std::pair{"page.css", kExplorePageCss},
+                                     std::pair{"page.js", kExplorePageJs}}) {
+        CAPTURE(name);
+        const auto found = network_references(text);
+        for (const auto& reference : found) CAPTURE(reference);
+        CHECK(found.empty());
+    }
+}
+
+TEST_CASE("explore page: the network-reference scanner finds what it must") {
+    for (const char* bad : {
+             R"(<script src="https://cdn.example/x.js"></script>)",
+             R"(<link rel="stylesheet" href="style.css">)",
+             R"(<a href="//example.org/">)",
+             R"(<img src=http://example.org/a.png>)",
+             R"(body { background: url("https://example.org/a.png"); })",
+             R"(body { background: url(//example.org/a.png); })",
+             R"(@import "x.css";)",
+             R"(import("./module.js"))",
+             R"(import x from "https://esm.example/x.js";)",
+             R"(fetch("data.json"))",
+             R"(new XMLHttpRequest())",
+             R"(const s = new WebSocket("ws://localhost"))",
+             R"(navigator.sendBeacon("/log", data))",
+             R"(image.src = "https://example.org/a.png")",
+             R"(<SCRIPT type="module" SRC="x.js"></SCRIPT>)",
+             R"(<iframe srcdoc="x"></iframe>)",
+             R"(const w = new Worker("w.js"))",
+             R"(<a HREF = ' https://example.org'>)",
+         }) {
+        CAPTURE(bad);
+        CHECK_FALSE(network_references(bad).empty());
+    }
+    for (const char* fine : {
+             R"(// a comment: see https in the README)",
+             R"(const SVG_NS = "http://www.w3.org/2000/svg";)",
+             R"(<a id="x" data-attention="decoder.1.cross_attn" data-src="https://x">)",
+             R"(const important = transformer.sources; // no imports here)",
+             R"(<script type="application/json" id="tinyformer-data">)",
+             R"(table.matrix td.padding { background: repeating-linear-gradient(45deg, #777 0 2px, #eee 2px 6px); })",
+         }) {
+        CAPTURE(fine);
+        CHECK(network_references(fine).empty());
+    }
+}
