@@ -28,5 +28,6 @@ int mask_command(const Arguments& args);
 int probe_command(const Arguments& args);
 int cost_command(const Arguments& args);
 int trace_command(const Arguments& args);
+int explore_command(const Arguments& args);
 
 }  // namespace tinyformer::cli

@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"probe", "attention weights beside head ablation and token perturbation", probe_command},
     {"lesson", "run the lesson's worked examples and practices (lesson 10.3)", lesson_command},
     {"forward", "run a model on a safetensors file of inputs, write logits (and attention)", forward_command},
+    {"explore", "write one offline HTML file to explore a model's attention, head by head and step by step", explore_command},
     {"trace", "write every named activation of one forward pass (compare with tools/compare_trace.py)", trace_command},
     {"info", "check a checkpoint and show its config, parameters and tensors", info_command},
     {"mask", "print a mask as the lesson draws it (causal, prefix-lm, seq2seq, ...), --png to draw it", mask_command},

@@ -1,0 +1,158 @@
+// `tinyformer explore` (tools/cli/explore.cpp), run as a user would: the
+// page's embedded data parses, says what the pass was, and holds the
+// engine's numbers — the weights equal what `tinyformer forward --attention`
+// writes for the same tokens, computed by another route (a batch file of
+// ids through run_forward). The page in a real browser: tests/browser/.
+#include <doctest/doctest.h>
+
+#include "engine/safetensors.h"
+#include "tests/run_cli.h"
+#include "tests/safetensors_edit.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+using test_helpers::CliRun;
+using test_helpers::TempDirectory;
+using test_helpers::run_tinyformer;
+using json = nlohmann::json;
+
+namespace {
+
+// The JSON of <script type="application/json" id="tinyformer-data">, with the
+// "<\/" that keeps "</script>" out of it turned back into "</".
+json page_data(const std::string& html) {
+    const std::string open = "id=\"tinyformer-data\">";
+    const size_t begin = html.find(open);
+    REQUIRE(begin != std::string::npos);
+    const size_t end = html.find("</script>", begin);
+    REQUIRE(end != std::string::npos);
+    std::string text = html.substr(begin + open.size(), end - begin - open.size());
+    for (size_t at = text.find("<\\/"); at != std::string::npos; at = text.find("<\\/", at)) text.erase(at + 1, 1);
+    return json::parse(text);
+}
+
+json explore(const TempDirectory& dir, const std::vector<std::string>& args) {
+    std::vector<std::string> command = {"explore"};
+    command.insert(command.end(), args.begin(), args.end());
+    command.insert(command.end(), {"--html", dir.file("page.html")});
+    const CliRun run = run_tinyformer(command);
+    INFO("stderr: ", run.err);
+    REQUIRE(run.status == 0);
+    CHECK(run.out == dir.file("page.html") + "\n");
+    return page_data(test_helpers::read_file(dir.file("page.html")));
+}
+
+// The weights of `forward --attention` on one row of ids.
+std::map<std::string, tinyformer::Tensor> forward_weights(const TempDirectory& dir, const std::string& model,
+                                                          const std::vector<tinyformer::TensorToWrite>& inputs) {
+    tinyformer::write_safetensors(dir.file("in.safetensors"), inputs);
+    const CliRun run = run_tinyformer({"forward", model, "--inputs", dir.file("in.safetensors"), "--output",
+                                       dir.file("out.safetensors"), "--attention"});
+    REQUIRE(run.status == 0);
+    const tinyformer::SafetensorsFile out = tinyformer::SafetensorsFile::read(dir.file("out.safetensors"));
+    std::map<std::string, tinyformer::Tensor> weights;
+    for (const auto& [name, stored] : out.tensors())
+        if (name.starts_with("attention.")) weights[name] = out.read_float(name);
+    return weights;
+}
+
+// Every head, query and key of data["weights"] [H][L][S] against [1,H,L,S].
+void check_same_weights(const json& weights, const tinyformer::Tensor& expected) {
+    REQUIRE(static_cast<int64_t>(weights.size()) == expected.dim(1));
+    double worst = 0;
+    for (int64_t h = 0; h < expected.dim(1); ++h) {
+        REQUIRE(static_cast<int64_t>(weights[h].size()) == expected.dim(2));
+        for (int64_t l = 0; l < expected.dim(2); ++l) {
+            REQUIRE(static_cast<int64_t>(weights[h][l].size()) == expected.dim(3));
+            for (int64_t s = 0; s < expected.dim(3); ++s)
+                worst = std::max(worst, std::fabs(weights[h][l][s].get<double>() - expected.at({0, h, l, s})));
+        }
+    }
+    CHECK(worst <= 1e-6);
+}
+
+}  // namespace
+
+TEST_CASE("explore's page holds the reverse model's pass: tokens, masks, and forward --attention's weights") {
+    TempDirectory dir;
+    const json data = explore(dir, {"data/models/reverse.safetensors", "hello"});
+    CHECK(data["format"] == "tinyformer-explore/1");
+    CHECK(data["model"]["arch"] == "encoder_decoder");
+    CHECK(data["input"]["target"] == "olleh");  // the greedy output
+    CHECK(data["sequences"]["source"] == json({"h", "e", "l", "l", "o"}));
+    CHECK(data["sequences"]["target"] == json({"<bos>", "o", "l", "l", "e", "h"}));
+    REQUIRE(data["attentions"].size() == 6);  // 2 encoder self, 2 x (decoder self, cross)
+
+    // reverse's vocabulary: <pad> <bos> <eos> <unk> a b ..., so h=11 e=8 l=15 o=18.
+    const auto expected = forward_weights(dir, "data/models/reverse.safetensors",
+                                          {test_helpers::ids("src_ids", {1, 5}, {11, 8, 15, 15, 18}),
+                                           test_helpers::ids("tgt_ids", {1, 6}, {1, 18, 15, 15, 8, 11})});
+    const std::map<std::string, std::string> forward_name = {
+        {"encoder.0.self_attn", "attention.encoder.0"},        {"encoder.1.self_attn", "attention.encoder.1"},
+        {"decoder.0.self_attn", "attention.decoder.0.self"},   {"decoder.0.cross_attn", "attention.decoder.0.cross"},
+        {"decoder.1.self_attn", "attention.decoder.1.self"},   {"decoder.1.cross_attn", "attention.decoder.1.cross"}};
+    for (const json& attention : data["attentions"]) {
+        const std::string name = attention["name"];
+        CAPTURE(name);
+        check_same_weights(attention["weights"], expected.at(forward_name.at(name)));
+        const int64_t L = static_cast<int64_t>(attention["mask"].size());
+        // The decoder's self-attention is causal: query l sees keys 0..l; the rest sees everything.
+        for (int64_t l = 0; l < L; ++l)
+            for (int64_t s = 0; s < static_cast<int64_t>(attention["mask"][l].size()); ++s)
+                CHECK(attention["mask"][l][s] == (name.ends_with(".self_attn") && name.starts_with("decoder") ? int(s <= l) : 1));
+        CHECK(attention["dk"] == 16);  // D=64, H=4
+        CHECK(attention["q"].size() == static_cast<size_t>(L));
+        CHECK(attention["q"][0].size() == 64);
+    }
+    CHECK(data["attentions"][3]["group"] == "cross");
+    CHECK(data["attentions"][3]["queries"] == "target");
+    CHECK(data["attentions"][3]["keys"] == "source");
+
+    // Decoding: five characters and <eos>, each the most likely token of its step.
+    const json& steps = data["decoding"]["steps"];
+    REQUIRE(steps.size() == 6);
+    const std::vector<std::string> path = {"o", "l", "l", "e", "h", "<eos>"};
+    for (size_t t = 0; t < steps.size(); ++t) {
+        CHECK(steps[t]["chosen_token"] == path[t]);
+        CHECK(steps[t]["candidates"][0]["token"] == path[t]);
+        CHECK(steps[t]["candidates"].size() == 5);
+        double previous = 2;
+        for (const json& candidate : steps[t]["candidates"]) {  // best first, probabilities
+            CHECK(candidate["p"].get<double>() <= previous);
+            previous = candidate["p"].get<double>();
+        }
+    }
+}
+
+TEST_CASE("explore on a decoder-only model labels the whole sequence and marks the prefix-LM mask") {
+    TempDirectory dir;
+    const json data = explore(dir, {"data/models/reverse-prefixlm.safetensors", "abc"});
+    CHECK(data["input"]["target"] == "cba");
+    // <bos> a b c = (the prompt suffix), then the continuation c b a.
+    CHECK(data["sequences"]["source"] == json({"<bos>", "a", "b", "c", "=", "c", "b", "a"}));
+    CHECK_FALSE(data["sequences"].contains("target"));
+    const json& mask = data["attentions"][0]["mask"];
+    // prefix-LM, prefix 5: every query sees keys 0..4, and query l sees l itself and before.
+    for (int64_t l = 0; l < 8; ++l)
+        for (int64_t s = 0; s < 8; ++s) CHECK(mask[l][s] == int(s < 5 || s <= l));
+    CHECK(data["attentions"][0]["mask_name"] == "prefix-LM (prefix 5)");
+    // <bos>=1, a=4 .. c=6, '='=30 in reverse-prefixlm's vocabulary (the alphabet, then '=').
+    const auto expected = forward_weights(dir, "data/models/reverse-prefixlm.safetensors",
+                                          {test_helpers::ids("ids", {1, 8}, {1, 4, 5, 6, 30, 6, 5, 4}),
+                                           test_helpers::ids("prefix_len", {1}, {5})});
+    for (size_t i = 0; i < 4; ++i) check_same_weights(data["attentions"][i]["weights"], expected.at("attention.layers." + std::to_string(i)));
+}
+
+TEST_CASE("explore --beam lists the hypotheses, best first, and follows the best") {
+    TempDirectory dir;
+    const json data = explore(dir, {"data/models/reverse.safetensors", "hello", "--beam", "3"});
+    CHECK(data["decoding"]["mode"] == "beam");
+    const json& hypotheses = data["decoding"]["hypotheses"];
+    REQUIRE(hypotheses.size() >= 3);
+    CHECK(hypotheses[0]["best"] == true);
+    CHECK(hypotheses[0]["tokens"] == json({"o", "l", "l", "e", "h"}));
+    for (size_t i = 1; i < hypotheses.size(); ++i) CHECK(hypotheses[i]["score"].get<double>() <= hypotheses[i - 1]["score"].get<double>());
+    CHECK(data["input"]["target"] == "olleh");
+}

@@ -1,0 +1,259 @@
+// `tinyformer explore`: one self-contained HTML file to walk through one
+// teacher-forced pass — the model view, one head, one cell, the arithmetic
+// of one softmax row, the decoding steps. The page is tools/explore/page.html,
+// page.css and page.js (plain JavaScript, no network), embedded at build time
+// (build/generated/explore_page.h); the data is the engine's trace of the
+// pass (models/trace.h) as JSON in <script type="application/json"
+// id="tinyformer-data"> (docs/FORMAT.md section 4).
+
+#include "build/generated/explore_page.h"
+#include "models/attention_maps.h"
+#include "tools/cli/inputs.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace tinyformer::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+const char* kExploreHelp =
+    "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
+    "                          [--beam K] --html FILE.html [--json FILE.json]\n"
+    "\n"
+    "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
+    "--beam K, or --target) and writes ONE self-contained HTML file that opens from disk,\n"
+    "offline, in any current browser (no network request of any kind):\n"
+    "  model view     every attention call as layers x heads thumbnails; click one to open it\n"
+    "  head view      query tokens and key tokens joined by lines whose opacity is the weight;\n"
+    "                 hover a token to keep its lines; head chips show one, several or all heads\n"
+    "  matrix view    the heatmap; hover a cell for its weight, raw and scaled score, the mask\n"
+    "                 value and what that cell is in PyTorch's three mask conventions\n"
+    "  step view      one head and one query: q, every k, q.k, / sqrt(Dk), + mask, minus the row\n"
+    "                 maximum, exp, / sum, the weights, the weighted sum of v (this head's z)\n"
+    "  decoding view  each generated step's top-5 next tokens, the chosen path (beams with --beam)\n"
+    "Every number is the engine's, from the trace of the pass (tinyformer trace). Keys: arrows\n"
+    "move between heads (left/right) and layers (up/down). The data is also in the page as\n"
+    "JSON (<script id=\"tinyformer-data\">, docs/FORMAT.md section 4); --json writes it alone.\n";
+
+// A float as the shortest decimal that reads back as the same float32, so
+// that the JSON holds exactly the engine's number and stays small.
+double exact(float value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", static_cast<double>(value));
+    for (int digits = 6; digits < 9; ++digits) {  // fewer digits when they already read back exactly
+        char shorter[32];
+        std::snprintf(shorter, sizeof shorter, "%.*g", digits, static_cast<double>(value));
+        if (std::strtof(shorter, nullptr) == value) return std::strtod(shorter, nullptr);
+    }
+    return std::strtod(text, nullptr);
+}
+
+// Row r of a [1, R, C] (or [1, H, R, C] with h) tensor as a JSON array of arrays.
+json matrix(const Tensor& t, int64_t h = 0) {
+    const int64_t rows = t.dim(-2), cols = t.dim(-1);
+    const float* base = t.data() + h * rows * cols;
+    json out = json::array();
+    for (int64_t r = 0; r < rows; ++r) {
+        json row = json::array();
+        for (int64_t c = 0; c < cols; ++c) row.push_back(exact(base[r * cols + c]));
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+json per_head(const Tensor& t) {  // [1, H, L, S] -> [H][L][S]
+    json out = json::array();
+    for (int64_t h = 0; h < t.dim(1); ++h) out.push_back(matrix(t, h));
+    return out;
+}
+
+json mask_matrix(const BoolTensor& mask) {  // [1, L, S] U8
+    const int64_t rows = mask.shape[1], cols = mask.shape[2];
+    json out = json::array();
+    for (int64_t r = 0; r < rows; ++r) {
+        json row = json::array();
+        for (int64_t c = 0; c < cols; ++c) row.push_back(mask.values[static_cast<size_t>(r * cols + c)]);
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+std::string group_of(const AttentionMap& map) {
+    if (map.stack == "encoder") return "encoder self";
+    if (map.stack == "decoder") return map.kind == "cross" ? "cross" : "decoder self";
+    return "self";
+}
+
+json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) {
+    const std::string& name = map.trace_name;
+    const bool decoder_queries = map.stack == "decoder";
+    const bool decoder_keys = map.stack == "decoder" && map.kind == "self";
+    return {{"name", name},
+            {"stack", map.stack},
+            {"layer", map.layer},
+            {"attn", map.kind == "cross" ? "cross_attn" : "self_attn"},
+            {"group", group_of(map)},
+            {"queries", decoder_queries ? "target" : "source"},
+            {"keys", decoder_keys ? "target" : "source"},
+            {"mask_name", map.mask_name},
+            {"mask", mask_matrix(trace.masks().at(name + ".mask"))},
+            {"dk", trace.tensor(name + ".q").dim(2) / heads},
+            {"q", matrix(trace.tensor(name + ".q"))},
+            {"k", matrix(trace.tensor(name + ".k"))},
+            {"v", matrix(trace.tensor(name + ".v"))},
+            {"scores", per_head(trace.tensor(name + ".scores"))},
+            {"weights", per_head(trace.tensor(name + ".weights"))},
+            {"z", matrix(trace.tensor(name + ".z"))}};
+}
+
+// Each step along the decoded (or given) path: the top-5 next tokens of the
+// pass's logits at the position that predicts it, and the token taken.
+json decoding_steps(const Model& model, const AttentionRun& run, const ModelText& text) {
+    json steps = json::array();
+    if (run.pass.first_prediction < 0) return steps;
+    std::vector<int64_t> chosen = run.target;
+    if (model.config.eos_id >= 0) chosen.push_back(model.config.eos_id);
+    const int64_t V = run.pass.logits.dim(2), rows = run.pass.logits.dim(1);
+    for (size_t t = 0; t < chosen.size(); ++t) {
+        const int64_t row = run.pass.first_prediction + static_cast<int64_t>(t);
+        if (row >= rows) break;
+        const std::vector<double> log_p = log_softmax(run.pass.logits.data() + row * V, V);
+        std::vector<int64_t> order(static_cast<size_t>(V));
+        for (int64_t i = 0; i < V; ++i) order[static_cast<size_t>(i)] = i;
+        const size_t top = std::min<size_t>(5, order.size());
+        std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
+                          [&](int64_t a, int64_t b) { return log_p[static_cast<size_t>(a)] > log_p[static_cast<size_t>(b)]; });
+        json candidates = json::array();
+        for (size_t i = 0; i < top; ++i)
+            candidates.push_back({{"id", order[i]},
+                                  {"token", text.output_label(order[i])},
+                                  {"p", exact(static_cast<float>(std::exp(log_p[static_cast<size_t>(order[i])])))}});
+        steps.push_back({{"position", t}, {"candidates", candidates}, {"chosen", chosen[t]},
+                         {"chosen_token", text.output_label(chosen[t])},
+                         {"chosen_p", exact(static_cast<float>(std::exp(log_p[static_cast<size_t>(chosen[t])])))}});
+    }
+    return steps;
+}
+
+const char* arch_name(const ModelConfig& config) { return architecture_name(config.arch); }
+
+std::string escape_for_script(const std::string& text) {  // "</script>" must not end the data early
+    std::string out;
+    out.reserve(text.size());
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') {
+            out += "<\\/";
+            ++i;
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+std::string replaced_once(std::string page, const std::string& placeholder, const std::string& content) {
+    const size_t at = page.find(placeholder);
+    if (at == std::string::npos || page.find(placeholder, at + 1) != std::string::npos)
+        fail("explore: the page template must hold ", placeholder, " exactly once (tools/explore/page.html)");
+    return page.replace(at, placeholder.size(), content);
+}
+
+void write_text_file(const std::string& path, const std::string& content) {
+    const std::string temporary = path + ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        out << content;
+        if (!out.good()) {
+            std::error_code ignored;
+            std::filesystem::remove(temporary, ignored);
+            fail("explore: cannot write ", path);
+        }
+    }
+    std::error_code error;
+    std::filesystem::rename(temporary, path, error);
+    if (error) fail("explore: cannot write ", path, ": ", error.message());
+}
+
+}  // namespace
+
+int explore_command(const Arguments& args) {
+    const ParsedArguments parsed(args, {"--html", "--json", "--ids", "--target", "--target-ids", "--beam"}, {}, "explore");
+    if (parsed.help()) {
+        std::printf("%s", kExploreHelp);
+        return 0;
+    }
+    if (parsed.positional().empty() || parsed.positional().size() > 2)
+        throw UsageError("explore: expected MODEL and TEXT, or MODEL and --ids (see 'tinyformer explore --help')");
+    const std::string& html_path = parsed.value("--html");
+    if (!html_path.ends_with(".html")) throw UsageError("explore: --html must name a .html file, got '" + html_path + "'");
+    const int64_t beam = parsed.integer("--beam", 1, 1, 64);
+    const std::string& path = parsed.positional()[0];
+    const Model model = Model::load(path);
+    const ModelText text(model);
+    const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "explore");
+    std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "explore");
+    if (target && beam > 1) throw UsageError("explore: --beam decodes a target; give --target or --beam, not both");
+
+    json decoding = {{"mode", target ? "none" : "greedy"}, {"beam", beam}, {"hypotheses", json::array()}};
+    if (beam > 1) {
+        const Generation generation = beam_search(model, model_input(model, tokens), beam, 1.0, {});
+        for (size_t i = 0; i < generation.hypotheses.size(); ++i) {
+            const Hypothesis& h = generation.hypotheses[i];
+            json labels = json::array();
+            for (int64_t id : h.tokens) labels.push_back(text.output_label(id));
+            decoding["hypotheses"].push_back({{"tokens", labels}, {"log_p", h.log_prob}, {"score", h.score}, {"best", i == 0}});
+        }
+        target = generation.tokens[0];
+        decoding["mode"] = "beam";
+    }
+    const AttentionRun run = attention_maps(model, tokens, target, Trace::Detail::Everything);
+    if (!target && (model.config.arch == Architecture::EncoderOnly || run.target.empty())) decoding["mode"] = "none";
+    decoding["steps"] = decoding_steps(model, run, text);
+
+    const ModelConfig& config = model.config;
+    json attentions = json::array();
+    for (const AttentionMap& map : run.maps) attentions.push_back(attention_json(map, run.trace, config.nhead));
+    json sequences = {{"source", run.source_tokens}};
+    json padding = {{"source", std::vector<bool>(run.source_tokens.size(), false)}};
+    if (model.encoder_decoder) {
+        sequences["target"] = run.target_tokens;
+        padding["target"] = std::vector<bool>(run.target_tokens.size(), false);
+    }
+    const std::string shown = parsed.has("--ids") ? parsed.value("--ids") : parsed.positional()[1];
+    const json data = {
+        {"format", "tinyformer-explore/1"},
+        {"model",
+         {{"name", std::filesystem::path(path).stem().string()},
+          {"arch", arch_name(config)},
+          {"d_model", config.d_model},
+          {"nhead", config.nhead},
+          {"head_dim", config.d_model / config.nhead},
+          {"norm_first", config.norm_first},
+          {"attention", model.encoder_decoder ? json(nullptr) : json(attention_kind_name(config.attention))}}},
+        {"input", {{"text", shown}, {"target", run.output}, {"target_given", parsed.has("--target") || parsed.has("--target-ids")}}},
+        {"sequences", sequences},
+        {"padding", padding},
+        {"attentions", attentions},
+        {"decoding", decoding}};
+    const std::string data_text = data.dump(-1, ' ', false, json::error_handler_t::replace);
+
+    std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
+    page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
+    page = replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
+    if (parsed.has("--json")) write_text_file(parsed.value("--json"), data_text + "\n");
+    write_text_file(html_path, page);
+    std::printf("%s\n", html_path.c_str());
+    std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", shown.c_str(),
+                 run.output.c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);
+    return 0;
+}
+
+}  // namespace tinyformer::cli
