@@ -82,8 +82,8 @@ fuzz: deps-fuzz
 
 # Build and run the main example: the trained toy models on a few inputs, their
 # attention as PNG heatmaps (the README's pictures in docs/, every head and
-# layer in build/demo/), the probe of weight vs effect, and the lesson's 3x3
-# causal example.
+# layer in build/demo/), the probe of weight vs effect, the explorer pages
+# (build/demo/explore-*.html), and the lesson's 3x3 causal example.
 demo: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
 	@echo "== reverse (encoder-decoder) and sort (encoder-decoder), greedy =="
@@ -107,9 +107,15 @@ demo: deps
 	@mkdir -p docs/probe
 	./build/tinyformer probe data/models/sort.safetensors 31415926 --png docs/probe/sort.png
 	./build/tinyformer probe data/models/reverse.safetensors hello --with z --png docs/probe/reverse.png
+	@echo "== the explorer: one offline HTML file per model (open it in a browser) =="
+	./build/tinyformer explore data/models/reverse.safetensors attention --beam 3 --html build/demo/explore-reverse.html
+	./build/tinyformer explore data/models/sort.safetensors 31415926 --html build/demo/explore-sort.html
+	./build/tinyformer explore data/models/reverse-prefixlm.safetensors attention --html build/demo/explore-reverse-prefixlm.html
+	./build/tinyformer explore data/models/reverse-causal.safetensors attention --html build/demo/explore-reverse-causal.html
 	@echo "== lesson 10.3: the 3x3 causal example (all lessons: build/tinyformer lesson all) =="
 	./build/tinyformer lesson causal
 	@echo "Pictures: docs/ (shown in README.md) and build/demo/ (every layer and head; see index.md there)."
+	@echo "Explorer pages: build/demo/explore-reverse.html, explore-sort.html, explore-reverse-prefixlm.html, explore-reverse-causal.html"
 
 # Build and run the benchmarks (measured, never asserted).
 bench: deps
@@ -169,25 +175,38 @@ deps-browser:
 	  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund; \
 	fi
 
-# The pages to test: EXPLORE_PAGES (space-separated .html files, e.g.
-# `make test-browser EXPLORE_PAGES="$$(ls build/demo/explore-*.html)"`) or, by
-# default, two sample pages made from hand-made data by
-# tests/browser/make_sample_page.mjs (an encoder-decoder; a padded
+# The pages to test: EXPLORE_PAGES (space-separated .html files) or, by
+# default, the four toy models' pages written by `tinyformer explore` (the
+# reverse model's with --beam 3) and three sample pages made from hand-made
+# data by tests/browser/make_sample_page.mjs (an encoder-decoder; a padded
 # decoder-only prefix-LM with beam search; an encoder-decoder with 32 tokens).
 EXPLORE_PAGES ?=
+TOY_PAGES    := build/browser/explore-reverse.html build/browser/explore-sort.html \
+                build/browser/explore-reverse-prefixlm.html build/browser/explore-reverse-causal.html
 SAMPLE_PAGES := build/browser/sample-encdec.html build/browser/sample-decoder.html build/browser/sample-long.html
+EXPLORE_ARGS_reverse          := attention --beam 3
+EXPLORE_ARGS_sort             := 31415926
+EXPLORE_ARGS_reverse-prefixlm := attention
+EXPLORE_ARGS_reverse-causal   := attention
+build/browser/explore-%.html: build/tinyformer data/models/%.safetensors
+	@mkdir -p $(dir $@)
+	./build/tinyformer explore data/models/$*.safetensors $(EXPLORE_ARGS_$*) --html $@
 build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS)
 	@mkdir -p $(dir $@)
 	node tests/browser/make_sample_page.mjs $@ $*
 
-test-browser: deps-browser $(if $(EXPLORE_PAGES),,$(SAMPLE_PAGES))
-	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs
+test-browser: deps-browser
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
+	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES))
+	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs
 
 # Screenshots of the four views of one page into docs/explore/ (model, head,
-# matrix, step). EXPLORE_PAGE picks the page; the default is the sample page
-# (whose pictures are not to be committed: regenerate from a real model).
-EXPLORE_PAGE ?= build/browser/sample-encdec.html
-explore-screenshots: deps-browser $(EXPLORE_PAGE)
+# matrix, step, decoding). EXPLORE_PAGE picks the page; the default is the
+# reverse model's page (the README's pictures).
+EXPLORE_PAGE ?= build/browser/explore-reverse.html
+explore-screenshots: deps-browser
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
+	@$(MAKE) --no-print-directory $(EXPLORE_PAGE)
 	node tests/browser/screenshots.mjs $(EXPLORE_PAGE) docs/explore
 
 # Remove everything the build wrote.

@@ -1,6 +1,6 @@
 // Builds explore pages from hand-made data, assembled from
 // tools/explore/page.{html,css,js} exactly as `tinyformer explore` does:
-// each placeholder line replaced once, `</` in the JSON written as `<\/`.
+// each placeholder line replaced once, every `<` in the JSON written as `\u003c`.
 //
 //   node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder|long]
 //
@@ -21,7 +21,7 @@ export function assemblePage(data, dir = join(root, "tools", "explore")) {
   const html = readFileSync(join(dir, "page.html"), "utf8");
   const css = readFileSync(join(dir, "page.css"), "utf8");
   const js = readFileSync(join(dir, "page.js"), "utf8");
-  const json = JSON.stringify(data).replaceAll("</", "<\\/");
+  const json = JSON.stringify(data).replaceAll("<", "\\u003c");
   let page = html;
   for (const [placeholder, text] of [["/*TINYFORMER_CSS*/", css], ["/*TINYFORMER_JS*/", js], ["/*TINYFORMER_DATA*/", json]]) {
     const at = page.indexOf(placeholder);

@@ -4,7 +4,7 @@
 // page.css and page.js (plain JavaScript, no network), embedded at build time
 // (build/generated/explore_page.h); the data is the engine's trace of the
 // pass (models/trace.h) as JSON in <script type="application/json"
-// id="tinyformer-data"> (docs/FORMAT.md section 4).
+// id="tinyformer-data"> (docs/FORMAT.md section 4), with every '<' written \u003c.
 
 #include "build/generated/explore_page.h"
 #include "models/attention_maps.h"
@@ -145,17 +145,13 @@ json decoding_steps(const Model& model, const AttentionRun& run, const ModelText
 
 const char* arch_name(const ModelConfig& config) { return architecture_name(config.arch); }
 
-std::string escape_for_script(const std::string& text) {  // "</script>" must not end the data early
+// Inside <script>, "</script>" or "<!--" in a token would end or confuse the
+// element: every '<' of the JSON (only ever inside a string) is written as
+// the JSON escape \u003c, which reads back as the same string.
+std::string escape_for_script(const std::string& text) {
     std::string out;
     out.reserve(text.size());
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') {
-            out += "<\\/";
-            ++i;
-        } else {
-            out += text[i];
-        }
-    }
+    for (char c : text) out += c == '<' ? std::string("\\u003c") : std::string(1, c);
     return out;
 }
 
@@ -245,6 +241,7 @@ int explore_command(const Arguments& args) {
         {"decoding", decoding}};
     const std::string data_text = data.dump(-1, ' ', false, json::error_handler_t::replace);
 
+    // The data goes in last, so that no placeholder is ever looked for inside it.
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
     page = replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
