@@ -145,6 +145,37 @@ TEST_CASE("explore on a decoder-only model labels the whole sequence and marks t
     for (size_t i = 0; i < 4; ++i) check_same_weights(data["attentions"][i]["weights"], expected.at("attention.layers." + std::to_string(i)));
 }
 
+TEST_CASE("explore's weights equal forward --attention's on every toy model, read back through the page's own ids") {
+    for (const std::string name : {"reverse", "sort", "reverse-prefixlm", "reverse-causal"}) {
+        CAPTURE(name);
+        TempDirectory dir;
+        const std::string model = "data/models/" + name + ".safetensors";
+        const json data = explore(dir, {model, name == "sort" ? "31415926" : "attention"});
+        std::vector<tinyformer::TensorToWrite> inputs;
+        const auto row = [](const json& ids) { return ids.get<std::vector<int64_t>>(); };
+        if (data["model"]["arch"] == "encoder_decoder") {
+            const std::vector<int64_t> source = row(data["ids"]["source"]), target = row(data["ids"]["target"]);
+            CHECK(source.size() == data["sequences"]["source"].size());
+            inputs = {test_helpers::ids("src_ids", {1, static_cast<int64_t>(source.size())}, source),
+                      test_helpers::ids("tgt_ids", {1, static_cast<int64_t>(target.size())}, target)};
+        } else {
+            const std::vector<int64_t> sequence = row(data["ids"]["source"]);
+            inputs = {test_helpers::ids("ids", {1, static_cast<int64_t>(sequence.size())}, sequence)};
+            // prefix-LM: the prefix is <bos> + "attention" + "=" = 11 tokens
+            if (name == "reverse-prefixlm") inputs.push_back(test_helpers::ids("prefix_len", {1}, {11}));
+        }
+        const auto expected = forward_weights(dir, model, inputs);
+        REQUIRE(expected.size() == data["attentions"].size());
+        for (const json& attention : data["attentions"]) {
+            std::string forward_name = "attention." + attention["stack"].get<std::string>() + "." +
+                                       std::to_string(attention["layer"].get<int>());
+            if (attention["stack"] == "decoder") forward_name += attention["attn"] == "cross_attn" ? ".cross" : ".self";
+            CAPTURE(forward_name);
+            check_same_weights(attention["weights"], expected.at(forward_name));
+        }
+    }
+}
+
 TEST_CASE("explore --beam lists the hypotheses, best first, and follows the best") {
     TempDirectory dir;
     const json data = explore(dir, {"data/models/reverse.safetensors", "hello", "--beam", "3"});

@@ -218,9 +218,11 @@ int explore_command(const Arguments& args) {
     json attentions = json::array();
     for (const AttentionMap& map : run.maps) attentions.push_back(attention_json(map, run.trace, config.nhead));
     json sequences = {{"source", run.source_tokens}};
+    json ids = {{"source", model.encoder_decoder ? run.pass.input : run.pass.decoder}};
     json padding = {{"source", std::vector<bool>(run.source_tokens.size(), false)}};
     if (model.encoder_decoder) {
         sequences["target"] = run.target_tokens;
+        ids["target"] = run.pass.decoder;
         padding["target"] = std::vector<bool>(run.target_tokens.size(), false);
     }
     const std::string shown = parsed.has("--ids") ? parsed.value("--ids") : parsed.positional()[1];
@@ -236,6 +238,7 @@ int explore_command(const Arguments& args) {
           {"attention", model.encoder_decoder ? json(nullptr) : json(attention_kind_name(config.attention))}}},
         {"input", {{"text", shown}, {"target", run.output}, {"target_given", parsed.has("--target") || parsed.has("--target-ids")}}},
         {"sequences", sequences},
+        {"ids", ids},
         {"padding", padding},
         {"attentions", attentions},
         {"decoding", decoding}};
