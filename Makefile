@@ -23,7 +23,7 @@ ENGINE_SRC := $(wildcard engine/*.cpp)
 LAYERS_SRC := $(wildcard layers/*.cpp)
 MODELS_SRC := $(wildcard models/*.cpp)
 LIB_SRC    := $(ENGINE_SRC) $(LAYERS_SRC) $(MODELS_SRC)
-CLI_SRC    := $(wildcard tools/cli/*.cpp)
+CLI_SRC    := $(wildcard tools/cli/*.cpp) $(wildcard tools/measure/*.cpp)
 # The fuzz harnesses also go into the test program, which runs the committed
 # seeds through them (tests/test_fuzz_corpus.cpp); there they are built
 # without their libFuzzer entry points.

@@ -11,19 +11,17 @@
 #include "layers/encoder_layer.h"
 #include "models/cost.h"
 #include "tools/cli/arguments.h"
+#include "tools/measure/measure.h"
 
-#include <malloc.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+
+#include <unistd.h>  // sysconf
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -116,17 +114,7 @@ std::string count_text(double value) {
     return format("%.1f ", value).append(units[unit]);
 }
 
-// 72 B, 512.0 KiB, 128.0 MiB
-std::string bytes_text(double n) {
-    if (n < 1024) return format("%.0f B", n);
-    const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    int unit = -1;
-    while (n >= 1024 && unit < 5) {
-        n /= 1024;
-        ++unit;
-    }
-    return format("%.1f ", n).append(units[unit]);
-}
+using measure::bytes_text;
 
 std::string percent_text(double part, double whole) {
     return whole > 0 ? format("%.1f%%", 100.0 * part / whole) : std::string("-");
@@ -281,99 +269,6 @@ double max_difference(const Tensor& a, const Tensor& b) {
     return worst;
 }
 
-// --- measuring: peak memory of one attention call, in a child process ---
-
-// A number of kB from /proc/self/status ("VmHWM:   1344 kB"), or -1.
-int64_t status_kib(const char* key) {
-    std::ifstream status("/proc/self/status");
-    const size_t key_length = std::strlen(key);
-    for (std::string line; std::getline(status, line);)
-        if (line.compare(0, key_length, key) == 0 && line.size() > key_length && line[key_length] == ':')
-            return std::stoll(line.substr(key_length + 1));
-    return -1;
-}
-
-// Sets VmHWM back to the current resident set (Linux >= 4.0).
-bool reset_peak_rss() {
-    std::ofstream clear_refs("/proc/self/clear_refs");
-    clear_refs << "5";
-    clear_refs.flush();
-    return static_cast<bool>(clear_refs);
-}
-
-struct PathMemory {
-    bool measured = false;
-    int64_t rss_growth_bytes = 0;
-    char note[160] = "";  // why it was not measured
-};
-
-// What runs in the child: the call once to warm up (OpenBLAS's buffers and
-// threads), then freed pages back to the system, VmHWM reset, the call again.
-PathMemory measure_in_this_process(const CostShape& shape, int64_t length, const AttentionOptions& options) {
-    PathMemory memory;
-    Random random(7);
-    const Tensor query = random.normal_tensor({shape.batch, length, shape.d_model});
-    const Tensor key = random.normal_tensor({shape.batch, length, shape.d_model});
-    const Tensor value = random.normal_tensor({shape.batch, length, shape.d_model});
-    (void)multi_head_scaled_dot_product_attention(query, key, value, shape.heads, Mask(), options);
-    malloc_trim(0);
-    if (!reset_peak_rss()) {
-        std::snprintf(memory.note, sizeof memory.note, "cannot reset VmHWM (/proc/self/clear_refs)");
-        return memory;
-    }
-    const int64_t before = status_kib("VmHWM");
-    const AttentionResult result =  // kept alive while VmHWM is read: its output counts
-        multi_head_scaled_dot_product_attention(query, key, value, shape.heads, Mask(), options);
-    const int64_t after = status_kib("VmHWM");
-    if (before < 0 || after < 0) {
-        std::snprintf(memory.note, sizeof memory.note, "no VmHWM in /proc/self/status");
-        return memory;
-    }
-    memory.rss_growth_bytes = (after - before) * 1024;
-    memory.measured = true;
-    return memory;
-}
-
-PathMemory measure_in_child(const CostShape& shape, int64_t length, const AttentionOptions& options) {
-    PathMemory memory;
-    int channel[2];
-    if (pipe(channel) != 0) {
-        std::snprintf(memory.note, sizeof memory.note, "pipe failed: %s", std::strerror(errno));
-        return memory;
-    }
-    std::fflush(stdout);
-    std::fflush(stderr);
-    const pid_t child = fork();
-    if (child < 0) {
-        std::snprintf(memory.note, sizeof memory.note, "fork failed: %s", std::strerror(errno));
-        close(channel[0]);
-        close(channel[1]);
-        return memory;
-    }
-    if (child == 0) {  // the child: measure, send the result, leave without running any exit handlers
-        close(channel[0]);
-        PathMemory result;
-        try {
-            result = measure_in_this_process(shape, length, options);
-        } catch (const std::exception& error) {
-            std::snprintf(result.note, sizeof result.note, "%s", error.what());
-        }
-        const ssize_t written = write(channel[1], &result, sizeof result);
-        _exit(written == static_cast<ssize_t>(sizeof result) ? 0 : 1);
-    }
-    close(channel[1]);
-    const ssize_t received = read(channel[0], &memory, sizeof memory);
-    close(channel[0]);
-    int status = 0;
-    waitpid(child, &status, 0);
-    if (received != static_cast<ssize_t>(sizeof memory)) {
-        memory = PathMemory();
-        std::snprintf(memory.note, sizeof memory.note, "the child process ended without a result (status %d)",
-                      status);
-    }
-    return memory;
-}
-
 struct PathCase {
     const char* name;
     AttentionPath path;
@@ -408,7 +303,8 @@ void print_path_memory(const Settings& settings, int64_t T) {
         }
         std::fprintf(stderr, "tinyformer cost: T=%lld: memory of the %s path\n", static_cast<long long>(T),
                      path_case.name);
-        const PathMemory memory = measure_in_child(shape, T, options);
+        const measure::PeakMemory memory =
+            measure::attention_peak_memory(shape.batch, T, T, shape.d_model, shape.heads, options);
         if (memory.measured)
             std::printf("    %-28s %-44s %12s\n", path_case.name, formula.c_str(),
                         bytes_text(static_cast<double>(memory.rss_growth_bytes)).c_str());

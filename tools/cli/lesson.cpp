@@ -7,8 +7,12 @@
 #include "engine/mask.h"
 #include "engine/matmul.h"
 #include "engine/random.h"
+#include "layers/embedding.h"
+#include "layers/encoder_layer.h"
 #include "layers/multi_head_attention.h"
+#include "models/cost.h"
 #include "tools/cli/cli.h"
+#include "tools/measure/measure.h"
 
 #include <algorithm>
 #include <cmath>
@@ -262,6 +266,20 @@ void lesson_multihead() {
                 shape_string(result.weights.shape()).c_str());
     print_matrix("head 0 weights", result.weights.matrix(0));
     print_matrix("head 1 weights", result.weights.matrix(1));
+    std::printf("(mask: causal over the 4 positions)\n");
+    std::printf("\nMore heads do not add projection parameters: at D = 512, W_Q, W_K, W_V, W_O and their\n"
+                "biases are [3D, D] + [3D] + [D, D] + [D] whatever H is; only the head size Dh = D/H changes.\n");
+    for (int64_t heads : {1, 8, 16}) {
+        const int64_t d_model = 512;
+        const MultiHeadAttentionWeights big{Tensor({3 * d_model, d_model}), Tensor({3 * d_model}),
+                                            Tensor({d_model, d_model}), Tensor({d_model})};
+        const MultiHeadAttention module(big, heads);  // checks D % H and the shapes
+        const int64_t parameters = big.in_proj_weight.numel() + big.in_proj_bias.numel() +
+                                   big.out_proj_weight.numel() + big.out_proj_bias.numel();
+        std::printf("  H = %2lld, Dh = %3lld: %lld projection parameters\n", static_cast<long long>(module.heads()),
+                    static_cast<long long>(d_model / heads), static_cast<long long>(parameters));
+    }
+    std::printf("\n");
     std::printf("Each head has its own weights from its own learned subspace; nothing forces a head\n"
                 "to mean anything a person would name. The heads' outputs are concatenated and\n"
                 "mixed by W_O. D must be divisible by H:\n  ");
@@ -283,31 +301,198 @@ void lesson_paths() {
     AttentionOptions materialized, streaming;
     materialized.path = AttentionPath::Materialized;
     streaming.path = AttentionPath::Streaming;
-    const Mask mask = Mask::local_window(S, 100) & Mask::causal(S);  // used for the self-attention below
     const AttentionResult a = scaled_dot_product_attention(query, key, value, Mask(), materialized);
     const AttentionResult b = scaled_dot_product_attention(query, key, value, Mask(), streaming);
     double max_diff = 0;
     for (int64_t i = 0; i < a.output.numel(); ++i)
         max_diff = std::max(max_diff, static_cast<double>(std::fabs(a.output.data()[i] - b.output.data()[i])));
-    std::printf("L = %lld, S = %lld, Dk = Dv = %lld\n", static_cast<long long>(L), static_cast<long long>(S),
-                static_cast<long long>(Dk));
-    std::printf("  %-12s holds the scores [L,S]: %8.1f KiB\n", path_name(a.path), L * S * 4 / 1024.0);
-    const AttentionOptions defaults;
-    std::printf("  %-12s holds one tile [%lld,%lld] plus 2 floats per query of a block: %8.1f KiB\n",
-                path_name(b.path), static_cast<long long>(defaults.query_block),
-                static_cast<long long>(defaults.key_tile),
-                (defaults.query_block * defaults.key_tile + 2 * defaults.query_block) * 4 / 1024.0);
-    std::printf("  largest difference between their outputs: %.2e (float rounding, not semantics)\n", max_diff);
-    const Tensor x = random.normal_tensor({1, S, Dk});
-    const AttentionResult c = scaled_dot_product_attention(x, x, x, mask, materialized);
-    const AttentionResult d = scaled_dot_product_attention(x, x, x, mask, streaming);
-    max_diff = 0;
-    for (int64_t i = 0; i < c.output.numel(); ++i)
-        max_diff = std::max(max_diff, static_cast<double>(std::fabs(c.output.data()[i] - d.output.data()[i])));
-    std::printf("  with a causal local window (radius 100) over S = %lld: difference %.2e\n",
-                static_cast<long long>(S), max_diff);
-    std::printf("Only the materialized path can return the weights (heatmaps need it); the streaming\n"
-                "path is the default when they are not asked for. Benchmarks: make bench.\n");
+    std::printf("The same answer: L = %lld, S = %lld, Dk = Dv = %lld, largest difference between the two\n"
+                "paths' outputs %.2e (float rounding, not semantics).\n\n",
+                static_cast<long long>(L), static_cast<long long>(S), static_cast<long long>(Dk), max_diff);
+
+    // What each path holds besides the output (models/cost.h, the formula `cost` prints):
+    // materialized, the scores [L,S]; streaming, one tile [min(block,L), min(tile,S)] and
+    // 2 floats per query of a block. One head, Dk = 64.
+    std::printf("What each path allocates (output + scratch; models/cost.h, as `tinyformer cost` counts it),\n"
+                "and the peak memory one call really adds, measured in a child process:\n");
+    std::printf("  %5s %6s  %-13s %28s %14s\n", "L", "S", "path", "output + scratch", "measured");
+    const CostShape shape{1, 64, 1, 256};
+    for (const auto& [queries, keys] : {std::pair<int64_t, int64_t>{300, 1000}, {8192, 8192}})
+        for (const AttentionOptions* options : {&materialized, &streaming}) {
+            const AttentionPathBytes bytes = attention_path_bytes(shape, queries, keys, *options);
+            const measure::PeakMemory peak =
+                measure::attention_peak_memory(1, queries, keys, shape.d_model, shape.heads, *options);
+            const std::string formula = measure::bytes_text(static_cast<double>(bytes.output)) + " + " +
+                                        measure::bytes_text(static_cast<double>(bytes.scratch));
+            std::printf("  %5lld %6lld  %-13s %28s %14s\n", static_cast<long long>(queries),
+                        static_cast<long long>(keys), path_name(options->path), formula.c_str(),
+                        peak.measured ? measure::bytes_text(static_cast<double>(peak.rss_growth_bytes)).c_str()
+                                      : peak.note);
+        }
+    std::printf("\nAt L = 300, S = 1000 the streaming tile is clamped to the 1000 keys there are, so the\n"
+                "two paths hold about the same; at L = S = 8192 the materialized path holds the whole\n"
+                "[L,S] = 256 MiB of scores and the streaming one a [256, 2048] tile: the saving is real\n"
+                "only when [L,S] is large. Both still do the L x S multiply-adds (section 10).\n"
+                "Only the materialized path can return the weights (heatmaps need it); the streaming\n"
+                "path is the default when they are not asked for. Speed: make bench.\n");
+}
+
+// Section 4, practice 4: a fully masked row across PyTorch versions.
+void lesson_nan_history() {
+    heading("nan-history: the fully-masked row, and why a silent 0 hides a convention bug");
+    std::printf("A query whose every key is masked has no softmax distribution. What comes out:\n"
+                "  PyTorch 1.13 (Debian's; the tools here): nn.MultiheadAttention and\n"
+                "      F.scaled_dot_product_attention give NaN for the row.\n"
+                "  PyTorch >= 2.5: SDPA, and MultiheadAttention with need_weights=False, give 0\n"
+                "      (pytorch#131060, #133882, _safe_softmax); need_weights=True still gives NaN (#160064).\n"
+                "  tinyformer: an error naming batch and query, unless the query is padding (then 0).\n\n");
+    std::printf("The migration bug of `lesson conventions`: the causal mask written for\n"
+                "nn.MultiheadAttention (True = blocked) passed to an SDPA-style API (True = allowed).\n"
+                "Q = K = 0, V = [2, 4, 8]; query 0 now sees keys 1 and 2, query 1 key 2, query 2 nothing:\n\n");
+    const float values[3] = {2.0f, 4.0f, 8.0f};
+    const uint8_t mha_style[3][3] = {{0, 1, 1}, {0, 0, 1}, {0, 0, 0}};  // triu(1): True = blocked
+    // Scores are all 0; read as SDPA's True = allowed, the blocked ones get -inf.
+    double naive[3], safe[3];
+    for (int q = 0; q < 3; ++q) {
+        float max_score = -kInf;
+        float scores[3];
+        for (int k = 0; k < 3; ++k) {
+            scores[k] = mha_style[q][k] ? 0.0f : -kInf;
+            max_score = std::max(max_score, scores[k]);
+        }
+        double sum = 0, weighted = 0;
+        for (int k = 0; k < 3; ++k) sum += std::exp(static_cast<double>(scores[k] - max_score));  // exp(nan) if all -inf
+        for (int k = 0; k < 3; ++k) weighted += std::exp(static_cast<double>(scores[k] - max_score)) / sum * values[k];
+        naive[q] = weighted;
+        safe[q] = max_score == -kInf ? 0.0 : weighted;  // _safe_softmax: an all -inf row becomes 0
+    }
+    auto shown = [](double value) { return std::isnan(value) ? std::string("NaN") : std::to_string(value).substr(0, 4); };
+    std::printf("  softmax as PyTorch 1.13:        outputs %s, %s, %s\n", shown(naive[0]).c_str(), shown(naive[1]).c_str(),
+                shown(naive[2]).c_str());
+    std::printf("  softmax as PyTorch >= 2.5 SDPA: outputs %s, %s, %s\n", shown(safe[0]).c_str(), shown(safe[1]).c_str(),
+                shown(safe[2]).c_str());
+    std::printf("  tinyformer:                     ");
+    try {
+        const Mask migrated = Mask::from_torch_sdpa_mask(bool_matrix(3, 3, {0, 1, 1, 0, 0, 1, 0, 0, 0}));
+        scaled_dot_product_attention(Tensor({1, 3, 2}), Tensor({1, 3, 2}), Tensor({1, 3, 1}, {2.0f, 4.0f, 8.0f}), migrated);
+        std::printf("no error?\n");
+    } catch (const Error& error) {
+        std::printf("%s\n", error.what());
+    }
+    std::printf("\nThe right answers are 2, 3, 14/3 (`lesson causal`). With NaN the bug shows at once (and\n"
+                "spreads: 0 * NaN = NaN in the next layer); with a silent 0 every number is finite and\n"
+                "plausible, and the wrong mask trains on. An error names the query that has no key.\n");
+}
+
+// Section 8: need_weights and the two paths.
+void lesson_need_weights() {
+    heading("need-weights: asking for the weights chooses the slower path");
+    std::printf("nn.MultiheadAttention(..., need_weights=True) returns the weights, averaged over heads\n"
+                "[B,L,S] when average_attn_weights=True (the default), per head [B,H,L,S] when False;\n"
+                "need_weights=False returns None for them, which lets PyTorch use its fused kernel.\n"
+                "tinyformer's choice is the same: AttentionOptions.want_weights.\n\n");
+    const int64_t D = 8, H = 2;
+    Random random(3);
+    MultiHeadAttentionWeights weights{random.normal_tensor({3 * D, D}, 0.5f), random.normal_tensor({3 * D}, 0.1f),
+                                      random.normal_tensor({D, D}, 0.5f), random.normal_tensor({D}, 0.1f)};
+    const MultiHeadAttention attention(weights, H);
+    const Tensor x = random.normal_tensor({1, 5, D});
+    const AttentionResult with = attention.forward(x, x, Mask::causal(5), with_weights());
+    const AttentionResult without = attention.forward(x, x, Mask::causal(5), AttentionOptions());
+    std::printf("  weights asked for:     path %-12s weights %s (per head, never averaged)\n", path_name(with.path),
+                shape_string(with.weights.shape()).c_str());
+    std::printf("  weights not asked for: path %-12s weights %s\n", path_name(without.path),
+                without.weights.empty() ? "none" : shape_string(without.weights.shape()).c_str());
+    double difference = 0;
+    for (int64_t i = 0; i < with.output.numel(); ++i)
+        difference = std::max(difference, static_cast<double>(std::fabs(with.output.data()[i] - without.output.data()[i])));
+    std::printf("  the outputs differ by at most %.2e (float rounding)\n", difference);
+    std::printf("  average_attn_weights=True would give the mean over heads, e.g. query 1: ");
+    for (int64_t s = 0; s < 5; ++s)
+        std::printf("%.4f ", (with.weights.at({0, 0, 1, s}) + with.weights.at({0, 1, 1, s})) / 2.0f);
+    std::printf("\n\nAveraged weights hide what each head does; tinyformer never averages unless asked\n"
+                "(`tinyformer attention --average-heads`).\n");
+}
+
+// Section 8: dropout at inference, and SDPA's dropout_p.
+void lesson_dropout() {
+    heading("dropout: none at inference; SDPA's dropout_p does not read train()/eval()");
+    const double p = 0.1;
+    const float scores[5] = {1.0f, 2.0f, 0.5f, 3.0f, 1.5f};
+    float row[5];
+    std::copy(scores, scores + 5, row);
+    float max_score = *std::max_element(row, row + 5);
+    double sum = 0;
+    for (float& v : row) sum += (v = std::exp(v - max_score));
+    for (float& v : row) v = static_cast<float>(v / sum);
+    std::printf("One attention row, softmax([1, 2, 0.5, 3, 1.5]):\n  ");
+    double total = 0;
+    for (float v : row) {
+        std::printf("%.4f ", v);
+        total += v;
+    }
+    std::printf("  sum %.4f\n", total);
+    // A dropout draw that drops key 3 (the largest weight): each weight is kept with
+    // probability 1 - p and then scaled by 1 / (1 - p), so the expected row is unchanged.
+    const int dropped = 3;
+    std::printf("Dropout at p = %.1f in training: each weight is zeroed with probability p and the rest\n"
+                "are scaled by 1/(1-p) = %.4f. One draw that zeroes key %d:\n  ",
+                p, 1.0 / (1.0 - p), dropped);
+    total = 0;
+    for (int k = 0; k < 5; ++k) {
+        const double kept = k == dropped ? 0.0 : row[k] / (1.0 - p);
+        std::printf("%.4f ", kept);
+        total += kept;
+    }
+    std::printf("  sum %.4f (1 only in expectation)\n\n", total);
+    std::printf("At inference (module.eval()) nn.MultiheadAttention and nn.Transformer apply no dropout, and\n"
+                "tinyformer, an inference engine, has none: every row sums to 1.\n"
+                "The pitfall: F.scaled_dot_product_attention(q, k, v, dropout_p=0.1) drops out even under\n"
+                "eval(); it does not know the module's mode. A module must pass\n"
+                "    dropout_p = self.dropout if self.training else 0.0\n");
+}
+
+// Section 9: what positions change.
+void lesson_positions() {
+    heading("positions: without them a permuted input permutes the output; with them it does not");
+    const int64_t T = 6, D = 16, V = 10;
+    Random random(13);
+    EncoderLayer layer{MultiHeadAttention({random.normal_tensor({3 * D, D}, 0.3f), random.normal_tensor({3 * D}, 0.1f),
+                                           random.normal_tensor({D, D}, 0.3f), random.normal_tensor({D}, 0.1f)},
+                                          4),
+                       FeedForward{Linear{random.normal_tensor({32, D}, 0.3f), random.normal_tensor({32}, 0.1f)},
+                                   Linear{random.normal_tensor({D, 32}, 0.3f), random.normal_tensor({D}, 0.1f)},
+                                   Activation::Relu},
+                       LayerNorm{Tensor::filled({D}, 1.0f), Tensor({D})}, LayerNorm{Tensor::filled({D}, 1.0f), Tensor({D})},
+                       false};
+    const Tensor tokens = random.normal_tensor({V, D});
+    const std::vector<int64_t> ids = {3, 7, 1, 9, 4, 2};
+    const std::vector<int64_t> perm = {2, 0, 5, 1, 4, 3};  // new position i holds old token perm[i]
+    std::vector<int64_t> permuted_ids;
+    for (int64_t i : perm) permuted_ids.push_back(ids[static_cast<size_t>(i)]);
+    std::printf("Tokens [3,7,1,9,4,2] and the same tokens permuted by [2,0,5,1,4,3] through one encoder\n"
+                "layer (D = 16, H = 4); max |layer(x)[perm[i]] - layer(permuted x)[i]|:\n");
+    struct Case {
+        const char* name;
+        Tensor table;
+    };
+    const Case cases[] = {{"no positions", Tensor()},
+                          {"sinusoidal positions", sinusoidal_table(T, D)},
+                          {"learned positions (random table)", random.normal_tensor({T, D})}};
+    for (const Case& each : cases) {
+        const Embedding embedding{tokens, each.table, false};
+        const Tensor out = layer.forward(embedding.forward({1, T, ids}), Mask(), Padding());
+        const Tensor out_of_permuted = layer.forward(embedding.forward({1, T, permuted_ids}), Mask(), Padding());
+        double worst = 0;
+        for (int64_t i = 0; i < T; ++i)
+            for (int64_t d = 0; d < D; ++d)
+                worst = std::max(worst, static_cast<double>(std::fabs(out.at({0, perm[static_cast<size_t>(i)], d}) -
+                                                                      out_of_permuted.at({0, i, d}))));
+        std::printf("  %-34s %.2e\n", each.name, worst);
+    }
+    std::printf("Without positions the layer sees a set: the same tokens in any order give the same\n"
+                "outputs, moved with them (float rounding only). A position table added to the\n"
+                "embeddings makes order part of the input, so the outputs change.\n");
 }
 
 // Section 9: attention has no positional information.
@@ -369,6 +554,13 @@ const Lesson kLessons[] = {
     {"paths", "materialized vs streaming (online-softmax) attention: same answer, no [L,S]", lesson_paths},
     {"permutation", "without positions attention is permutation-equivariant; a causal mask is not",
      lesson_permutation},
+    {"nan-history", "a fully masked row: NaN (PyTorch 1.13), 0 (>= 2.5), an error here; why 0 hides bugs",
+     lesson_nan_history},
+    {"need-weights", "need_weights / average_attn_weights: asking for weights runs the materialized path",
+     lesson_need_weights},
+    {"dropout", "no dropout at inference; p=0.1 on one row; SDPA's dropout_p ignores eval()", lesson_dropout},
+    {"positions", "permuting tokens: equivariant without positions, not with sinusoidal or learned ones",
+     lesson_positions},
 };
 
 void print_lessons(std::FILE* out) {

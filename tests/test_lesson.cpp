@@ -1,0 +1,134 @@
+// `tinyformer lesson` (tools/cli/lesson.cpp), run as a learner runs it: each
+// lesson's key numbers against numbers worked out by hand in the comments
+// here, so that a change to what a lesson prints fails a test.
+#include <doctest/doctest.h>
+
+#include "tests/run_cli.h"
+
+#include <cstdlib>
+#include <sstream>
+
+using test_helpers::CliRun;
+using test_helpers::run_tinyformer;
+
+namespace {
+
+std::string lesson(const std::string& name) {
+    const CliRun run = run_tinyformer({"lesson", name});
+    INFO("stderr: ", run.err);
+    REQUIRE(run.status == 0);
+    return run.out;
+}
+
+bool has(const std::string& text, const std::string& piece) {
+    INFO("missing: ", piece);
+    return text.find(piece) != std::string::npos;
+}
+
+// The number printed after `label` on its line, e.g. "no positions   4.77e-07".
+double number_after(const std::string& text, const std::string& label) {
+    const size_t at = text.find(label);
+    REQUIRE_MESSAGE(at != std::string::npos, "missing: ", label);
+    return std::strtod(text.c_str() + at + label.size(), nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("lesson causal: 2, 3, 14/3 with future weights exactly 0; the reversed mask gives 14/3, 6, 8") {
+    const std::string out = lesson("causal");
+    // Q = K = 0: each query averages its allowed values of V = [2, 4, 8]:
+    // q0 -> 2, q1 -> (2+4)/2 = 3, q2 -> (2+4+8)/3 = 14/3 = 4.666667.
+    CHECK(has(out, "outputs: 2.000000 3.000000 4.666667"));
+    CHECK(has(out, "every future weight (key > query) is exactly 0: yes"));
+    // Reversed: q0 sees all three (14/3), q1 sees 4 and 8 (6), q2 sees 8.
+    CHECK(has(out, "outputs: 4.666667 6.000000 8.000000"));
+}
+
+TEST_CASE("lesson conventions: the MHA and SDPA spellings of one causal mask give identical weights") {
+    const std::string out = lesson("conventions");
+    CHECK(has(out, "identical: yes"));
+    CHECK(has(out, "query 2 of batch 0 may attend no key"));  // the migration bug, refused
+}
+
+TEST_CASE("lesson nan-history: the migration bug gives 6, 8, NaN in PyTorch 1.13 and 6, 8, 0 since 2.5") {
+    const std::string out = lesson("nan-history");
+    // MHA's causal tensor read as SDPA's (True = allowed): q0 sees keys 1, 2 -> (4 + 8) / 2 = 6;
+    // q1 sees key 2 -> 8; q2 sees none -> NaN (1.13) or 0 (_safe_softmax).
+    CHECK(has(out, "softmax as PyTorch 1.13:        outputs 6.00, 8.00, NaN"));
+    CHECK(has(out, "softmax as PyTorch >= 2.5 SDPA: outputs 6.00, 8.00, 0.00"));
+    CHECK(has(out, "tinyformer:                     attention: query 2 of batch 0 may attend no key"));
+    CHECK(has(out, "#133882"));
+}
+
+TEST_CASE("lesson need-weights: weights run the materialized path, no weights the streaming one, same output") {
+    const std::string out = lesson("need-weights");
+    CHECK(has(out, "weights asked for:     path materialized weights [1,2,5,5]"));
+    CHECK(has(out, "weights not asked for: path streaming    weights none"));
+    CHECK(number_after(out, "the outputs differ by at most") < 1e-5);
+}
+
+TEST_CASE("lesson dropout: one row's softmax, a draw at p = 0.1, and the 1/(1-p) rescale") {
+    const std::string out = lesson("dropout");
+    // softmax([1, 2, 0.5, 3, 1.5]) = e^(x-3) / sum: e^-2 = 0.135335, e^-1 = 0.367879,
+    // e^-2.5 = 0.082085, 1, e^-1.5 = 0.223130; sum 1.808430
+    // -> 0.074836 0.203425 0.045390 0.552966 0.123384
+    CHECK(has(out, "0.0748 0.2034 0.0454 0.5530 0.1234   sum 1.0000"));
+    // key 3 dropped, the rest x 1/0.9 = 1.111111: 0.083151 0.226028 0.050433 0 0.137093, sum 0.496705
+    CHECK(has(out, "0.0832 0.2260 0.0504 0.0000 0.1371   sum 0.4967"));
+    CHECK(has(out, "dropout_p = self.dropout if self.training else 0.0"));
+}
+
+TEST_CASE("lesson positions: equivariant without positions, not with sinusoidal or learned ones") {
+    const std::string out = lesson("positions");
+    CHECK(number_after(out, "no positions") < 1e-5);
+    CHECK(number_after(out, "sinusoidal positions") > 0.1);
+    CHECK(number_after(out, "learned positions (random table)") > 0.1);
+}
+
+TEST_CASE("lesson multihead: the projection parameters at D = 512 are the same for H = 1, 8 and 16") {
+    const std::string out = lesson("multihead");
+    // [3D, D] + [3D] + [D, D] + [D] = 4 D^2 + 4 D = 4 * 262144 + 2048 = 1050624, whatever H is.
+    CHECK(has(out, "H =  1, Dh = 512: 1050624 projection parameters"));
+    CHECK(has(out, "H =  8, Dh =  64: 1050624 projection parameters"));
+    CHECK(has(out, "H = 16, Dh =  32: 1050624 projection parameters"));
+    CHECK(has(out, "(mask: causal over the 4 positions)"));
+}
+
+TEST_CASE("lesson paths: the streaming path holds less only where [L,S] is large, by formula and measured") {
+    const std::string out = lesson("paths");
+    // L=300, S=1000: scores 300*1000*4 B = 1.14 MiB; the streaming tile is clamped to S:
+    // [256, 1000] + 2*256 floats = 1026048 B = 1002.0 KiB — about the same.
+    CHECK(has(out, "300   1000  materialized            75.0 KiB + 1.1 MiB"));
+    CHECK(has(out, "300   1000  streaming            75.0 KiB + 1002.0 KiB"));
+    // L=S=8192: scores 8192^2 * 4 B = 256 MiB; a [256, 2048] tile + 512 floats = 2.0 MiB.
+    CHECK(has(out, "8192   8192  materialized           2.0 MiB + 256.0 MiB"));
+    CHECK(has(out, "8192   8192  streaming                2.0 MiB + 2.0 MiB"));
+    // Measured peaks (the last column): the materialized path really holds the scores,
+    // the streaming one less than a tenth of them.
+    const double materialized = number_after(out, "2.0 MiB + 256.0 MiB");
+    const double streaming = number_after(out, "2.0 MiB + 2.0 MiB");
+    CHECK(materialized >= 256.0);
+    CHECK(streaming < 25.6);
+}
+
+TEST_CASE("lesson finite-negative: -1e4 lets e^4 / (2 + e^4) = 0.964663 of the weight through") {
+    const std::string out = lesson("finite-negative");
+    // Scores [0, 0, 10004] + [0, 0, -1e4] = [0, 0, 4]: e^4 = 54.59815, 54.59815 / 56.59815 = 0.964663,
+    // and 1 / 56.59815 = 0.017668 for each of the others: the engine's weights.
+    CHECK(has(out, "0.017668   0.017668   0.964663"));
+    CHECK(has(out, "zeroed after softmax:  row sums: 0.666667"));  // 1 - 1/3: the row no longer sums to 1
+}
+
+TEST_CASE("lesson all runs every lesson, and the list names each") {
+    const CliRun list = run_tinyformer({"lesson"});
+    REQUIRE(list.status == 0);
+    const CliRun all = run_tinyformer({"lesson", "all"});
+    REQUIRE(all.status == 0);
+    for (const std::string name : {"shapes", "causal", "conventions", "empty-row", "finite-negative", "scale",
+                                   "multihead", "paths", "permutation", "nan-history", "need-weights", "dropout",
+                                   "positions"}) {
+        CAPTURE(name);
+        CHECK(has(list.out, "  " + name + " "));
+        CHECK(has(all.out, "=== " + name));
+    }
+}
