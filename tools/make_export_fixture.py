@@ -19,7 +19,7 @@ Files:
                                   them: logits, attention.encoder.{i}, attention.decoder.{i}.self|cross
 
 Before writing, the expected outputs are recomputed from the files alone by
-make_reference.py's independent float64 numpy model of FORMAT.md, which must
+tools/numpy_reference.py's independent float64 numpy model of FORMAT.md, which must
 agree within 5% of the tolerance at every non-padding position.
 
 Run from the repository root (Debian's python3-torch); the output is deterministic:
@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import safetensors_io as st  # noqa: E402
 import tinyformer_export as te  # noqa: E402
 import torch_modules as tm  # noqa: E402
-from make_reference import randomize_, spec_forward  # noqa: E402
+from make_reference import randomize_  # noqa: E402
+from numpy_reference import spec_forward  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SRC_VOCAB = ["<unk>", "<pad>", "<bos>", "<eos>", "ein", "eine", "der", "die", "das", "hund", "katze", "haus",

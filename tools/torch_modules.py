@@ -19,22 +19,15 @@ tools/tinyformer_export.py.
 """
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-
-def sinusoidal_table(length, d, dtype=np.float64):
-    """P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(same); computed
-    in float64, then rounded to `dtype`."""
-    pos = np.arange(length, dtype=np.float64)[:, None]
-    two_i = np.arange(0, d, 2, dtype=np.float64)[None, :]
-    angle = pos / np.power(10000.0, two_i / d)
-    table = np.zeros((length, d), dtype=np.float64)
-    table[:, 0::2] = np.sin(angle)
-    table[:, 1::2] = np.cos(angle[:, : d // 2])
-    return table.astype(dtype)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from numpy_reference import sinusoidal_table  # noqa: E402  (the one table, float64)
 
 
 def embed_tokens(cfg, table, ids, pos_embed=None):

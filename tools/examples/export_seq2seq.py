@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 import safetensors_io as st  # noqa: E402
 from tinyformer_export import check, export_encoder_decoder, tinyformer_binary  # noqa: E402
-from torch_modules import sinusoidal_table  # noqa: E402
+from numpy_reference import sinusoidal_table  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # The tutorial's modules (batch_first)
