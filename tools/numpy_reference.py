@@ -26,7 +26,8 @@ Where each formula of the lesson lives (X is [B, T, D], one row per token):
                        pre-LN:  x = x + MHA(LN1(x)); x = x + FFN(LN2(x))
     decoder_layer      the same with cross-attention to the encoder's memory
                        between self-attention and the FFN (three norms)
-    allowed_*          the masks, as "query i may see key j" (True) before they
+    allowed_keys, allowed_self
+                       the masks, as "query i may see key j" (True) before they
                        become M: causal j <= i, prefix-LM j < prefix or j <= i,
                        bidirectional all, and never a padded key
     spec_forward       the model: embeddings, the layers, the final norm(s), the
@@ -160,8 +161,8 @@ def encoder_layer(cfg, w, p, x, allowed, pad):
     Returns (x, self-attention weights)."""
     eps = cfg["layer_norm_eps"]
     if cfg["norm_first"]:
-        a, wt = multi_head_attention(cfg, w, p + ".self_attn", layer_norm(w, p + ".norm1", x, eps),
-                                     layer_norm(w, p + ".norm1", x, eps), allowed, pad)
+        y = layer_norm(w, p + ".norm1", x, eps)
+        a, wt = multi_head_attention(cfg, w, p + ".self_attn", y, y, allowed, pad)
         x = x + a
         x = x + feed_forward(cfg, w, p, layer_norm(w, p + ".norm2", x, eps))
     else:
@@ -199,14 +200,16 @@ def decoder_layer(cfg, w, p, x, mem, self_allowed, cross_allowed, pad):
 
 
 def allowed_keys(kpad, length):
-    """Every query of `length` may see every key that is not padding (kpad [B, S])."""
+    """Each of `length` queries may see every key that is not padding (kpad [B, S]):
+    the encoder's self-attention and the decoder's cross-attention."""
     b, s = kpad.shape
     return np.broadcast_to(~kpad[:, None, :], (b, length, s))
 
 
-def allowed_single_stack(attention_kind, pad, prefix=None):
-    """decoder_only / encoder_only self-attention: causal j <= i, prefix_lm
-    j < prefix_len[b] or j <= i, bidirectional every key; never a padded key."""
+def allowed_self(attention_kind, pad, prefix=None):
+    """Self-attention of query i to key j: causal j <= i (the decoder of
+    encoder_decoder, decoder_only), prefix_lm j < prefix_len[b] or j <= i,
+    bidirectional (encoder_only) every key; never a padded key (pad [B, T])."""
     b, t = pad.shape
     i, j = np.arange(t)[:, None], np.arange(t)[None, :]
     if attention_kind == "causal":
@@ -236,8 +239,7 @@ def spec_forward(cfg, w, inputs):
         spad = inputs.get("src_key_padding_mask", np.zeros((b, s), bool)).astype(bool)
         tpad = inputs.get("tgt_key_padding_mask", np.zeros((b, t), bool)).astype(bool)
         enc_allowed = allowed_keys(spad, s)
-        causal = np.tril(np.ones((t, t), bool))
-        dec_allowed = causal[None] & ~tpad[:, None, :]
+        dec_allowed = allowed_self("causal", tpad)
         cross_allowed = allowed_keys(spad, t)
         # the encoder, then its final norm: the memory
         x = embed(cfg, w, "src_embed.weight", src)
@@ -259,7 +261,7 @@ def spec_forward(cfg, w, inputs):
         b, t = ids.shape
         pad = inputs.get("key_padding_mask", np.zeros((b, t), bool)).astype(bool)
         prefix = inputs["prefix_len"].astype(np.int64) if cfg["attention"] == "prefix_lm" else None
-        allowed = allowed_single_stack(cfg["attention"], pad, prefix)
+        allowed = allowed_self(cfg["attention"], pad, prefix)
         x = embed(cfg, w, "embed.weight", ids)
         for n in range(cfg["num_layers"]):
             x, out[f"attention.layers.{n}"] = encoder_layer(cfg, w, f"transformer.layers.{n}", x, allowed, pad)
