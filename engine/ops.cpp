@@ -137,20 +137,6 @@ Tensor add(Tensor a, const Tensor& b) {
     return a;
 }
 
-Tensor concat_sequence(const Tensor& a, const Tensor& b) {
-    if (a.empty()) return b;
-    if (a.rank() != 3 || b.rank() != 3 || a.dim(0) != b.dim(0) || a.dim(2) != b.dim(2))
-        fail("concat_sequence: need [B,S1,C] and [B,S2,C], got ", shape_string(a.shape()), " and ",
-             shape_string(b.shape()));
-    const int64_t B = a.dim(0), S1 = a.dim(1), S2 = b.dim(1), C = a.dim(2);
-    Tensor out({B, S1 + S2, C});
-    for (int64_t i = 0; i < B; ++i) {
-        std::copy(a.data() + i * S1 * C, a.data() + (i + 1) * S1 * C, out.data() + i * (S1 + S2) * C);
-        std::copy(b.data() + i * S2 * C, b.data() + (i + 1) * S2 * C, out.data() + (i * (S1 + S2) + S1) * C);
-    }
-    return out;
-}
-
 Tensor gather_batch(const Tensor& x, const std::vector<int64_t>& rows) {
     if (x.empty()) return x;
     const int64_t B = x.dim(0), row_size = B > 0 ? x.numel() / B : 0;

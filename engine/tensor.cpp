@@ -99,6 +99,21 @@ bool Tensor::all_finite() const {
     return true;
 }
 
+ConstBatchView Tensor::batch_view() const {
+    if (rank() != 3) fail("Tensor::batch_view: need a [B,S,C] tensor, got ", shape_string(shape_));
+    return {data(), shape_[0], shape_[1], shape_[2], shape_[1] * shape_[2], shape_[2]};
+}
+
+bool ConstBatchView::all_finite() const {
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t r = 0; r < rows; ++r) {
+            const float* row = data + b * batch_stride + r * row_stride;
+            for (int64_t c = 0; c < cols; ++c)
+                if (!std::isfinite(row[c])) return false;
+        }
+    return true;
+}
+
 ConstMatrixView ConstMatrixView::columns(int64_t first, int64_t count) const {
     if (first < 0 || count < 0 || first + count > cols)
         fail("MatrixView::columns: columns [", first, ",", first + count, ") outside a view with ", cols, " columns");
