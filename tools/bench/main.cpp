@@ -6,8 +6,10 @@
 // number without its machine means little. Nothing is asserted: targets are
 // printed as information and the exit status is 0 whatever they say.
 // Exit 2 for bad usage, 1 for an error while running.
+#include "engine/blas.h"
 #include "engine/matmul.h"
 #include "engine/memory.h"
+#include "tools/blas_restart.h"
 #include "tools/bench/bench.h"
 
 #include <charconv>
@@ -137,10 +139,8 @@ std::string compiler_description() {
 
 void print_machine() {
     std::printf("tinyformer-bench\n");
-    std::printf("  BLAS          %s\n", tinyformer::blas_description().c_str());
-    std::printf("  BLAS threads  %d\n", tinyformer::blas_threads());
-    std::printf("  CPU           %s (%u logical CPUs)\n", tinyformer::bench::cpu_model().c_str(),
-                std::thread::hardware_concurrency());
+    std::printf("%s", tinyformer::format_blas_report(tinyformer::blas_report()).c_str());
+    std::printf("  logical CPUs  %u\n", std::thread::hardware_concurrency());
     std::printf("  compiler      %s\n", compiler_description().c_str());
     std::fflush(stdout);
 }
@@ -148,6 +148,7 @@ void print_machine() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/blas.h)
     tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory.h
     const CommandLine command_line = parse_command_line(argc, argv);
     if (command_line.settings.threads > 0) tinyformer::set_blas_threads(command_line.settings.threads);
