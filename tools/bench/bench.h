@@ -135,5 +135,6 @@ private:
 void run_attention_suite(const Settings& settings);  // bench_attention.cpp
 void run_encoder_suite(const Settings& settings);    // bench_encoder.cpp
 void run_decode_suite(const Settings& settings);     // bench_decode.cpp
+void run_kernels_suite(const Settings& settings);    // bench_kernels.cpp
 
 }  // namespace tinyformer::bench

@@ -7,6 +7,7 @@
 // printed as information and the exit status is 0 whatever they say.
 // Exit 2 for bad usage, 1 for an error while running.
 #include "engine/blas.h"
+#include "engine/kernels.h"
 #include "engine/matmul.h"
 #include "engine/memory.h"
 #include "tools/blas_restart.h"
@@ -38,6 +39,8 @@ const Suite kSuites[] = {
      tinyformer::bench::run_attention_suite},
     {"encoder", "6-layer encoder forward (D=512, H=8, F=2048), B in {1, 8}, T in {32, 128, 512}: vs sgemm and PyTorch",
      tinyformer::bench::run_encoder_suite},
+    {"kernels", "softmax and LayerNorm ns/element in each CPU variant (baseline x86-64, AVX2, AVX-512)",
+     tinyformer::bench::run_kernels_suite},
     {"decode", "greedy decoding tokens/s: toy reverse model and a base-size encoder-decoder, vs PyTorch",
      tinyformer::bench::run_decode_suite},
 };
@@ -140,6 +143,8 @@ std::string compiler_description() {
 void print_machine() {
     std::printf("tinyformer-bench\n");
     std::printf("%s", tinyformer::format_blas_report(tinyformer::blas_report()).c_str());
+    std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU; GELU: std::erf, scalar)\n",
+                tinyformer::kernels::variant_name(tinyformer::kernels::active_variant()));
     std::printf("  logical CPUs  %u\n", std::thread::hardware_concurrency());
     std::printf("  compiler      %s\n", compiler_description().c_str());
     std::fflush(stdout);
