@@ -136,5 +136,10 @@ void run_attention_suite(const Settings& settings);  // bench_attention.cpp
 void run_encoder_suite(const Settings& settings);    // bench_encoder.cpp
 void run_decode_suite(const Settings& settings);     // bench_decode.cpp
 void run_kernels_suite(const Settings& settings);    // bench_kernels.cpp
+void run_cores_suite(const Settings& settings);      // bench_cores.cpp
+// `tinyformer-bench --probe` (bench_cores.cpp): one line "probe CORE SGEMM_GFLOPS ENCODER_TOKS".
+void run_probe();
+// The encoder suite's 6-layer forward at B, T on the current threads: tokens/s (median).
+double encoder_tokens_per_second(int64_t batch, int64_t length, int repetitions);
 
 }  // namespace tinyformer::bench

@@ -35,6 +35,8 @@ struct Suite {
 // Every suite, in the order `no argument` runs them. A new suite is a file
 // bench_<name>.cpp plus one line here.
 const Suite kSuites[] = {
+    {"cores", "default OpenBLAS core vs forced OPENBLAS_CORETYPE: sgemm 1024^3 and encoder B=8 T=128, 1 thread",
+     tinyformer::bench::run_cores_suite},
     {"attention", "scaled dot-product attention, materialized vs streaming, L=S in {128, 512, 2048, 8192}",
      tinyformer::bench::run_attention_suite},
     {"encoder", "6-layer encoder forward (D=512, H=8, F=2048), B in {1, 8}, T in {32, 128, 512}: vs sgemm and PyTorch",
@@ -155,6 +157,10 @@ void print_machine() {
 int main(int argc, char** argv) {
     tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/blas.h)
     tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory.h
+    if (argc == 2 && std::string_view(argv[1]) == "--probe") {  // a child of the "cores" suite
+        tinyformer::bench::run_probe();
+        return 0;
+    }
     const CommandLine command_line = parse_command_line(argc, argv);
     if (command_line.settings.threads > 0) tinyformer::set_blas_threads(command_line.settings.threads);
     print_machine();
