@@ -82,9 +82,9 @@ Mask::Mask(Shape shape, std::vector<uint8_t> allowed, std::vector<float> bias)
                 if (count++ == 0) first = s;
                 last = s;
             }
-        if (count == 0) first = 0, last = -1;
+        const bool contiguous = count == 0 || count == last - first + 1;
         if (keys == 1 && count == 1) last = kAllKeys;  // broadcast over keys: every key
-        ranges_[static_cast<size_t>(row)] = {first, last, count == 0 || count == last - first + 1 || keys == 1};
+        ranges_[static_cast<size_t>(row)] = {first, last, contiguous};
     }
 }
 
