@@ -34,7 +34,8 @@ struct Problem {
     const Padding& query_padding;
     float scale;  // 1 / sqrt(Dk)
     int64_t heads;
-    Shape query_shape, key_shape;
+    const Tensor& query;   // for error messages
+    ConstBatchView key;
 
     bool is_padded_query(int64_t b, int64_t l) const {
         return !query_padding.empty() && query_padding.is_padding(b, l);
@@ -60,8 +61,8 @@ void check_scores_finite(const Problem& problem, const HeadSlice& slice, int64_t
     for (int64_t j = 0; j < count; ++j)
         if (!std::isfinite(scores[j]))
             fail("attention: the score of ", problem.where(slice, l), " with key ", first_key + j,
-                 " is not finite (query ", shape_string(problem.query_shape), ", key ",
-                 shape_string(problem.key_shape), "): query and key must be finite and Q K^T / sqrt(Dk) must fit "
+                 " is not finite (query ", shape_string(problem.query.shape()), ", key ",
+                 shape_string(problem.key.shape()), "): query and key must be finite and Q K^T / sqrt(Dk) must fit "
                  "in float32");
 }
 
@@ -223,24 +224,27 @@ int64_t attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t
 }
 
 void check_inputs(const Tensor& query, ConstBatchView key, ConstBatchView value, int64_t heads) {
-    const std::string shapes = "query " + shape_string(query.shape()) + ", key " + shape_string(key.shape()) +
-                               ", value " + shape_string(value.shape());
+    // Built only for a message: this runs at every decoding step.
+    auto shapes = [&] {
+        return "query " + shape_string(query.shape()) + ", key " + shape_string(key.shape()) + ", value " +
+               shape_string(value.shape());
+    };
     if (query.rank() != 3)
-        fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got ", shapes);
+        fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got ", shapes());
     if (query.dim(0) != key.batch || key.batch != value.batch)
-        fail("attention: batch dimensions must match; got ", shapes);
+        fail("attention: batch dimensions must match; got ", shapes());
     if (heads < 1) fail("attention: heads must be >= 1, got ", heads);
     for (int64_t last : {query.dim(-1), key.cols, value.cols})
         if (last % heads != 0)
-            fail("attention: the last axis (", last, ") is not divisible by H=", heads, " heads; got ", shapes);
+            fail("attention: the last axis (", last, ") is not divisible by H=", heads, " heads; got ", shapes());
     if (query.dim(-1) != key.cols)
         fail("attention: key has Dk=", key.cols / heads, " but query has Dk=", query.dim(-1) / heads, " (",
-             shapes, ")");
+             shapes(), ")");
     if (key.rows != value.rows)
-        fail("attention: key has S=", key.rows, " but value has S=", value.rows, " (", shapes, ")");
+        fail("attention: key has S=", key.rows, " but value has S=", value.rows, " (", shapes(), ")");
     if (key.rows == 0 || query.dim(-1) == 0)
-        fail("attention: source length S and key dimension Dk must be positive; got ", shapes);
-    if (!value.all_finite()) fail("attention: value holds a non-finite number (", shapes, ")");
+        fail("attention: source length S and key dimension Dk must be positive; got ", shapes());
+    if (!value.all_finite()) fail("attention: value holds a non-finite number (", shapes(), ")");
 }
 
 }  // namespace
@@ -289,7 +293,7 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, Con
     const AttentionPath path = resolve_path(options, "attention");
 
     const Problem problem{mask,  mask.allows_everything(), options.query_padding, 1.0f / std::sqrt(float(Dk)),
-                          heads, query.shape(),            key.shape()};
+                          heads, query,                    key};
     AttentionResult result{Tensor({B, L, heads * Dv}), Tensor(), Tensor(), path};
     if (options.want_weights) result.weights = Tensor({B, heads, L, S});
     if (options.want_scores) result.scores = Tensor({B, heads, L, S});
