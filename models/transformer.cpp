@@ -204,8 +204,11 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     refuse_beyond_memory("decode", config_, target.batch, target.length,
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
-    const Mask self_mask =
-        Mask::causal(target.length, first + target.length) & key_padding_or_all(target_padding);  // [B,1,n,T]
+    // One new position without padding sees every cached one: causal(1, T) allows everything.
+    const Mask self_mask = target.length == 1 && target_padding.empty()
+                               ? Mask()
+                               : Mask::causal(target.length, first + target.length) &
+                                     key_padding_or_all(target_padding);  // [B,1,n,T]
     const Mask cross_mask = key_padding_or_all(source_padding);                                     // [B,1,1,S]
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     record_everything(observer, "tgt_embed.output", x);
