@@ -65,7 +65,7 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
         fail("MultiHeadAttention: key and value must be [B,S,D], got ", shape_string(key.shape()), " and ",
              shape_string(value.shape()));
     return attend_views(query, key.batch_view(), value.batch_view(), mask, options, observer,
-                        [&] { return key; }, [&] { return value; });
+                        [&]() -> const Tensor& { return key; }, [&]() -> const Tensor& { return value; });
 }
 
 AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& cache, const Mask& mask,
