@@ -1,6 +1,7 @@
 // Row kernels that use the CPU's vector units — softmax's exponential and
 // maximum, LayerNorm, residual add, ReLU — in variants for the baseline
-// x86-64 (SSE2), AVX2+FMA and AVX-512 (F/BW/DQ/VL), one binary for every x86-64
+// x86-64 (SSE2), AVX2+FMA and AVX-512 (F/BW/DQ/VL; its LayerNorm is the AVX2
+// one, which measured faster), one binary for every x86-64
 // CPU: the variant is chosen at start from the CPU's features (engine/blas.h's
 // cpu_features) and can be set by hand for measuring and testing. engine/ops.*
 // calls them; ops' contracts (formulas, -inf handling) hold for every variant,
