@@ -180,8 +180,13 @@ int64_t attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t
             running_max[r] = kMinusInfinity;
             running_sum[r] = 0.0f;
         }
-        for (int64_t s0 = first_key; s0 <= last_key; s0 += tile) {
-            const int64_t keys = std::min(tile, last_key + 1 - s0);
+        // Tiles of equal width over [first_key, last_key], at most `tile` wide: a
+        // masked block's keys do not end in one narrow tile (a slow small product).
+        const int64_t span = last_key + 1 - first_key;
+        const int64_t tiles = span > 0 ? (span + tile - 1) / tile : 0;
+        const int64_t width = tiles > 0 ? (span + tiles - 1) / tiles : tile;
+        for (int64_t s0 = first_key; s0 <= last_key; s0 += width) {
+            const int64_t keys = std::min(width, last_key + 1 - s0);
             if (holes && tile_blocked(problem, slice, q0, rows, s0, keys)) continue;
             ++tiles_computed;
             MatrixView probabilities{scratch.data(), rows, keys, keys};
