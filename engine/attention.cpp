@@ -34,7 +34,8 @@ struct Problem {
     const Padding& query_padding;
     float scale;  // 1 / sqrt(Dk)
     int64_t heads;
-    Shape query_shape, key_shape;
+    const Tensor& query;   // for error messages
+    ConstBatchView key;
 
     bool is_padded_query(int64_t b, int64_t l) const {
         return !query_padding.empty() && query_padding.is_padding(b, l);
@@ -60,8 +61,8 @@ void check_scores_finite(const Problem& problem, const HeadSlice& slice, int64_t
     for (int64_t j = 0; j < count; ++j)
         if (!std::isfinite(scores[j]))
             fail("attention: the score of ", problem.where(slice, l), " with key ", first_key + j,
-                 " is not finite (query ", shape_string(problem.query_shape), ", key ",
-                 shape_string(problem.key_shape), "): query and key must be finite and Q K^T / sqrt(Dk) must fit "
+                 " is not finite (query ", shape_string(problem.query.shape()), ", key ",
+                 shape_string(problem.key.shape()), "): query and key must be finite and Q K^T / sqrt(Dk) must fit "
                  "in float32");
 }
 
@@ -118,12 +119,38 @@ void attend_materialized(const Problem& problem, const HeadSlice& slice, std::ve
         if (problem.is_padded_query(slice.batch, l)) zero_row(slice.output.row(l), slice.output.cols);
 }
 
+// True when no non-padded query of rows [q0, q0+rows) may attend any key of
+// [s0, s0+keys): the cells of an arbitrary mask, checked before skipping.
+bool tile_blocked(const Problem& problem, const HeadSlice& slice, int64_t q0, int64_t rows, int64_t s0, int64_t keys) {
+    for (int64_t r = 0; r < rows; ++r) {
+        if (problem.is_padded_query(slice.batch, q0 + r)) continue;
+        const Mask::Row row = problem.mask.row(slice.batch, slice.head, q0 + r);
+        if (row.step == 0) {
+            if (row.allowed[0]) return false;
+            continue;
+        }
+        const uint8_t* allowed = row.allowed + s0;
+        uint8_t any = 0;
+        for (int64_t j = 0; j < keys; ++j) any |= allowed[j];
+        if (any) return false;
+    }
+    return true;
+}
+
 // The same result without holding [L, S]: for each block of queries, walk the
 // keys tile by tile keeping, per query, the running maximum m and the running
 // sum z of exp(score - m); the output row accumulates sum exp(score - m) v and
 // is rescaled by exp(m_old - m_new) whenever m grows. At the end O = acc / z.
-void attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t query_block, int64_t key_tile,
-                      std::vector<float>& scratch) {
+//
+// What the mask blocks is not computed: the tiles of a query block cover only
+// the keys between the first and the last key any of its queries may attend
+// (Mask::key_range: causal, local window, prefix-LM, padding), and when a
+// row's allowed keys have holes (an arbitrary mask) a tile whose every cell is
+// blocked is skipped. Skipped scores would have had weight exactly 0; they are
+// not checked for being finite either.
+int64_t attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t query_block, int64_t key_tile,
+                         std::vector<float>& scratch) {
+    int64_t tiles_computed = 0;
     const int64_t L = slice.query.rows, S = slice.key.rows, Dv = slice.value.cols;
     const int64_t block = std::min(query_block, L), tile = std::min(key_tile, S);
     scratch.resize(static_cast<size_t>(block * tile + 2 * block));
@@ -133,13 +160,35 @@ void attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t qu
     for (int64_t q0 = 0; q0 < L; q0 += block) {
         const int64_t rows = std::min(block, L - q0);
         MatrixView accumulator = slice.output.rows_range(q0, rows);  // [rows, Dv]
+        // The keys this block may attend: [first_key, last_key].
+        int64_t first_key = 0, last_key = S - 1;
+        bool holes = false;
+        if (!problem.mask_blocks_nothing) {
+            first_key = S;
+            last_key = -1;
+            for (int64_t r = 0; r < rows; ++r) {
+                if (problem.is_padded_query(slice.batch, q0 + r)) continue;
+                const Mask::KeyRange range = problem.mask.key_range(slice.batch, slice.head, q0 + r);
+                if (range.first > range.last) continue;  // this query may attend nothing: an error below
+                first_key = std::min(first_key, range.first);
+                last_key = std::max(last_key, std::min(range.last, S - 1));
+                holes = holes || !range.contiguous;
+            }
+        }
         for (int64_t r = 0; r < rows; ++r) {
             zero_row(accumulator.row(r), Dv);
             running_max[r] = kMinusInfinity;
             running_sum[r] = 0.0f;
         }
-        for (int64_t s0 = 0; s0 < S; s0 += tile) {
-            const int64_t keys = std::min(tile, S - s0);
+        // Tiles of equal width over [first_key, last_key], at most `tile` wide: a
+        // masked block's keys do not end in one narrow tile (a slow small product).
+        const int64_t span = last_key + 1 - first_key;
+        const int64_t tiles = span > 0 ? (span + tile - 1) / tile : 0;
+        const int64_t width = tiles > 0 ? (span + tiles - 1) / tiles : tile;
+        for (int64_t s0 = first_key; s0 <= last_key; s0 += width) {
+            const int64_t keys = std::min(width, last_key + 1 - s0);
+            if (holes && tile_blocked(problem, slice, q0, rows, s0, keys)) continue;
+            ++tiles_computed;
             MatrixView probabilities{scratch.data(), rows, keys, keys};
             gemm(slice.query.rows_range(q0, rows), Transpose::No, slice.key.rows_range(s0, keys), Transpose::Yes,
                  probabilities, problem.scale);  // scores of this tile, [rows, keys]
@@ -176,27 +225,31 @@ void attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t qu
             for (int64_t c = 0; c < Dv; ++c) accumulator(r, c) *= inverse;
         }
     }
+    return tiles_computed;
 }
 
-void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value, int64_t heads) {
-    const std::string shapes = "query " + shape_string(query.shape()) + ", key " + shape_string(key.shape()) +
-                               ", value " + shape_string(value.shape());
-    if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3)
-        fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got ", shapes);
-    if (query.dim(0) != key.dim(0) || key.dim(0) != value.dim(0))
-        fail("attention: batch dimensions must match; got ", shapes);
+void check_inputs(const Tensor& query, ConstBatchView key, ConstBatchView value, int64_t heads) {
+    // Built only for a message: this runs at every decoding step.
+    auto shapes = [&] {
+        return "query " + shape_string(query.shape()) + ", key " + shape_string(key.shape()) + ", value " +
+               shape_string(value.shape());
+    };
+    if (query.rank() != 3)
+        fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got ", shapes());
+    if (query.dim(0) != key.batch || key.batch != value.batch)
+        fail("attention: batch dimensions must match; got ", shapes());
     if (heads < 1) fail("attention: heads must be >= 1, got ", heads);
-    for (const Tensor* t : {&query, &key, &value})
-        if (t->dim(-1) % heads != 0)
-            fail("attention: the last axis (", t->dim(-1), ") is not divisible by H=", heads, " heads; got ", shapes);
-    if (query.dim(-1) != key.dim(-1))
-        fail("attention: key has Dk=", key.dim(-1) / heads, " but query has Dk=", query.dim(-1) / heads, " (",
-             shapes, ")");
-    if (key.dim(1) != value.dim(1))
-        fail("attention: key has S=", key.dim(1), " but value has S=", value.dim(1), " (", shapes, ")");
-    if (key.dim(1) == 0 || query.dim(-1) == 0)
-        fail("attention: source length S and key dimension Dk must be positive; got ", shapes);
-    if (!value.all_finite()) fail("attention: value holds a non-finite number (", shapes, ")");
+    for (int64_t last : {query.dim(-1), key.cols, value.cols})
+        if (last % heads != 0)
+            fail("attention: the last axis (", last, ") is not divisible by H=", heads, " heads; got ", shapes());
+    if (query.dim(-1) != key.cols)
+        fail("attention: key has Dk=", key.cols / heads, " but query has Dk=", query.dim(-1) / heads, " (",
+             shapes(), ")");
+    if (key.rows != value.rows)
+        fail("attention: key has S=", key.rows, " but value has S=", value.rows, " (", shapes(), ")");
+    if (key.rows == 0 || query.dim(-1) == 0)
+        fail("attention: source length S and key dimension Dk must be positive; got ", shapes());
+    if (!value.all_finite()) fail("attention: value holds a non-finite number (", shapes(), ")");
 }
 
 }  // namespace
@@ -222,9 +275,18 @@ const char* path_name(AttentionPath path) {
 AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                                         int64_t heads, const Mask& mask,
                                                         const AttentionOptions& options) {
+    if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3)
+        fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got query ",
+             shape_string(query.shape()), ", key ", shape_string(key.shape()), ", value ", shape_string(value.shape()));
+    return multi_head_scaled_dot_product_attention(query, key.batch_view(), value.batch_view(), heads, mask, options);
+}
+
+AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, ConstBatchView key, ConstBatchView value,
+                                                        int64_t heads, const Mask& mask,
+                                                        const AttentionOptions& options) {
     check_inputs(query, key, value, heads);
-    const int64_t B = query.dim(0), L = query.dim(1), S = key.dim(1);
-    const int64_t Dk = query.dim(2) / heads, Dv = value.dim(2) / heads;
+    const int64_t B = query.dim(0), L = query.dim(1), S = key.rows;
+    const int64_t Dk = query.dim(2) / heads, Dv = value.cols / heads;
     mask.check_broadcasts_to({B, heads, L, S}, "attention");
     if (!options.query_padding.empty() &&
         (options.query_padding.batch() != B || options.query_padding.length() != L))
@@ -236,7 +298,7 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, con
     const AttentionPath path = resolve_path(options, "attention");
 
     const Problem problem{mask,  mask.allows_everything(), options.query_padding, 1.0f / std::sqrt(float(Dk)),
-                          heads, query.shape(),            key.shape()};
+                          heads, query,                    key};
     AttentionResult result{Tensor({B, L, heads * Dv}), Tensor(), Tensor(), path};
     if (options.want_weights) result.weights = Tensor({B, heads, L, S});
     if (options.want_scores) result.scores = Tensor({B, heads, L, S});
@@ -255,7 +317,8 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, con
             if (path == AttentionPath::Materialized)
                 attend_materialized(problem, slice, scratch);
             else
-                attend_streaming(problem, slice, options.query_block, options.key_tile, scratch);
+                result.key_tiles_computed +=
+                    attend_streaming(problem, slice, options.query_block, options.key_tile, scratch);
         }
     return result;
 }

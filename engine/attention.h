@@ -59,12 +59,20 @@ struct AttentionResult {
     Tensor weights;       // [B, L, S] or [B, H, L, S] when asked for, else empty
     Tensor scores;        // the same shape, before the mask, when asked for (want_scores), else empty
     AttentionPath path;   // the path that ran: Materialized or Streaming
+    // Streaming: the key tiles whose scores were computed, summed over batch
+    // rows, heads and query blocks (blocked tiles are skipped); materialized: 0.
+    int64_t key_tiles_computed = 0;
 };
 
 AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                              const Mask& mask = Mask(), const AttentionOptions& options = {});
 
 AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                        int64_t heads, const Mask& mask = Mask(),
+                                                        const AttentionOptions& options = {});
+// The same with key and value as batch views [B, S, H*Dk] / [B, S, H*Dv]:
+// the first S rows of a KV cache's buffers (layers/kv_cache.h), no copy.
+AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, ConstBatchView key, ConstBatchView value,
                                                         int64_t heads, const Mask& mask = Mask(),
                                                         const AttentionOptions& options = {});
 

@@ -66,6 +66,26 @@ Mask::Mask(Shape shape, std::vector<uint8_t> allowed, std::vector<float> bias)
         strides_[axis] = shape_[static_cast<size_t>(axis)] == 1 ? 0 : stride;
         stride *= shape_[static_cast<size_t>(axis)];
     }
+    // Each row's allowed keys: first, last, and whether they have holes.
+    int64_t row_stride = 1;
+    for (int axis = 2; axis >= 0; --axis) {
+        range_strides_[axis] = shape_[static_cast<size_t>(axis)] == 1 ? 0 : row_stride;
+        row_stride *= shape_[static_cast<size_t>(axis)];
+    }
+    const int64_t keys = shape_[3];
+    ranges_.resize(static_cast<size_t>(row_stride));
+    for (int64_t row = 0; row < row_stride; ++row) {
+        const uint8_t* allowed = allowed_.data() + row * keys;
+        int64_t first = 0, last = -1, count = 0;
+        for (int64_t s = 0; s < keys; ++s)
+            if (allowed[s]) {
+                if (count++ == 0) first = s;
+                last = s;
+            }
+        const bool contiguous = count == 0 || count == last - first + 1;
+        if (keys == 1 && count == 1) last = kAllKeys;  // broadcast over keys: every key
+        ranges_[static_cast<size_t>(row)] = {first, last, contiguous};
+    }
 }
 
 Mask Mask::causal(int64_t length) {

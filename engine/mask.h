@@ -116,6 +116,23 @@ public:
     // True for the default mask: no key is blocked and there is no bias.
     bool allows_everything() const;
 
+    // Where one query's allowed keys lie, for kernels that skip what the
+    // mask blocks: every allowed key s has first <= s <= last (none allowed
+    // when first > last). `contiguous`: every key in [first, last] is
+    // allowed — true for causal, local-window, prefix-LM and padding masks
+    // and their ANDs; an arbitrary mask may have holes, so a kernel must
+    // check its cells before skipping inside [first, last]. A mask that
+    // broadcasts over keys gives [0, kAllKeys] or none. Computed once, when
+    // the mask is built.
+    static constexpr int64_t kAllKeys = INT64_MAX;
+    struct KeyRange {
+        int64_t first, last;
+        bool contiguous;
+    };
+    KeyRange key_range(int64_t b, int64_t h, int64_t l) const {
+        return ranges_[static_cast<size_t>(b * range_strides_[0] + h * range_strides_[1] + l * range_strides_[2])];
+    }
+
     // Throws unless this mask broadcasts to `target` = [B,H,L,S]; `op` names
     // the caller in the message.
     void check_broadcasts_to(const Shape& target, const char* op) const;
@@ -136,6 +153,8 @@ private:
     int64_t strides_[4] = {};     // 0 on broadcast axes
     std::vector<uint8_t> allowed_;
     std::vector<float> bias_;     // empty, or one finite value per element
+    std::vector<KeyRange> ranges_;  // one per [B|1, H|1, L|1] row of the mask
+    int64_t range_strides_[3] = {};
 };
 
 // The masks of an encoder-decoder (sequence-to-sequence) model:

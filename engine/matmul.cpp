@@ -29,6 +29,23 @@ void gemm(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, Matr
     if (m == 0 || n == 0) return;
     // BLAS requires leading dimensions >= 1 even for empty operands.
     auto ld = [](int64_t stride) { return static_cast<blasint>(stride > 0 ? stride : 1); };
+    if (k > 0 && m == 1) {
+        // One row: c = alpha op(B)^T a + beta c, a matrix-vector product. sgemv
+        // reads B once; OpenBLAS 0.3.21's sgemm would first copy (pack) it.
+        // op(B) = B [K,N] -> c = B^T a;  op(B) = B^T, B [N,K] -> c = B a.
+        const blasint inc_a = static_cast<blasint>(ta == Transpose::Yes ? a.stride : 1);
+        cblas_sgemv(CblasRowMajor, tb == Transpose::Yes ? CblasNoTrans : CblasTrans, static_cast<blasint>(b.rows),
+                    static_cast<blasint>(b.cols), alpha, b.data, ld(b.stride), a.data, inc_a, beta, c.data, 1);
+        return;
+    }
+    if (k > 0 && n == 1) {
+        // One column: c = alpha op(A) b + beta c.
+        const blasint inc_b = static_cast<blasint>(tb == Transpose::Yes ? 1 : b.stride);
+        cblas_sgemv(CblasRowMajor, ta == Transpose::Yes ? CblasTrans : CblasNoTrans, static_cast<blasint>(a.rows),
+                    static_cast<blasint>(a.cols), alpha, a.data, ld(a.stride), b.data, inc_b, beta, c.data,
+                    static_cast<blasint>(c.stride));
+        return;
+    }
     cblas_sgemm(CblasRowMajor, ta == Transpose::Yes ? CblasTrans : CblasNoTrans,
                 tb == Transpose::Yes ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
                 static_cast<blasint>(k), alpha, a.data, ld(a.stride), b.data, ld(b.stride), beta, c.data, ld(c.stride));

@@ -1,4 +1,7 @@
-// Matrix products — every one goes through OpenBLAS's cblas_sgemm.
+// Matrix products — every one goes through OpenBLAS: cblas_sgemm, or
+// cblas_sgemv when the product has one row or one column (decoding's M = 1
+// projections: sgemv reads the weights once, where OpenBLAS 0.3.21's sgemm
+// first copies them into its packed layout).
 //
 //   gemm:   C = alpha * op(A) op(B) + beta * C   on strided 2-D views, where
 //           op(X) is X or X^T. op(A) is [M, K], op(B) is [K, N], C is [M, N].

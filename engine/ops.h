@@ -39,9 +39,6 @@ Tensor relu(Tensor x);
 Tensor gelu(Tensor x);
 Tensor add(Tensor a, const Tensor& b);
 
-// [B, S1, C] and [B, S2, C] -> [B, S1+S2, C] (a KV cache growing by S2 positions).
-// An empty `a` is allowed and gives b.
-Tensor concat_sequence(const Tensor& a, const Tensor& b);
 // Rows `rows` of the batch axis of x [B, ...], in that order (repeats allowed):
 // beam search keeps, drops and duplicates hypotheses this way.
 Tensor gather_batch(const Tensor& x, const std::vector<int64_t>& rows);

@@ -46,6 +46,18 @@ struct MatrixView {
     operator ConstMatrixView() const { return {data, rows, cols, stride}; }
 };
 
+// B matrices of the same shape, matrix b starting at data + b * batch_stride:
+// a [B, S, C] tensor, or the first S rows of a larger [B, capacity, C] buffer
+// (a KV cache, layers/kv_cache.h) — no copy.
+struct ConstBatchView {
+    const float* data = nullptr;
+    int64_t batch = 0, rows = 0, cols = 0, batch_stride = 0, row_stride = 0;
+
+    ConstMatrixView matrix(int64_t b) const { return {data + b * batch_stride, rows, cols, row_stride}; }
+    std::vector<int64_t> shape() const { return {batch, rows, cols}; }
+    bool all_finite() const;
+};
+
 class Tensor {
 public:
     // An empty tensor (rank 0, no numbers): used for "absent", e.g. no weights.
@@ -83,6 +95,9 @@ public:
     int64_t matrix_count() const;
 
     bool all_finite() const;
+
+    // A rank-3 tensor [B, S, C] as a batch view (Error for any other rank).
+    ConstBatchView batch_view() const;
 
 private:
     int64_t offset(std::initializer_list<int64_t> index) const;

@@ -61,14 +61,31 @@ Tensor MultiHeadAttention::project_value(const Tensor& x_kv) const { return line
 
 AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
                                            const Mask& mask, const AttentionOptions& options, Observer* observer) const {
+    if (key.rank() != 3 || value.rank() != 3)
+        fail("MultiHeadAttention: key and value must be [B,S,D], got ", shape_string(key.shape()), " and ",
+             shape_string(value.shape()));
+    return attend_views(query, key.batch_view(), value.batch_view(), mask, options, observer,
+                        [&]() -> const Tensor& { return key; }, [&]() -> const Tensor& { return value; });
+}
+
+AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& cache, const Mask& mask,
+                                           const AttentionOptions& options, Observer* observer) const {
+    return attend_views(query, cache.keys(), cache.values(), mask, options, observer,
+                        [&] { return cache.key_tensor(); }, [&] { return cache.value_tensor(); });
+}
+
+template <typename KeyTensor, typename ValueTensor>
+AttentionResult MultiHeadAttention::attend_views(const Tensor& query, ConstBatchView key, ConstBatchView value,
+                                                 const Mask& mask, const AttentionOptions& options, Observer* observer,
+                                                 KeyTensor key_tensor, ValueTensor value_tensor) const {
     const bool everything = observer && observer->wants_everything();
     AttentionOptions asked = options;  // what the observer wants computed
     asked.want_weights = options.want_weights || observer;
     asked.want_scores = options.want_scores || everything;
     if (everything) {
         observer->record("q", query);  // [B, L, D]
-        observer->record("k", key);    // [B, S, D]
-        observer->record("v", value);  // [B, S, D]
+        observer->record("k", key_tensor());    // [B, S, D]
+        observer->record("v", value_tensor());  // [B, S, D]
     }
     // Heads are column blocks of Q, K, V: the engine reads them as views.
     AttentionResult result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, asked);
@@ -79,7 +96,7 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
             std::fill(columns, columns + head_dim, 0.0f);
         }
     if (everything) {
-        const int64_t B = query.dim(0), L = query.dim(1), S = key.dim(1);
+        const int64_t B = query.dim(0), L = query.dim(1), S = key.rows;
         observer->record("scores", result.scores);  // [B, H, L, S], before the mask
         BoolTensor allowed{{B, L, S}, std::vector<uint8_t>(static_cast<size_t>(B * L * S))};
         for (int64_t b = 0; b < B; ++b)  // the model's masks are the same for every head
@@ -114,16 +131,11 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
                                                      const AttentionOptions& options, Observer* observer) const {
     if (x_new.rank() != 3 || x_new.dim(2) != d_model_)
         fail("MultiHeadAttention: input must be [B,n,D] with D=", d_model_, "; got ", shape_string(x_new.shape()));
-    if (!cache.empty() && cache.key.dim(0) != x_new.dim(0))
-        fail("MultiHeadAttention: the cache holds B=", cache.key.dim(0), " rows but the input has B=", x_new.dim(0));
-    if (cache.empty()) {  // the whole sequence at once: nothing to append to
-        cache.key = project_key(x_new);      // [B, S, D]
-        cache.value = project_value(x_new);  // [B, S, D]
-    } else {
-        cache.key = concat_sequence(cache.key, project_key(x_new));
-        cache.value = concat_sequence(cache.value, project_value(x_new));
-    }
-    return attend(project_query(x_new), cache.key, cache.value, mask, options, observer);
+    if (!cache.empty() && cache.batch() != x_new.dim(0))
+        fail("MultiHeadAttention: the cache holds B=", cache.batch(), " rows but the input has B=", x_new.dim(0));
+    // Written at rows length..length+n-1 of the cache's buffers (taken over when empty: no copy).
+    cache.append(project_key(x_new), project_value(x_new));
+    return attend(project_query(x_new), cache, mask, options, observer);
 }
 
 AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache,
@@ -134,10 +146,9 @@ AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tenso
             if (x->rank() != 3 || x->dim(2) != d_model_)
                 fail("MultiHeadAttention: inputs must be [B,L,D] with D=", d_model_, "; got x_q ",
                      shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
-        cache.key = project_key(x_kv);
-        cache.value = project_value(x_kv);
+        cache.assign(project_key(x_kv), project_value(x_kv));
     }
-    return attend(project_query(x_q), cache.key, cache.value, mask, options, observer);
+    return attend(project_query(x_q), cache, mask, options, observer);
 }
 
 }  // namespace tinyformer

@@ -28,18 +28,12 @@
 
 #include "engine/attention.h"
 #include "engine/tensor.h"
+#include "layers/kv_cache.h"
 #include "layers/observer.h"
 
 #include <vector>
 
 namespace tinyformer {
-
-// Keys and values already projected, kept between decoding steps: [B, S, D].
-struct KVCache {
-    Tensor key, value;
-    bool empty() const { return key.empty(); }
-    int64_t length() const { return key.empty() ? 0 : key.dim(1); }
-};
 
 struct MultiHeadAttentionWeights {
     Tensor in_proj_weight;   // [3D, D]
@@ -76,6 +70,9 @@ public:
     // Attention over heads of projected Q, K, V, then the output projection.
     AttentionResult attend(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask,
                            const AttentionOptions& options, Observer* observer = nullptr) const;
+    // The same over keys and values held by a KV cache (views, no copy).
+    AttentionResult attend(const Tensor& query, const KVCache& cache, const Mask& mask,
+                           const AttentionOptions& options, Observer* observer = nullptr) const;
 
     int64_t d_model() const { return d_model_; }
     int64_t heads() const { return heads_; }
@@ -86,6 +83,11 @@ public:
     const std::vector<int64_t>& zeroed_heads() const { return zeroed_heads_; }
 
 private:
+    template <typename KeyTensor, typename ValueTensor>
+    AttentionResult attend_views(const Tensor& query, ConstBatchView key, ConstBatchView value, const Mask& mask,
+                                 const AttentionOptions& options, Observer* observer, KeyTensor key_tensor,
+                                 ValueTensor value_tensor) const;
+
     int64_t d_model_, heads_;
     std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
     Tensor w_query_, w_key_, w_value_;  // [D, D] each, split from in_proj_weight

@@ -102,10 +102,7 @@ public:
         source_padding_ = Padding::from_lengths(source_lengths_, memory_.dim(1));
         logits_ = gather_batch(logits_, rows);
         for (DecoderLayerCache& layer : cache_.layers)
-            for (KVCache* kv : {&layer.self, &layer.cross}) {
-                kv->key = gather_batch(kv->key, rows);
-                kv->value = gather_batch(kv->value, rows);
-            }
+            for (KVCache* kv : {&layer.self, &layer.cross}) kv->keep_rows(rows);
     }
 
     int64_t length(int64_t b) const override { return static_cast<int64_t>(targets_[static_cast<size_t>(b)].size()); }
@@ -174,10 +171,7 @@ public:
         prompt_lengths_ = pick(prompt_lengths_, rows);
         cache_padding_ = pick(cache_padding_, rows);
         logits_ = gather_batch(logits_, rows);
-        for (KVCache& layer : cache_.layers) {
-            layer.key = gather_batch(layer.key, rows);
-            layer.value = gather_batch(layer.value, rows);
-        }
+        for (KVCache& layer : cache_.layers) layer.keep_rows(rows);
     }
 
     int64_t length(int64_t b) const override { return static_cast<int64_t>(sequences_[static_cast<size_t>(b)].size()); }

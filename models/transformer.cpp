@@ -173,7 +173,7 @@ Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source
         auto layer = part(observer, "encoder." + std::to_string(i) + ".");
         x = encoder_layers_[i].forward(x, mask, source_padding, pointer(layer));
     }
-    x = encoder_norm_.forward(x);
+    x = encoder_norm_.forward(std::move(x));
     zero_padded_rows(x, source_padding);
     record_everything(observer, "encoder.norm.output", x);
     return x;
@@ -204,8 +204,11 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     refuse_beyond_memory("decode", config_, target.batch, target.length,
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
-    const Mask self_mask =
-        Mask::causal(target.length, first + target.length) & key_padding_or_all(target_padding);  // [B,1,n,T]
+    // One new position without padding sees every cached one: causal(1, T) allows everything.
+    const Mask self_mask = target.length == 1 && target_padding.empty()
+                               ? Mask()
+                               : Mask::causal(target.length, first + target.length) &
+                                     key_padding_or_all(target_padding);  // [B,1,n,T]
     const Mask cross_mask = key_padding_or_all(source_padding);                                     // [B,1,1,S]
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     record_everything(observer, "tgt_embed.output", x);
@@ -215,7 +218,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
                                        cache ? &cache->layers[i] : nullptr);
     }
     if (cache) cache->length += target.length;
-    x = decoder_norm_.forward(x);
+    x = decoder_norm_.forward(std::move(x));
     record_everything(observer, "decoder.norm.output", x);
     Tensor logits = generator_.forward(x);  // [B, n, V]
     zero_padded_rows(logits, target_padding);
@@ -294,7 +297,7 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
         x = layers_[i].forward(x, mask, padding, pointer(layer), cache ? &cache->layers[i] : nullptr);
     }
     if (final_norm_) {
-        x = norm_.forward(x);
+        x = norm_.forward(std::move(x));
         record_everything(observer, "layers.norm.output", x);
     }
     Tensor logits = lm_head_.forward(x);  // [B, n, V]

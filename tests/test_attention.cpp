@@ -372,3 +372,75 @@ TEST_CASE("Every invalid input of the lesson's reference code raises tinyformer:
                              doctest::Contains("streaming path never holds them"), Error);
     }
 }
+
+TEST_CASE("Streaming skips the key tiles the mask blocks, with the materialized path's output at every tile boundary") {
+    Random random(11);
+    const int64_t T = 37;  // not a multiple of any tile size below
+    std::vector<int64_t> lengths = {37, 20, 1};
+    std::vector<uint8_t> holes(static_cast<size_t>(T * T));  // an arbitrary mask: the diagonal and every 9th key
+    for (int64_t l = 0; l < T; ++l)
+        for (int64_t s = 0; s < T; ++s) holes[static_cast<size_t>(l * T + s)] = s == l || s % 9 == 0;
+    std::vector<uint8_t> left_padding(static_cast<size_t>(3 * T));  // row b pads its first 5*b keys
+    for (int64_t b = 0; b < 3; ++b)
+        for (int64_t s = 0; s < T; ++s) left_padding[static_cast<size_t>(b * T + s)] = s < 5 * b;
+    const Padding right = Padding::from_lengths(lengths, T);
+    struct Case {
+        const char* name;
+        Mask mask;
+        Padding query_padding;
+    };
+    const Case cases[] = {
+        {"causal", Mask::causal(T), {}},
+        {"local window 0", Mask::local_window(T, 0), {}},
+        {"local window 4", Mask::local_window(T, 4), {}},
+        {"prefix-LM", Mask::prefix_lm({10, 0, 37}, T), {}},
+        {"key padding (right)", Mask::key_padding(right), {}},
+        {"key padding (left)", Mask::from_torch_key_padding_mask(bools({3, T}, left_padding)), {}},
+        {"causal & padding, padded queries", seq2seq_masks(right, right).decoder_self, right},
+        {"arbitrary with holes", Mask::from_allowed(bools({T, T}, holes)), {}},
+        {"arbitrary & causal", Mask::from_allowed(bools({T, T}, holes)) & Mask::causal(T), {}},
+    };
+    const Tensor q = random.normal_tensor({3, T, 16}), k = random.normal_tensor({3, T, 16}),
+                 v = random.normal_tensor({3, T, 8});
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        AttentionOptions materialized;
+        materialized.path = AttentionPath::Materialized;
+        materialized.query_padding = c.query_padding;
+        const Tensor reference = multi_head_scaled_dot_product_attention(q, k, v, 2, c.mask, materialized).output;
+        for (int64_t block : {1, 2, 3, 8, 37})
+            for (int64_t tile : {1, 2, 4, 5, 16, 64}) {
+                CAPTURE(block); CAPTURE(tile);
+                AttentionOptions streaming = materialized;
+                streaming.path = AttentionPath::Streaming;
+                streaming.query_block = block;
+                streaming.key_tile = tile;
+                const AttentionResult result = multi_head_scaled_dot_product_attention(q, k, v, 2, c.mask, streaming);
+                CHECK(test_helpers::max_abs_difference(reference, result.output) <= 1e-5);
+                // never more tiles than the unmasked walk
+                const int64_t blocks = (T + block - 1) / block, tiles = (T + std::min(tile, T) - 1) / std::min(tile, T);
+                CHECK(result.key_tiles_computed <= 3 * 2 * blocks * tiles);
+            }
+    }
+}
+
+TEST_CASE("Streaming computes only the key tiles a causal or local-window mask leaves: the count") {
+    Random random(3);
+    const Tensor q = random.normal_tensor({1, 16, 4}), k = random.normal_tensor({1, 16, 4}), v = random.normal_tensor({1, 16, 4});
+    AttentionOptions options;
+    options.path = AttentionPath::Streaming;
+    options.query_block = 4;
+    options.key_tile = 4;
+    // no mask: 4 query blocks x 4 key tiles
+    CHECK(scaled_dot_product_attention(q, k, v, Mask(), options).key_tiles_computed == 16);
+    // causal: block i (queries 4i..4i+3) sees keys 0..4i+3: i+1 tiles -> 1+2+3+4
+    CHECK(scaled_dot_product_attention(q, k, v, Mask::causal(16), options).key_tiles_computed == 10);
+    // window radius 1: block i sees keys 4i-1..4i+4 (clipped to 0..15): 6, 6, 6 and 5 keys, 2 tiles each
+    CHECK(scaled_dot_product_attention(q, k, v, Mask::local_window(16, 1), options).key_tiles_computed == 8);
+    // arbitrary: only keys 0..3 and 12..15 allowed (a hole in the middle, checked per tile)
+    std::vector<uint8_t> allowed(16 * 16);
+    for (int64_t l = 0; l < 16; ++l)
+        for (int64_t s = 0; s < 16; ++s) allowed[static_cast<size_t>(l * 16 + s)] = s < 4 || s >= 12;
+    CHECK(scaled_dot_product_attention(q, k, v, Mask::from_allowed(bools({16, 16}, allowed)), options)
+              .key_tiles_computed == 8);
+}

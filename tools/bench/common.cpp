@@ -1,5 +1,8 @@
 #include "tools/bench/bench.h"
 
+#include "engine/blas.h"
+#include "engine/matmul.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,6 +41,20 @@ std::string cpu_model() {
         return start == std::string::npos ? std::string("(empty model name)") : line.substr(start);
     }
     return "unknown (no \"model name\" in /proc/cpuinfo)";
+}
+
+std::string format_load(double fraction) {
+    if (fraction < 0.0) return "?";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0f%%%s", 100.0 * fraction, fraction > kBusyWarning ? " !" : "");
+    return text;
+}
+
+std::string blas_line() {
+    static const BlasReport report = blas_report();  // the core cannot change while the process runs
+    return "BLAS: " + report.config + "; core in use " + report.core_in_use + " (OpenBLAS chose " +
+           report.chosen_core + "; " + blas_reason_name(report.reason) + "); " + std::to_string(blas_threads()) +
+           " thread(s)";
 }
 
 void Table::print_header() const {

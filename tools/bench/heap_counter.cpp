@@ -15,9 +15,11 @@ namespace {
 
 std::atomic<size_t> current_bytes{0};
 std::atomic<size_t> peak_bytes{0};
+std::atomic<size_t> allocations{0};
 
 void count_allocation(void* block) {
     if (!block) return;
+    allocations.fetch_add(1, std::memory_order_relaxed);
     const size_t size = malloc_usable_size(block);
     const size_t now = current_bytes.fetch_add(size, std::memory_order_relaxed) + size;
     size_t peak = peak_bytes.load(std::memory_order_relaxed);
@@ -68,6 +70,7 @@ namespace tinyformer::bench {
 
 size_t heap_current_bytes() { return current_bytes.load(std::memory_order_relaxed); }
 size_t heap_peak_bytes() { return peak_bytes.load(std::memory_order_relaxed); }
+size_t heap_allocation_count() { return allocations.load(std::memory_order_relaxed); }
 void heap_reset_peak() { peak_bytes.store(current_bytes.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
 }  // namespace tinyformer::bench

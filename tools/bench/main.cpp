@@ -6,8 +6,11 @@
 // number without its machine means little. Nothing is asserted: targets are
 // printed as information and the exit status is 0 whatever they say.
 // Exit 2 for bad usage, 1 for an error while running.
+#include "engine/blas.h"
+#include "engine/kernels.h"
 #include "engine/matmul.h"
 #include "engine/memory.h"
+#include "tools/blas_restart.h"
 #include "tools/bench/bench.h"
 
 #include <charconv>
@@ -32,10 +35,14 @@ struct Suite {
 // Every suite, in the order `no argument` runs them. A new suite is a file
 // bench_<name>.cpp plus one line here.
 const Suite kSuites[] = {
+    {"cores", "default OpenBLAS core vs forced OPENBLAS_CORETYPE: sgemm 1024^3 and encoder B=8 T=128, 1 thread",
+     tinyformer::bench::run_cores_suite},
     {"attention", "scaled dot-product attention, materialized vs streaming, L=S in {128, 512, 2048, 8192}",
      tinyformer::bench::run_attention_suite},
     {"encoder", "6-layer encoder forward (D=512, H=8, F=2048), B in {1, 8}, T in {32, 128, 512}: vs sgemm and PyTorch",
      tinyformer::bench::run_encoder_suite},
+    {"kernels", "softmax and LayerNorm ns/element in each CPU variant (baseline x86-64, AVX2, AVX-512)",
+     tinyformer::bench::run_kernels_suite},
     {"decode", "greedy decoding tokens/s: toy reverse model and a base-size encoder-decoder, vs PyTorch",
      tinyformer::bench::run_decode_suite},
 };
@@ -137,10 +144,10 @@ std::string compiler_description() {
 
 void print_machine() {
     std::printf("tinyformer-bench\n");
-    std::printf("  BLAS          %s\n", tinyformer::blas_description().c_str());
-    std::printf("  BLAS threads  %d\n", tinyformer::blas_threads());
-    std::printf("  CPU           %s (%u logical CPUs)\n", tinyformer::bench::cpu_model().c_str(),
-                std::thread::hardware_concurrency());
+    std::printf("%s", tinyformer::format_blas_report(tinyformer::blas_report()).c_str());
+    std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU; GELU: std::erf, scalar)\n",
+                tinyformer::kernels::variant_name(tinyformer::kernels::active_variant()));
+    std::printf("  logical CPUs  %u\n", std::thread::hardware_concurrency());
     std::printf("  compiler      %s\n", compiler_description().c_str());
     std::fflush(stdout);
 }
@@ -148,7 +155,12 @@ void print_machine() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/blas.h)
     tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory.h
+    if (argc == 2 && std::string_view(argv[1]) == "--probe") {  // a child of the "cores" suite
+        tinyformer::bench::run_probe();
+        return 0;
+    }
     const CommandLine command_line = parse_command_line(argc, argv);
     if (command_line.settings.threads > 0) tinyformer::set_blas_threads(command_line.settings.threads);
     print_machine();

@@ -1,5 +1,8 @@
+#include "engine/blas.h"
+#include "engine/kernels.h"
 #include "engine/matmul.h"
 #include "engine/memory.h"
+#include "tools/blas_restart.h"
 #include "tools/cli/cli.h"
 
 #include <cstdio>
@@ -28,6 +31,7 @@ const Command kCommands[] = {
     {"trace", "write every named activation of one forward pass (compare with tools/compare_trace.py)", trace_command},
     {"info", "check a checkpoint and show its config, parameters and tensors", info_command},
     {"mask", "print a mask as the lesson draws it (causal, prefix-lm, seq2seq, ...), --png to draw it", mask_command},
+    {"version", "what runs: OpenBLAS version and core (chosen, in use, why), the CPU, the kernels", nullptr},
     {"cost", "count attention's, the projections' and the FFN's MACs and bytes per T (--measure to time)", cost_command},
 };
 
@@ -35,7 +39,7 @@ void print_usage(std::FILE* out) {
     std::fprintf(out,
                  "usage: tinyformer <command> [arguments]\n"
                  "       tinyformer <command> --help\n"
-                 "       tinyformer --version\n\n"
+                 "       tinyformer version      (or --version)\n\n"
                  "An educational Transformer inference engine. Commands:\n");
     for (const Command& command : kCommands) std::fprintf(out, "  %-10s %s\n", command.name, command.summary);
 }
@@ -46,13 +50,21 @@ int dispatch(const Arguments& args) {
         print_usage(stdout);
         return 0;
     }
-    if (args[0] == "--version") {
-        std::printf("tinyformer 0.1 (C++20, g++ %s)\nBLAS: %s, %d thread(s)\n", __VERSION__,
-                    blas_description().c_str(), blas_threads());
+    if (args[0] == "--version" || args[0] == "version") {
+        if (args.size() > 1 && (args[1] == "--help" || args[1] == "-h")) {
+            std::printf("usage: tinyformer version\nPrints the OpenBLAS version and configuration, the CPU and its "
+                        "features, the core OpenBLAS chose by itself, the core in use and why (engine/blas.h), and "
+                        "the result of the sgemm self-check.\n");
+            return 0;
+        }
+        if (args.size() > 1) throw UsageError("version takes no arguments");
+        std::printf("tinyformer 0.1 (C++20, g++ %s)\n%s", __VERSION__, format_blas_report(blas_report()).c_str());
+        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU: engine/kernels.h; GELU: std::erf, scalar)\n",
+                    kernels::variant_name(kernels::active_variant()));
         return 0;
     }
     for (const Command& command : kCommands)
-        if (args[0] == command.name) return command.run(Arguments(args.begin() + 1, args.end()));
+        if (args[0] == command.name && command.run) return command.run(Arguments(args.begin() + 1, args.end()));
     throw UsageError("unknown command '" + args[0] + "' (see 'tinyformer --help')");
 }
 
@@ -87,6 +99,7 @@ void print_error(const char* message) {
 
 int main(int argc, char** argv) {
     using namespace tinyformer::cli;
+    tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/blas.h)
     tinyformer::keep_freed_memory();  // see engine/memory.h
     try {
         return dispatch(Arguments(argv + 1, argv + argc));

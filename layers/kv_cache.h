@@ -1,0 +1,62 @@
+// KVCache — the keys and values of the positions decoded so far, kept per
+// attention layer between decoding steps, without copying them every step.
+//
+//   storage:  key and value buffers [B, capacity, D]; rows 0..length-1 of
+//             each batch row are valid.
+//   append:   the new positions' keys/values [B, n, D] are written at rows
+//             length..length+n-1. When they do not fit, the buffers grow to
+//             max(2 * capacity, length + n) (one copy; amortised O(1) per
+//             row) — or call reserve() with the decode length first.
+//   keys(), values():  views [B, length, D] of the valid rows (batch stride
+//             capacity * D), which attention reads in place.
+//   keep_rows: beam search keeps, drops and duplicates hypotheses: batch row
+//             i becomes old row rows[i] (repeats allowed).
+//
+// The first append into an empty cache takes the tensors over (no copy):
+// a whole-sequence pass (the encoder, a prompt) costs nothing extra.
+//
+// Before, each step concatenated the whole cache with the new row into a new
+// tensor: O(T) copying per step, O(T^2 D) per sequence.
+#pragma once
+
+#include "engine/tensor.h"
+
+#include <vector>
+
+namespace tinyformer {
+
+class KVCache {
+public:
+    bool empty() const { return length_ == 0; }
+    int64_t length() const { return length_; }
+    int64_t capacity() const { return capacity_; }
+    int64_t batch() const { return batch_; }
+    int64_t width() const { return width_; }
+
+    // Room for `capacity` positions of B rows of width D, keeping what is
+    // cached. Error if B or D differ from what is cached.
+    void reserve(int64_t batch, int64_t capacity, int64_t width);
+    // Appends key and value [B, n, D] (same shapes) at rows length..length+n-1.
+    void append(Tensor key, Tensor value);
+    // Replaces everything with key and value [B, S, D] (taken over, no copy).
+    void assign(Tensor key, Tensor value);
+
+    ConstBatchView keys() const { return view(key_); }
+    ConstBatchView values() const { return view(value_); }
+    // Batch row i := old row rows[i]; rows may repeat and may be fewer.
+    void keep_rows(const std::vector<int64_t>& rows);
+    // The valid rows copied out as tensors [B, length, D] (for observers and tests).
+    Tensor key_tensor() const;
+    Tensor value_tensor() const;
+
+private:
+    ConstBatchView view(const Tensor& buffer) const {
+        return {buffer.data(), batch_, length_, width_, capacity_ * width_, width_};
+    }
+    void grow(int64_t capacity);
+
+    Tensor key_, value_;  // [B, capacity, D], or empty
+    int64_t batch_ = 0, length_ = 0, capacity_ = 0, width_ = 0;
+};
+
+}  // namespace tinyformer

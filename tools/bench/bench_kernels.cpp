@@ -1,0 +1,69 @@
+// Suite "kernels": the row kernels of engine/kernels.* in every variant this
+// CPU runs, in the same run: softmax (softmax_row over [64, 2048]) and
+// LayerNorm (layer_norm on [256, 512]) in nanoseconds per element — 512 KiB
+// each, in the L2 cache, so that the arithmetic shows rather than memory — the
+// baseline x86-64 variant (what the build did before the variants) beside
+// AVX2+FMA and AVX-512. The calls of the variants alternate.
+#include "engine/kernels.h"
+#include "engine/ops.h"
+#include "engine/random.h"
+#include "tools/bench/bench.h"
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace tinyformer::bench {
+
+void run_kernels_suite(const Settings&) {
+    using kernels::Variant;
+    std::printf("row kernels (engine/kernels.*): ns per element, median of 15 calls per variant; variants alternate\n");
+    std::printf("variant in use: %s (the best this CPU runs)\n", kernels::variant_name(kernels::active_variant()));
+    const Variant before = kernels::active_variant();
+    std::vector<Variant> variants;
+    for (Variant v : {Variant::Baseline, Variant::Avx2, Variant::Avx512})
+        if (kernels::variant_supported(v)) variants.push_back(v);
+    constexpr int kInner = 8;  // passes per timed call
+    const Tensor scores = Random(1).normal_tensor({64, 2048}, 3.0f);
+    const Tensor activations = Random(2).normal_tensor({256, 512});
+    const Tensor gamma = Random(3).normal_tensor({512}), beta = Random(4).normal_tensor({512});
+    std::vector<std::vector<double>> softmax_seconds(variants.size()), norm_seconds(variants.size());
+    const OtherLoad load;
+    for (int rep = -1; rep < 15; ++rep)
+        for (size_t v = 0; v < variants.size(); ++v) {
+            kernels::set_variant(variants[v]);
+            Tensor x = scores, y = activations;  // copied outside the timing
+            auto start = std::chrono::steady_clock::now();
+            for (int pass = 0; pass < kInner; ++pass)  // softmax of a softmax is still a valid input
+                for (int64_t r = 0; r < 64; ++r) softmax_row(x.data() + r * 2048, 2048);
+            const double softmax = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            start = std::chrono::steady_clock::now();
+            for (int pass = 0; pass < kInner; ++pass) y = layer_norm(std::move(y), gamma, beta, 1e-5f);
+            const double norm = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (rep >= 0) {
+                softmax_seconds[v].push_back(softmax);
+                norm_seconds[v].push_back(norm);
+            }
+        }
+    kernels::set_variant(before);
+    const Table table({{"variant", 16, Table::Align::Left},
+                       {"softmax ns/el", 13, Table::Align::Right},
+                       {"LayerNorm ns/el", 15, Table::Align::Right},
+                       {"softmax vs base", 15, Table::Align::Right},
+                       {"LN vs base", 10, Table::Align::Right}});
+    table.print_header();
+    const double elements = kInner * 64.0 * 2048.0;  // both tensors hold 2^17 floats, kInner passes
+    const double base_softmax = median(softmax_seconds[0]), base_norm = median(norm_seconds[0]);
+    for (size_t v = 0; v < variants.size(); ++v) {
+        char a[32], b[32], c[32], d[32];
+        std::snprintf(a, sizeof a, "%.3f", median(softmax_seconds[v]) * 1e9 / elements);
+        std::snprintf(b, sizeof b, "%.3f", median(norm_seconds[v]) * 1e9 / elements);
+        std::snprintf(c, sizeof c, "%.2fx", base_softmax / median(softmax_seconds[v]));
+        std::snprintf(d, sizeof d, "%.2fx", base_norm / median(norm_seconds[v]));
+        table.print_row({kernels::variant_name(variants[v]), a, b, c, d});
+    }
+    std::printf("others: %s of the CPUs were used by other processes meanwhile\n", format_load(load.fraction()).c_str());
+}
+
+}  // namespace tinyformer::bench
