@@ -625,7 +625,7 @@ const std::vector<BadInput> kCatalogue = {
      1, {"has no vocabulary", "cannot read text; give token ids (--ids)"}},
     {"eval with an unknown task", [](const TempDirectory&) {
          return std::vector<std::string>{"eval", kReverse, "--task", "translate"}; },
-     2, {"eval: --task must be reverse or sort, got 'translate'"}},
+     2, {"eval: --task must be reverse, sort or dates, got 'translate'"}},
     {"attention --head past the model's heads", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abc", "--head", "4", "--out", d.file("maps")}; },
      2, {"attention: --head 4 but the model has 4"}},
@@ -694,6 +694,9 @@ const std::vector<BadInput> kCatalogue = {
          std::ofstream(d.file("plain-file")) << "not a folder";
          return std::vector<std::string>{"mask", "causal", "--len", "4", "--png", d.file("plain-file/m.png")}; },
      1, {"write_png: cannot write", "plain-file/m.png: Not a directory"}},
+    {"eval --task dates on the reverse model (no digits in its vocabulary)", [](const TempDirectory&) {
+         return std::vector<std::string>{"eval", kReverse, "--task", "dates", "--n", "5"}; },
+     1, {"evaluate: the model's vocabulary has no ' ', so it was not trained on the dates task"}},
     {"cost --measure of a layer larger than the memory", [](const TempDirectory&) {
          return std::vector<std::string>{"cost", "--seq", "1048576", "--d-model", "65536", "--measure"}; },
      1, {"cost --measure: needs about", "(weights 65.0 GiB for 1 layer(s)", "refused before allocating"}},

@@ -8,6 +8,9 @@
 
 #include <doctest/doctest.h>
 
+#include "engine/random.h"
+
+#include <algorithm>
 #include <fstream>
 
 using namespace tinyformer;
@@ -102,4 +105,64 @@ TEST_CASE("attention_maps of a trained model name every attention call with its 
     CHECK(cross.key_tokens == std::vector<std::string>{"a", "b", "c"});
     CHECK(cross.layer == 0);
     CHECK(run.maps[2].mask_name == "causal");
+}
+
+TEST_CASE("The dates task: weekdays of hand-checked dates, the six forms, and their ISO answer") {
+    // Weekdays as the issue gives them, and as Python's datetime.date(...).strftime("%A") gives them.
+    CHECK(std::string(weekday_name(weekday({1979, 5, 3}))) == "thursday");
+    CHECK(std::string(weekday_name(weekday({2000, 1, 1}))) == "saturday");
+    CHECK(std::string(weekday_name(weekday({1900, 1, 1}))) == "monday");
+    CHECK(std::string(weekday_name(weekday({2099, 12, 31}))) == "thursday");
+    CHECK(std::string(weekday_name(weekday({1970, 1, 1}))) == "thursday");
+    CHECK(std::string(weekday_name(weekday({2000, 2, 29}))) == "tuesday");   // 2000 is a leap year
+    CHECK(std::string(weekday_name(weekday({1900, 3, 1}))) == "thursday");   // 1900 is not: no 29 february
+    CHECK(days_from_civil({1970, 1, 1}) == 0);
+    CHECK(days_from_civil({2000, 3, 1}) - days_from_civil({2000, 2, 28}) == 2);
+    CHECK(days_from_civil({1900, 3, 1}) - days_from_civil({1900, 2, 28}) == 1);
+    CHECK(days_from_civil({2099, 12, 31}) - days_from_civil({1900, 1, 1}) + 1 == 73049);  // 200 years, 48 leap days
+    for (int64_t days = days_from_civil({1900, 1, 1}); days <= days_from_civil({2099, 12, 31}); days += 97) {
+        const Date date = civil_from_days(days);
+        CHECK(days_from_civil(date) == days);
+    }
+
+    const Date date{1979, 5, 3};
+    CHECK(date_text(date, 0) == "3 may 1979");
+    CHECK(date_text(date, 1) == "may 3 1979");
+    CHECK(date_text(date, 2) == "may 3, 1979");
+    CHECK(date_text(date, 3) == "03/05/1979");
+    CHECK(date_text(date, 4) == "1979.05.03");
+    CHECK(date_text(date, 5) == "thursday 3 may 1979");
+    for (int64_t form = 0; form < 6; ++form) CHECK(iso_date(date_text(date, form)) == "1979-05-03");
+    CHECK(iso_date("wednesday 30 september 1998") == "1998-09-30");
+    CHECK(iso_date("31/12/2099") == "2099-12-31");
+    // Not one of the forms, or not a date: no answer.
+    CHECK(iso_date("friday 3 may 1979") == "");   // the wrong weekday
+    CHECK(iso_date("31 april 1979") == "");
+    CHECK(iso_date("3/5/1979") == "");            // the slash form is zero-padded
+    CHECK(iso_date("may 03 1979") == "");         // the word forms are not
+    CHECK(iso_date("3 may 1899") == "");
+    CHECK(iso_date("3 may 79") == "");
+
+    // The generator: uniform forms, dates in range, every input its own answer's source.
+    Random random(11);
+    const ToyTask& task = toy_task("dates");
+    int64_t forms[6] = {};
+    size_t longest = 0;
+    for (int i = 0; i < 6000; ++i) {
+        const std::string text = task.sample(random);
+        const std::string answer = task.answer(text);
+        REQUIRE_MESSAGE(answer.size() == 10, text);
+        CHECK(answer >= "1900-01-01");
+        CHECK(answer <= "2099-12-31");
+        longest = std::max(longest, text.size());
+        for (char c : text) CHECK(task.alphabet.find(c) != std::string::npos);
+        const int form = text.find('/') != std::string::npos   ? 3
+                         : text.find('.') != std::string::npos ? 4
+                         : text.find(',') != std::string::npos ? 2
+                         : text.find("day ") != std::string::npos ? 5
+                         : (text[0] >= '0' && text[0] <= '9') ? 0 : 1;
+        ++forms[form];
+    }
+    for (int64_t count : forms) CHECK(count > 900);  // 1000 expected each
+    CHECK(longest <= 27);  // "wednesday 30 september 1998", the model's train_max_len
 }
