@@ -22,11 +22,12 @@ const Command kCommands[] = {
     {"eval", "measure a toy model's exact-match accuracy on fresh examples", eval_command},
     {"attention", "draw a trained model's attention weights as PNG heatmaps", attention_command},
     {"probe", "attention weights beside head ablation and token perturbation", probe_command},
+    {"align", "which source tokens cross-attention looks at for each output token (mean over heads)", align_command},
     {"lesson", "run the lesson's worked examples and practices (lesson 10.3)", lesson_command},
     {"forward", "run a model on a safetensors file of inputs, write logits (and attention)", forward_command},
     {"trace", "write every named activation of one forward pass (compare with tools/compare_trace.py)", trace_command},
     {"info", "check a checkpoint and show its config, parameters and tensors", info_command},
-    {"mask", "print a mask as the lesson draws it (causal, prefix-lm, seq2seq, ...), --png to draw it", mask_command},
+    {"mask", "print a mask as the lesson draws it (causal, prefix-lm, seq2seq, ...), --output to draw it", mask_command},
     {"cost", "count attention's, the projections' and the FFN's MACs and bytes per T (--measure to time)", cost_command},
 };
 
