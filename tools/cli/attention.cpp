@@ -169,9 +169,13 @@ int attention_command(const Arguments& args) {
                         (model.config.arch == Architecture::EncoderOnly ? "no target"
                                                                         : (given ? "target" : "greedy output") +
                                                                               std::string(": `") + run.output + "`") +
-                        "\n\nRows are queries, columns keys; a decoder row is the decoder's input at that position, "
-                        "which predicts the next token. Viridis 0..1; hatched = masked (not allowed), "
-                        "cross-hatched = padding.\n";
+                        "\n\nRows are queries, columns keys. " +
+                        (model.config.arch == Architecture::EncoderDecoder
+                             ? "A decoder row is the decoder's input at that position, which predicts the next token. "
+                             : model.config.arch == Architecture::DecoderOnly
+                                   ? "A row is the token at that position, which predicts the next token. "
+                                   : "") +
+                        "Viridis 0..1; hatched = masked (not allowed), cross-hatched = padding.\n";
     std::vector<std::string> written;
     int64_t layers_seen = 0;
     HeatmapGrid overview;
@@ -181,7 +185,9 @@ int attention_command(const Arguments& args) {
     std::vector<std::pair<int, HeatmapSpec>> overview_panels;  // (kind order, panel), ordered stably below
     auto add = [&](const std::string& file, const std::string& shows) {
         const std::string name = std::filesystem::path(file).filename().string();
-        index += "\n## " + name + "\n\n" + shows + "\n\n![" + shows + "](" + name + ")\n";
+        std::string alt;  // the title, with the brackets that would end the alt text escaped
+        for (char c : shows) alt += (c == '[' || c == ']' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+        index += "\n## " + name + "\n\n" + shows + "\n\n![" + alt + "](" + name + ")\n";
         std::printf("%s\n", file.c_str());
         written.push_back(name);
     };
