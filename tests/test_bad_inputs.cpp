@@ -726,6 +726,12 @@ const std::vector<BadInput> kCatalogue = {
     {"eval --task dates on the reverse model (no digits in its vocabulary)", [](const TempDirectory&) {
          return std::vector<std::string>{"eval", kReverse, "--task", "dates", "--n", "5"}; },
      1, {"evaluate: the model's vocabulary has no ' ', so it was not trained on the dates task"}},
+    {"align on a decoder-only model (no cross-attention)", [](const TempDirectory&) {
+         return std::vector<std::string>{"align", "data/models/reverse-causal.safetensors", "abc"}; },
+     1, {"align: data/models/reverse-causal.safetensors is not an encoder-decoder model; it has no cross-attention"}},
+    {"align --layer past the decoder's layers", [](const TempDirectory&) {
+         return std::vector<std::string>{"align", kReverse, "abc", "--layer", "2"}; },
+     2, {"align: --layer 2 but the decoder has 2 layers (0..1)"}},
     {"cost --measure of a layer larger than the memory", [](const TempDirectory&) {
          return std::vector<std::string>{"cost", "--seq", "1048576", "--d-model", "65536", "--measure"}; },
      1, {"cost --measure: needs about", "(weights 65.0 GiB for 1 layer(s)", "refused before allocating"}},

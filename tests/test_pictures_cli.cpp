@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 using test_helpers::CliRun;
 using test_helpers::TempDirectory;
@@ -121,4 +122,18 @@ TEST_CASE("mask and probe take --output, and their old --png; mask takes prefix_
     succeeded({"probe", "data/models/sort.safetensors", "3141", "--png", dir.file("q.png")});
     CHECK(read_file(dir.file("p.png")) == read_file(dir.file("q.png")));
     CHECK(png_size(dir.file("p.png")).first > 0);
+}
+
+TEST_CASE("align prints, per output token, the source tokens the last cross-attention layer weighs most") {
+    const CliRun run = succeeded({"align", kReverse, "abc"});
+    std::istringstream lines(run.out);
+    std::string line;
+    std::getline(lines, line);
+    CHECK(line == "cross-attention of decoder layer 1, mean over 4 heads; output \"cba\"");
+    std::getline(lines, line);  // the header
+    std::vector<std::string> rows;
+    while (std::getline(lines, line)) rows.push_back(line);
+    REQUIRE(rows.size() == 4);  // c, b, a, <eos>
+    CHECK(rows[0].rfind("'c'    <bos>   2:'c' ", 0) == 0);  // writing 'c', it looks at the source 'c' first
+    CHECK(rows[3].rfind("<eos>  'a'", 0) == 0);
 }

@@ -19,8 +19,8 @@ const char* kAlignHelp =
     "Prints, for each output token of an encoder-decoder model (its greedy output, or\n"
     "--target, then <eos>), the source tokens its cross-attention gives the most weight,\n"
     "averaged over the heads of decoder layer L (default: the last layer):\n"
-    "  out  reads    top source tokens (position: token weight)\n"
-    "   0   <bos>    5:'1' 0.41  7:'7' 0.22  ...\n"
+    "  out    reads  top source tokens (position:token weight)\n"
+    "  '1'    <bos>   6:'1' 0.41  9:'9' 0.34  7:'9' 0.23\n"
     "'out' is the output token, 'reads' the decoder's input at that row: the row that reads\n"
     "<bos> writes the first output token. --top K shows K source tokens (1..16, default 3).\n"
     "These are weights, not causes: see 'tinyformer probe' and lesson 10.3, section 11.\n";
@@ -42,6 +42,10 @@ int align_command(const Arguments& args) {
     if (model.config.arch != Architecture::EncoderDecoder)
         fail("align: ", parsed.positional()[0], " is not an encoder-decoder model; it has no cross-attention");
     const int64_t layer = parsed.integer("--layer", model.config.num_decoder_layers - 1, 0, 1 << 20);
+    if (layer >= model.config.num_decoder_layers)
+        throw UsageError("align: --layer " + std::to_string(layer) + " but the decoder has " +
+                         std::to_string(model.config.num_decoder_layers) + " layers (0.." +
+                         std::to_string(model.config.num_decoder_layers - 1) + ")");
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "align");
     const AttentionRun run = attention_maps(model, tokens, target_tokens(parsed, model, "align"));
     const CrossAlignment alignment = cross_alignment(run, layer);
