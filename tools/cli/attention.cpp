@@ -212,8 +212,9 @@ int attention_command(const Arguments& args) {
         for (int64_t h = 0; h < heads; ++h) {
             HeatmapSpec spec = head_picture(map, h, false, positions);
             HeatmapSpec small = spec;
-            small.title = (map.stack == "layers" ? "" : map.stack + " ") + std::to_string(map.layer) + " " + map.kind +
-                          "  h" + std::to_string(h);
+            small.title = (map.stack == "layers" ? "layer " + std::to_string(map.layer)
+                                                 : map.stack + " " + std::to_string(map.layer) + " " + map.kind) +
+                          "  head " + std::to_string(h);
             small.matrix_size = 240;
             overview_panels.emplace_back(order, std::move(small));
             axis_titles(map, spec);
