@@ -52,9 +52,9 @@ const char* kAttentionHelp =
     "--grids-only       only the all-heads pictures and the overview\n"
     "--positions        labels carry the position: 'l:3' is token l at position 3\n"
     "--scale N          text and cells N times larger, 1..8 (default 1: text 14 px tall)\n"
-    "Cell size adapts to the length: cell = clamp(600 / max(L, S), 4, 40) * N px; labels\n"
-    "are thinned per axis so that they never overlap; column labels turn 90 degrees when\n"
-    "they are wider than a cell.\n"
+    "Cells adapt to the lengths, per axis: clamp(600 / S, 4, 40) * N px wide and\n"
+    "clamp(600 / L, 4, 40) * N px tall; labels are thinned per axis so that they never\n"
+    "overlap; column labels turn 90 degrees when one is wider than its cell.\n"
     "A high weight is not an explanation: see lesson 10.3, section 11.\n";
 
 // "decoder layer 1 cross-attention"; single-stack models: "layer 3 self-attention".

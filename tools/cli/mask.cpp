@@ -42,9 +42,10 @@ const char* kMaskHelp =
     "               hatched, padding cross-hatched, rows = queries, columns = keys, with\n"
     "               axis titles; a prefix-lm picture marks the prefix's end with a line.\n"
     "               seq2seq draws ONE file with both masks side by side (decoder self\n"
-    "               left, cross right). Cells are clamp(600 / max(rows, columns), 4, 40)\n"
-    "               px (integer division); labels are thinned per axis so that they never\n"
-    "               overlap. The file is written to a temporary name and renamed.\n"
+    "               left, cross right). Cells are clamp(600 / columns, 4, 40) px wide and\n"
+    "               clamp(600 / rows, 4, 40) px tall (integer division); labels are\n"
+    "               thinned per axis so that they never overlap. The file is written to\n"
+    "               a temporary name and renamed.\n"
     "  --scale N    text and cells N times larger, 1..8 (default 1)\n";
 
 const char* kKinds = "causal, prefix-lm (or prefix_lm), seq2seq, padding, local, bidirectional";

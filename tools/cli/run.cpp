@@ -43,9 +43,9 @@ const char* kEvalHelp =
     "  dates    a date 1900-01-01..2099-12-31 (uniform) in one of six forms (uniform):\n"
     "           '3 may 1979', 'may 3 1979', 'may 3, 1979', '03/05/1979' (day/month/year),\n"
     "           '1979.05.03', 'thursday 3 may 1979' (its weekday) -> ISO '1979-05-03'\n"
-    "runs the model as `run` does\n"
-    "(decoder-only models get the prompt <bos>TEXT and the model's prompt suffix, '=' for\n"
-    "the toy models) and prints the exact-match accuracy and a few failures.\n";
+    "runs the model as `run` does (decoder-only models get the prompt <bos>TEXT and the\n"
+    "model's prompt suffix, '=' for the toy models) and prints the exact-match accuracy\n"
+    "and a few failures.\n";
 
 Model load_for_run(const std::string& path) {
     Model model = Model::load(path);
