@@ -119,7 +119,7 @@ TASKS = {
                            config=dict(arch="decoder_only", num_layers=4, norm_first=True, final_norm=True,
                                        max_len=40, pos_encoding="learned", attention="causal")),
     "dates": dict(alphabet=DATE_ALPHABET, target=iso_date, sample=random_date_text, max_chars=DATE_MAX_CHARS,
-                  steps=1400, lr=2e-3,
+                  steps=5000, lr=2e-3,
                   config=dict(arch="encoder_decoder", num_encoder_layers=2, num_decoder_layers=2,
                               norm_first=True, max_len=32, pos_encoding="sinusoidal")),
 }
