@@ -92,22 +92,28 @@ demo: deps
 	@echo "== the same reversal task by decoder-only models: prefix-LM mask, then causal mask =="
 	./build/tinyformer run data/models/reverse-prefixlm.safetensors mask= softmax=
 	./build/tinyformer run data/models/reverse-causal.safetensors mask= softmax=
-	@echo "== attention heatmaps =="
-	./build/tinyformer attention data/models/reverse.safetensors attention --out build/demo/reverse
-	./build/tinyformer attention data/models/sort.safetensors 31415926 --out build/demo/sort
-	./build/tinyformer attention data/models/reverse.safetensors attention --kind cross --grids-only --out docs/reverse
-	./build/tinyformer attention data/models/sort.safetensors 31415926 --kind cross --grids-only --out docs/sort
-	./build/tinyformer attention data/models/reverse-prefixlm.safetensors attention= --layer 3 --grids-only --out docs/reverse-prefixlm
-	./build/tinyformer attention data/models/reverse-causal.safetensors attention= --layer 3 --grids-only --out docs/reverse-causal
+	@echo "== dates (encoder-decoder): six forms of a date -> ISO =="
+	./build/tinyformer run data/models/dates.safetensors "3 may 1979" "may 3, 1979" "03/05/1979" "thursday 3 may 1979"
+	@echo "== attention heatmaps (each --output folder is written afresh) =="
+	./build/tinyformer attention data/models/reverse.safetensors attention --output build/demo/reverse
+	./build/tinyformer attention data/models/sort.safetensors 31415926 --output build/demo/sort
+	./build/tinyformer attention data/models/dates.safetensors "thursday 3 may 1979" --output build/demo/dates
+	./build/tinyformer attention data/models/reverse.safetensors attention --kind cross --grids-only --output docs/reverse
+	./build/tinyformer attention data/models/sort.safetensors 31415926 --kind cross --layer 1 --output docs/sort
+	./build/tinyformer attention data/models/reverse-prefixlm.safetensors attention= --grids-only --output docs/reverse-prefixlm
+	./build/tinyformer attention data/models/reverse-causal.safetensors attention= --layer 3 --grids-only --output docs/reverse-causal
+	./build/tinyformer attention data/models/dates.safetensors "3 may 1979" --kind cross --layer 1 --grids-only --output docs/dates
+	./build/tinyformer attention data/models/dates.safetensors "3 may 1979" --kind cross --layer 1 --average-heads --output docs/dates-average
+	./build/tinyformer align data/models/dates.safetensors "3 may 1979"
 	@mkdir -p docs/masks
-	./build/tinyformer mask causal --len 6 --png docs/masks/causal.png
-	./build/tinyformer mask prefix-lm --len 6 --prefix 3 --png docs/masks/prefix-lm.png
-	./build/tinyformer mask seq2seq --len 5 --src-len 6 --pad 2 --png docs/masks/seq2seq.png
+	./build/tinyformer mask causal --len 6 --output docs/masks/causal.png
+	./build/tinyformer mask prefix-lm --len 6 --prefix 3 --output docs/masks/prefix-lm.png
+	./build/tinyformer mask seq2seq --len 5 --src-len 6 --pad 2 --output docs/masks/seq2seq.png
 	@echo "== a weight is not an explanation: attention weights beside head ablation and token perturbation =="
 	@mkdir -p docs/probe
-	./build/tinyformer probe data/models/sort.safetensors 31415926 --png docs/probe/sort.png
-	./build/tinyformer probe data/models/reverse.safetensors hello --with z --png docs/probe/reverse.png
-	@echo "== the explorer: one offline HTML file per model (open it in a browser) =="
+	./build/tinyformer probe data/models/sort.safetensors 31415926 --output docs/probe/sort.png
+	./build/tinyformer probe data/models/reverse.safetensors hello --with z --output docs/probe/reverse.png
+			@echo "== the explorer: one offline HTML file per model (open it in a browser) =="
 	./build/tinyformer explore data/models/reverse.safetensors attention --beam 3 --html build/demo/explore-reverse.html
 	./build/tinyformer explore data/models/sort.safetensors 31415926 --html build/demo/explore-sort.html
 	./build/tinyformer explore data/models/reverse-prefixlm.safetensors attention --html build/demo/explore-reverse-prefixlm.html

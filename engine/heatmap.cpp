@@ -20,9 +20,11 @@
 
 namespace tinyformer {
 
-const Rgb kMaskedColour{176, 176, 176};
-const Rgb kPaddingColour{232, 232, 232};
-const Rgb kPaddingHatchColour{120, 120, 120};
+const Rgb kMaskedColour{240, 240, 240};
+const Rgb kMaskedHatchColour{0, 0, 0};
+const Rgb kPaddingColour{240, 240, 240};
+const Rgb kPaddingHatchColour{0, 0, 0};
+const Rgb kPrefixLineColour{0, 0, 0};
 const Rgb kAllowedColour{33, 145, 140};  // viridis(0.5)
 const Rgb kBackgroundColour{255, 255, 255};
 
@@ -69,20 +71,26 @@ const Rgb kViridis[256] = {
 const Rgb kTextColour{20, 20, 20};
 const Rgb kFrameColour{64, 64, 64};
 
+// Sizes at scale 1; every one is multiplied by the picture's scale s.
 constexpr int64_t kMargin = 12;           // around the picture
 constexpr int64_t kLabelGap = 6;          // between labels and the matrix
 constexpr int64_t kKeyGap = 20;           // between the matrix and the key
 constexpr int64_t kPanelGap = 24;         // between panels of a grid
-constexpr int64_t kTitleBand = 30;        // a title line (scale 2) and the space under it
-constexpr int64_t kTitleScale = 2;
-constexpr int64_t kGlyphPitch = 10;       // one text line, at scale 1: 7 px capitals, 2 px descenders, 1 px gap
+constexpr int64_t kTitleBand = 30;        // a title line and the space under it
+constexpr int64_t kFontScale = 2;         // text: titles, labels, axis titles, the key
+constexpr int64_t kGlyphPitch = 10;       // one text line, at font scale 1: 7 px capitals, 2 px descenders, 1 px gap
 constexpr int64_t kCapHeight = 7;
 constexpr int64_t kBarWidth = 16;
 constexpr int64_t kMinBarHeight = 128;
+constexpr int64_t kHatchPeriod = 8;       // hatching: a 2 px line every 8 px (at scale 1)
+constexpr int64_t kRowAxisWrap = 360;     // axis titles wrap at the matrix's side, or this if longer
+constexpr int64_t kColumnAxisWrap = 480;
+// Not scaled.
+constexpr int64_t kMaxScale = 8;
 constexpr int64_t kMaxCells = 1024;
 constexpr int64_t kMaxPanels = 64;
 constexpr int64_t kMaxPixels = 64LL * 1024 * 1024;
-constexpr size_t kMaxRowLabelChars = 16, kMaxColumnLabelChars = 8;
+constexpr size_t kMaxLabelChars = 16;
 
 // ---------------------------------------------------------------- text
 
@@ -133,11 +141,46 @@ int64_t text_width(const std::string& text, int64_t scale) {
     return right * scale;
 }
 
+// `text` cut into lines at spaces, each at most `width` px at `scale` where
+// the words allow (a longer word stays whole on its own line).
+std::vector<std::string> wrap(const std::string& text, int64_t width, int64_t scale) {
+    std::vector<std::string> lines;
+    std::string line, word;
+    const auto flush_word = [&] {
+        if (word.empty()) return;
+        const std::string longer = line.empty() ? word : line + " " + word;
+        if (!line.empty() && text_width(longer, scale) > width) {
+            lines.push_back(line);
+            line = word;
+        } else {
+            line = longer;
+        }
+        word.clear();
+    };
+    for (char c : text) {
+        if (c == ' ')
+            flush_word();
+        else
+            word.push_back(c);
+    }
+    flush_word();
+    if (!line.empty()) lines.push_back(line);
+    return lines;
+}
+
+int64_t widest(const std::vector<std::string>& lines, int64_t scale) {
+    int64_t width = 0;
+    for (const std::string& line : lines) width = std::max(width, text_width(line, scale));
+    return width;
+}
+
 // ---------------------------------------------------------------- canvas
+
+enum class Hatch { Masked, Padding };
 
 class Canvas {
 public:
-    Canvas(int64_t width, int64_t height) {
+    Canvas(int64_t width, int64_t height, int64_t scale) : scale_(scale) {
         image_.width = width;
         image_.height = height;
         image_.rgb.assign(static_cast<size_t>(width * height * 3), 255);
@@ -154,11 +197,19 @@ public:
         for (int64_t y = rect.y; y < rect.y + rect.height; ++y)
             for (int64_t x = rect.x; x < rect.x + rect.width; ++x) set(x, y, colour);
     }
-    // Diagonal hatching, continuous across neighbouring rectangles.
-    void hatch(const Rect& rect) {
+    // Hatching in picture coordinates, so continuous across neighbouring
+    // cells: masked "/" lines, padding "/" and "\" lines.
+    void hatch(const Rect& rect, Hatch kind) {
+        const int64_t period = kHatchPeriod * scale_, line = 2 * scale_;
         for (int64_t y = rect.y; y < rect.y + rect.height; ++y)
-            for (int64_t x = rect.x; x < rect.x + rect.width; ++x)
-                set(x, y, (x + y) % 6 < 2 ? kPaddingHatchColour : kPaddingColour);
+            for (int64_t x = rect.x; x < rect.x + rect.width; ++x) {
+                const bool rising = (x + y) % period < line;
+                const bool falling = ((x - y) % period + period) % period < line;
+                if (kind == Hatch::Masked)
+                    set(x, y, rising ? kMaskedHatchColour : kMaskedColour);
+                else
+                    set(x, y, rising || falling ? kPaddingHatchColour : kPaddingColour);
+            }
     }
     // A 1-pixel line just outside `rect`.
     void frame(const Rect& rect, Rgb colour) {
@@ -172,11 +223,20 @@ public:
         for (const Rect& rect : glyph_rects(text))
             fill({x + rect.x * scale, y + rect.y * scale, rect.width * scale, rect.height * scale}, colour);
     }
+    // `text` turned 90 degrees counter-clockwise (read bottom to top): the
+    // top of the letters faces left at x, the text starts at y (its bottom
+    // end) and runs up.
+    void text_up(int64_t x, int64_t y, const std::string& text, int64_t scale, Rgb colour) {
+        for (const Rect& rect : glyph_rects(text))
+            fill({x + rect.y * scale, y - (rect.x + rect.width) * scale, rect.height * scale, rect.width * scale},
+                 colour);
+    }
 
     Image take() { return std::move(image_); }
 
 private:
     Image image_;
+    int64_t scale_;
 };
 
 // ---------------------------------------------------------------- checks
@@ -184,6 +244,10 @@ private:
 void check_size(const std::vector<uint8_t>& flags, int64_t expected, const char* name, const char* op) {
     if (!flags.empty() && static_cast<int64_t>(flags.size()) != expected)
         fail(op, ": ", name, " has ", flags.size(), " entries, expected ", expected, " (or none)");
+}
+
+void check_scale(int64_t scale, const char* op) {
+    if (scale < 1 || scale > kMaxScale) fail(op, ": scale must be 1..", kMaxScale, ", got ", scale);
 }
 
 void check_spec(const HeatmapSpec& spec, const char* op) {
@@ -201,6 +265,10 @@ void check_spec(const HeatmapSpec& spec, const char* op) {
         fail(op, ": row_labels has ", spec.row_labels.size(), " labels, expected L = ", spec.rows, " (or none)");
     if (!spec.column_labels.empty() && static_cast<int64_t>(spec.column_labels.size()) != spec.cols)
         fail(op, ": column_labels has ", spec.column_labels.size(), " labels, expected S = ", spec.cols, " (or none)");
+    if (spec.prefix < 0 || spec.prefix > std::max(spec.rows, spec.cols))
+        fail(op, ": prefix must be 0..max(L, S) = ", std::max(spec.rows, spec.cols), ", got ", spec.prefix);
+    if (spec.matrix_size < 40 || spec.matrix_size > 600)
+        fail(op, ": matrix_size must be 40..600, got ", spec.matrix_size);
     if (spec.weights.empty()) return;
     if (!std::isfinite(spec.scale_min) || !std::isfinite(spec.scale_max) || !(spec.scale_min < spec.scale_max))
         fail(op, ": the colour scale needs finite scale_min < scale_max, got ", spec.scale_min, " .. ",
@@ -227,71 +295,143 @@ float weight_at(const HeatmapSpec& spec, int64_t l, int64_t s, const char* op) {
 
 // ---------------------------------------------------------------- layout
 
-// One panel: title, labels and matrix, positioned relative to its own
-// top-left corner (the outer margin included on the left and top only).
+// One panel: title, axis titles, labels and matrix, positioned relative to
+// its own top-left corner (the outer margin included on the left and top only).
 struct PanelGeometry {
-    int64_t cell = 0, label_step = 0, font_scale = 0;
+    int64_t scale = 1, cell_width = 0, cell_height = 0, font = 0, row_step = 0, column_step = 0;
+    bool columns_rotated = false;
     int64_t matrix_x = 0, matrix_y = 0, matrix_width = 0, matrix_height = 0;
-    int64_t width = 0;   // matrix right edge, or the title's, whichever is further
+    int64_t width = 0;   // the right edge of whatever is furthest right
     std::vector<std::string> row_text, column_text;  // "" where no label is drawn
+    std::vector<std::string> row_axis_lines, column_axis_lines;
+    int64_t row_axis_x = 0, row_axis_bottom = 0;  // rotated lines: the first at row_axis_x, bottom ends at row_axis_bottom
+    int64_t column_axis_x = 0, column_axis_y = 0;
+    std::vector<Rect> row_boxes, column_boxes, row_axis_boxes, column_axis_boxes;  // relative to the panel
 };
 
 // "q3", "k0": the labels of a heatmap without tokens.
 std::string index_label(char prefix, int64_t index) { return std::string(1, prefix).append(std::to_string(index)); }
 
-PanelGeometry panel_geometry(const HeatmapSpec& spec) {
+PanelGeometry panel_geometry(const HeatmapSpec& spec, int64_t scale) {
     PanelGeometry panel;
-    panel.cell = std::clamp<int64_t>(600 / std::max(spec.rows, spec.cols), 4, 40);
-    panel.label_step = (kGlyphPitch + panel.cell - 1) / panel.cell;
-    panel.font_scale = panel.cell >= 20 ? 2 : 1;
-    const int64_t font = panel.font_scale;
+    panel.scale = scale;
+    // Each axis its own cell size, so that a short axis keeps every label.
+    panel.cell_width = std::clamp<int64_t>(spec.matrix_size / spec.cols, 4, 40) * scale;
+    panel.cell_height = std::clamp<int64_t>(spec.matrix_size / spec.rows, 4, 40) * scale;
+    panel.font = kFontScale * scale;
+    const int64_t font = panel.font, cell_width = panel.cell_width, cell_height = panel.cell_height;
+    const int64_t pitch = kGlyphPitch * font;
+    const int64_t gap = kLabelGap * scale, margin = kMargin * scale;
+    const int64_t glyph_height = (kGlyphPitch - 1) * font;  // capitals and descenders
 
+    // Rows: every row_step-th row, so that lines of text never overlap.
+    panel.row_step = (pitch + cell_height - 1) / cell_height;
     int64_t row_band = 0;
     for (int64_t l = 0; l < spec.rows; ++l) {
         std::string text;
-        if (l % panel.label_step == 0)
+        if (l % panel.row_step == 0)
             text = printable_label(spec.row_labels.empty() ? index_label('q', l) : spec.row_labels[static_cast<size_t>(l)],
-                                   kMaxRowLabelChars);
+                                   kMaxLabelChars);
         row_band = std::max(row_band, text_width(text, font));
         panel.row_text.push_back(std::move(text));
     }
-    size_t column_chars = 0;
+    // Columns: horizontal when every label fits its cell, else rotated.
+    std::vector<std::string> all_columns;
+    int64_t widest_column = 0;
     for (int64_t s = 0; s < spec.cols; ++s) {
-        std::string text;
-        if (s % panel.label_step == 0)
-            text = printable_label(
-                spec.column_labels.empty() ? index_label('k', s) : spec.column_labels[static_cast<size_t>(s)],
-                kMaxColumnLabelChars);
-        column_chars = std::max(column_chars, text.size());
+        all_columns.push_back(printable_label(
+            spec.column_labels.empty() ? index_label('k', s) : spec.column_labels[static_cast<size_t>(s)],
+            kMaxLabelChars));
+        widest_column = std::max(widest_column, text_width(all_columns.back(), font));
+    }
+    panel.columns_rotated = widest_column > cell_width - 2 * scale;
+    panel.column_step = panel.columns_rotated ? (pitch + cell_width - 1) / cell_width : 1;
+    int64_t column_band = 0;
+    for (int64_t s = 0; s < spec.cols; ++s) {
+        std::string text = s % panel.column_step == 0 ? all_columns[static_cast<size_t>(s)] : "";
+        if (!text.empty()) column_band = std::max(column_band, panel.columns_rotated ? text_width(text, font) : glyph_height);
         panel.column_text.push_back(std::move(text));
     }
-    const int64_t title_band = spec.title.empty() ? 0 : kTitleBand;
-    const int64_t column_band = static_cast<int64_t>(column_chars) * kGlyphPitch * font + kLabelGap;
-    panel.matrix_x = kMargin + row_band + kLabelGap;
-    panel.matrix_y = kMargin + title_band + column_band;
-    panel.matrix_width = spec.cols * panel.cell;
-    panel.matrix_height = spec.rows * panel.cell;
-    panel.width = std::max(panel.matrix_x + panel.matrix_width,
-                           kMargin + text_width(printable_label(spec.title, spec.title.size()), kTitleScale));
+
+    panel.matrix_width = spec.cols * cell_width;
+    panel.matrix_height = spec.rows * cell_height;
+    panel.row_axis_lines =
+        wrap(printable_label(spec.row_axis, spec.row_axis.size()), std::max(panel.matrix_height, kRowAxisWrap * scale), font);
+    panel.column_axis_lines =
+        wrap(printable_label(spec.column_axis, spec.column_axis.size()), std::max(panel.matrix_width, kColumnAxisWrap * scale), font);
+    const auto row_axis_lines = static_cast<int64_t>(panel.row_axis_lines.size());
+    const auto column_axis_lines = static_cast<int64_t>(panel.column_axis_lines.size());
+    const int64_t row_axis_band = row_axis_lines ? row_axis_lines * pitch + gap : 0;
+    const int64_t column_axis_band = column_axis_lines ? column_axis_lines * pitch + gap : 0;
+    const int64_t row_axis_length = widest(panel.row_axis_lines, font);
+
+    const int64_t title_band = spec.title.empty() ? 0 : kTitleBand * scale;
+    panel.matrix_x = margin + row_axis_band + row_band + gap;
+    panel.matrix_y = margin + title_band + column_axis_band + column_band + gap;
+    // A row axis title longer than the matrix is tall ends at the matrix's
+    // bottom and runs up; the matrix moves down until it fits under the title band.
+    if (row_axis_length > panel.matrix_height)
+        panel.matrix_y = std::max(panel.matrix_y, margin + title_band + row_axis_length - panel.matrix_height);
+    panel.row_axis_x = margin;
+    panel.row_axis_bottom = row_axis_length > panel.matrix_height
+                                ? panel.matrix_y + panel.matrix_height
+                                : panel.matrix_y + (panel.matrix_height + row_axis_length) / 2;
+    panel.column_axis_x = panel.matrix_x;
+    panel.column_axis_y = panel.matrix_y - gap - column_band - column_axis_band;
+
+    // Boxes of what is drawn, relative to the panel.
+    for (int64_t l = 0; l < spec.rows; ++l) {
+        const std::string& text = panel.row_text[static_cast<size_t>(l)];
+        if (text.empty()) continue;
+        const int64_t width = text_width(text, font);
+        panel.row_boxes.push_back({panel.matrix_x - gap - width, panel.matrix_y + l * cell_height + (cell_height - kCapHeight * font) / 2,
+                                   width, glyph_height});
+    }
+    for (int64_t s = 0; s < spec.cols; ++s) {
+        const std::string& text = panel.column_text[static_cast<size_t>(s)];
+        if (text.empty()) continue;
+        const int64_t width = text_width(text, font);
+        if (panel.columns_rotated)
+            panel.column_boxes.push_back({panel.matrix_x + s * cell_width + (cell_width - kCapHeight * font) / 2,
+                                          panel.matrix_y - gap - width, glyph_height, width});
+        else
+            panel.column_boxes.push_back({panel.matrix_x + s * cell_width + (cell_width - width) / 2,
+                                          panel.matrix_y - gap - glyph_height, width, glyph_height});
+    }
+    for (int64_t i = 0; i < row_axis_lines; ++i) {
+        const int64_t length = text_width(panel.row_axis_lines[static_cast<size_t>(i)], font);
+        panel.row_axis_boxes.push_back({panel.row_axis_x + i * pitch, panel.row_axis_bottom - length, glyph_height, length});
+    }
+    for (int64_t i = 0; i < column_axis_lines; ++i)
+        panel.column_axis_boxes.push_back({panel.column_axis_x, panel.column_axis_y + i * pitch,
+                                           text_width(panel.column_axis_lines[static_cast<size_t>(i)], font),
+                                           glyph_height});
+
+    panel.width = std::max({panel.matrix_x + panel.matrix_width,
+                            margin + text_width(printable_label(spec.title, spec.title.size()), font),
+                            panel.column_axis_x + widest(panel.column_axis_lines, font)});
     return panel;
 }
 
 // The key: a colour bar with three numbers (weights), then a legend of the
-// cell kinds in use. Positioned relative to its own top-left corner.
+// cell kinds in use (and the prefix line). Positioned relative to its own
+// top-left corner.
+enum class LegendItem { Allowed, Masked, Padding, Prefix };
+
 struct KeyGeometry {
     bool colour_bar = false;
     float scale_min = 0.0f, scale_max = 1.0f;
-    int64_t font_scale = 1, bar_height = 0;
-    std::vector<CellKind> legend;
+    int64_t scale = 1, font = 1, bar_height = 0;
+    std::vector<LegendItem> legend;
     int64_t width = 0, height = 0;
 };
 
-const char* legend_text(CellKind kind) {
-    switch (kind) {
-        case CellKind::Allowed: return "allowed";
-        case CellKind::Masked: return "masked";
-        case CellKind::Padding: return "padding";
-        case CellKind::Weight: break;
+const char* legend_text(LegendItem item) {
+    switch (item) {
+        case LegendItem::Allowed: return "allowed";
+        case LegendItem::Masked: return "masked: not allowed";
+        case LegendItem::Padding: return "padding";
+        case LegendItem::Prefix: return "prefix boundary";
     }
     return "";
 }
@@ -303,32 +443,37 @@ std::string scale_number(float value, float range) {
     return text;
 }
 
-KeyGeometry key_geometry(const std::vector<HeatmapSpec>& panels, int64_t font_scale, int64_t matrix_height) {
+KeyGeometry key_geometry(const std::vector<HeatmapSpec>& panels, int64_t scale, int64_t matrix_height) {
     KeyGeometry key;
-    key.font_scale = font_scale;
+    key.scale = scale;
+    key.font = kFontScale * scale;
     key.colour_bar = !panels.front().weights.empty();
     key.scale_min = panels.front().scale_min;
     key.scale_max = panels.front().scale_max;
     bool any[4] = {};
-    for (const HeatmapSpec& spec : panels)
+    bool prefix = false;
+    for (const HeatmapSpec& spec : panels) {
         for (int64_t l = 0; l < spec.rows; ++l)
             for (int64_t s = 0; s < spec.cols; ++s) any[static_cast<int>(cell_kind(spec, l, s))] = true;
-    if (!key.colour_bar) key.legend.push_back(CellKind::Allowed);
-    if (any[static_cast<int>(CellKind::Masked)]) key.legend.push_back(CellKind::Masked);
-    if (any[static_cast<int>(CellKind::Padding)]) key.legend.push_back(CellKind::Padding);
+        prefix = prefix || spec.prefix > 0;
+    }
+    if (!key.colour_bar) key.legend.push_back(LegendItem::Allowed);
+    if (any[static_cast<int>(CellKind::Masked)]) key.legend.push_back(LegendItem::Masked);
+    if (any[static_cast<int>(CellKind::Padding)]) key.legend.push_back(LegendItem::Padding);
+    if (prefix) key.legend.push_back(LegendItem::Prefix);
 
-    const int64_t font = font_scale, swatch = kGlyphPitch * font;
+    const int64_t font = key.font, swatch = kGlyphPitch * font;
     if (key.colour_bar) {
-        key.bar_height = std::max(matrix_height, kMinBarHeight);
+        key.bar_height = std::max(matrix_height, kMinBarHeight * scale);
         const float range = key.scale_max - key.scale_min;
         int64_t numbers = 0;
         for (float value : {key.scale_min, key.scale_min + range / 2, key.scale_max})
             numbers = std::max(numbers, text_width(scale_number(value, range), font));
-        key.width = kBarWidth + 8 + numbers;
+        key.width = kBarWidth * scale + 8 * scale + numbers;
         key.height = key.bar_height + (key.legend.empty() ? 0 : swatch);
     }
     for (size_t i = 0; i < key.legend.size(); ++i) {
-        key.width = std::max(key.width, swatch + kLabelGap + text_width(legend_text(key.legend[i]), font));
+        key.width = std::max(key.width, swatch + kLabelGap * scale + text_width(legend_text(key.legend[i]), font));
         key.height += swatch + (i + 1 < key.legend.size() ? swatch / 2 : 0);
     }
     return key;
@@ -336,20 +481,36 @@ KeyGeometry key_geometry(const std::vector<HeatmapSpec>& panels, int64_t font_sc
 
 // ---------------------------------------------------------------- drawing
 
+// The prefix-LM boundary: black, white, black, across the matrix after P
+// rows and after P columns.
+void draw_prefix_line(Canvas& canvas, const Rect& matrix, int64_t cell_width, int64_t cell_height, int64_t prefix,
+                      int64_t scale) {
+    const int64_t at_x = matrix.x + prefix * cell_width, at_y = matrix.y + prefix * cell_height;
+    const int64_t outer = scale, inner = 2 * scale, half = outer + inner / 2;
+    if (prefix * cell_width < matrix.width) {
+        canvas.fill({at_x - half, matrix.y, 2 * outer + inner, matrix.height}, kPrefixLineColour);
+        canvas.fill({at_x - inner / 2, matrix.y, inner, matrix.height}, kBackgroundColour);
+    }
+    if (prefix * cell_height < matrix.height) {
+        canvas.fill({matrix.x, at_y - half, matrix.width, 2 * outer + inner}, kPrefixLineColour);
+        canvas.fill({matrix.x, at_y - inner / 2, matrix.width, inner}, kBackgroundColour);
+    }
+}
+
 void draw_panel(Canvas& canvas, int64_t x, int64_t y, const HeatmapSpec& spec, const PanelGeometry& panel,
                 const char* op) {
+    const int64_t font = panel.font, cell_width = panel.cell_width, cell_height = panel.cell_height, scale = panel.scale;
     if (!spec.title.empty())
-        canvas.text(x + kMargin, y + kMargin, printable_label(spec.title, spec.title.size()), kTitleScale,
+        canvas.text(x + kMargin * scale, y + kMargin * scale, printable_label(spec.title, spec.title.size()), font,
                     kTextColour);
-    const int64_t font = panel.font_scale, cell = panel.cell;
     const int64_t matrix_x = x + panel.matrix_x, matrix_y = y + panel.matrix_y;
 
     for (int64_t l = 0; l < spec.rows; ++l)
         for (int64_t s = 0; s < spec.cols; ++s) {
-            const Rect rect{matrix_x + s * cell, matrix_y + l * cell, cell, cell};
+            const Rect rect{matrix_x + s * cell_width, matrix_y + l * cell_height, cell_width, cell_height};
             switch (cell_kind(spec, l, s)) {
-                case CellKind::Padding: canvas.hatch(rect); break;
-                case CellKind::Masked: canvas.fill(rect, kMaskedColour); break;
+                case CellKind::Padding: canvas.hatch(rect, Hatch::Padding); break;
+                case CellKind::Masked: canvas.hatch(rect, Hatch::Masked); break;
                 case CellKind::Allowed: canvas.fill(rect, kAllowedColour); break;
                 case CellKind::Weight: {
                     const float weight = weight_at(spec, l, s, op);
@@ -358,55 +519,69 @@ void draw_panel(Canvas& canvas, int64_t x, int64_t y, const HeatmapSpec& spec, c
                 }
             }
         }
-    canvas.frame({matrix_x, matrix_y, panel.matrix_width, panel.matrix_height}, kFrameColour);
+    const Rect matrix{matrix_x, matrix_y, panel.matrix_width, panel.matrix_height};
+    if (spec.prefix > 0) draw_prefix_line(canvas, matrix, cell_width, cell_height, spec.prefix, scale);
+    canvas.frame(matrix, kFrameColour);
 
-    // Row labels: right-aligned, centred on the row.
-    for (int64_t l = 0; l < spec.rows; ++l) {
-        const std::string& text = panel.row_text[static_cast<size_t>(l)];
+    // Row labels right-aligned and centred on their row; column labels
+    // centred on their column, horizontal or read bottom to top.
+    size_t box = 0;
+    for (const std::string& text : panel.row_text) {
         if (text.empty()) continue;
-        canvas.text(matrix_x - kLabelGap - text_width(text, font), matrix_y + l * cell + (cell - kCapHeight * font) / 2,
-                    text, font, kTextColour);
+        const Rect& at = panel.row_boxes[box++];
+        canvas.text(x + at.x, y + at.y, text, font, kTextColour);
     }
-    // Column labels: upright characters one under the other, ending just above the matrix.
-    for (int64_t s = 0; s < spec.cols; ++s) {
-        const std::string& text = panel.column_text[static_cast<size_t>(s)];
-        const auto count = static_cast<int64_t>(text.size());
-        for (int64_t i = 0; i < count; ++i) {
-            const std::string glyph(1, text[static_cast<size_t>(i)]);
-            canvas.text(matrix_x + s * cell + (cell - text_width(glyph, font)) / 2,
-                        matrix_y - kLabelGap - (count - i) * kGlyphPitch * font, glyph, font, kTextColour);
-        }
+    box = 0;
+    for (const std::string& text : panel.column_text) {
+        if (text.empty()) continue;
+        const Rect& at = panel.column_boxes[box++];
+        if (panel.columns_rotated)
+            canvas.text_up(x + at.x, y + at.y + at.height, text, font, kTextColour);
+        else
+            canvas.text(x + at.x, y + at.y, text, font, kTextColour);
+    }
+    for (size_t i = 0; i < panel.row_axis_lines.size(); ++i) {
+        const Rect& at = panel.row_axis_boxes[i];
+        canvas.text_up(x + at.x, y + at.y + at.height, panel.row_axis_lines[i], font, kTextColour);
+    }
+    for (size_t i = 0; i < panel.column_axis_lines.size(); ++i) {
+        const Rect& at = panel.column_axis_boxes[i];
+        canvas.text(x + at.x, y + at.y, panel.column_axis_lines[i], font, kTextColour);
     }
 }
 
 void draw_key(Canvas& canvas, int64_t x, int64_t y, const KeyGeometry& key) {
-    const int64_t font = key.font_scale, swatch = kGlyphPitch * font;
+    const int64_t font = key.font, scale = key.scale, swatch = kGlyphPitch * font, bar = kBarWidth * scale;
     if (key.colour_bar) {
         const int64_t height = key.bar_height;
         for (int64_t row = 0; row < height; ++row)  // top = scale_max
-            canvas.fill({x, y + row, kBarWidth, 1},
-                        viridis(1.0f - static_cast<float>(row) / static_cast<float>(height - 1)));
-        canvas.frame({x, y, kBarWidth, height}, kFrameColour);
+            canvas.fill({x, y + row, bar, 1}, viridis(1.0f - static_cast<float>(row) / static_cast<float>(height - 1)));
+        canvas.frame({x, y, bar, height}, kFrameColour);
         const float range = key.scale_max - key.scale_min;
         const float values[3] = {key.scale_max, key.scale_min + range / 2, key.scale_min};
         const int64_t ticks[3] = {y, y + (height - 1) / 2, y + height - 1};
         for (int i = 0; i < 3; ++i) {
-            canvas.fill({x + kBarWidth, ticks[i], 4, 1}, kFrameColour);
-            canvas.text(x + kBarWidth + 8, ticks[i] - kCapHeight * font / 2, scale_number(values[i], range), font,
+            canvas.fill({x + bar, ticks[i], 4 * scale, scale}, kFrameColour);
+            canvas.text(x + bar + 8 * scale, ticks[i] - kCapHeight * font / 2, scale_number(values[i], range), font,
                         kTextColour);
         }
         y += height + swatch;
     }
-    for (CellKind kind : key.legend) {
+    for (LegendItem item : key.legend) {
         const Rect rect{x, y, swatch, swatch};
-        if (kind == CellKind::Padding)
-            canvas.hatch(rect);
-        else
-            canvas.fill(rect, kind == CellKind::Masked ? kMaskedColour : kAllowedColour);
+        switch (item) {
+            case LegendItem::Padding: canvas.hatch(rect, Hatch::Padding); break;
+            case LegendItem::Masked: canvas.hatch(rect, Hatch::Masked); break;
+            case LegendItem::Allowed: canvas.fill(rect, kAllowedColour); break;
+            case LegendItem::Prefix:
+                canvas.fill(rect, kBackgroundColour);
+                draw_prefix_line(canvas, {x, y, swatch, swatch}, swatch / 2, swatch / 2, 1, scale);
+                break;
+        }
         canvas.frame(rect, kFrameColour);
         // centred with its descenders, so that "padding" stays inside the key's height
-        canvas.text(x + swatch + kLabelGap, y + (swatch - (kGlyphPitch - 1) * font) / 2, legend_text(kind), font,
-                    kTextColour);
+        canvas.text(x + swatch + kLabelGap * scale, y + (swatch - (kGlyphPitch - 1) * font) / 2, legend_text(item),
+                    font, kTextColour);
         y += swatch + swatch / 2;
     }
 }
@@ -414,6 +589,7 @@ void draw_key(Canvas& canvas, int64_t x, int64_t y, const KeyGeometry& key) {
 // Everything a picture of one or more panels needs; heatmap_layout reports
 // the one-panel case.
 struct GridGeometry {
+    int64_t scale = 1;
     std::vector<PanelGeometry> panels;
     KeyGeometry key;
     int64_t columns = 1, slot_width = 0, slot_height = 0, top = 0;
@@ -421,7 +597,8 @@ struct GridGeometry {
 };
 
 GridGeometry grid_geometry(const std::string& title, const std::vector<HeatmapSpec>& panels, int64_t columns,
-                           const char* op) {
+                           int64_t scale, const char* op) {
+    check_scale(scale, op);
     if (panels.empty() || static_cast<int64_t>(panels.size()) > kMaxPanels)
         fail(op, ": a grid needs 1..", kMaxPanels, " panels, got ", panels.size());
     if (columns < 0) fail(op, ": columns must be >= 0 (0 = automatic), got ", columns);
@@ -439,39 +616,41 @@ GridGeometry grid_geometry(const std::string& title, const std::vector<HeatmapSp
     }
 
     GridGeometry grid;
+    grid.scale = scale;
     const auto count = static_cast<int64_t>(panels.size());
     grid.columns = std::min(columns == 0 ? std::min<int64_t>(count, 4) : columns, count);
     const int64_t rows = (count + grid.columns - 1) / grid.columns;
-    grid.top = title.empty() ? 0 : kTitleBand;  // the panels bring their own top margin
-    int64_t font = 1, matrix_right = 0, matrix_height = 0;
+    grid.top = title.empty() ? 0 : kTitleBand * scale;  // the panels bring their own top margin
+    int64_t matrix_right = 0, matrix_height = 0, matrix_y = 0;
     for (const HeatmapSpec& spec : panels) {
-        PanelGeometry panel = panel_geometry(spec);
-        font = std::max(font, panel.font_scale);
+        PanelGeometry panel = panel_geometry(spec, scale);
         matrix_right = std::max(matrix_right, panel.matrix_x + panel.matrix_width);
         matrix_height = std::max(matrix_height, panel.matrix_height);
-        grid.slot_width = std::max(grid.slot_width, panel.width + kPanelGap);
+        matrix_y = std::max(matrix_y, panel.matrix_y);
+        grid.slot_width = std::max(grid.slot_width, panel.width + kPanelGap * scale);
         grid.slot_height = std::max(grid.slot_height, panel.matrix_y + panel.matrix_height);
         grid.panels.push_back(std::move(panel));
     }
-    grid.key = key_geometry(panels, font, matrix_height);
-    grid.key_x = (grid.columns - 1) * grid.slot_width + matrix_right + kKeyGap;
+    grid.key = key_geometry(panels, scale, matrix_height);
+    grid.key_x = (grid.columns - 1) * grid.slot_width + matrix_right + kKeyGap * scale;
     grid.key_y = grid.top + grid.panels.front().matrix_y;
-    const int64_t title_width = kMargin + text_width(printable_label(title, title.size()), kTitleScale);
-    grid.width = std::max({grid.key_x + grid.key.width, grid.columns * grid.slot_width - kPanelGap, title_width}) +
-                 kMargin;
-    grid.height = std::max(grid.top + rows * grid.slot_height, grid.key_y + grid.key.height) + kMargin;
+    const int64_t title_width = kMargin * scale + text_width(printable_label(title, title.size()), kFontScale * scale);
+    grid.width = std::max({grid.key_x + grid.key.width, grid.columns * grid.slot_width - kPanelGap * scale, title_width}) +
+                 kMargin * scale;
+    grid.height = std::max(grid.top + rows * grid.slot_height, grid.key_y + grid.key.height) + kMargin * scale;
     if (grid.width * grid.height > kMaxPixels)
         fail(op, ": the picture would be ", grid.width, "x", grid.height, " pixels, more than ", kMaxPixels / (1024 * 1024),
              " megapixels");
     return grid;
 }
 
-Image render_grid(const std::string& title, const std::vector<HeatmapSpec>& panels, int64_t columns,
+Image render_grid(const std::string& title, const std::vector<HeatmapSpec>& panels, int64_t columns, int64_t scale,
                   const char* op) {
-    const GridGeometry grid = grid_geometry(title, panels, columns, op);
-    Canvas canvas(grid.width, grid.height);
+    const GridGeometry grid = grid_geometry(title, panels, columns, scale, op);
+    Canvas canvas(grid.width, grid.height, scale);
     if (!title.empty())
-        canvas.text(kMargin, kMargin, printable_label(title, title.size()), kTitleScale, kTextColour);
+        canvas.text(kMargin * scale, kMargin * scale, printable_label(title, title.size()), kFontScale * scale,
+                    kTextColour);
     for (size_t i = 0; i < panels.size(); ++i) {
         const auto index = static_cast<int64_t>(i);
         draw_panel(canvas, (index % grid.columns) * grid.slot_width, grid.top + (index / grid.columns) * grid.slot_height,
@@ -505,6 +684,8 @@ void write_file_atomically(const std::string& path, const std::vector<uint8_t>& 
 }
 
 }  // namespace
+
+double luminance(Rgb colour) { return 0.299 * colour.r + 0.587 * colour.g + 0.114 * colour.b; }
 
 Rgb viridis(float t) {
     if (!(t > 0.0f)) return kViridis[0];  // also NaN
@@ -559,12 +740,24 @@ float largest_shown_weight(const HeatmapSpec& spec) {
 }
 
 HeatmapLayout heatmap_layout(const HeatmapSpec& spec) {
-    const GridGeometry grid = grid_geometry("", {spec}, 1, "heatmap_layout");
+    const GridGeometry grid = grid_geometry("", {spec}, 1, spec.scale, "heatmap_layout");
     const PanelGeometry& panel = grid.panels.front();
     HeatmapLayout layout;
-    layout.cell = panel.cell;
-    layout.label_step = panel.label_step;
-    layout.font_scale = panel.font_scale;
+    layout.cell_width = panel.cell_width;
+    layout.cell_height = panel.cell_height;
+    layout.font_scale = panel.font;
+    layout.row_step = panel.row_step;
+    layout.column_step = panel.column_step;
+    layout.columns_rotated = panel.columns_rotated;
+    const auto boxes = [](const std::vector<Rect>& rects) {
+        std::vector<LabelBox> out;
+        for (const Rect& rect : rects) out.push_back({rect.x, rect.y, rect.width, rect.height});
+        return out;
+    };
+    layout.row_labels = boxes(panel.row_boxes);
+    layout.column_labels = boxes(panel.column_boxes);
+    layout.row_axis = boxes(panel.row_axis_boxes);
+    layout.column_axis = boxes(panel.column_axis_boxes);
     layout.matrix_x = panel.matrix_x;
     layout.matrix_y = panel.matrix_y;
     layout.matrix_width = panel.matrix_width;
@@ -577,13 +770,15 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec) {
     return layout;
 }
 
-Image render_heatmap(const HeatmapSpec& spec) { return render_grid("", {spec}, 1, "render_heatmap"); }
+Image render_heatmap(const HeatmapSpec& spec) { return render_grid("", {spec}, 1, spec.scale, "render_heatmap"); }
 
 Image render_heatmap_grid(const HeatmapGrid& grid) {
-    return render_grid(grid.title, grid.panels, grid.columns, "render_heatmap_grid");
+    return render_grid(grid.title, grid.panels, grid.columns, grid.scale, "render_heatmap_grid");
 }
 
 void write_png(const Image& image, const std::string& path) {
+    if (!path.ends_with(".png"))
+        fail("write_png: ", path, " does not end in .png; the picture is PNG, so its name must say so");
     if (image.width < 1 || image.height < 1 || static_cast<int64_t>(image.rgb.size()) != image.width * image.height * 3)
         fail("write_png: ", path, ": image is ", image.width, "x", image.height, " with ", image.rgb.size(),
              " bytes, expected width*height*3 > 0");

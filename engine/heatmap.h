@@ -1,47 +1,58 @@
-// Heatmaps — attention weights and masks drawn as PNG pictures.
+// Heatmaps — attention weights and masks drawn as PNG pictures, made to be
+// read on a slide and printed in black and white.
 //
 // A heatmap shows one [L, S] matrix: row l is query l, column s is key s,
 // the value is the weight query l gives key s. Each cell is drawn as
-//   padding  light grey with dark diagonal hatching — row l or column s is a
-//            padding position (padding wins over everything else);
-//   masked   plain mid grey — the mask forbids query l to attend key s, so
-//            "not allowed" never looks like "weight 0";
+//   padding  cross-hatched: black lines in both diagonals on light grey —
+//            row l or column s is a padding position (padding wins);
+//   masked   hatched: black lines in one diagonal ("/") on light grey — the
+//            mask forbids query l to attend key s: "not allowed" is not
+//            "weight 0";
 //   a weight the viridis colour of (w - scale_min) / (scale_max - scale_min),
 //            clamped to [0, 1]: dark purple = scale_min ... yellow = scale_max.
-// Viridis (perceptually uniform; every entry has a channel spread max-min of
-// at least 69 out of 255) never produces a grey, so the three kinds cannot be
-// confused. A spec without weights is a mask picture: allowed cells are one
-// viridis teal, with the same masked and padding greys.
+// In greyscale (luminance 0.299 R + 0.587 G + 0.114 B) every viridis entry
+// lies in 30.5 .. 215.4 and a weight cell is one flat colour, while a hatched
+// cell mixes pixels of luminance 0 (the lines) and 240 (the ground), both
+// outside that range: no viridis colour prints like a hatched cell. The
+// legend says which hatch is which. A spec without weights is a mask
+// picture: allowed cells are one viridis teal, masked and padding hatched.
+// A prefix-LM boundary (prefix = P > 0) is a black-white-black line after
+// row P-1 and after column P-1: the keys left of it are the prefix.
 //
-// Layout, in pixels (heatmap_layout computes it). Text is stb_easy_font at
-// an integer scale f; at f = 1 a capital is 7 px tall and a line 10 px.
-//   cell        = clamp(600 / max(L, S), 4, 40)  (integer division): up to
-//                 15x15 cells are 40 px, 60x60 10 px, 150x150 and more 4 px;
-//   label_step  = ceil(10 / cell): with cells of 10 px or more every row and
-//                 column is labelled, otherwise rows and columns 0, k, 2k, ...
-//   f           = 2 when cell >= 20, else 1; the title is always at scale 2.
-//   width  = 12 + row_label_band + S*cell + 20 + key_width + 12,
-//            or 12 + the title's width + 12 if that is wider
-//   height = 12 + title_band + column_label_band + max(L*cell, key_height) + 12
-// where row_label_band = the widest drawn row label + 6; column labels stand
-// upright, one character under the other, ending 6 px above the matrix, so
-// column_label_band = (most characters in a drawn column label) * 10f + 6;
-// title_band = 30 with a title, else 0. The key right of the matrix is the
-// colour bar (16 px wide, max(L*cell, 128) px tall, scale_max at the top,
-// with the scale_min, middle and scale_max numbers), then a legend of the
-// greys in use; a mask picture's key is the legend alone.
+// Layout, in pixels (heatmap_layout computes it), at an integer scale
+// s = 1..8 (spec.scale; a grid's scale for all its panels). Text is
+// stb_easy_font at 2s: a capital is 14s px tall, a line 20s px.
+//   cells       per axis: cell_width = clamp(matrix_size / S, 4, 40) * s,
+//               cell_height = clamp(matrix_size / L, 4, 40) * s (integer
+//               division; matrix_size is 600 unless the spec says less), so
+//               that a short axis keeps its cells and labels large;
+//   rows        labelled every row_step = ceil(20s / cell_height) rows;
+//   columns     labels horizontal, centred on their column, when every one is
+//               at most cell_width - 2s wide (column_step 1); else rotated 90
+//               degrees (read bottom to top) as one run of text, every
+//               column_step = ceil(20s / cell_width) columns. Thinning is per axis.
+//   axis titles row_axis left of the row labels (rotated), column_axis above
+//               the column labels, each wrapped into lines at word breaks
+//               (at the matrix's height or 360s, its width or 480s).
+//   title       one line at 2s above everything, in a 30s px band.
+// Margins are 12s, gaps between labels and matrix 6s, between the matrix and
+// the key 20s. The key right of the matrix is the colour bar (16s px wide,
+// max(L*cell, 128s) px tall, scale_max at the top, with the scale_min,
+// middle and scale_max numbers), then a legend of the hatches (and the
+// prefix line) in use; a mask picture's key is the legend alone.
 //
 // Labels: row_labels are the query tokens (left), column_labels the key
 // tokens (top), drawn as given — special tokens as "<bos>", "<eos>", "<pad>".
 // The font is ASCII only: a byte outside 32..126 (a UTF-8 character counts
 // once) is drawn as '?', a label of spaces as '_' per space, and labels are
-// cut to 16 (rows) / 8 (columns) characters, the last shown as '~'.
+// cut to 16 characters, the last shown as '~'.
 // Without labels, rows are "q0", "q1", ... and columns "k0", "k1", ...
 //
 // Files are written atomically: the PNG is encoded in memory
 // (stbi_write_png_to_func), written to "<path>.tmp-<pid>" next to the target
 // and renamed over it; on any failure tinyformer::Error names the path and
-// the reason, and no file is left behind.
+// the reason, and no file is left behind. A path that does not end in
+// ".png" is refused, naming it (the bytes are PNG whatever the name says).
 #pragma once
 
 #include "engine/mask.h"
@@ -61,6 +72,10 @@ struct HeatmapSpec {
     std::vector<uint8_t> row_padding, column_padding;   // [L] / [S], 1 = padding; empty = none
     std::vector<std::string> row_labels, column_labels; // [L] / [S]; empty = q0.. / k0..
     float scale_min = 0.0f, scale_max = 1.0f;           // the colour bar's range (weights only)
+    std::string row_axis, column_axis;  // axis titles, e.g. "query: decoder input ..."; empty = none
+    int64_t prefix = 0;                 // prefix-LM boundary after P rows and columns; 0 = none
+    int64_t scale = 1;                  // integer scale of text and cells, 1..8 (single pictures)
+    int64_t matrix_size = 600;          // the matrix's target side at scale 1, 40..600 px
 };
 
 // A weight heatmap of one [L, S] matrix, e.g. one head's slice of the
@@ -86,11 +101,20 @@ struct HeatmapGrid {
     std::string title;
     std::vector<HeatmapSpec> panels;
     int64_t columns = 0;
+    int64_t scale = 1;  // for every panel (their own scale is not used)
+};
+
+// A drawn label's box, in pixels from the picture's top-left corner.
+struct LabelBox {
+    int64_t x = 0, y = 0, width = 0, height = 0;
 };
 
 // Where things go (see the formulas above), in pixels from the top-left corner.
 struct HeatmapLayout {
-    int64_t cell = 0, label_step = 0, font_scale = 0;
+    int64_t cell_width = 0, cell_height = 0, font_scale = 0;
+    int64_t row_step = 0, column_step = 0;        // every row_step-th row / column_step-th column labelled
+    bool columns_rotated = false;                 // column labels read bottom to top
+    std::vector<LabelBox> row_labels, column_labels, row_axis, column_axis;  // drawn boxes
     int64_t matrix_x = 0, matrix_y = 0;           // top-left corner of cell (0, 0)
     int64_t matrix_width = 0, matrix_height = 0;  // S*cell, L*cell
     int64_t key_x = 0, key_width = 0, key_height = 0;  // the key's top is matrix_y
@@ -120,9 +144,12 @@ struct Rgb {
     bool operator==(const Rgb&) const = default;
 };
 Rgb viridis(float t);  // t in [0, 1], clamped; the 256-entry table, nearest entry
-extern const Rgb kMaskedColour;       // plain mid grey
-extern const Rgb kPaddingColour;      // hatching background
-extern const Rgb kPaddingHatchColour; // hatching lines
+double luminance(Rgb colour);  // 0.299 R + 0.587 G + 0.114 B, as greyscale print sees it
+extern const Rgb kMaskedColour;       // masked hatching: the ground
+extern const Rgb kMaskedHatchColour;  // masked hatching: the lines
+extern const Rgb kPaddingColour;      // padding cross-hatching: the ground
+extern const Rgb kPaddingHatchColour; // padding cross-hatching: the lines
+extern const Rgb kPrefixLineColour;   // the prefix-LM boundary's outer lines (its middle is white)
 extern const Rgb kAllowedColour;      // mask pictures: an allowed cell
 extern const Rgb kBackgroundColour;   // white
 

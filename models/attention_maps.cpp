@@ -1,5 +1,8 @@
 #include "models/attention_maps.h"
 
+#include <algorithm>
+#include <numeric>
+
 namespace tinyformer {
 
 namespace {
@@ -67,6 +70,7 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
                 case SelfAttentionKind::PrefixLm:
                     map.mask = Mask::prefix_lm({static_cast<int64_t>(input.size())}, L);
                     map.mask_name = "prefix-LM (prefix " + std::to_string(input.size()) + ")";
+                    map.prefix = static_cast<int64_t>(input.size());
                     break;
                 case SelfAttentionKind::Bidirectional: map.mask_name = "none (bidirectional)"; break;
             }
@@ -74,6 +78,39 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
         run.maps.push_back(std::move(map));
     }
     return run;
+}
+
+CrossAlignment cross_alignment(const AttentionRun& run, int64_t layer) {
+    const AttentionMap* cross = nullptr;
+    int64_t layers = 0;
+    for (const AttentionMap& map : run.maps)
+        if (map.stack == "decoder" && map.kind == "cross") {
+            ++layers;
+            if (map.layer == layer) cross = &map;
+        }
+    if (layers == 0) fail("cross_alignment: the model has no cross-attention (it is not encoder-decoder)");
+    if (!cross) fail("cross_alignment: decoder layer ", layer, " does not exist (the decoder has layers 0..", layers - 1, ")");
+    const int64_t H = cross->weights.dim(1), L = cross->weights.dim(2), S = cross->weights.dim(3);
+    CrossAlignment alignment;
+    alignment.layer = layer;
+    alignment.source_tokens = cross->key_tokens;
+    for (int64_t l = 0; l < L; ++l) {
+        OutputAlignment row;
+        row.query_token = cross->query_tokens[static_cast<size_t>(l)];
+        // Row l predicts the token the decoder reads at row l + 1, and the last row <eos>.
+        row.output_token = l + 1 < L ? cross->query_tokens[static_cast<size_t>(l + 1)] : "<eos>";
+        row.weights.assign(static_cast<size_t>(S), 0.0f);
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t s = 0; s < S; ++s)
+                row.weights[static_cast<size_t>(s)] += cross->weights.at({0, h, l, s}) / static_cast<float>(H);
+        row.by_weight.resize(static_cast<size_t>(S));
+        std::iota(row.by_weight.begin(), row.by_weight.end(), 0);
+        std::stable_sort(row.by_weight.begin(), row.by_weight.end(), [&](int64_t a, int64_t b) {
+            return row.weights[static_cast<size_t>(a)] > row.weights[static_cast<size_t>(b)];
+        });
+        alignment.rows.push_back(std::move(row));
+    }
+    return alignment;
 }
 
 }  // namespace tinyformer

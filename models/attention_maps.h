@@ -31,6 +31,7 @@ struct AttentionMap {
     std::string kind;    // "self" or "cross"
     std::string trace_name;  // its prefix in the trace: "decoder.1.cross_attn" (models/trace.h)
     std::string mask_name;  // e.g. "causal", "prefix-LM (prefix 5)", "none (bidirectional)"
+    int64_t prefix = 0;     // prefix-LM: the prefix length (positions 0..prefix-1); else 0
     Tensor weights;         // [1, H, L, S], per head, never averaged
     Mask mask;              // what the model applied (broadcasts to [1, H, L, S])
     std::vector<std::string> query_tokens, key_tokens;  // [L], [S]
@@ -52,5 +53,24 @@ struct AttentionRun {
 AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& tokens,
                             const std::optional<std::vector<int64_t>>& target,
                             Trace::Detail detail = Trace::Detail::Weights);
+
+// Where an encoder-decoder model looks while it writes: for each output
+// token (the target's tokens, then <eos>), the cross-attention weights of
+// the decoder query that predicts it (decoder row t predicts output token t),
+// averaged over the heads of one decoder layer, and the source positions in
+// order of that weight, largest first.
+struct OutputAlignment {
+    std::string output_token;          // what this row predicts
+    std::string query_token;           // what the decoder reads at this row
+    std::vector<float> weights;        // [S], the mean over heads
+    std::vector<int64_t> by_weight;    // source positions, largest weight first (ties: lower position first)
+};
+struct CrossAlignment {
+    int64_t layer = 0;
+    std::vector<std::string> source_tokens;
+    std::vector<OutputAlignment> rows;
+};
+// Error for a model that is not encoder-decoder, or a layer it has not.
+CrossAlignment cross_alignment(const AttentionRun& run, int64_t layer);
 
 }  // namespace tinyformer

@@ -3,6 +3,8 @@
 #include "engine/random.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <sstream>
 
 namespace tinyformer {
 
@@ -16,10 +18,31 @@ std::string sorted(const std::string& text) {
     return out;
 }
 
+const char* const kMonths[12] = {"january", "february", "march",     "april",   "may",      "june",
+                                 "july",    "august",   "september", "october", "november", "december"};
+const char* const kWeekdays[7] = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"};
+
+std::string two_digits(int64_t n) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%02lld", static_cast<long long>(n));
+    return text;
+}
+
+// A date uniform over 1900-01-01..2099-12-31, in a form drawn uniformly.
+std::string random_date(Random& random) {
+    const int64_t first = days_from_civil({1900, 1, 1}), last = days_from_civil({2099, 12, 31});
+    const Date date = civil_from_days(random.uniform_int(first, last));
+    return date_text(date, random.uniform_int(0, 5));
+}
+
+// The characters of the six forms: " ,./", digits, and the letters of the month and weekday names.
+const char* const kDateAlphabet = " ,./0123456789abcdefghijlmnoprstuvwy";
+
 const std::vector<ToyTask>& tasks() {
     static const std::vector<ToyTask> all = {
         {"reverse", "abcdefghijklmnopqrstuvwxyz", reversed},
         {"sort", "0123456789", sorted},
+        {"dates", kDateAlphabet, iso_date, random_date},
     };
     return all;
 }
@@ -28,6 +51,96 @@ constexpr int64_t kMaxTextLength = 16;
 constexpr size_t kBatch = 64;
 
 }  // namespace
+
+// Howard Hinnant's days_from_civil / civil_from_days (public domain), for
+// the proleptic Gregorian calendar.
+int64_t days_from_civil(const Date& date) {
+    const int64_t y = date.year - (date.month <= 2 ? 1 : 0);
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const int64_t yoe = y - era * 400;                                                  // [0, 399]
+    const int64_t doy = (153 * (date.month + (date.month > 2 ? -3 : 9)) + 2) / 5 + date.day - 1;  // [0, 365]
+    const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;                          // [0, 146096]
+    return era * 146097 + doe - 719468;
+}
+
+Date civil_from_days(int64_t days) {
+    days += 719468;
+    const int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+    const int64_t doe = days - era * 146097;
+    const int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    const int64_t mp = (5 * doy + 2) / 153;
+    const int64_t day = doy - (153 * mp + 2) / 5 + 1;
+    const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+    return {yoe + era * 400 + (month <= 2 ? 1 : 0), month, day};
+}
+
+int64_t weekday(const Date& date) {
+    // 1970-01-01 was a Thursday (3 with monday = 0).
+    return ((days_from_civil(date) % 7 + 7) % 7 + 3) % 7;
+}
+
+const char* month_name(int64_t month) {
+    if (month < 1 || month > 12) fail("month_name: month ", month, " is not 1..12");
+    return kMonths[month - 1];
+}
+
+const char* weekday_name(int64_t day) {
+    if (day < 0 || day > 6) fail("weekday_name: day ", day, " is not 0..6");
+    return kWeekdays[day];
+}
+
+std::string date_text(const Date& date, int64_t form) {
+    const std::string d = std::to_string(date.day), y = std::to_string(date.year), month = month_name(date.month);
+    switch (form) {
+        case 0: return d + " " + month + " " + y;
+        case 1: return month + " " + d + " " + y;
+        case 2: return month + " " + d + ", " + y;
+        case 3: return two_digits(date.day) + "/" + two_digits(date.month) + "/" + y;
+        case 4: return y + "." + two_digits(date.month) + "." + two_digits(date.day);
+        case 5: return std::string(weekday_name(weekday(date))) + " " + d + " " + month + " " + y;
+        default: fail("date_text: form ", form, " is not 0..5");
+    }
+}
+
+std::string iso_date(const std::string& text) {
+    // Parse each form back and accept the text only if writing the date in
+    // that form gives the text again.
+    Date date;
+    std::string clean = text;
+    for (char& c : clean)
+        if (c == ',' || c == '/' || c == '.') c = ' ';
+    std::istringstream words(clean);
+    std::vector<std::string> parts;
+    for (std::string word; words >> word;) parts.push_back(word);
+    if (!parts.empty() && std::find(std::begin(kWeekdays), std::end(kWeekdays), parts[0]) != std::end(kWeekdays))
+        parts.erase(parts.begin());
+    if (parts.size() != 3) return "";
+    const auto month_of = [](const std::string& word) -> int64_t {
+        for (int64_t m = 0; m < 12; ++m)
+            if (word == kMonths[m]) return m + 1;
+        return 0;
+    };
+    const auto number = [](const std::string& word) -> int64_t {
+        if (word.empty() || word.size() > 4 || word.find_first_not_of("0123456789") != std::string::npos) return -1;
+        return std::stoll(word);
+    };
+    if (text.find('.') != std::string::npos)
+        date = {number(parts[0]), number(parts[1]), number(parts[2])};
+    else if (text.find('/') != std::string::npos)
+        date = {number(parts[2]), number(parts[1]), number(parts[0])};
+    else if (month_of(parts[0]))
+        date = {number(parts[2]), month_of(parts[0]), number(parts[1])};
+    else
+        date = {number(parts[2]), month_of(parts[1]), number(parts[0])};
+    if (date.year < 1900 || date.year > 2099 || date.month < 1 || date.month > 12 || date.day < 1) return "";
+    const Date back = civil_from_days(days_from_civil(date));
+    if (back.year != date.year || back.month != date.month || back.day != date.day) return "";  // e.g. 31 april
+    bool written = false;
+    for (int64_t form = 0; form < 6; ++form) written = written || date_text(date, form) == text;
+    if (!written) return "";
+    return std::to_string(date.year) + "-" + two_digits(date.month) + "-" + two_digits(date.day);
+}
 
 std::vector<std::string> toy_task_names() {
     std::vector<std::string> names;
@@ -79,6 +192,10 @@ Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t
     Random random(seed);
     std::vector<std::string> texts;
     for (int64_t i = 0; i < n; ++i) {
+        if (task.sample) {
+            texts.push_back(task.sample(random));
+            continue;
+        }
         std::string text;
         const int64_t length = random.uniform_int(1, kMaxTextLength);
         for (int64_t j = 0; j < length; ++j)

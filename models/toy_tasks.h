@@ -2,6 +2,10 @@
 //
 //   reverse   lowercase strings of length 1..16 -> the string reversed
 //   sort      digit strings of length 1..16     -> the digits sorted
+//   dates     a date 1900-01-01..2099-12-31 (uniform) in one of six forms
+//             (uniform): "3 may 1979", "may 3 1979", "may 3, 1979",
+//             "03/05/1979" (day/month/year), "1979.05.03",
+//             "thursday 3 may 1979"                 -> ISO "1979-05-03"
 //
 // An encoder-decoder model reads the text as its source; a decoder-only
 // model reads the prompt <bos> text + its prompt suffix (the toy models
@@ -20,11 +24,28 @@
 
 namespace tinyformer {
 
+class Random;
+
 struct ToyTask {
     std::string name;
-    std::string alphabet;
+    std::string alphabet;  // every character an input can have
     std::string (*answer)(const std::string& text);
+    std::string (*sample)(Random& random) = nullptr;  // one input; nullptr = 1..16 characters of the alphabet
 };
+
+// The civil calendar (proleptic Gregorian), for the dates task.
+struct Date {
+    int64_t year = 0, month = 0, day = 0;  // month 1..12, day 1..31
+};
+int64_t days_from_civil(const Date& date);  // days since 1970-01-01 (negative before)
+Date civil_from_days(int64_t days);
+int64_t weekday(const Date& date);        // 0 = monday .. 6 = sunday
+const char* month_name(int64_t month);    // 1..12: "january" ..
+const char* weekday_name(int64_t day);    // 0..6: "monday" ..
+// The six forms of `date`, in the order above; form 0..5.
+std::string date_text(const Date& date, int64_t form);
+// The ISO answer of any of the six forms ("" if the text is none of them).
+std::string iso_date(const std::string& text);
 
 const ToyTask& toy_task(const std::string& name);  // Error listing the tasks if unknown
 std::vector<std::string> toy_task_names();
@@ -39,7 +60,7 @@ struct Evaluation {
     double accuracy() const { return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0; }
 };
 
-// n fresh examples of `task` (lengths 1..16, uniform) from `seed`, decoded
+// n fresh examples of `task` (its sample, or lengths 1..16, uniform) from `seed`, decoded
 // greedily (beam_width 1) or by beam search.
 Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t seed, int64_t beam_width = 1);
 

@@ -625,7 +625,7 @@ const std::vector<BadInput> kCatalogue = {
      1, {"has no vocabulary", "cannot read text; give token ids (--ids)"}},
     {"eval with an unknown task", [](const TempDirectory&) {
          return std::vector<std::string>{"eval", kReverse, "--task", "translate"}; },
-     2, {"eval: --task must be reverse or sort, got 'translate'"}},
+     2, {"eval: --task must be reverse, sort or dates, got 'translate'"}},
     {"attention --head past the model's heads", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abc", "--head", "4", "--out", d.file("maps")}; },
      2, {"attention: --head 4 but the model has 4"}},
@@ -694,6 +694,44 @@ const std::vector<BadInput> kCatalogue = {
          std::ofstream(d.file("plain-file")) << "not a folder";
          return std::vector<std::string>{"mask", "causal", "--len", "4", "--png", d.file("plain-file/m.png")}; },
      1, {"write_png: cannot write", "plain-file/m.png: Not a directory"}},
+    // ---- issue 14: one output flag, pictures named .png ----
+    {"mask --output out.jpg: a picture that is not named .png, with an earlier file that must stay", [](const TempDirectory& d) {
+         std::ofstream(d.file("out.jpg"), std::ios::binary) << "an earlier photo, to be kept";
+         return std::vector<std::string>{"mask", "causal", "--output", d.file("out.jpg")}; },
+     2, {"mask: the picture path '", "out.jpg' does not end in .png"}},
+    {"mask --png out.jpg (the old flag name)", [](const TempDirectory& d) {
+         return std::vector<std::string>{"mask", "causal", "--png", d.file("out.jpg")}; },
+     2, {"mask: the picture path '", "out.jpg' does not end in .png"}},
+    {"probe --output p.PNG.txt", [](const TempDirectory& d) {
+         return std::vector<std::string>{"probe", "data/models/sort.safetensors", "31415926", "--output", d.file("p.png.txt")}; },
+     2, {"probe: the picture path '", "p.png.txt' does not end in .png"}},
+    {"probe --output .png (no name)", [](const TempDirectory& d) {
+         return std::vector<std::string>{"probe", "data/models/sort.safetensors", "31415926", "--output", d.file(".png")}; },
+     2, {"probe: the picture path '", "/.png' does not end in .png"}},
+    {"mask with both --output and --png", [](const TempDirectory& d) {
+         return std::vector<std::string>{"mask", "causal", "--output", d.file("a.png"), "--png", d.file("b.png")}; },
+     2, {"mask: give --output once (--png is another name for it)"}},
+    {"attention with both --output and --out", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abc", "--output", d.file("a"), "--out", d.file("b")}; },
+     2, {"attention: give --output once (--out is another name for it)"}},
+    {"attention without --output", [](const TempDirectory&) {
+         return std::vector<std::string>{"attention", kReverse, "abc"}; },
+     2, {"attention: --output DIR is required"}},
+    {"attention --scale 0", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abc", "--scale", "0", "--output", d.file("maps")}; },
+     2, {"attention: --scale must be in 1..8, got 0"}},
+    {"mask --scale 9", [](const TempDirectory& d) {
+         return std::vector<std::string>{"mask", "causal", "--scale", "9", "--output", d.file("m.png")}; },
+     2, {"mask: --scale must be in 1..8, got 9"}},
+    {"eval --task dates on the reverse model (no digits in its vocabulary)", [](const TempDirectory&) {
+         return std::vector<std::string>{"eval", kReverse, "--task", "dates", "--n", "5"}; },
+     1, {"evaluate: the model's vocabulary has no ' ', so it was not trained on the dates task"}},
+    {"align on a decoder-only model (no cross-attention)", [](const TempDirectory&) {
+         return std::vector<std::string>{"align", "data/models/reverse-causal.safetensors", "abc"}; },
+     1, {"align: data/models/reverse-causal.safetensors is not an encoder-decoder model; it has no cross-attention"}},
+    {"align --layer past the decoder's layers", [](const TempDirectory&) {
+         return std::vector<std::string>{"align", kReverse, "abc", "--layer", "2"}; },
+     2, {"align: --layer 2 but the decoder has 2 layers (0..1)"}},
     {"cost --measure of a layer larger than the memory", [](const TempDirectory&) {
          return std::vector<std::string>{"cost", "--seq", "1048576", "--d-model", "65536", "--measure"}; },
      1, {"cost --measure: needs about", "(weights 65.0 GiB for 1 layer(s)", "refused before allocating"}},

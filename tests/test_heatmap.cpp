@@ -75,19 +75,55 @@ Picture round_trip(const HeatmapSpec& spec, const TempDirectory& dir) {
     return read_png(path);
 }
 
-Rgb cell_centre(const Picture& picture, const HeatmapLayout& layout, int64_t l, int64_t s) {
-    return picture.at(layout.matrix_x + s * layout.cell + layout.cell / 2,
-                      layout.matrix_y + l * layout.cell + layout.cell / 2);
-}
-
 bool is_viridis(Rgb colour) {
     for (int i = 0; i < 256; ++i)
         if (tinyformer::viridis(static_cast<float>(i) / 255.0f) == colour) return true;
     return false;
 }
 
-bool is_padding(Rgb colour) {
-    return colour == tinyformer::kPaddingColour || colour == tinyformer::kPaddingHatchColour;
+Rgb cell_centre(const Picture& picture, const HeatmapLayout& layout, int64_t l, int64_t s) {
+    return picture.at(layout.matrix_x + s * layout.cell_width + layout.cell_width / 2,
+                      layout.matrix_y + l * layout.cell_height + layout.cell_height / 2);
+}
+
+// What a cell shows, judged from every one of its pixels (scale 1):
+//   Flat     one colour throughout (a weight, or a mask picture's allowed cell)
+//   Masked   ground and black lines only, every black pixel on a "/" line ((x + y) % 8 < 2)
+//   Padding  ground and black lines only, some black pixel off the "/" lines (the "\\" lines)
+enum class Seen { Flat, Masked, Padding, Other };
+
+Seen seen_cell(const Picture& picture, const HeatmapLayout& layout, int64_t l, int64_t s, Rgb* flat_colour = nullptr) {
+    const int64_t x0 = layout.matrix_x + s * layout.cell_width, y0 = layout.matrix_y + l * layout.cell_height;
+    const Rgb first = picture.at(x0, y0);
+    bool flat = true, hatch_only = true, off_rising = false;
+    int64_t dark = 0;
+    for (int64_t y = y0; y < y0 + layout.cell_height; ++y)
+        for (int64_t x = x0; x < x0 + layout.cell_width; ++x) {
+            const Rgb colour = picture.at(x, y);
+            flat = flat && colour == first;
+            if (colour == tinyformer::kMaskedHatchColour) {
+                ++dark;
+                off_rising = off_rising || (x + y) % 8 >= 2;
+            } else if (!(colour == tinyformer::kMaskedColour)) {
+                hatch_only = false;
+            }
+        }
+    if (flat) {
+        if (flat_colour) *flat_colour = first;
+        return Seen::Flat;
+    }
+    if (hatch_only && dark > 0) return off_rising ? Seen::Padding : Seen::Masked;
+    return Seen::Other;
+}
+
+bool is_weight_cell(const Picture& picture, const HeatmapLayout& layout, int64_t l, int64_t s) {
+    Rgb colour;
+    return seen_cell(picture, layout, l, s, &colour) == Seen::Flat && is_viridis(colour);
+}
+
+// Two boxes share a pixel.
+bool overlap(const tinyformer::LabelBox& a, const tinyformer::LabelBox& b) {
+    return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 }
 
 // Causal self-attention weights of random Q = K = V [1, T, 8].
@@ -109,28 +145,86 @@ HeatmapSpec causal_heatmap(int64_t length) {
 
 }  // namespace
 
-TEST_CASE("The colours: viridis runs from dark purple to yellow and the greys are none of its entries") {
+TEST_CASE("The colours: viridis runs from dark purple to yellow and the hatches are none of its entries") {
     CHECK(tinyformer::viridis(0.0f) == Rgb{68, 1, 84});      // #440154
     CHECK(tinyformer::viridis(0.5f) == Rgb{33, 145, 140});   // #21918c
     CHECK(tinyformer::viridis(1.0f) == Rgb{253, 231, 37});   // #fde725
     CHECK(tinyformer::viridis(-3.0f) == tinyformer::viridis(0.0f));
     CHECK(tinyformer::viridis(7.0f) == tinyformer::viridis(1.0f));
     CHECK(tinyformer::viridis(std::numeric_limits<float>::quiet_NaN()) == tinyformer::viridis(0.0f));
-    for (Rgb grey : {tinyformer::kMaskedColour, tinyformer::kPaddingColour, tinyformer::kPaddingHatchColour,
-                     tinyformer::kBackgroundColour})
+    for (Rgb grey : {tinyformer::kMaskedColour, tinyformer::kMaskedHatchColour, tinyformer::kPaddingColour,
+                     tinyformer::kPaddingHatchColour, tinyformer::kBackgroundColour})
         CHECK_FALSE(is_viridis(grey));
-    CHECK_FALSE(tinyformer::kMaskedColour == tinyformer::kPaddingColour);
-    CHECK_FALSE(tinyformer::kMaskedColour == tinyformer::kPaddingHatchColour);
 }
 
-TEST_CASE("The cell size is clamp(600 / max(L, S), 4, 40) and the picture follows the layout formula") {
+TEST_CASE("In greyscale print no viridis colour looks like a hatched cell, and masked differs from padding") {
+    // Luminance by hand: viridis(0) = (68, 1, 84) -> 0.299*68 + 0.587*1 + 0.114*84 = 30.495;
+    // viridis(1) = (253, 231, 37) -> 75.647 + 135.597 + 4.218 = 215.462.
+    CHECK(tinyformer::luminance(tinyformer::viridis(0.0f)) == doctest::Approx(30.495));
+    CHECK(tinyformer::luminance(tinyformer::viridis(1.0f)) == doctest::Approx(215.462));
+    double darkest = 255, lightest = 0;
+    for (int i = 0; i < 256; ++i) {
+        const double y = tinyformer::luminance(tinyformer::viridis(static_cast<float>(i) / 255.0f));
+        darkest = std::min(darkest, y);
+        lightest = std::max(lightest, y);
+    }
+    CHECK(darkest == doctest::Approx(30.495));
+    CHECK(lightest == doctest::Approx(215.462));
+    // A causal picture with a padded last row and column, read back: every
+    // pixel of a masked or padded cell prints outside viridis's greys, by a
+    // margin of 20 levels of 255, and both kinds of cell hold both of them.
+    HeatmapSpec spec = causal_heatmap(8);
+    spec.row_padding = {0, 0, 0, 0, 0, 0, 0, 1};
+    spec.column_padding = spec.row_padding;
+    TempDirectory dir;
+    const Picture picture = round_trip(spec, dir);
+    const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+    int64_t masked_cells = 0, padding_cells = 0;
+    for (int64_t l = 0; l < 8; ++l)
+        for (int64_t s = 0; s < 8; ++s) {
+            CAPTURE(l);
+            CAPTURE(s);
+            const Seen seen = seen_cell(picture, layout, l, s);
+            if (l == 7 || s == 7) {
+                REQUIRE(seen == Seen::Padding);
+                ++padding_cells;
+            } else if (s > l) {
+                REQUIRE(seen == Seen::Masked);
+                ++masked_cells;
+            } else {
+                REQUIRE(is_weight_cell(picture, layout, l, s));
+                continue;
+            }
+            double low = 255, high = 0;
+            for (int64_t y = 0; y < layout.cell_height; ++y)
+                for (int64_t x = 0; x < layout.cell_width; ++x) {
+                    const double grey = tinyformer::luminance(
+                        picture.at(layout.matrix_x + s * layout.cell_width + x, layout.matrix_y + l * layout.cell_height + y));
+                    CHECK((grey < darkest - 20 || grey > lightest + 20));
+                    low = std::min(low, grey);
+                    high = std::max(high, grey);
+                }
+            CHECK(low < darkest - 20);   // the lines
+            CHECK(high > lightest + 20); // the ground
+        }
+    CHECK(masked_cells == 21);   // above the diagonal of the 7 real rows
+    CHECK(padding_cells == 15);  // the last row and column
+    // The legend names both hatches.
+    CHECK(picture.drawn_pixels(layout.key_x, layout.matrix_y + layout.key_height - 80, layout.width,
+                               layout.matrix_y + layout.key_height) > 0);
+}
+
+TEST_CASE("Cells are sized per axis, labels thinned per axis, and the picture follows the layout formula") {
     struct Case {
-        int64_t rows, cols, cell, label_step, font_scale;
+        int64_t rows, cols, cell_width, cell_height, row_step, column_step;
+        bool rotated;
     };
+    // Labels "a": 8 px wide at font scale 2; a column label stands horizontal when 8 <= cell_width - 2.
     const Case cases[] = {
-        {1, 1, 40, 1, 2},   {6, 6, 40, 1, 2},    {15, 15, 40, 1, 2}, {16, 16, 37, 1, 2},  {3, 20, 30, 1, 2},
-        {30, 30, 20, 1, 2}, {31, 31, 19, 1, 1},  {60, 60, 10, 1, 1}, {61, 61, 9, 2, 1},   {100, 7, 6, 2, 1},
-        {150, 150, 4, 3, 1}, {200, 200, 4, 3, 1}, {1024, 1024, 4, 3, 1},
+        {1, 1, 40, 40, 1, 1, false},    {6, 6, 40, 40, 1, 1, false},    {16, 16, 37, 37, 1, 1, false},
+        {3, 20, 30, 40, 1, 1, false},   {30, 30, 20, 20, 1, 1, false},  {31, 31, 19, 19, 2, 1, false},
+        {60, 60, 10, 10, 2, 1, false},  {61, 61, 9, 9, 3, 3, true},     {100, 7, 40, 6, 4, 1, false},
+        {3, 100, 6, 40, 1, 4, true},    {150, 150, 4, 4, 5, 5, true},   {1024, 1024, 4, 4, 5, 5, true},
     };
     TempDirectory dir;
     for (const Case& c : cases) {
@@ -140,18 +234,22 @@ TEST_CASE("The cell size is clamp(600 / max(L, S), 4, 40) and the picture follow
         spec.rows = c.rows;
         spec.cols = c.cols;
         spec.weights.assign(static_cast<size_t>(c.rows * c.cols), 0.5f);
-        spec.row_labels.assign(static_cast<size_t>(c.rows), "a");     // 'a' is 4 px wide at scale 1
-        spec.column_labels.assign(static_cast<size_t>(c.cols), "a");  // one character: one 10 px line
+        spec.row_labels.assign(static_cast<size_t>(c.rows), "a");
+        spec.column_labels.assign(static_cast<size_t>(c.cols), "a");
         const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
-        const int64_t f = layout.font_scale;
-        CHECK(layout.cell == c.cell);
-        CHECK(layout.label_step == c.label_step);
-        CHECK(layout.label_step == (10 + layout.cell - 1) / layout.cell);
-        CHECK(layout.font_scale == c.font_scale);
-        CHECK(layout.matrix_width == c.cols * c.cell);
-        CHECK(layout.matrix_height == c.rows * c.cell);
-        CHECK(layout.matrix_x == 12 + 4 * f + 6);   // margin, row label band, gap
-        CHECK(layout.matrix_y == 12 + 10 * f + 6);  // margin, column label band, gap (no title)
+        CHECK(layout.cell_width == c.cell_width);
+        CHECK(layout.cell_height == c.cell_height);
+        CHECK(layout.row_step == c.row_step);
+        CHECK(layout.row_step == (20 + layout.cell_height - 1) / layout.cell_height);
+        CHECK(layout.column_step == c.column_step);
+        CHECK(layout.columns_rotated == c.rotated);
+        CHECK(layout.font_scale == 2);
+        CHECK(static_cast<int64_t>(layout.row_labels.size()) == (c.rows + c.row_step - 1) / c.row_step);
+        CHECK(static_cast<int64_t>(layout.column_labels.size()) == (c.cols + c.column_step - 1) / c.column_step);
+        CHECK(layout.matrix_width == c.cols * c.cell_width);
+        CHECK(layout.matrix_height == c.rows * c.cell_height);
+        CHECK(layout.matrix_x == 12 + 8 + 6);                         // margin, row label band, gap
+        CHECK(layout.matrix_y == 12 + (c.rotated ? 8 : 18) + 6);      // margin, column label band, gap (no title)
         CHECK(layout.key_x == layout.matrix_x + layout.matrix_width + 20);
         CHECK(layout.key_height == std::max<int64_t>(layout.matrix_height, 128));  // the colour bar alone
         CHECK(layout.width == layout.key_x + layout.key_width + 12);
@@ -174,6 +272,121 @@ TEST_CASE("The cell size is clamp(600 / max(L, S), 4, 40) and the picture follow
         spec.title = std::string(200, 'x');  // 'x' advances 7 px and is 5 px wide; the title is at scale 2
         CHECK(tinyformer::heatmap_layout(spec).width == 24 + 2 * (199 * 7 + 5));
     }
+    SUBCASE("--scale N: every length N times, the picture too") {
+        HeatmapSpec spec = causal_heatmap(5);
+        spec.row_labels = {"<bos>", "h", "e", "l", "o"};
+        spec.column_labels = spec.row_labels;
+        spec.row_axis = "query: decoder input (predicts the next token)";
+        spec.column_axis = "key: decoder input";
+        const HeatmapLayout one = tinyformer::heatmap_layout(spec);
+        spec.scale = 3;
+        const HeatmapLayout three = tinyformer::heatmap_layout(spec);
+        CHECK(three.cell_width == 3 * one.cell_width);
+        CHECK(three.font_scale == 6);
+        CHECK(three.matrix_x == 3 * one.matrix_x);
+        CHECK(three.matrix_y == 3 * one.matrix_y);
+        CHECK(three.width == 3 * one.width);
+        CHECK(three.height == 3 * one.height);
+        const Picture picture = round_trip(spec, dir);
+        CHECK(picture.width == three.width);
+        CHECK(picture.height == three.height);
+        spec.scale = 9;
+        CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(spec), "scale must be 1..8, got 9");
+    }
+}
+
+TEST_CASE("Column labels stand horizontal when they fit, else turn 90 degrees as one run of text; no label box overlaps another") {
+    // A cross-attention of 11 decoder rows over 3 source columns, labelled like the toy models.
+    HeatmapSpec spec;
+    spec.rows = 11;
+    spec.cols = 3;
+    spec.weights.assign(33, 1.0f / 3.0f);
+    spec.row_labels = {"<bos>", "1", "9", "7", "9", "-", "0", "5", "-", "0", "3"};
+    spec.row_axis = "query: decoder input (predicts the next token)";
+    spec.column_axis = "key: source token (encoder output)";
+    spec.title = "dates  \"3 may 1979\"  decoder layer 1 cross-attention  head 2";
+    TempDirectory dir;
+    SUBCASE("one character per column: horizontal, every column labelled") {
+        spec.column_labels = {"a", "b", "c"};
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        CHECK_FALSE(layout.columns_rotated);
+        REQUIRE(layout.column_labels.size() == 3);
+        for (const auto& box : layout.column_labels) CHECK(box.height < 20);  // one line
+    }
+    SUBCASE("<bos> and k10: rotated, one box per label, taller than wide, every column labelled") {
+        spec.column_labels = {"<bos>", "k10", "<eos>"};
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        CHECK(layout.columns_rotated);
+        REQUIRE(layout.column_labels.size() == 3);
+        const Picture picture = round_trip(spec, dir);
+        for (const auto& box : layout.column_labels) {
+            CHECK(box.width == 18);                 // one line of text, turned: 9 px at font scale 2
+            CHECK(box.height > box.width);          // the whole label in one run, not a letter per line
+            CHECK(picture.drawn_pixels(box.x, box.y, box.x + box.width, box.y + box.height) > 20);
+        }
+        // "<bos>" read bottom to top: the '<' is at the bottom of its box, drawn in its lowest 12 px.
+        const auto& bos = layout.column_labels[0];
+        CHECK(picture.drawn_pixels(bos.x, bos.y + bos.height - 12, bos.x + bos.width, bos.y + bos.height) > 0);
+    }
+    SUBCASE("every drawn box is apart from every other, and holds drawn pixels") {
+        spec.column_labels = {"<bos>", "k10", "<eos>"};
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        const Picture picture = round_trip(spec, dir);
+        std::vector<tinyformer::LabelBox> boxes = layout.row_labels;
+        boxes.insert(boxes.end(), layout.column_labels.begin(), layout.column_labels.end());
+        boxes.insert(boxes.end(), layout.row_axis.begin(), layout.row_axis.end());
+        boxes.insert(boxes.end(), layout.column_axis.begin(), layout.column_axis.end());
+        boxes.push_back({layout.matrix_x, layout.matrix_y, layout.matrix_width, layout.matrix_height});
+        REQUIRE(layout.row_labels.size() == 11);
+        REQUIRE_FALSE(layout.row_axis.empty());
+        REQUIRE_FALSE(layout.column_axis.empty());
+        for (size_t i = 0; i < boxes.size(); ++i) {
+            CAPTURE(i);
+            CHECK(boxes[i].x >= 12);
+            CHECK(boxes[i].y >= 12 + 30);  // under the title
+            CHECK(boxes[i].x + boxes[i].width <= picture.width - 12);
+            CHECK(boxes[i].y + boxes[i].height <= picture.height - 12);
+            CHECK(picture.drawn_pixels(boxes[i].x, boxes[i].y, boxes[i].x + boxes[i].width, boxes[i].y + boxes[i].height) > 0);
+            for (size_t j = i + 1; j < boxes.size(); ++j) {
+                CAPTURE(j);
+                CHECK_FALSE(overlap(boxes[i], boxes[j]));
+            }
+        }
+        // The row axis title is turned: taller than wide.
+        for (const auto& box : layout.row_axis) CHECK(box.height > box.width);
+        // The title's pixels.
+        CHECK(picture.drawn_pixels(12, 12, picture.width, 12 + 18) > 200);
+    }
+    SUBCASE("--positions labels l:3 still fit, turned") {
+        spec.column_labels = {"may:0", " :1", "3:2"};
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        CHECK(layout.columns_rotated);
+        CHECK(layout.column_labels.size() == 3);
+    }
+}
+
+TEST_CASE("A prefix-LM boundary is a black-white-black line after the prefix, named in the legend") {
+    HeatmapSpec spec = tinyformer::mask_heatmap(Mask::prefix_lm({3}, 6), 6, 6);
+    spec.prefix = 3;
+    TempDirectory dir;
+    const Picture picture = round_trip(spec, dir);
+    const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+    const int64_t x = layout.matrix_x + 3 * layout.cell_width, y = layout.matrix_y + 3 * layout.cell_height;
+    for (int64_t row = layout.matrix_y; row < layout.matrix_y + layout.matrix_height; ++row) {
+        if (row >= y - 2 && row <= y + 1) continue;  // where the two lines cross
+        CHECK(picture.at(x - 2, row) == tinyformer::kPrefixLineColour);
+        CHECK(picture.at(x, row) == tinyformer::kBackgroundColour);
+        CHECK(picture.at(x + 1, row) == tinyformer::kPrefixLineColour);
+    }
+    for (int64_t column = layout.matrix_x; column < layout.matrix_x + layout.matrix_width; ++column) {
+        if (column >= x - 2 && column <= x + 1) continue;
+        CHECK(picture.at(column, y - 2) == tinyformer::kPrefixLineColour);
+        CHECK(picture.at(column, y) == tinyformer::kBackgroundColour);
+    }
+    spec.prefix = 0;
+    CHECK(tinyformer::heatmap_layout(spec).key_height < layout.key_height);  // one legend entry fewer
+    spec.prefix = 7;
+    CHECK_ERROR_CONTAINS(tinyformer::render_heatmap(spec), "prefix must be 0..max(L, S) = 6, got 7");
 }
 
 TEST_CASE("In a causal self-attention heatmap exactly the cells above the diagonal are drawn as masked") {
@@ -185,11 +398,10 @@ TEST_CASE("In a causal self-attention heatmap exactly the cells above the diagon
         const Picture picture = round_trip(spec, dir);
         for (int64_t l = 0; l < length; ++l)
             for (int64_t s = 0; s < length; ++s) {
-                const Rgb colour = cell_centre(picture, layout, l, s);
                 if (s > l) {
-                    CHECK_MESSAGE(colour == tinyformer::kMaskedColour, "cell (", l, ",", s, ") above the diagonal");
+                    CHECK_MESSAGE(seen_cell(picture, layout, l, s) == Seen::Masked, "cell (", l, ",", s, ") above the diagonal");
                 } else {
-                    CHECK_MESSAGE(is_viridis(colour), "cell (", l, ",", s, ") on or below the diagonal");
+                    CHECK_MESSAGE(is_weight_cell(picture, layout, l, s), "cell (", l, ",", s, ") on or below the diagonal");
                 }
             }
     }
@@ -222,7 +434,7 @@ TEST_CASE("The cell of the largest weight has the colour map's top colour") {
         const Picture picture = round_trip(spec, dir);
         const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
         CHECK(cell_centre(picture, layout, largest / spec.cols, largest % spec.cols) == tinyformer::viridis(1.0f));
-        CHECK(cell_centre(picture, layout, 13 / spec.cols, 13 % spec.cols) == tinyformer::kMaskedColour);
+        CHECK(seen_cell(picture, layout, 13 / spec.cols, 13 % spec.cols) == Seen::Masked);
     }
 }
 
@@ -233,24 +445,17 @@ TEST_CASE("Padded rows and columns are drawn as padding, hatched, never as a wei
     TempDirectory dir;
     const Picture picture = round_trip(spec, dir);
     const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
-    int64_t hatch_pixels = 0;
     for (int64_t l = 0; l < 6; ++l)
         for (int64_t s = 0; s < 6; ++s) {
             const bool padded = spec.row_padding[l] || spec.column_padding[s];
             CAPTURE(l);
             CAPTURE(s);
-            for (int64_t y = 0; y < layout.cell; ++y)
-                for (int64_t x = 0; x < layout.cell; ++x) {
-                    const Rgb colour = picture.at(layout.matrix_x + s * layout.cell + x, layout.matrix_y + l * layout.cell + y);
-                    if (padded) {
-                        REQUIRE(is_padding(colour));
-                        hatch_pixels += colour == tinyformer::kPaddingHatchColour;
-                    } else {
-                        REQUIRE_FALSE(is_padding(colour));
-                    }
-                }
+            const Seen seen = seen_cell(picture, layout, l, s);
+            if (padded)
+                CHECK(seen == Seen::Padding);
+            else
+                CHECK(seen == (s > l ? Seen::Masked : Seen::Flat));
         }
-    CHECK(hatch_pixels > 0);
     CHECK(tinyformer::largest_shown_weight(spec) == 1.0f);  // query 0 -> key 0 is not padding
 }
 
@@ -262,7 +467,7 @@ TEST_CASE("Label bands, the title and the colour bar's numbers contain drawn pix
     TempDirectory dir;
     const Picture picture = round_trip(spec, dir);
     const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
-    const int64_t cell = layout.cell;
+    const int64_t cell = layout.cell_height;
     CHECK(picture.drawn_pixels(12, 12, picture.width, 12 + 18) > 0);  // title
     for (int64_t l = 0; l < 7; ++l) {
         CAPTURE(l);
@@ -297,9 +502,9 @@ TEST_CASE("Labels are drawn in ASCII: other bytes as '?', blank labels as '_', l
     HeatmapSpec spec;
     spec.rows = spec.cols = 1;
     spec.weights = {1.0f};
-    spec.column_labels = {"abcdefghijkl"};
+    spec.column_labels = {"abcdefghijklmnopqrstuvwxyz"};
     const Image cut = tinyformer::render_heatmap(spec);
-    spec.column_labels = {"abcdefg~"};
+    spec.column_labels = {"abcdefghijklmno~"};
     CHECK(cut.rgb == tinyformer::render_heatmap(spec).rgb);
     spec.column_labels = {};
     spec.row_labels = {"abcdefghijklmnopqrstuvwxyz"};
@@ -314,28 +519,29 @@ TEST_CASE("A 1x1 and a 200x200 matrix both render") {
         HeatmapSpec spec = tinyformer::weights_heatmap(Tensor({1, 1}, {1.0f}).matrix());
         const Picture picture = round_trip(spec, dir);
         const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
-        CHECK(layout.cell == 40);
+        CHECK(layout.cell_width == 40);
         CHECK(picture.width == layout.width);
         CHECK(picture.height == layout.height);
         CHECK(cell_centre(picture, layout, 0, 0) == tinyformer::viridis(1.0f));
     }
-    SUBCASE("200x200, with padding and every third label") {
+    SUBCASE("200x200, with padding and every fifth label") {
         HeatmapSpec spec = causal_heatmap(200);
         spec.row_padding.assign(200, 0);
         spec.row_padding[199] = 1;
         const Picture picture = round_trip(spec, dir);
         const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
-        CHECK(layout.cell == 4);
-        CHECK(layout.label_step == 3);
+        CHECK(layout.cell_width == 4);
+        CHECK(layout.row_step == 5);
+        CHECK(layout.column_step == 5);
         CHECK(picture.width == layout.width);
         CHECK(picture.height == layout.height);
-        CHECK(cell_centre(picture, layout, 0, 1) == tinyformer::kMaskedColour);
-        CHECK(is_viridis(cell_centre(picture, layout, 198, 0)));
-        CHECK(is_padding(cell_centre(picture, layout, 199, 0)));
+        CHECK(seen_cell(picture, layout, 0, 2) == Seen::Masked);
+        CHECK(is_weight_cell(picture, layout, 198, 0));
+        CHECK(seen_cell(picture, layout, 199, 0) == Seen::Padding);
     }
 }
 
-TEST_CASE("A mask picture draws allowed cells in one colour and masked cells grey") {
+TEST_CASE("A mask picture draws allowed cells in one colour and masked cells hatched") {
     const Mask mask = Mask::prefix_lm({2}, 4);
     HeatmapSpec spec = tinyformer::mask_heatmap(mask, 4, 4);
     CHECK(spec.weights.empty());
@@ -345,8 +551,10 @@ TEST_CASE("A mask picture draws allowed cells in one colour and masked cells gre
     const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
     for (int64_t l = 0; l < 4; ++l)
         for (int64_t s = 0; s < 4; ++s)
-            CHECK(cell_centre(picture, layout, l, s) ==
-                  (mask.allows(0, 0, l, s) ? tinyformer::kAllowedColour : tinyformer::kMaskedColour));
+            if (mask.allows(0, 0, l, s))
+                CHECK(cell_centre(picture, layout, l, s) == tinyformer::kAllowedColour);
+            else
+                CHECK(seen_cell(picture, layout, l, s) == Seen::Masked);
 
     SUBCASE("a slice of a batched mask, and padding flags of one batch row") {
         const Padding padding = Padding::from_lengths({3, 1}, 3);
@@ -374,9 +582,13 @@ TEST_CASE("A grid draws every panel side by side with one shared key") {
     const Picture picture = read_png(path);
     const Picture one{single.width, single.height, single.rgb};
     // Each panel has 10 masked cells of 40x40 px; the legend's masked swatch (20x20) appears once.
+    // Hatching is the ground and the black lines, and black is used by nothing else here.
+    const auto hatched = [](const Picture& p) {
+        return p.pixels_of(tinyformer::kMaskedColour) + p.pixels_of(tinyformer::kMaskedHatchColour);
+    };
     const int64_t swatch = 20 * 20;
-    REQUIRE(one.pixels_of(tinyformer::kMaskedColour) == 10 * 40 * 40 + swatch);
-    CHECK(picture.pixels_of(tinyformer::kMaskedColour) == 3 * 10 * 40 * 40 + swatch);
+    REQUIRE(hatched(one) == 10 * 40 * 40 + swatch);
+    CHECK(hatched(picture) == 3 * 10 * 40 * 40 + swatch);
     CHECK(picture.pixels_of(tinyformer::viridis(1.0f)) > 3 * 40 * 40);  // three weight-1 cells and one bar
     CHECK(picture.width > 3 * 5 * 40 + 100);
     CHECK(picture.height < 2 * single.height);  // one row of panels
@@ -478,9 +690,14 @@ TEST_CASE("Writing a PNG to a path that cannot be written fails clearly and leav
     }
     SUBCASE("when the target is a directory: the temporary file is removed") {
         std::filesystem::create_directory(dir.file("target"));
-        CHECK_ERROR_CONTAINS(tinyformer::write_heatmap_png(spec, dir.file("target")), "cannot move the written file",
+        std::filesystem::create_directory(dir.file("target.png"));
+        CHECK_ERROR_CONTAINS(tinyformer::write_heatmap_png(spec, dir.file("target.png")), "cannot move the written file",
                              "Is a directory");
-        CHECK(entries() == std::vector<std::string>{"target"});
+        CHECK(entries() == std::vector<std::string>{"target", "target.png"});
+    }
+    SUBCASE("a name that does not end in .png is refused, naming it, and nothing is written") {
+        CHECK_ERROR_CONTAINS(tinyformer::write_heatmap_png(spec, dir.file("heatmap.jpg")), "heatmap.jpg does not end in .png");
+        CHECK(entries().empty());
     }
     SUBCASE("a good path is replaced whole, with no temporary file left") {
         const std::string path = dir.file("heatmap.png");

@@ -8,6 +8,9 @@ Tasks (characters in, characters out; every model has the vocabulary
     sort               encoder-decoder: digit strings of length 1..16 -> digits sorted
     reverse-prefixlm   decoder-only, prefix-LM mask: "<bos>abc=" continues "cba<eos>"
     reverse-causal     the same task with a plain causal mask
+    dates              encoder-decoder: a date 1900-01-01..2099-12-31 written in one of six
+                       forms ("3 may 1979", "may 3 1979", "may 3, 1979", "03/05/1979"
+                       day/month/year, "1979.05.03", "thursday 3 may 1979") -> "1979-05-03"
 
 The models are the reference modules of FORMAT.md (tools/torch_modules.py:
 stock nn.Transformer / nn.TransformerEncoder), trained with Adam on freshly
@@ -21,12 +24,12 @@ and ends by printing the held-out exact-match accuracy. Run from the
 repository root with Debian's PyTorch (python3-torch):
 
     /usr/bin/python3 tools/train_toy.py reverse            # one task
-    /usr/bin/python3 tools/train_toy.py --all              # all four
+    /usr/bin/python3 tools/train_toy.py --all              # all five
     /usr/bin/python3 tools/train_toy.py reverse --steps 500 --out /tmp/m   # a quick try
 
 Checkpoints are written by tools/tinyformer_export.py (the one exporter), with
 the metadata of docs/FORMAT.md: the vocabulary, tokenizer "char",
-train_max_len 16 (MAX_CHARS) and, for the decoder-only models,
+train_max_len 16 (MAX_CHARS; dates: 27, its longest input form) and, for the decoder-only models,
 prompt_suffix "=". To rewrite the committed checkpoints through the exporter
 without training again (e.g. after the metadata changed):
 
@@ -40,6 +43,7 @@ tools/tinyformer_export.py's check on the new file (needs build/tinyformer;
 """
 
 import argparse
+import datetime
 import json
 import math
 import os
@@ -63,6 +67,40 @@ MAX_CHARS = 16
 LOWERCASE = "abcdefghijklmnopqrstuvwxyz"
 DIGITS = "0123456789"
 SEPARATOR = "="
+MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+          "november", "december"]
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]  # date.weekday() order
+# The characters of the six date forms: the month and weekday names' letters, digits, " ,./" and "-" (ISO).
+DATE_ALPHABET = " ,-./" + DIGITS + "".join(sorted(set("".join(MONTHS + WEEKDAYS))))
+FIRST_DAY, LAST_DAY = datetime.date(1900, 1, 1).toordinal(), datetime.date(2099, 12, 31).toordinal()
+DATE_MAX_CHARS = len("wednesday 30 september 1999")  # the longest input form: 27
+
+
+def random_date_text(rng):
+    """A date uniform over 1900-01-01..2099-12-31, in one of the six forms (uniform);
+    models/toy_tasks.cpp draws the same forms for tinyformer eval --task dates."""
+    day = datetime.date.fromordinal(rng.randint(FIRST_DAY, LAST_DAY))
+    month, d, y = MONTHS[day.month - 1], day.day, day.year
+    forms = [f"{d} {month} {y}", f"{month} {d} {y}", f"{month} {d}, {y}", f"{d:02d}/{day.month:02d}/{y}",
+             f"{y}.{day.month:02d}.{d:02d}", f"{WEEKDAYS[day.weekday()]} {d} {month} {y}"]
+    return forms[rng.randint(0, len(forms) - 1)]
+
+
+def iso_date(text):
+    """The ISO form of any of the six forms."""
+    if "/" in text:
+        d, m, y = text.split("/")
+        return f"{y}-{m}-{d}"
+    if "." in text:
+        return text.replace(".", "-")
+    words = text.replace(",", "").split()
+    if words[0] in WEEKDAYS:
+        words = words[1:]
+    if words[0] in MONTHS:
+        words = [words[1], words[0], words[2]]
+    d, month, y = words
+    return f"{y}-{MONTHS.index(month) + 1:02d}-{int(d):02d}"
+
 
 # Sizes that train well on 2 CPU cores in a few minutes.
 COMMON = dict(format="tinyformer/1", d_model=64, nhead=4, dim_feedforward=256, activation="relu",
@@ -80,6 +118,10 @@ TASKS = {
     "reverse-causal": dict(alphabet=LOWERCASE, target=lambda s: s[::-1], steps=6000, lr=1.5e-3,
                            config=dict(arch="decoder_only", num_layers=4, norm_first=True, final_norm=True,
                                        max_len=40, pos_encoding="learned", attention="causal")),
+    "dates": dict(alphabet=DATE_ALPHABET, target=iso_date, sample=random_date_text, max_chars=DATE_MAX_CHARS,
+                  steps=5000, lr=2e-3,
+                  config=dict(arch="encoder_decoder", num_encoder_layers=2, num_decoder_layers=2,
+                              norm_first=True, max_len=32, pos_encoding="sinusoidal")),
 }
 
 
@@ -101,6 +143,13 @@ def model_config(task):
 
 def random_text(rng, alphabet):
     return "".join(rng.choice(alphabet) for _ in range(rng.randint(1, MAX_CHARS)))
+
+
+def sample(task, rng):
+    """One training or held-out input of the task."""
+    if "sample" in TASKS[task]:
+        return TASKS[task]["sample"](rng)
+    return random_text(rng, TASKS[task]["alphabet"])
 
 
 class Batches:
@@ -184,13 +233,13 @@ def greedy(model, batches, config, text):
     return batches.decode(seq[len(prefix):])
 
 
-def export(model, config, vocab, path):
+def export(model, config, vocab, path, train_max_len):
     """Write the checkpoint with tools/tinyformer_export.py; the config it reads
     from the modules must be the one the model was built from."""
     common = dict(pos_encoding=config["pos_encoding"], pos_embed=getattr(model, "pos_embed", None),
                   embed_scale=config["embed_scale"], max_len=config["max_len"], pad_id=config["pad_id"],
                   bos_id=config["bos_id"], eos_id=config["eos_id"], vocab=vocab, tokenizer="char",
-                  train_max_len=MAX_CHARS)
+                  train_max_len=train_max_len)
     if config["arch"] == "encoder_decoder":
         written = tinyformer_export.export_encoder_decoder(
             str(path), transformer=model.transformer, src_embed=model.src_embed, tgt_embed=model.tgt_embed,
@@ -217,7 +266,7 @@ def reexport(task, models_dir, run_check):
     model.eval()
     tmp = path.with_name(f".{task}.reexport.safetensors")
     try:
-        export(model, config, vocab, tmp)
+        export(model, config, vocab, tmp, TASKS[task].get("max_chars", MAX_CHARS))
         after, after_meta = st.read(str(tmp), widen_bf16=False)
         entries_before, entries_after = st.read_header(str(path))[0], st.read_header(str(tmp))[0]
         if set(before) != set(after):
@@ -263,7 +312,7 @@ def train(task, steps, out_dir, seed, batch_size):
     held_out_rng = random.Random(seed + 1)
     held_out = []
     while len(held_out) < 200:
-        text = random_text(held_out_rng, TASKS[task]["alphabet"])
+        text = sample(task, held_out_rng)
         if text not in held_out:
             held_out.append(text)
     held_out_set = {text for text in held_out if len(text) > 3}
@@ -272,7 +321,7 @@ def train(task, steps, out_dir, seed, batch_size):
     for step in range(1, steps + 1):
         texts = []
         while len(texts) < batch_size:
-            text = random_text(rng, TASKS[task]["alphabet"])
+            text = sample(task, rng)
             if text not in held_out_set:
                 texts.append(text)
         loss, logits, labels = loss_of(model, batches.make(texts), config)
@@ -290,7 +339,7 @@ def train(task, steps, out_dir, seed, batch_size):
     outputs = [greedy(model, batches, config, text) for text in held_out]
     exact = sum(out == TASKS[task]["target"](text) for text, out in zip(held_out, outputs)) / len(held_out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    export(model, config, batches.vocab, out_dir / f"{task}.safetensors")
+    export(model, config, batches.vocab, out_dir / f"{task}.safetensors", TASKS[task].get("max_chars", MAX_CHARS))
     with open(out_dir / f"{task}.greedy.tsv", "w") as f:
         f.write("# input\tPyTorch greedy output (tools/train_toy.py, held out from training)\n")
         for text, out in zip(held_out, outputs):

@@ -53,6 +53,23 @@ std::string ParsedArguments::value_or(const std::string& flag, const std::string
     return has(flag) ? value(flag) : fallback;
 }
 
+std::string ParsedArguments::output(const std::string& alias) const {
+    if (has("--output") && has(alias))
+        throw UsageError(std::string(command_) + ": give --output once (" + alias + " is another name for it)");
+    const std::string value = has("--output") ? this->value("--output") : value_or(alias, "");
+    if ((has("--output") || has(alias)) && value.empty())
+        throw UsageError(std::string(command_) + ": --output needs a non-empty path");
+    return value;
+}
+
+std::string ParsedArguments::picture_output(const std::string& alias) const {
+    std::string path = output(alias);
+    if (!path.empty() && (!path.ends_with(".png") || path == ".png" || path.ends_with("/.png")))
+        throw UsageError(std::string(command_) + ": the picture path '" + path +
+                         "' does not end in .png; tinyformer writes PNG pictures, name them NAME.png");
+    return path;
+}
+
 int64_t ParsedArguments::integer(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const {
     if (!has(flag)) return fallback;
     const std::string& text = value(flag);

@@ -25,6 +25,12 @@ public:
     int64_t integer(const std::string& flag, int64_t fallback, int64_t min, int64_t max) const;
     bool help() const { return help_; }
 
+    // The one output flag of attention, mask and probe: --output, or its old
+    // name `alias` (--out, --png), not both. Empty when neither is given.
+    std::string output(const std::string& alias) const;
+    // output() for a picture: the path must end in ".png" (UsageError naming it).
+    std::string picture_output(const std::string& alias) const;
+
 private:
     const char* command_;
     std::vector<std::string> positional_;

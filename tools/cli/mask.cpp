@@ -14,13 +14,15 @@ namespace tinyformer::cli {
 namespace {
 
 const char* kMaskHelp =
-    "usage: tinyformer mask KIND [--len T] [--prefix P] [--src-len S] [--pad N] [--window W] [--png FILE]\n"
+    "usage: tinyformer mask KIND [--len T] [--prefix P] [--src-len S] [--pad N] [--window W]\n"
+    "                       [--output FILE.png] [--scale N]\n"
     "\n"
     "Prints a mask as lesson 10.3 draws it: one line per query, listing the keys it may\n"
     "attend (the engine's one meaning: true = may attend), e.g. `q2: k0 k1 k2`.\n"
     "KIND:\n"
     "  causal         [1,1,T,T]  query l sees keys 0..l\n"
     "  prefix-lm      [1,1,T,T]  the first P positions see each other, the rest is causal\n"
+    "                 (also spelled prefix_lm, as a config says it)\n"
     "  seq2seq        an encoder-decoder's two masks: decoder self-attention [1,1,T,T]\n"
     "                 (causal AND target padding) and cross-attention [1,1,1,S] (source\n"
     "                 padding), whose queries are the T target and keys the S source positions\n"
@@ -35,14 +37,18 @@ const char* kMaskHelp =
     "               are masked for every query, padded queries are marked (attention sets\n"
     "               their outputs to 0). At most T-1 (S-1); default 2 for padding, else 0\n"
     "  --window W   local only: the window radius, 0..1024, default 1\n"
-    "  --png FILE   also draw the mask as a PNG: allowed cells teal, masked cells grey,\n"
-    "               padding hatched, rows = queries, columns = keys. seq2seq draws ONE file\n"
-    "               with both masks side by side (decoder self left, cross right).\n"
-    "               Cells are clamp(600 / max(rows, columns), 4, 40) px (integer division);\n"
-    "               with cells under 10 px only every ceil(10 / cell)-th row and column is\n"
-    "               labelled. The file is written to a temporary name and renamed.\n";
+    "  --output FILE.png  also draw the mask as a PNG (--png is another name for it; a\n"
+    "               name not ending in .png is refused): allowed cells teal, masked cells\n"
+    "               hatched, padding cross-hatched, rows = queries, columns = keys, with\n"
+    "               axis titles; a prefix-lm picture marks the prefix's end with a line.\n"
+    "               seq2seq draws ONE file with both masks side by side (decoder self\n"
+    "               left, cross right). Cells are clamp(600 / columns, 4, 40) px wide and\n"
+    "               clamp(600 / rows, 4, 40) px tall (integer division); labels are\n"
+    "               thinned per axis so that they never overlap. The file is written to\n"
+    "               a temporary name and renamed.\n"
+    "  --scale N    text and cells N times larger, 1..8 (default 1)\n";
 
-const char* kKinds = "causal, prefix-lm, seq2seq, padding, local, bidirectional";
+const char* kKinds = "causal, prefix-lm (or prefix_lm), seq2seq, padding, local, bidirectional";
 
 // One mask slice to print and draw.
 struct MaskView {
@@ -50,6 +56,8 @@ struct MaskView {
     Mask mask;
     int64_t queries = 0, keys = 0;
     std::vector<uint8_t> row_padding, column_padding;  // empty = none
+    std::string row_axis, column_axis;
+    int64_t prefix = 0;
 };
 
 // Mask::to_ascii, with padded queries marked.
@@ -86,14 +94,18 @@ std::string padding_note(int64_t pad, const char* of) {
 }  // namespace
 
 int mask_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--len", "--prefix", "--src-len", "--pad", "--window", "--png"}, {}, "mask");
+    const ParsedArguments parsed(args, {"--len", "--prefix", "--src-len", "--pad", "--window", "--output", "--png", "--scale"},
+                                 {}, "mask");
     if (parsed.help()) {
         std::printf("%s", kMaskHelp);
         return 0;
     }
     if (parsed.positional().size() != 1)
         throw UsageError(concat("mask: expected one KIND (", kKinds, "), see 'tinyformer mask --help'"));
-    const std::string& kind = parsed.positional()[0];
+    // prefix_lm is how a config spells it.
+    const std::string kind = parsed.positional()[0] == "prefix_lm" ? "prefix-lm" : parsed.positional()[0];
+    const std::string picture = parsed.picture_output("--png");
+    const int64_t scale = parsed.integer("--scale", 1, 1, 8);
     if (kind != "causal" && kind != "prefix-lm" && kind != "seq2seq" && kind != "padding" && kind != "local" &&
         kind != "bidirectional")
         throw UsageError(concat("mask: unknown KIND '", kind, "' (expected one of ", kKinds, ")"));
@@ -126,8 +138,10 @@ int mask_command(const Arguments& args) {
         heading = concat("seq2seq masks, target T=", length, ", source S=", source_length,
                          padding_note(pad, " source"));
         title = concat("seq2seq masks  T=", length, "  S=", source_length, pad ? concat("  source pad=", pad) : "");
-        views.push_back({"decoder self-attention [T,T]", masks.decoder_self, length, length, {}, {}});
-        views.push_back({"cross-attention [T,S]", masks.cross, length, source_length, {}, padding_flags(source, 0)});
+        views.push_back({"decoder self-attention [T,T]", masks.decoder_self, length, length, {}, {},
+                         "query: decoder input", "key: decoder input", 0});
+        views.push_back({"cross-attention [T,S]", masks.cross, length, source_length, {}, padding_flags(source, 0),
+                         "query: decoder input", "key: source position", 0});
     } else {
         Mask mask;  // bidirectional and padding: no mask but the padding
         if (kind == "causal") {
@@ -155,17 +169,23 @@ int mask_command(const Arguments& args) {
         heading.append(padding_note(pad, ""));
         if (pad > 0) title.append(concat("  pad=", pad));
         const std::vector<uint8_t> flags = pad > 0 ? padding_flags(padding, 0) : std::vector<uint8_t>{};
-        views.push_back({title, mask, length, length, flags, flags});
+        views.push_back({title, mask, length, length, flags, flags, "query position", "key position",
+                         kind == "prefix-lm" ? prefix : 0});
     }
 
-    if (parsed.has("--png")) {
-        const std::string& path = parsed.value("--png");
+    if (!picture.empty()) {
+        const std::string& path = picture;
         HeatmapGrid grid;
+        grid.scale = scale;
         for (const MaskView& view : views) {
             HeatmapSpec panel = mask_heatmap(view.mask, view.queries, view.keys);
             panel.title = view.title;
             panel.row_padding = view.row_padding;
             panel.column_padding = view.column_padding;
+            panel.row_axis = view.row_axis;
+            panel.column_axis = view.column_axis;
+            panel.prefix = view.prefix;
+            panel.scale = scale;
             grid.panels.push_back(std::move(panel));
         }
         if (views.size() == 1) {

@@ -16,7 +16,7 @@ namespace {
 
 const char* kProbeHelp =
     "usage: tinyformer probe MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
-    "                        [--with TOKEN | --with-id N] [--png FILE]\n"
+    "                        [--with TOKEN | --with-id N] [--output FILE.png] [--scale N]\n"
     "\n"
     "Is a high attention weight an explanation? Scores the model's output on TEXT (its\n"
     "greedy output, or --target) by the teacher-forced log-probability of the target and\n"
@@ -35,9 +35,10 @@ const char* kProbeHelp =
     "                      decoder: cross-attention; decoder-only: self-attention from the\n"
     "                      positions that predict the output).\n"
     "'changed' marks an intervention after which the greedy output differs.\n"
-    "--png FILE draws the weights and the effects side by side (viridis, 0..1): heads\n"
-    "(mean max weight | |d log p| / the largest) and tokens (share / the largest |\n"
-    "|d log p| / the largest).\n"
+    "--output FILE.png draws the weights and the effects side by side (viridis, 0..1):\n"
+    "heads (mean max weight | |d log p| / the largest) and tokens (share / the largest |\n"
+    "|d log p| / the largest). --png is another name for --output; a name not ending in\n"
+    ".png is refused. --scale N draws text and cells N times larger (1..8, default 1).\n"
     "Decoder-only models read TEXT as the prompt: probe data/models/reverse-causal.safetensors abc=\n"
     "--ids, --target-ids and --with-id give the input, the target and the replacement as\n"
     "token ids (for any model, also one without a vocabulary: labels then show the ids).\n"
@@ -107,7 +108,7 @@ HeatmapSpec two_columns(const std::string& title, const std::vector<float>& weig
     return spec;
 }
 
-void write_picture(const std::string& model_name, const ProbeReport& report, const std::string& path) {
+void write_picture(const std::string& model_name, const ProbeReport& report, const std::string& path, int64_t scale) {
     std::vector<float> head_weight;
     std::vector<double> head_effect;
     std::vector<std::string> head_labels;
@@ -134,6 +135,7 @@ void write_picture(const std::string& model_name, const ProbeReport& report, con
     std::snprintf(head_title, sizeof head_title, "heads (mean max weight, effect/%.3g)", head_largest);
     std::snprintf(token_title, sizeof token_title, "tokens (share/%.3g, effect/%.3g)", share_largest, token_largest);
     HeatmapGrid grid;
+    grid.scale = scale;
     grid.title = model_name;
     grid.title.append(": \"").append(report.text).append("\" -> \"").append(report.target);
     grid.title.append("\": weight vs effect = abs(d log p) of zeroing the head / replacing the token by ");
@@ -146,7 +148,8 @@ void write_picture(const std::string& model_name, const ProbeReport& report, con
 }  // namespace
 
 int probe_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--target", "--target-ids", "--ids", "--with", "--with-id", "--png"}, {}, "probe");
+    const ParsedArguments parsed(
+        args, {"--target", "--target-ids", "--ids", "--with", "--with-id", "--output", "--png", "--scale"}, {}, "probe");
     if (parsed.help()) {
         std::printf("%s", kProbeHelp);
         return 0;
@@ -155,6 +158,8 @@ int probe_command(const Arguments& args) {
         throw UsageError("probe: expected MODEL and TEXT, or MODEL and --ids (see 'tinyformer probe --help')");
     if (parsed.has("--with") && parsed.has("--with-id"))
         throw UsageError("probe: give the replacement as --with or as --with-id, not both");
+    const std::string picture = parsed.picture_output("--png");
+    const int64_t scale = parsed.integer("--scale", 1, 1, 8);
     const std::string& path = parsed.positional()[0];
     Model model = Model::load(path);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "probe");
@@ -164,9 +169,9 @@ int probe_command(const Arguments& args) {
     if (parsed.has("--with-id")) options.replacement_id = parsed.integer("--with-id", 0, 0, INT64_MAX);
     const ProbeReport report = probe(model, tokens, options);
     const std::string model_name = std::filesystem::path(path).stem().string();
-    if (parsed.has("--png")) write_picture(model_name, report, parsed.value("--png"));  // first: a failure prints no table
+    if (!picture.empty()) write_picture(model_name, report, picture, scale);  // first: a failure prints no table
     print_report(model_name, report);
-    if (parsed.has("--png")) std::fprintf(stderr, "tinyformer probe: wrote %s\n", parsed.value("--png").c_str());
+    if (!picture.empty()) std::fprintf(stderr, "tinyformer probe: wrote %s\n", picture.c_str());
     return 0;
 }
 

@@ -35,12 +35,17 @@ const char* kRunHelp =
     "warning naming both lengths. Special tokens in an output are shown as themselves, e.g. <unk>.\n";
 
 const char* kEvalHelp =
-    "usage: tinyformer eval MODEL.safetensors --task reverse|sort [--n 1000] [--seed S] [--beam K]\n"
+    "usage: tinyformer eval MODEL.safetensors --task reverse|sort|dates [--n 1000] [--seed S] [--beam K]\n"
     "\n"
-    "Draws N fresh examples of the task (strings of length 1..16; reverse: lowercase\n"
-    "letters, sort: digits) from a seeded generator, runs the model as `run` does\n"
-    "(decoder-only models get the prompt <bos>TEXT and the model's prompt suffix, '=' for\n"
-    "the toy models) and prints the exact-match accuracy and a few failures.\n";
+    "Draws N fresh examples of the task from a seeded generator:\n"
+    "  reverse  lowercase strings of length 1..16 -> reversed\n"
+    "  sort     digit strings of length 1..16 -> digits sorted\n"
+    "  dates    a date 1900-01-01..2099-12-31 (uniform) in one of six forms (uniform):\n"
+    "           '3 may 1979', 'may 3 1979', 'may 3, 1979', '03/05/1979' (day/month/year),\n"
+    "           '1979.05.03', 'thursday 3 may 1979' (its weekday) -> ISO '1979-05-03'\n"
+    "runs the model as `run` does (decoder-only models get the prompt <bos>TEXT and the\n"
+    "model's prompt suffix, '=' for the toy models) and prints the exact-match accuracy\n"
+    "and a few failures.\n";
 
 Model load_for_run(const std::string& path) {
     Model model = Model::load(path);
@@ -126,7 +131,7 @@ int eval_command(const Arguments& args) {
     const std::string& task_name = parsed.value("--task");
     const std::vector<std::string> tasks = toy_task_names();
     if (std::find(tasks.begin(), tasks.end(), task_name) == tasks.end())
-        throw UsageError("eval: --task must be reverse or sort, got '" + task_name + "'");
+        throw UsageError("eval: --task must be reverse, sort or dates, got '" + task_name + "'");
     const ToyTask& task = toy_task(task_name);
     const Model model = load_for_run(parsed.positional()[0]);
     const Evaluation evaluation = evaluate(model, task, n, static_cast<uint64_t>(seed), beam);
@@ -138,7 +143,7 @@ int eval_command(const Arguments& args) {
     const size_t shown = std::min<size_t>(evaluation.failures.size(), 5);
     if (shown) std::printf("first %zu failure(s):\n", shown);
     for (size_t i = 0; i < shown; ++i)
-        std::printf("  %-18s expected %-18s got %s\n", evaluation.failures[i].input.c_str(),
+        std::printf("  %-27s expected %-18s got %s\n", evaluation.failures[i].input.c_str(),
                     evaluation.failures[i].expected.c_str(), evaluation.failures[i].output.c_str());
     return 0;
 }

@@ -1,0 +1,139 @@
+// The picture commands as a user runs them (issue 14): one output flag with
+// its old names, folders written afresh, index.md with the pictures inline,
+// titles naming the model, the input and the attention, prefix_lm spelled
+// as a config spells it. The pictures' pixels are tested in test_heatmap.cpp;
+// refusals are in the bad-input catalogue (test_bad_inputs.cpp).
+#include <doctest/doctest.h>
+
+#include "tests/run_cli.h"
+
+#include <stb_image.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using test_helpers::CliRun;
+using test_helpers::TempDirectory;
+using test_helpers::read_file;
+using test_helpers::run_tinyformer;
+
+namespace {
+
+const std::string kReverse = "data/models/reverse.safetensors";
+const std::string kPrefixLm = "data/models/reverse-prefixlm.safetensors";
+
+CliRun succeeded(const std::vector<std::string>& args) {
+    const CliRun run = run_tinyformer(args, 1, 300, "/dev/null");
+    INFO("stderr: ", run.err);
+    REQUIRE(run.status == 0);
+    return run;
+}
+
+std::set<std::string> files_in(const std::string& dir) {
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) names.insert(entry.path().filename().string());
+    return names;
+}
+
+// Width and height of a PNG read back with stb_image.
+std::pair<int, int> png_size(const std::string& path) {
+    int width = 0, height = 0, channels = 0;
+    REQUIRE_MESSAGE(stbi_info(path.c_str(), &width, &height, &channels) == 1, "stb_image cannot read ", path);
+    return {width, height};
+}
+
+}  // namespace
+
+TEST_CASE("attention writes pictures, an overview and an index.md that shows every picture inline") {
+    TempDirectory dir;
+    const std::string maps = dir.file("maps");
+    const CliRun run = succeeded({"attention", kReverse, "abc", "--output", maps});
+    const std::set<std::string> files = files_in(maps);
+    // 2 encoder self + 2 decoder self + 2 decoder cross layers, 4 heads each: a grid and 4 heads per call.
+    CHECK(files.size() == 6 * 5 + 1 + 1);
+    CHECK(files.count("overview.png") == 1);
+    CHECK(files.count("decoder-layer1-cross-head2.png") == 1);
+    const std::string index = read_file(maps + "/index.md");
+    for (const std::string& name : files) {
+        if (name == "index.md") continue;
+        CAPTURE(name);
+        CHECK(index.find("](" + name + ")") != std::string::npos);  // ![title](file)
+        CHECK(run.out.find(name) != std::string::npos);
+    }
+    CHECK(index.find("## decoder-layer1-cross-head2.png\n\nreverse  \"abc\"  decoder layer 1 cross-attention  head 2\n") !=
+          std::string::npos);
+    // The overview has 6 layers x 4 heads: as wide as 4 panels, taller than wide.
+    const auto [width, height] = png_size(maps + "/overview.png");
+    CHECK(height > width);
+}
+
+TEST_CASE("A decoder-only title says 'layer 3 self-attention', never 'layers layer 3'") {
+    TempDirectory dir;
+    succeeded({"attention", kPrefixLm, "abc=", "--layer", "3", "--head", "1", "--output", dir.file("maps")});
+    const std::string index = read_file(dir.file("maps/index.md"));
+    CHECK(index.find("reverse-prefixlm  \"abc=\"  layer 3 self-attention, prefix-LM mask  head 1") != std::string::npos);
+    CHECK(index.find("layers layer") == std::string::npos);
+}
+
+TEST_CASE("A second attention run into the same folder removes the pictures it no longer writes, and only those") {
+    TempDirectory dir;
+    const std::string maps = dir.file("maps");
+    succeeded({"attention", kReverse, "abc", "--out", maps});  // --out: the old name of --output
+    std::ofstream(maps + "/notes.txt") << "mine";
+    std::ofstream(maps + "/my-picture.png") << "mine too";
+    std::ofstream(maps + "/decoder-layer1-cross-head2.png.bak") << "not a name attention writes";
+    const CliRun second = succeeded({"attention", kReverse, "abc", "--kind", "cross", "--layer", "1", "--grids-only",
+                                     "--output", maps});
+    CHECK(files_in(maps) == std::set<std::string>{"decoder-layer1-cross-heads.png", "overview.png", "index.md",
+                                                   "notes.txt", "my-picture.png", "decoder-layer1-cross-head2.png.bak"});
+    CHECK(second.err.find("removed 29 older pictures") != std::string::npos);
+    const std::string index = read_file(maps + "/index.md");
+    CHECK(index.find("head2.png") == std::string::npos);
+}
+
+TEST_CASE("--positions labels every token with its position; --scale 2 doubles the picture") {
+    TempDirectory dir;
+    succeeded({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--output", dir.file("plain")});
+    succeeded({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--positions", "--output",
+               dir.file("positions")});
+    succeeded({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--scale", "2", "--output",
+               dir.file("scaled")});
+    const std::string picture = "/decoder-layer0-cross-head0.png";
+    const auto plain = png_size(dir.file("plain") + picture);
+    const auto positions = png_size(dir.file("positions") + picture);
+    const auto scaled = png_size(dir.file("scaled") + picture);
+    // The row label "<bos>:0" is wider than "<bos>" (the title may still set the width).
+    CHECK(positions.first >= plain.first);
+    CHECK(read_file(dir.file("positions") + picture) != read_file(dir.file("plain") + picture));
+    CHECK(scaled.first == 2 * plain.first);
+    CHECK(scaled.second == 2 * plain.second);
+}
+
+TEST_CASE("mask and probe take --output, and their old --png; mask takes prefix_lm as a config spells it") {
+    TempDirectory dir;
+    const CliRun dash = succeeded({"mask", "prefix-lm", "--len", "6", "--prefix", "2", "--output", dir.file("a.png")});
+    const CliRun underscore = succeeded({"mask", "prefix_lm", "--len", "6", "--prefix", "2", "--png", dir.file("b.png")});
+    CHECK(dash.out == underscore.out);
+    CHECK(read_file(dir.file("a.png")) == read_file(dir.file("b.png")));
+    succeeded({"probe", "data/models/sort.safetensors", "3141", "--output", dir.file("p.png")});
+    succeeded({"probe", "data/models/sort.safetensors", "3141", "--png", dir.file("q.png")});
+    CHECK(read_file(dir.file("p.png")) == read_file(dir.file("q.png")));
+    CHECK(png_size(dir.file("p.png")).first > 0);
+}
+
+TEST_CASE("align prints, per output token, the source tokens the last cross-attention layer weighs most") {
+    const CliRun run = succeeded({"align", kReverse, "abc"});
+    std::istringstream lines(run.out);
+    std::string line;
+    std::getline(lines, line);
+    CHECK(line == "cross-attention of decoder layer 1, mean over 4 heads; output \"cba\"");
+    std::getline(lines, line);  // the header
+    std::vector<std::string> rows;
+    while (std::getline(lines, line)) rows.push_back(line);
+    REQUIRE(rows.size() == 4);  // c, b, a, <eos>
+    CHECK(rows[0].rfind("'c'    <bos>   2:'c' ", 0) == 0);  // writing 'c', it looks at the source 'c' first
+    CHECK(rows[3].rfind("<eos>  'a'", 0) == 0);
+}
