@@ -126,9 +126,20 @@ TEST_CASE("lesson all runs every lesson, and the list names each") {
     REQUIRE(all.status == 0);
     for (const std::string name : {"shapes", "causal", "conventions", "empty-row", "finite-negative", "scale",
                                    "multihead", "paths", "permutation", "nan-history", "need-weights", "dropout",
-                                   "positions"}) {
+                                   "positions", "peeking"}) {
         CAPTURE(name);
         CHECK(has(list.out, "  " + name + " "));
         CHECK(has(all.out, "=== " + name));
     }
+}
+
+TEST_CASE("lesson peeking: the causal model's logits up to t ignore what follows, bit for bit") {
+    const std::string out = lesson("peeking");
+    // Two inputs sharing <bos>attention= (positions 0..10), differing after: with the causal mask the
+    // logits at positions <= 10 are computed from the same tokens by the same operations, so they are
+    // bit for bit equal (difference exactly 0); later positions read different tokens.
+    CHECK(has(out, "causal mask:        largest |logits A - logits B| at positions <= t: 0 "));
+    CHECK(number_after(out, "causal mask:        largest |logits A - logits B| at positions <= t: 0   at positions > t:") > 1.0);
+    // The same weights without the mask: the future reaches the earlier positions.
+    CHECK(number_after(out, "the same weights without the mask: at positions <= t:") > 0.1);
 }

@@ -11,6 +11,14 @@ Tasks (characters in, characters out; every model has the vocabulary
     dates              encoder-decoder: a date 1900-01-01..2099-12-31 written in one of six
                        forms ("3 may 1979", "may 3 1979", "may 3, 1979", "03/05/1979"
                        day/month/year, "1979.05.03", "thursday 3 may 1979") -> "1979-05-03"
+    reverse-peeking    reverse-causal's data, architecture and settings, but trained
+                       WITHOUT the causal mask (bidirectional self-attention, labels
+                       shifted by one as usual), exported as a causal decoder_only
+                       model, the way it must be used (lesson 10.3, section 6).
+                       Not shipped yet: after 1500 steps its training loss (0.405)
+                       was not yet below the honest model's and greedy decoding got
+                       3% right; it needs more steps before `lesson peeking` can
+                       show the abnormally low loss
 
 The models are the reference modules of FORMAT.md (tools/torch_modules.py:
 stock nn.Transformer / nn.TransformerEncoder), trained with Adam on freshly
@@ -24,7 +32,8 @@ and ends by printing the held-out exact-match accuracy. Run from the
 repository root with Debian's PyTorch (python3-torch):
 
     /usr/bin/python3 tools/train_toy.py reverse            # one task
-    /usr/bin/python3 tools/train_toy.py --all              # all five
+    /usr/bin/python3 tools/train_toy.py --all              # every task
+    /usr/bin/python3 tools/train_toy.py reverse-peeking --threads 1 | tee data/models/reverse-peeking.train.log
     /usr/bin/python3 tools/train_toy.py reverse --steps 500 --out /tmp/m   # a quick try
 
 Checkpoints are written by tools/tinyformer_export.py (the one exporter), with
@@ -58,7 +67,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import safetensors_io as st  # noqa: E402
 import tinyformer_export  # noqa: E402
-from torch_modules import build_module  # noqa: E402
+from torch_modules import build_module, single_stack_forward  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SPECIALS = ["<pad>", "<bos>", "<eos>", "<unk>"]
@@ -122,6 +131,11 @@ TASKS = {
                   steps=5000, lr=2e-3,
                   config=dict(arch="encoder_decoder", num_encoder_layers=2, num_decoder_layers=2,
                               norm_first=True, max_len=32, pos_encoding="sinusoidal")),
+    # train_attention: the self-attention of training when it is not the exported config's.
+    "reverse-peeking": dict(alphabet=LOWERCASE, target=lambda s: s[::-1], steps=1500, lr=1.5e-3,
+                            train_attention="bidirectional",
+                            config=dict(arch="decoder_only", num_layers=4, norm_first=True, final_norm=True,
+                                        max_len=40, pos_encoding="learned", attention="causal")),
 }
 
 
@@ -196,14 +210,21 @@ def pad(rows):
     return torch.tensor([r + [PAD] * (width - len(r)) for r in rows], dtype=torch.long)
 
 
-def loss_of(model, batch, config):
+def loss_of(model, batch, config, attention=None):
+    """Mean cross-entropy of the labels; `attention` overrides a single-stack
+    model's self-attention ("bidirectional": no mask but key padding)."""
     criterion = nn.CrossEntropyLoss(ignore_index=PAD)
     if config["arch"] == "encoder_decoder":
         logits = model(batch["src"], batch["tgt"], src_key_padding_mask=batch["src"] == PAD,
                        tgt_key_padding_mask=batch["tgt"] == PAD)
         return criterion(logits.reshape(-1, logits.shape[-1]), batch["out"].reshape(-1)), logits, batch["out"]
     prefix = batch["prefix_len"] if config["attention"] == "prefix_lm" else None
-    logits = model(batch["ids"], key_padding_mask=batch["ids"] == PAD, prefix_len=prefix)
+    if attention is None or attention == config["attention"]:
+        logits = model(batch["ids"], key_padding_mask=batch["ids"] == PAD, prefix_len=prefix)
+    else:
+        logits = single_stack_forward(dict(config, attention=attention), model.transformer, model.embed,
+                                      model.lm_head, batch["ids"], key_padding_mask=batch["ids"] == PAD,
+                                      pos_embed=getattr(model, "pos_embed", None))
     return criterion(logits.reshape(-1, logits.shape[-1]), batch["labels"].reshape(-1)), logits, batch["labels"]
 
 
@@ -306,6 +327,10 @@ def train(task, steps, out_dir, seed, batch_size):
         optimizer, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     print(f"{task}: {config['arch']} D={config['d_model']} H={config['nhead']} F={config['dim_feedforward']}, "
           f"{sum(p.numel() for p in model.parameters())} parameters, {steps} steps of {batch_size}", flush=True)
+    train_attention = TASKS[task].get("train_attention")
+    if train_attention:
+        print(f"{task}: trained with {train_attention} self-attention, exported and decoded as "
+              f"{config['attention']}", flush=True)
     # 200 fresh held-out examples. Training never sees those longer than 3
     # characters; shorter strings are too few to hold out (26^3 of them at
     # most), and a model that never saw a 1-character input would not know one.
@@ -324,7 +349,7 @@ def train(task, steps, out_dir, seed, batch_size):
             text = sample(task, rng)
             if text not in held_out_set:
                 texts.append(text)
-        loss, logits, labels = loss_of(model, batches.make(texts), config)
+        loss, logits, labels = loss_of(model, batches.make(texts), config, train_attention)
         optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -10,7 +10,10 @@
 #include "layers/embedding.h"
 #include "layers/encoder_layer.h"
 #include "layers/multi_head_attention.h"
+#include "models/checkpoint.h"
 #include "models/cost.h"
+#include "models/text.h"
+#include "models/transformer.h"
 #include "tools/cli/cli.h"
 #include "tools/measure/measure.h"
 
@@ -536,6 +539,61 @@ void lesson_permutation() {
                 "encodings) attention cannot tell token order.\n");
 }
 
+// Section 6: the causal mask keeps the answers out of training, on two trained models.
+constexpr const char* kHonestModel = "data/models/reverse-causal.safetensors";
+
+// A single-stack checkpoint's weights run with another self-attention.
+SingleStackModel single_stack_with_attention(const std::string& path, SelfAttentionKind attention) {
+    Checkpoint checkpoint = Checkpoint::open(path);
+    ModelConfig config = checkpoint.config();
+    config.attention = attention;
+    SingleStackModel model(config, checkpoint);
+    checkpoint.refuse_unknown();
+    return model;
+}
+
+Tensor logits_of(const SingleStackModel& model, const std::vector<int64_t>& ids) {
+    return model.forward(TokenIds{1, static_cast<int64_t>(ids.size()), ids}, Padding(), {});
+}
+
+// The largest |a - b| of two passes' logits [1, n, V] over positions first..last.
+double largest_difference(const Tensor& a, const Tensor& b, int64_t first, int64_t last) {
+    const int64_t V = a.shape()[2];
+    double worst = 0;
+    for (int64_t t = first; t <= last; ++t)
+        for (int64_t v = 0; v < V; ++v)
+            worst = std::max(worst, static_cast<double>(std::fabs(a.at({0, t, v}) - b.at({0, t, v}))));
+    return worst;
+}
+
+void lesson_peeking() {
+    heading("peeking: the causal mask keeps the answers out of training (section 6)");
+    const Model honest = Model::load(kHonestModel);
+    const ModelText text(honest);
+    const SingleStackModel& causal = *honest.single_stack;
+
+    // 1. On the shipped causal model, what follows position t cannot reach the logits up to t.
+    const std::vector<int64_t> prompt = model_input(honest, text.encode_input("attention"));  // <bos>attention=
+    const int64_t t = static_cast<int64_t>(prompt.size()) - 1;
+    std::vector<int64_t> a = prompt, b = prompt;
+    for (int64_t id : text.encode_output("noitnetta")) a.push_back(id);
+    for (int64_t id : text.encode_output("zyxwvutsr")) b.push_back(id);
+    const int64_t last = static_cast<int64_t>(a.size()) - 1;
+    std::printf("%s (decoder-only, 4 layers, causal mask), two inputs that share positions\n"
+                "0..t = 0..%lld and differ after t:\n  A: %s\n  B: %s\n",
+                kHonestModel, static_cast<long long>(t), text.decode_input(a).c_str(), text.decode_input(b).c_str());
+    const Tensor logits_a = logits_of(causal, a), logits_b = logits_of(causal, b);
+    std::printf("  causal mask:        largest |logits A - logits B| at positions <= t: %g   at positions > t: %.3f\n",
+                largest_difference(logits_a, logits_b, 0, t), largest_difference(logits_a, logits_b, t + 1, last));
+    const SingleStackModel bidirectional_honest = single_stack_with_attention(kHonestModel, SelfAttentionKind::Bidirectional);
+    std::printf("  the same weights without the mask: at positions <= t: %.3f   at positions > t: %.3f\n",
+                largest_difference(logits_of(bidirectional_honest, a), logits_of(bidirectional_honest, b), 0, t),
+                largest_difference(logits_of(bidirectional_honest, a), logits_of(bidirectional_honest, b), t + 1, last));
+    std::printf("With the mask the logits up to t are bit for bit the same whatever follows: position t's\n"
+                "prediction of the next token is made without it. Without the mask every position reads the\n"
+                "whole sequence, its own label (the next token) included.\n");
+}
+
 struct Lesson {
     const char* name;
     const char* summary;
@@ -561,6 +619,8 @@ const Lesson kLessons[] = {
     {"dropout", "no dropout at inference; p=0.1 on one row; SDPA's dropout_p ignores eval()", lesson_dropout},
     {"positions", "permuting tokens: equivariant without positions, not with sinusoidal or learned ones",
      lesson_positions},
+    {"peeking", "a trained causal model: changing the tokens after t leaves the logits up to t bit for bit",
+     lesson_peeking},
 };
 
 void print_lessons(std::FILE* out) {
