@@ -59,6 +59,12 @@ AttentionOptions with_weights() {
     return options;
 }
 
+// W_Q, W_K, W_V, W_O with entries ~ N(0, 0.25), biases ~ N(0, 0.01), for a model of width D.
+MultiHeadAttentionWeights random_attention_weights(Random& random, int64_t D) {
+    return {random.normal_tensor({3 * D, D}, 0.5f), random.normal_tensor({3 * D}, 0.1f),
+            random.normal_tensor({D, D}, 0.5f), random.normal_tensor({D}, 0.1f)};
+}
+
 // Practice 1.
 void lesson_shapes() {
     heading("shapes: cross-attention, L != S (practice 1)");
@@ -258,8 +264,7 @@ void lesson_multihead() {
     heading("multihead: H heads, concat, output projection");
     const int64_t D = 8, H = 2;
     Random random(3);
-    MultiHeadAttentionWeights weights{random.normal_tensor({3 * D, D}, 0.5f), random.normal_tensor({3 * D}, 0.1f),
-                                      random.normal_tensor({D, D}, 0.5f), random.normal_tensor({D}, 0.1f)};
+    const MultiHeadAttentionWeights weights = random_attention_weights(random, D);
     const MultiHeadAttention attention(weights, H);
     const Tensor x = random.normal_tensor({1, 4, D});
     const AttentionResult result = attention.forward(x, x, Mask::causal(4), with_weights());
@@ -396,8 +401,7 @@ void lesson_need_weights() {
                 "tinyformer's choice is the same: AttentionOptions.want_weights.\n\n");
     const int64_t D = 8, H = 2;
     Random random(3);
-    MultiHeadAttentionWeights weights{random.normal_tensor({3 * D, D}, 0.5f), random.normal_tensor({3 * D}, 0.1f),
-                                      random.normal_tensor({D, D}, 0.5f), random.normal_tensor({D}, 0.1f)};
+    const MultiHeadAttentionWeights weights = random_attention_weights(random, D);
     const MultiHeadAttention attention(weights, H);
     const Tensor x = random.normal_tensor({1, 5, D});
     const AttentionResult with = attention.forward(x, x, Mask::causal(5), with_weights());
