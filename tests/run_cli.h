@@ -66,4 +66,12 @@ inline CliRun run_tinyformer(const std::vector<std::string>& args, int threads =
     return run;
 }
 
+// run_tinyformer that must exit 0 (REQUIRE, with stderr shown when it does not).
+inline CliRun run_tinyformer_ok(const std::vector<std::string>& args, const std::string& stdin_path = "/dev/null") {
+    const CliRun run = run_tinyformer(args, 1, 300, stdin_path);
+    INFO("stderr: ", run.err);
+    REQUIRE(run.status == 0);
+    return run;
+}
+
 }  // namespace test_helpers

@@ -19,18 +19,13 @@ using test_helpers::CliRun;
 using test_helpers::TempDirectory;
 using test_helpers::read_file;
 using test_helpers::run_tinyformer;
+using test_helpers::run_tinyformer_ok;
 
 namespace {
 
 const std::string kReverse = "data/models/reverse.safetensors";
 const std::string kPrefixLm = "data/models/reverse-prefixlm.safetensors";
 
-CliRun succeeded(const std::vector<std::string>& args) {
-    const CliRun run = run_tinyformer(args, 1, 300, "/dev/null");
-    INFO("stderr: ", run.err);
-    REQUIRE(run.status == 0);
-    return run;
-}
 
 std::set<std::string> files_in(const std::string& dir) {
     std::set<std::string> names;
@@ -50,7 +45,7 @@ std::pair<int, int> png_size(const std::string& path) {
 TEST_CASE("attention writes pictures, an overview and an index.md that shows every picture inline") {
     TempDirectory dir;
     const std::string maps = dir.file("maps");
-    const CliRun run = succeeded({"attention", kReverse, "abc", "--output", maps});
+    const CliRun run = run_tinyformer_ok({"attention", kReverse, "abc", "--output", maps});
     const std::set<std::string> files = files_in(maps);
     // 2 encoder self + 2 decoder self + 2 decoder cross layers, 4 heads each: a grid and 4 heads per call.
     CHECK(files.size() == 6 * 5 + 1 + 1);
@@ -72,7 +67,7 @@ TEST_CASE("attention writes pictures, an overview and an index.md that shows eve
 
 TEST_CASE("A decoder-only title says 'layer 3 self-attention', never 'layers layer 3'") {
     TempDirectory dir;
-    succeeded({"attention", kPrefixLm, "abc=", "--layer", "3", "--head", "1", "--output", dir.file("maps")});
+    run_tinyformer_ok({"attention", kPrefixLm, "abc=", "--layer", "3", "--head", "1", "--output", dir.file("maps")});
     const std::string index = read_file(dir.file("maps/index.md"));
     CHECK(index.find("reverse-prefixlm  \"abc=\"  layer 3 self-attention, prefix-LM mask  head 1") != std::string::npos);
     CHECK(index.find("layers layer") == std::string::npos);
@@ -81,11 +76,11 @@ TEST_CASE("A decoder-only title says 'layer 3 self-attention', never 'layers lay
 TEST_CASE("A second attention run into the same folder removes the pictures it no longer writes, and only those") {
     TempDirectory dir;
     const std::string maps = dir.file("maps");
-    succeeded({"attention", kReverse, "abc", "--out", maps});  // --out: the old name of --output
+    run_tinyformer_ok({"attention", kReverse, "abc", "--out", maps});  // --out: the old name of --output
     std::ofstream(maps + "/notes.txt") << "mine";
     std::ofstream(maps + "/my-picture.png") << "mine too";
     std::ofstream(maps + "/decoder-layer1-cross-head2.png.bak") << "not a name attention writes";
-    const CliRun second = succeeded({"attention", kReverse, "abc", "--kind", "cross", "--layer", "1", "--grids-only",
+    const CliRun second = run_tinyformer_ok({"attention", kReverse, "abc", "--kind", "cross", "--layer", "1", "--grids-only",
                                      "--output", maps});
     CHECK(files_in(maps) == std::set<std::string>{"decoder-layer1-cross-heads.png", "overview.png", "index.md",
                                                    "notes.txt", "my-picture.png", "decoder-layer1-cross-head2.png.bak"});
@@ -96,10 +91,10 @@ TEST_CASE("A second attention run into the same folder removes the pictures it n
 
 TEST_CASE("--positions labels every token with its position; --scale 2 doubles the picture") {
     TempDirectory dir;
-    succeeded({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--output", dir.file("plain")});
-    succeeded({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--positions", "--output",
+    run_tinyformer_ok({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--output", dir.file("plain")});
+    run_tinyformer_ok({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--positions", "--output",
                dir.file("positions")});
-    succeeded({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--scale", "2", "--output",
+    run_tinyformer_ok({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--scale", "2", "--output",
                dir.file("scaled")});
     const std::string picture = "/decoder-layer0-cross-head0.png";
     const auto plain = png_size(dir.file("plain") + picture);
@@ -114,18 +109,18 @@ TEST_CASE("--positions labels every token with its position; --scale 2 doubles t
 
 TEST_CASE("mask and probe take --output, and their old --png; mask takes prefix_lm as a config spells it") {
     TempDirectory dir;
-    const CliRun dash = succeeded({"mask", "prefix-lm", "--len", "6", "--prefix", "2", "--output", dir.file("a.png")});
-    const CliRun underscore = succeeded({"mask", "prefix_lm", "--len", "6", "--prefix", "2", "--png", dir.file("b.png")});
+    const CliRun dash = run_tinyformer_ok({"mask", "prefix-lm", "--len", "6", "--prefix", "2", "--output", dir.file("a.png")});
+    const CliRun underscore = run_tinyformer_ok({"mask", "prefix_lm", "--len", "6", "--prefix", "2", "--png", dir.file("b.png")});
     CHECK(dash.out == underscore.out);
     CHECK(read_file(dir.file("a.png")) == read_file(dir.file("b.png")));
-    succeeded({"probe", "data/models/sort.safetensors", "3141", "--output", dir.file("p.png")});
-    succeeded({"probe", "data/models/sort.safetensors", "3141", "--png", dir.file("q.png")});
+    run_tinyformer_ok({"probe", "data/models/sort.safetensors", "3141", "--output", dir.file("p.png")});
+    run_tinyformer_ok({"probe", "data/models/sort.safetensors", "3141", "--png", dir.file("q.png")});
     CHECK(read_file(dir.file("p.png")) == read_file(dir.file("q.png")));
     CHECK(png_size(dir.file("p.png")).first > 0);
 }
 
 TEST_CASE("align prints, per output token, the source tokens the last cross-attention layer weighs most") {
-    const CliRun run = succeeded({"align", kReverse, "abc"});
+    const CliRun run = run_tinyformer_ok({"align", kReverse, "abc"});
     std::istringstream lines(run.out);
     std::string line;
     std::getline(lines, line);
