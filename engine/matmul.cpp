@@ -91,22 +91,26 @@ Tensor matmul(const Tensor& a, const Tensor& b, Transpose tb) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     if (weight.rank() != 2)
         fail("linear: weight must be [out,in], got ", shape_string(weight.shape()));
-    if (x.empty() || x.dim(-1) != weight.dim(1))
-        fail("linear: x has ", x.empty() ? 0 : x.dim(-1), " input features but weight ", shape_string(weight.shape()),
-             " expects ", weight.dim(1), " (x ", shape_string(x.shape()), ")");
     if (!bias.empty() && (bias.rank() != 1 || bias.dim(0) != weight.dim(0)))
         fail("linear: bias must be [", weight.dim(0), "], got ", shape_string(bias.shape()));
-    const int64_t in = weight.dim(1), out_features = weight.dim(0);
+    return linear(x, weight.matrix(), bias.empty() ? nullptr : bias.data());
+}
+
+Tensor linear(const Tensor& x, ConstMatrixView weight, const float* bias) {
+    if (x.empty() || x.dim(-1) != weight.cols)
+        fail("linear: x has ", x.empty() ? 0 : x.dim(-1), " input features but weight [", weight.rows, ",",
+             weight.cols, "] expects ", weight.cols, " (x ", shape_string(x.shape()), ")");
+    const int64_t in = weight.cols, out_features = weight.rows;
     int64_t rows = 1;  // every axis of x but the last is a batch of rows
     for (int64_t axis = 0; axis + 1 < x.rank(); ++axis) rows *= x.dim(axis);
     Shape out_shape = x.shape();
     out_shape.back() = out_features;
     Tensor y(out_shape);
     MatrixView y_rows{y.data(), rows, out_features, out_features};
-    if (!bias.empty())  // y starts as the bias in every row, then sgemm adds x W^T (beta = 1)
-        for (int64_t r = 0; r < y_rows.rows; ++r) std::copy(bias.data(), bias.data() + out_features, y_rows.row(r));
+    if (bias)  // y starts as the bias in every row, then sgemm adds x W^T (beta = 1)
+        for (int64_t r = 0; r < y_rows.rows; ++r) std::copy(bias, bias + out_features, y_rows.row(r));
     ConstMatrixView x_rows{x.data(), y_rows.rows, in, in};
-    gemm(x_rows, Transpose::No, weight.matrix(), Transpose::Yes, y_rows, 1.0f, bias.empty() ? 0.0f : 1.0f);
+    gemm(x_rows, Transpose::No, weight, Transpose::Yes, y_rows, 1.0f, bias ? 1.0f : 0.0f);
     return y;
 }
 

@@ -28,6 +28,8 @@ void gemm_naive(ConstMatrixView a, Transpose transpose_a, ConstMatrixView b, Tra
 
 Tensor matmul(const Tensor& a, const Tensor& b, Transpose transpose_b = Transpose::No);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// The same with W a view (e.g. rows of a bigger matrix) and b its out floats, or nullptr for none.
+Tensor linear(const Tensor& x, ConstMatrixView weight, const float* bias);
 
 // What the BLAS is, for benchmarks and `tinyformer --version`:
 // e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".

@@ -9,13 +9,14 @@ namespace tinyformer {
 
 namespace {
 
-// Rows [first, first+count) of a matrix, or elements of a vector, as a Tensor.
-Tensor slice_rows(const Tensor& t, int64_t first, int64_t count) {
-    const int64_t row = t.rank() == 2 ? t.dim(1) : 1;
-    Shape shape = t.shape();
-    shape[0] = count;
-    Tensor part(shape);
-    std::copy(t.data() + first * row, t.data() + (first + count) * row, part.data());
+// Columns [first, first+count) of every row of x [B, L, C], as a tensor [B, L, count].
+Tensor column_block(const Tensor& x, int64_t first, int64_t count) {
+    Tensor part({x.dim(0), x.dim(1), count});
+    const int64_t rows = x.dim(0) * x.dim(1), width = x.dim(2);
+    for (int64_t r = 0; r < rows; ++r) {
+        const float* from = x.data() + r * width + first;
+        std::copy(from, from + count, part.data() + r * count);
+    }
     return part;
 }
 
@@ -38,12 +39,8 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights,
     check_shape(weights.in_proj_bias, {3 * D}, "in_proj_bias");
     check_shape(weights.out_proj_weight, {D, D}, "out_proj.weight");
     check_shape(weights.out_proj_bias, {D}, "out_proj.bias");
-    w_query_ = slice_rows(weights.in_proj_weight, 0, D);
-    w_key_ = slice_rows(weights.in_proj_weight, D, D);
-    w_value_ = slice_rows(weights.in_proj_weight, 2 * D, D);
-    b_query_ = slice_rows(weights.in_proj_bias, 0, D);
-    b_key_ = slice_rows(weights.in_proj_bias, D, D);
-    b_value_ = slice_rows(weights.in_proj_bias, 2 * D, D);
+    w_in_ = weights.in_proj_weight;
+    b_in_ = weights.in_proj_bias;
     w_out_ = weights.out_proj_weight;
     b_out_ = weights.out_proj_bias;
 }
@@ -55,9 +52,14 @@ void MultiHeadAttention::set_zeroed_heads(std::vector<int64_t> heads) {
     zeroed_heads_ = std::move(heads);
 }
 
-Tensor MultiHeadAttention::project_query(const Tensor& x_q) const { return linear(x_q, w_query_, b_query_); }
-Tensor MultiHeadAttention::project_key(const Tensor& x_kv) const { return linear(x_kv, w_key_, b_key_); }
-Tensor MultiHeadAttention::project_value(const Tensor& x_kv) const { return linear(x_kv, w_value_, b_value_); }
+// Rows part*D..(part+1)*D-1 of in_proj: W_Q (part 0), W_K (1), W_V (2), read in place.
+Tensor MultiHeadAttention::project(const Tensor& x, int64_t part) const {
+    return linear(x, w_in_.matrix().rows_range(part * d_model_, d_model_), b_in_.data() + part * d_model_);
+}
+
+Tensor MultiHeadAttention::project_query(const Tensor& x_q) const { return project(x_q, 0); }
+Tensor MultiHeadAttention::project_key(const Tensor& x_kv) const { return project(x_kv, 1); }
+Tensor MultiHeadAttention::project_value(const Tensor& x_kv) const { return project(x_kv, 2); }
 
 AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& key, const Tensor& value,
                                            const Mask& mask, const AttentionOptions& options, Observer* observer) const {
@@ -133,9 +135,12 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
         fail("MultiHeadAttention: input must be [B,n,D] with D=", d_model_, "; got ", shape_string(x_new.shape()));
     if (!cache.empty() && cache.batch() != x_new.dim(0))
         fail("MultiHeadAttention: the cache holds B=", cache.batch(), " rows but the input has B=", x_new.dim(0));
+    // Self-attention: Q, K and V in one product, [Q | K | V] = x in_proj_weight^T + in_proj_bias,
+    // [B, n, 3D] (one sgemm, or at a decoding step one sgemv, instead of three).
+    const Tensor qkv = linear(x_new, w_in_, b_in_);
     // Written at rows length..length+n-1 of the cache's buffers (taken over when empty: no copy).
-    cache.append(project_key(x_new), project_value(x_new));
-    return attend(project_query(x_new), cache, mask, options, observer);
+    cache.append(column_block(qkv, d_model_, d_model_), column_block(qkv, 2 * d_model_, d_model_));
+    return attend(column_block(qkv, 0, d_model_), cache, mask, options, observer);
 }
 
 AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache,

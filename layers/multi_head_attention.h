@@ -90,8 +90,8 @@ private:
 
     int64_t d_model_, heads_;
     std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
-    Tensor w_query_, w_key_, w_value_;  // [D, D] each, split from in_proj_weight
-    Tensor b_query_, b_key_, b_value_;  // [D] each
+    Tensor project(const Tensor& x, int64_t part) const;  // x W^T + b with W_Q, W_K or W_V (part 0, 1, 2)
+    Tensor w_in_, b_in_;  // in_proj_weight [3D, D] = W_Q; W_K; W_V, and in_proj_bias [3D]
     Tensor w_out_, b_out_;
 };
 

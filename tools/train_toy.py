@@ -132,7 +132,7 @@ TASKS = {
                   config=dict(arch="encoder_decoder", num_encoder_layers=2, num_decoder_layers=2,
                               norm_first=True, max_len=32, pos_encoding="sinusoidal")),
     # train_attention: the self-attention of training when it is not the exported config's.
-    "reverse-peeking": dict(alphabet=LOWERCASE, target=lambda s: s[::-1], steps=1500, lr=1.5e-3,
+    "reverse-peeking": dict(alphabet=LOWERCASE, target=lambda s: s[::-1], steps=5000, lr=1.5e-3,
                             train_attention="bidirectional",
                             config=dict(arch="decoder_only", num_layers=4, norm_first=True, final_norm=True,
                                         max_len=40, pos_encoding="learned", attention="causal")),
