@@ -31,7 +31,7 @@ namespace tinyformer::kernels {
 namespace {
 
 #define TINYFORMER_TABLE(NS) \
-    Table { NS::exp_shifted_sum, NS::row_max, NS::scale, NS::layer_norm_row, NS::add, NS::relu }
+    Table { NS::exp_shifted_sum, NS::row_max, NS::scale, NS::layer_norm_row, NS::add, NS::relu, NS::gelu }
 
 const Table kBaseline = TINYFORMER_TABLE(baseline);
 #ifdef TINYFORMER_KERNEL_VARIANTS
@@ -40,7 +40,7 @@ const Table kAvx2 = TINYFORMER_TABLE(avx2);
 // slow as its AVX2 code (tinyformer-bench kernels), so the AVX-512 table
 // keeps the AVX2 LayerNorm.
 const Table kAvx512{avx512::exp_shifted_sum, avx512::row_max, avx512::scale, avx2::layer_norm_row, avx512::add,
-                    avx512::relu};
+                    avx512::relu, avx512::gelu};
 #endif
 
 const Table& table_of(Variant variant) {

@@ -1,5 +1,5 @@
 // Row kernels that use the CPU's vector units — softmax's exponential and
-// maximum, LayerNorm, residual add, ReLU — in variants for the baseline
+// maximum, LayerNorm, residual add, ReLU, GELU — in variants for the baseline
 // x86-64 (SSE2), AVX2+FMA and AVX-512 (F/BW/DQ/VL; its LayerNorm is the AVX2
 // one, which measured faster), one binary for every x86-64
 // CPU: the variant is chosen at start from the CPU's features (engine/blas.h's
@@ -23,6 +23,7 @@ struct Table {
     void (*layer_norm_row)(float* row, int64_t n, const float* gamma, const float* beta, float eps);
     void (*add)(float* a, const float* b, int64_t n);  // a += b
     void (*relu)(float* x, int64_t n);                 // x = max(0, x)
+    void (*gelu)(float* x, int64_t n);                 // x = x (1 + erf(x / sqrt 2)) / 2
 };
 
 const Table& table();                 // the variant in use

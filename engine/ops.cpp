@@ -56,11 +56,7 @@ Tensor relu(Tensor x) {
 }
 
 Tensor gelu(Tensor x) {
-    const float inverse_sqrt2 = static_cast<float>(1.0 / std::sqrt(2.0));
-    for (int64_t i = 0; i < x.numel(); ++i) {
-        const float v = x.data()[i];
-        x.data()[i] = v * 0.5f * (1.0f + std::erf(v * inverse_sqrt2));
-    }
+    kernels::table().gelu(x.data(), x.numel());  // x (1 + erf(x / sqrt 2)) / 2, engine/kernels.inc
     return x;
 }
 

@@ -82,6 +82,14 @@ TEST_CASE("Each kernel variant agrees with the naive double-precision reference,
                 const double expected = (row[i] - mean) / std::sqrt(variance + 1e-5) * gamma[i] + beta[i];
                 CHECK(normed[i] == doctest::Approx(expected).epsilon(1e-5).scale(1.0));
             }
+            // gelu against x (1 + erf(x / sqrt 2)) / 2 in double with std::erf: the kernel's
+            // rational erf is within 5e-7 of erf, so |error| <= |x| / 2 * 5e-7 plus float rounding
+            std::vector<float> g = row;
+            k.gelu(g.data(), n);
+            for (size_t i = 0; i < row.size(); ++i) {
+                const double v = row[i], expected = v * 0.5 * (1.0 + std::erf(v / std::sqrt(2.0)));
+                CHECK(std::fabs(g[i] - expected) <= 4e-7 * std::fabs(v) + 1e-7);
+            }
             // add, relu, scale: exact
             std::vector<float> a = row, r = row, s = row;
             k.add(a.data(), gamma.data(), n);
@@ -98,6 +106,52 @@ TEST_CASE("Each kernel variant agrees with the naive double-precision reference,
 
 // Not to the last bit: the AVX2 and AVX-512 variants may contract a * b + c
 // into one fused multiply-add (GCC does in C++), which rounds once instead of twice.
+TEST_CASE("The softmax exp against std::exp over the whole range softmax uses, [-87.3, 0], in every variant") {
+    // softmax calls exp(score - row max): the argument is <= 0. Below -87.3, exp is under
+    // float's smallest normal (1.2e-38) and the kernel returns 0. Every float in between is
+    // not tried, but a grid of 2^20 points is, and each must be within 3e-7 relative (about
+    // 2.5 ulp) of exp in double.
+    constexpr int kPoints = 1 << 20;
+    std::vector<float> x(kPoints);
+    for (int i = 0; i < kPoints; ++i) x[static_cast<size_t>(i)] = -87.3f * static_cast<float>(i) / (kPoints - 1);
+    for (Variant variant : supported_variants()) {
+        CAPTURE(kernels::variant_name(variant));
+        const UseVariant use(variant);
+        std::vector<float> e = x;
+        kernels::table().exp_shifted_sum(e.data(), kPoints, 0.0f);
+        double worst = 0;
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double expected = std::exp(static_cast<double>(x[i]));
+            worst = std::max(worst, std::fabs(e[i] - expected) / expected);
+        }
+        CAPTURE(worst);
+        CHECK(worst <= 3e-7);
+        CHECK(e[0] == 1.0f);  // exp(0) exactly: softmax's largest entry
+    }
+}
+
+TEST_CASE("The GELU kernel against std::erf's GELU over [-10, 10] in steps of 1/1024, in every variant") {
+    // The formula in double with std::erf is the reference; the kernel's erf is a ratio of two
+    // polynomials. Worst case over the grid: the bound of the test above, and the sign and 0 exact.
+    std::vector<float> x;
+    for (int i = -10 * 1024; i <= 10 * 1024; ++i) x.push_back(static_cast<float>(i) / 1024.0f);
+    for (Variant variant : supported_variants()) {
+        CAPTURE(kernels::variant_name(variant));
+        const UseVariant use(variant);
+        std::vector<float> g = x;
+        kernels::table().gelu(g.data(), static_cast<int64_t>(g.size()));
+        double worst = 0;
+        for (size_t i = 0; i < x.size(); ++i) {
+            const double v = x[i], expected = v * 0.5 * (1.0 + std::erf(v / std::sqrt(2.0)));
+            worst = std::max(worst, std::fabs(g[i] - expected) / (4e-7 * std::fabs(v) + 1e-7));
+            if (x[i] == 0.0f) CHECK(g[i] == 0.0f);
+            if (x[i] > 0.0f) CHECK(g[i] > 0.0f);
+            if (x[i] < -0.0f && x[i] > -5.0f) CHECK(g[i] < 0.0f);  // below -5 gelu(x) > -1.5e-6: may round to 0
+        }
+        CHECK(worst <= 1.0);  // error / bound
+    }
+}
+
 TEST_CASE("The kernel variants give the same softmax and LayerNorm through engine/ops, to a few ulp") {
     const Tensor x = Random(3).normal_tensor({5, 77}, 3.0f);
     const Tensor gamma = Random(4).normal_tensor({77}), beta = Random(5).normal_tensor({77});

@@ -3,13 +3,15 @@
 // LayerNorm (layer_norm on [256, 512]) in nanoseconds per element — 512 KiB
 // each, in the L2 cache, so that the arithmetic shows rather than memory — the
 // baseline x86-64 variant (what the build did before the variants) beside
-// AVX2+FMA and AVX-512. The calls of the variants alternate.
+// AVX2+FMA and AVX-512; and GELU (on [256, 512]) beside the scalar std::erf
+// loop it replaced. The calls of the variants alternate.
 #include "engine/kernels.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "tools/bench/bench.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -28,7 +30,9 @@ void run_kernels_suite(const Settings&) {
     const Tensor scores = Random(1).normal_tensor({64, 2048}, 3.0f);
     const Tensor activations = Random(2).normal_tensor({256, 512});
     const Tensor gamma = Random(3).normal_tensor({512}), beta = Random(4).normal_tensor({512});
-    std::vector<std::vector<double>> softmax_seconds(variants.size()), norm_seconds(variants.size());
+    std::vector<std::vector<double>> softmax_seconds(variants.size()), norm_seconds(variants.size()),
+        gelu_seconds(variants.size());
+    std::vector<double> erf_seconds;  // the scalar loop before the kernel: x (1 + std::erf(x / sqrt 2)) / 2
     const OtherLoad load;
     for (int rep = -1; rep < 15; ++rep)
         for (size_t v = 0; v < variants.size(); ++v) {
@@ -41,9 +45,23 @@ void run_kernels_suite(const Settings&) {
             start = std::chrono::steady_clock::now();
             for (int pass = 0; pass < kInner; ++pass) y = layer_norm(std::move(y), gamma, beta, 1e-5f);
             const double norm = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            Tensor z = activations;
+            start = std::chrono::steady_clock::now();
+            for (int pass = 0; pass < kInner; ++pass) z = gelu(std::move(z));
+            const double gelu_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             if (rep >= 0) {
                 softmax_seconds[v].push_back(softmax);
                 norm_seconds[v].push_back(norm);
+                gelu_seconds[v].push_back(gelu_time);
+            }
+            if (v + 1 == variants.size()) {
+                Tensor w = activations;
+                start = std::chrono::steady_clock::now();
+                for (int pass = 0; pass < kInner; ++pass)
+                    for (int64_t i = 0; i < w.numel(); ++i)
+                        w.data()[i] = w.data()[i] * 0.5f * (1.0f + std::erf(w.data()[i] * 0.70710678f));
+                const double erf_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                if (rep >= 0) erf_seconds.push_back(erf_time);
             }
         }
     kernels::set_variant(before);
@@ -51,18 +69,23 @@ void run_kernels_suite(const Settings&) {
                        {"softmax ns/el", 13, Table::Align::Right},
                        {"LayerNorm ns/el", 15, Table::Align::Right},
                        {"softmax vs base", 15, Table::Align::Right},
-                       {"LN vs base", 10, Table::Align::Right}});
+                       {"LN vs base", 10, Table::Align::Right},
+                       {"GELU ns/el", 10, Table::Align::Right}});
     table.print_header();
     const double elements = kInner * 64.0 * 2048.0;  // both tensors hold 2^17 floats, kInner passes
     const double base_softmax = median(softmax_seconds[0]), base_norm = median(norm_seconds[0]);
     for (size_t v = 0; v < variants.size(); ++v) {
-        char a[32], b[32], c[32], d[32];
+        char a[32], b[32], c[32], d[32], e[32];
         std::snprintf(a, sizeof a, "%.3f", median(softmax_seconds[v]) * 1e9 / elements);
         std::snprintf(b, sizeof b, "%.3f", median(norm_seconds[v]) * 1e9 / elements);
         std::snprintf(c, sizeof c, "%.2fx", base_softmax / median(softmax_seconds[v]));
         std::snprintf(d, sizeof d, "%.2fx", base_norm / median(norm_seconds[v]));
-        table.print_row({kernels::variant_name(variants[v]), a, b, c, d});
+        std::snprintf(e, sizeof e, "%.3f", median(gelu_seconds[v]) * 1e9 / elements);
+        table.print_row({kernels::variant_name(variants[v]), a, b, c, d, e});
     }
+    std::printf("GELU with scalar std::erf (the loop before engine/kernels had GELU): %.3f ns/el; the best variant "
+                "is %.1fx faster\n",
+                median(erf_seconds) * 1e9 / elements, median(erf_seconds) / median(gelu_seconds.back()));
     std::printf("others: %s of the CPUs were used by other processes meanwhile\n", format_load(load.fraction()).c_str());
 }
 

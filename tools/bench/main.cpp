@@ -145,7 +145,7 @@ std::string compiler_description() {
 void print_machine() {
     std::printf("tinyformer-bench\n");
     std::printf("%s", tinyformer::format_blas_report(tinyformer::blas_report()).c_str());
-    std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU; GELU: std::erf, scalar)\n",
+    std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU)\n",
                 tinyformer::kernels::variant_name(tinyformer::kernels::active_variant()));
     std::printf("  logical CPUs  %u\n", std::thread::hardware_concurrency());
     std::printf("  compiler      %s\n", compiler_description().c_str());

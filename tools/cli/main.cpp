@@ -60,7 +60,7 @@ int dispatch(const Arguments& args) {
         }
         if (args.size() > 1) throw UsageError("version takes no arguments");
         std::printf("tinyformer 0.1 (C++20, g++ %s)\n%s", __VERSION__, format_blas_report(blas_report()).c_str());
-        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU: engine/kernels.h; GELU: std::erf, scalar)\n",
+        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU: engine/kernels.h)\n",
                     kernels::variant_name(kernels::active_variant()));
         return 0;
     }
