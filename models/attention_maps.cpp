@@ -1,5 +1,7 @@
 #include "models/attention_maps.h"
 
+#include "models/masks.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -49,26 +51,30 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
     for (const std::string& name : model.attention_names()) {  // in the order they run
         AttentionMap map = describe(name, std::move(record.at(name)));
         const int64_t L = map.weights.dim(2);
+        // Each map's mask is the one the pass used (models/masks.h): one row, no padding.
         if (map.stack == "encoder") {
             map.query_tokens = map.key_tokens = run.source_tokens;
+            map.mask = encoder_self_mask(Padding());
             map.mask_name = "none (bidirectional)";
         } else if (map.stack == "decoder" && map.kind == "self") {
             map.query_tokens = map.key_tokens = run.target_tokens;
-            map.mask = Mask::causal(L);
+            map.mask = decoder_masks(1, L, map.weights.dim(3), Padding(), Padding()).decoder_self;
             map.mask_name = "causal";
         } else if (map.stack == "decoder") {
             map.query_tokens = run.target_tokens;
             map.key_tokens = run.source_tokens;
+            map.mask = decoder_masks(1, L, map.weights.dim(3), Padding(), Padding()).cross;
             map.mask_name = "none (every source token)";
         } else {
             map.query_tokens = map.key_tokens = run.source_tokens;
+            const bool prefix_lm = model.config.attention == SelfAttentionKind::PrefixLm;
+            map.mask = stack_mask(model.config.attention, L,
+                                  prefix_lm ? std::vector<int64_t>{static_cast<int64_t>(input.size())}
+                                            : std::vector<int64_t>{},
+                                  Padding());
             switch (model.config.attention) {
-                case SelfAttentionKind::Causal:
-                    map.mask = Mask::causal(L);
-                    map.mask_name = "causal";
-                    break;
+                case SelfAttentionKind::Causal: map.mask_name = "causal"; break;
                 case SelfAttentionKind::PrefixLm:
-                    map.mask = Mask::prefix_lm({static_cast<int64_t>(input.size())}, L);
                     map.mask_name = "prefix-LM (prefix " + std::to_string(input.size()) + ")";
                     map.prefix = static_cast<int64_t>(input.size());
                     break;

@@ -1,6 +1,7 @@
 #include "models/decoding.h"
 
 #include "engine/ops.h"
+#include "models/masks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -161,7 +162,7 @@ public:
         std::vector<int64_t> positions;
         for (const auto& sequence : sequences_) positions.push_back(static_cast<int64_t>(sequence.size()) - 1);
         for (auto& flags : cache_padding_) flags.push_back(0);
-        const Tensor logits = model_.forward_step(newest, positions, Mask::key_padding(cache_padding()), Padding(),
+        const Tensor logits = model_.forward_step(newest, positions, stack_step_mask(cache_padding()), Padding(),
                                                   cache_);  // [B, 1, V]
         logits_ = logits.reshaped({B, logits.dim(2)});
     }
@@ -182,8 +183,8 @@ private:
         Padding padding;
         const TokenIds ids = pad_rows(sequences_, pad_id_of(model_.config()), &padding);
         const bool prefix_lm = model_.config().attention == SelfAttentionKind::PrefixLm;
-        const Mask mask = (prefix_lm ? Mask::prefix_lm(prompt_lengths_, ids.length) : Mask::causal(ids.length)) &
-                          Mask::key_padding(padding);
+        const Mask mask = stack_mask(model_.config().attention, ids.length,
+                                     prefix_lm ? prompt_lengths_ : std::vector<int64_t>{}, padding);
         const Tensor logits = model_.forward_step(ids, std::vector<int64_t>(sequences_.size(), 0), mask, padding,
                                                   cache_);  // [B, P, V]
         std::vector<int64_t> last;

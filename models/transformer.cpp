@@ -1,6 +1,7 @@
 #include "models/transformer.h"
 
 #include "engine/memory.h"
+#include "models/masks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -144,8 +145,6 @@ AttentionName parse_attention_name(const std::string& name) {
     return {rest.substr(0, dot), second == std::string::npos ? "self" : after.substr(second + 1), std::stoll(layer)};
 }
 
-Mask key_padding_or_all(const Padding& padding) { return padding.empty() ? Mask() : Mask::key_padding(padding); }
-
 EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& checkpoint) : config_(config) {
     if (config.arch != Architecture::EncoderDecoder)
         fail("EncoderDecoderModel: the config's arch is ", architecture_name(config.arch));
@@ -166,7 +165,7 @@ Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source
     check_padding("source", source_padding, source);
     refuse_beyond_memory("encode", config_, source.batch, source.length, source.length, config_.num_encoder_layers,
                          observer != nullptr, 0);
-    const Mask mask = key_padding_or_all(source_padding);  // [B,1,1,S]
+    const Mask mask = encoder_self_mask(source_padding);  // [B,1,1,S], models/masks.h
     Tensor x = source_embedding_.forward(source);           // [B, S, D]
     record_everything(observer, "src_embed.output", x);
     for (size_t i = 0; i < encoder_layers_.size(); ++i) {
@@ -204,17 +203,15 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     refuse_beyond_memory("decode", config_, target.batch, target.length,
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
-    // One new position without padding sees every cached one: causal(1, T) allows everything.
-    const Mask self_mask = target.length == 1 && target_padding.empty()
-                               ? Mask()
-                               : Mask::causal(target.length, first + target.length) &
-                                     key_padding_or_all(target_padding);  // [B,1,n,T]
-    const Mask cross_mask = key_padding_or_all(source_padding);                                     // [B,1,1,S]
+    // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: models/masks.h.
+    const Seq2SeqMasks masks = first == 0 ? decoder_masks(target.batch, target.length, memory.dim(1), target_padding,
+                                                          source_padding)
+                                          : decoder_step_masks(first, target.length, source_padding);
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     record_everything(observer, "tgt_embed.output", x);
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {
         auto layer = part(observer, "decoder." + std::to_string(i) + ".");
-        x = decoder_layers_[i].forward(x, memory, self_mask, cross_mask, target_padding, pointer(layer),
+        x = decoder_layers_[i].forward(x, memory, masks.decoder_self, masks.cross, target_padding, pointer(layer),
                                        cache ? &cache->layers[i] : nullptr);
     }
     if (cache) cache->length += target.length;
@@ -265,20 +262,10 @@ Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, co
     if (ids.length < 1) fail("forward: the sequence is empty (ids [", ids.batch, ",", ids.length, "])");
     refuse_beyond_memory("forward", config_, ids.batch, ids.length, ids.length, config_.num_layers, observer != nullptr,
                          config_.vocab_size);
-    Mask mask;
-    switch (config_.attention) {
-        case SelfAttentionKind::Causal: mask = Mask::causal(ids.length); break;
-        case SelfAttentionKind::PrefixLm:
-            if (static_cast<int64_t>(prefix_lengths.size()) != ids.batch)
-                fail("forward: a prefix_lm model needs prefix_len [B] = [", ids.batch, "], got ", prefix_lengths.size(),
-                     " values");
-            mask = Mask::prefix_lm(prefix_lengths, ids.length);
-            break;
-        case SelfAttentionKind::Bidirectional: break;
-    }
-    if (config_.attention != SelfAttentionKind::PrefixLm && !prefix_lengths.empty())
-        fail("forward: prefix_len is given but the model's attention is ", attention_kind_name(config_.attention));
-    mask = mask & key_padding_or_all(padding);
+    if (config_.attention == SelfAttentionKind::PrefixLm && static_cast<int64_t>(prefix_lengths.size()) != ids.batch)
+        fail("forward: a prefix_lm model needs prefix_len [B] = [", ids.batch, "], got ", prefix_lengths.size(),
+             " values");
+    const Mask mask = stack_mask(config_.attention, ids.length, prefix_lengths, padding);  // models/masks.h
     return run(ids, std::vector<int64_t>(static_cast<size_t>(ids.batch), 0), mask, padding, observer, nullptr);
 }
 

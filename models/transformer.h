@@ -129,7 +129,4 @@ struct Model {
     MultiHeadAttention& attention_module(const std::string& name);
 };
 
-// The key padding mask of `padding`, or the allow-everything mask when there is none.
-Mask key_padding_or_all(const Padding& padding);
-
 }  // namespace tinyformer

@@ -3,6 +3,7 @@
 
 #include "engine/heatmap.h"
 #include "engine/mask.h"
+#include "models/masks.h"
 #include "tools/cli/arguments.h"
 
 #include <algorithm>
@@ -134,7 +135,8 @@ int mask_command(const Arguments& args) {
     std::string title;    // the picture's, shorter
     if (kind == "seq2seq") {
         const Padding source = last_padded(source_length, pad);
-        const Seq2SeqMasks masks = seq2seq_masks(last_padded(length, 0), source);
+        // The masks the model uses (models/masks.h): one batch row, the target unpadded.
+        const Seq2SeqMasks masks = decoder_masks(1, length, source_length, Padding(), source);
         heading = concat("seq2seq masks, target T=", length, ", source S=", source_length,
                          padding_note(pad, " source"));
         title = concat("seq2seq masks  T=", length, "  S=", source_length, pad ? concat("  source pad=", pad) : "");
@@ -145,11 +147,11 @@ int mask_command(const Arguments& args) {
     } else {
         Mask mask;  // bidirectional and padding: no mask but the padding
         if (kind == "causal") {
-            mask = Mask::causal(length);
+            mask = stack_mask(SelfAttentionKind::Causal, length, {}, Padding());  // as a causal model's
             heading = concat("causal mask, T=", length, ": query l sees keys 0..l");
             title = concat("causal mask  T=", length);
         } else if (kind == "prefix-lm") {
-            mask = Mask::prefix_lm({prefix}, length);
+            mask = stack_mask(SelfAttentionKind::PrefixLm, length, {prefix}, Padding());  // as a prefix_lm model's
             heading = concat("prefix-LM mask, T=", length, ", P=", prefix,
                              ": the prefix sees itself both ways, the rest is causal");
             title = concat("prefix-LM mask  T=", length, "  P=", prefix);

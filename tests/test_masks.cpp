@@ -1,0 +1,138 @@
+// Tests of models/masks.*: the one place that decides each attention call's
+// mask. What `tinyformer mask` prints is what the model's pass records (the
+// trace's "mask" of each attention call, layers/observer.h), and the step
+// masks of KV-cache decoding are the full masks' last rows.
+
+#include "models/masks.h"
+#include "models/trace.h"
+#include "models/transformer.h"
+#include "tests/run_cli.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace tinyformer;
+using namespace test_helpers;
+
+namespace {
+
+// One query per line, as lesson 10.3 writes a mask: "q2: k0 k1 k2" — written
+// out here from the recorded booleans [B, L, S] of batch row 0.
+std::string lines_of(const BoolTensor& allowed) {
+    const int64_t L = allowed.shape[1], S = allowed.shape[2];
+    std::string text;
+    for (int64_t l = 0; l < L; ++l) {
+        text.append("q").append(std::to_string(l)).append(":");
+        bool any = false;
+        for (int64_t s = 0; s < S; ++s)
+            if (allowed.values[static_cast<size_t>(l * S + s)]) {
+                text.append(" k").append(std::to_string(s));
+                any = true;
+            }
+        text += any ? "\n" : " (none)\n";
+    }
+    return text;
+}
+
+// The lines of `tinyformer mask ...` after the heading `title` (up to a blank line).
+std::string printed_block(const std::string& out, const std::string& title) {
+    const size_t at = out.find(title);
+    REQUIRE(at != std::string::npos);
+    const size_t first = out.find('\n', at) + 1;
+    const size_t end = out.find("\n\n", first);
+    return out.substr(first, end == std::string::npos ? std::string::npos : end + 1 - first);
+}
+
+TokenIds ids(std::vector<int64_t> values) {
+    const int64_t n = static_cast<int64_t>(values.size());
+    return {1, n, std::move(values)};
+}
+
+}  // namespace
+
+TEST_CASE("mask seq2seq prints exactly the masks the encoder-decoder model's pass uses") {
+    // `mask seq2seq --len 4 --src-len 5 --pad 2` against the reverse model run on a
+    // 5-token source whose last 2 are padding and a 4-token target.
+    const CliRun run = run_tinyformer_ok({"mask", "seq2seq", "--len", "4", "--src-len", "5", "--pad", "2"});
+    const Model model = Model::load("data/models/reverse.safetensors");
+    const Padding source_padding = Padding::from_lengths({3}, 5);
+    Trace trace(Trace::Detail::Everything);
+    const Tensor memory = model.encoder_decoder->encode(ids({4, 5, 6, 0, 0}), source_padding, &trace);
+    model.encoder_decoder->decode(ids({1, 6, 5, 4}), memory, Padding(), source_padding, &trace);
+    for (int64_t layer = 0; layer < model.config.num_decoder_layers; ++layer) {
+        CAPTURE(layer);
+        const std::string prefix = "decoder." + std::to_string(layer) + ".";
+        CHECK(printed_block(run.out, "decoder self-attention [T,T]") ==
+              lines_of(trace.masks().at(prefix + "self_attn.mask")));
+        CHECK(printed_block(run.out, "cross-attention [T,S]") == lines_of(trace.masks().at(prefix + "cross_attn.mask")));
+    }
+    // And what both say, by hand: the self mask is causal, the cross mask drops source keys 3 and 4.
+    CHECK(printed_block(run.out, "decoder self-attention [T,T]") == "q0: k0\nq1: k0 k1\nq2: k0 k1 k2\nq3: k0 k1 k2 k3\n");
+    CHECK(printed_block(run.out, "cross-attention [T,S]") == "q0: k0 k1 k2\nq1: k0 k1 k2\nq2: k0 k1 k2\nq3: k0 k1 k2\n");
+}
+
+TEST_CASE("mask causal and mask prefix-lm print exactly what the decoder-only models' passes use") {
+    SUBCASE("causal") {
+        const CliRun run = run_tinyformer_ok({"mask", "causal", "--len", "5"});
+        const Model model = Model::load("data/models/reverse-causal.safetensors");
+        Trace trace(Trace::Detail::Everything);
+        model.single_stack->forward(ids({1, 4, 5, 6, 30}), Padding(), {}, &trace);
+        for (int64_t layer = 0; layer < model.config.num_layers; ++layer)
+            CHECK(printed_block(run.out, "rows are queries:") ==
+                  lines_of(trace.masks().at("layers." + std::to_string(layer) + ".self_attn.mask")));
+    }
+    SUBCASE("prefix-lm") {
+        const CliRun run = run_tinyformer_ok({"mask", "prefix-lm", "--len", "6", "--prefix", "3"});
+        const Model model = Model::load("data/models/reverse-prefixlm.safetensors");
+        Trace trace(Trace::Detail::Everything);
+        model.single_stack->forward(ids({1, 4, 5, 30, 5, 4}), Padding(), {3}, &trace);
+        for (int64_t layer = 0; layer < model.config.num_layers; ++layer)
+            CHECK(printed_block(run.out, "rows are queries:") ==
+                  lines_of(trace.masks().at("layers." + std::to_string(layer) + ".self_attn.mask")));
+        // by hand: q0..q2 see the prefix k0..k2 both ways, q3.. are causal
+        CHECK(printed_block(run.out, "rows are queries:") ==
+              "q0: k0 k1 k2\nq1: k0 k1 k2\nq2: k0 k1 k2\nq3: k0 k1 k2 k3\nq4: k0 k1 k2 k3 k4\nq5: k0 k1 k2 k3 k4 k5\n");
+    }
+}
+
+TEST_CASE("A decoding step's masks are the last rows of the whole sequence's masks") {
+    // Positions first..first+n-1 of a target of T = first + n, over a source with padding.
+    const Padding source = Padding::from_lengths({4, 2}, 4);
+    for (int64_t first : {0, 1, 5})
+        for (int64_t n : {1, 3}) {
+            CAPTURE(first);
+            CAPTURE(n);
+            const int64_t T = first + n;
+            const Seq2SeqMasks whole = decoder_masks(2, T, 4, Padding(), source);
+            const Seq2SeqMasks step = decoder_step_masks(first, n, source);
+            for (int64_t b = 0; b < 2; ++b)
+                for (int64_t i = 0; i < n; ++i) {
+                    for (int64_t s = 0; s < T; ++s)
+                        CHECK(step.decoder_self.allows(b, 0, i, s) == whole.decoder_self.allows(b, 0, first + i, s));
+                    for (int64_t s = 0; s < 4; ++s)
+                        CHECK(step.cross.allows(b, 0, i, s) == whole.cross.allows(b, 0, first + i, s));
+                }
+        }
+    // A single stack: one new position at T-1 sees every cached key that is not padding,
+    // which is row T-1 of the causal and of the prefix-LM mask.
+    const Padding cache = Padding::from_lengths({5, 3}, 5);
+    const Mask step = stack_step_mask(cache);
+    for (SelfAttentionKind kind : {SelfAttentionKind::Causal, SelfAttentionKind::PrefixLm}) {
+        const Mask whole = stack_mask(kind, 5, kind == SelfAttentionKind::PrefixLm ? std::vector<int64_t>{2, 2}
+                                                                                 : std::vector<int64_t>{},
+                                      cache);
+        for (int64_t b = 0; b < 2; ++b)
+            for (int64_t s = 0; s < 5; ++s) CHECK(step.allows(b, 0, 0, s) == whole.allows(b, 0, 4, s));
+    }
+}
+
+TEST_CASE("stack_mask: bidirectional is the key padding alone; prefix lengths only for prefix_lm") {
+    const Mask mask = stack_mask(SelfAttentionKind::Bidirectional, 4, {}, Padding::from_lengths({3}, 4));
+    for (int64_t l = 0; l < 4; ++l)
+        for (int64_t s = 0; s < 4; ++s) CHECK(mask.allows(0, 0, l, s) == (s < 3));
+    CHECK_THROWS_WITH_AS(stack_mask(SelfAttentionKind::Causal, 4, {2}, Padding()),
+                         doctest::Contains("prefix_len is given but the model's attention is causal"), Error);
+    CHECK_THROWS_AS(decoder_step_masks(0, 0, Padding()), Error);
+}
