@@ -23,12 +23,18 @@ public:
 // "[2,4,64]" — the one way shapes are written in messages, tests and docs.
 std::string shape_string(const std::vector<int64_t>& shape);
 
-// Builds a message from any streamable pieces: fail("attention: ", x, " ...").
+// Any streamable pieces as one string: text_of("B=", 2, " rows") == "B=2 rows".
+template <typename... Parts>
+std::string text_of(const Parts&... parts) {
+    std::ostringstream text;
+    (text << ... << parts);
+    return text.str();
+}
+
+// Throws an Error built from the pieces: fail("attention: ", x, " ...").
 template <typename... Parts>
 [[noreturn]] void fail(const Parts&... parts) {
-    std::ostringstream message;
-    (message << ... << parts);
-    throw Error(message.str());
+    throw Error(text_of(parts...));
 }
 
 }  // namespace tinyformer

@@ -40,10 +40,9 @@ nlohmann::json parse_json(const std::string& text, int max_depth, const std::str
     const int depth = deepest_container(text);
     if (depth > max_depth)
         fail(what, " nests arrays/objects ", depth + 1, " deep; at most ", max_depth + 1, " are allowed here");
-    const uint64_t available = available_memory_bytes();
-    if (text.size() > available / kParsedJsonBytesPerByte)
-        fail(what, ": parsing its ", text.size(), " bytes of JSON may take up to ", kParsedJsonBytesPerByte,
-             " bytes per byte, but ", available, " bytes of memory are available; refused before parsing");
+    require_available(static_cast<double>(text.size()) * kParsedJsonBytesPerByte,
+                      text_of(what, ": parsing its ", text.size(), " bytes of JSON may take up to ",
+                             kParsedJsonBytesPerByte, " bytes per byte,"));
     nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (value.is_discarded()) fail(what, " is not valid JSON");
     return value;

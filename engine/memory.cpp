@@ -1,5 +1,7 @@
 #include "engine/memory.h"
 
+#include "engine/error.h"
+
 #include <algorithm>
 #include <fstream>
 #include <limits>
@@ -48,6 +50,12 @@ uint64_t available_memory_bytes() {
     const auto v1_used = number_in("/sys/fs/cgroup/memory/memory.usage_in_bytes");
     if (v1_limit && v1_used) available = std::min(available, *v1_limit > *v1_used ? *v1_limit - *v1_used : 0);
     return available;
+}
+
+void require_available(double bytes, const std::string& need) {
+    const uint64_t available = available_memory_bytes();
+    if (bytes > static_cast<double>(available))
+        fail(need, " but ", available, " bytes of memory are available; refused before allocating");
 }
 
 }  // namespace tinyformer

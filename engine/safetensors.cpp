@@ -247,11 +247,9 @@ void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data
     for (const auto& [name, stored] : tensors_)
         if (stored.dtype == "F32" || stored.dtype == "F16" || stored.dtype == "BF16")
             float32_bytes += (stored.end - stored.begin) / dtype_size(stored.dtype) * 4;
-    const uint64_t available = available_memory_bytes();
-    if (float32_bytes > available || data_size > available - float32_bytes)
-        fail(path, ": reading it needs ", data_size + float32_bytes, " bytes of memory (", data_size,
-             " bytes of data + ", float32_bytes, " bytes of float32 tensors) but ", available,
-             " bytes of memory are available; refused before allocating");
+    const double needed = static_cast<double>(data_size) + static_cast<double>(float32_bytes);
+    require_available(needed, text_of(path, ": reading it needs ", data_size + float32_bytes, " bytes of memory (",
+                                     data_size, " bytes of data + ", float32_bytes, " bytes of float32 tensors)"));
 }
 
 const StoredTensor& SafetensorsFile::info(const std::string& name) const {

@@ -11,10 +11,9 @@ Tensor sinusoidal_table(int64_t max_len, int64_t d_model) {
     if (max_len < 1 || d_model < 1)
         fail("sinusoidal_table: max_len and d_model must be >= 1, got ", max_len, " and ", d_model);
     // The one tensor a config alone sizes (parse_config bounds it by 2^27 numbers, 512 MiB).
-    const uint64_t available = available_memory_bytes();
-    if (static_cast<uint64_t>(max_len) > available / sizeof(float) / static_cast<uint64_t>(d_model))
-        fail("sinusoidal_table: a [", max_len, ",", d_model, "] float table needs ", max_len, " x ", d_model,
-             " x 4 bytes but ", available, " bytes of memory are available; refused before allocating");
+    require_available(static_cast<double>(max_len) * static_cast<double>(d_model) * sizeof(float),
+                      text_of("sinusoidal_table: a [", max_len, ",", d_model, "] float table needs ", max_len, " x ",
+                             d_model, " x 4 bytes"));
     Tensor table({max_len, d_model});
     for (int64_t pos = 0; pos < max_len; ++pos)
         for (int64_t i = 0; 2 * i < d_model; ++i) {

@@ -40,9 +40,7 @@ public:
 
     template <typename... Parts>
     void problem(const Parts&... parts) {
-        std::ostringstream text;
-        (text << ... << parts);
-        problems_.push_back(text.str());
+        problems_.push_back(text_of(parts...));
     }
 
     // The value of `key`, or nullptr when it is absent (a problem if

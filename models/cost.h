@@ -146,4 +146,21 @@ struct AttentionPathBytes {
 AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries, int64_t keys,
                                         const AttentionOptions& options);
 
+// The working memory of one whole-sequence pass of B sequences of L queries
+// attending S keys through `attentions` attention calls, an upper estimate
+// (every guard before a pass uses it, with engine/memory.h's require_available):
+//   mask               B*L*S bytes         (a byte per [b, query, key], when dense)
+//   recorded weights   (attentions + 1) * 4*B*H*L*S   when weights are recorded
+//                                          (each call's, plus one being computed)
+//   scores             4*B*H*min(L,256)*S  (one query block of scores per head)
+//   activations        12 * 4*B*L*max(D,F) (about a dozen [B,L,D] / [B,L,F])
+//   logits             4*B*L*V             (V = 0 for a pass without them)
+// In doubles: a file of token ids can ask for more than int64 holds.
+struct PassMemory {
+    double mask = 0, recorded_weights = 0, scores = 0, activations = 0, logits = 0;
+    double total() const { return mask + recorded_weights + scores + activations + logits; }
+};
+PassMemory pass_memory(const CostShape& shape, int64_t queries, int64_t keys, int64_t attentions, bool recording,
+                       int64_t vocabulary);
+
 }  // namespace tinyformer

@@ -1,6 +1,7 @@
 #include "models/transformer.h"
 
 #include "engine/memory.h"
+#include "models/cost.h"
 #include "models/masks.h"
 
 #include <algorithm>
@@ -87,11 +88,9 @@ void refuse_non_finite(const Tensor& logits) {
 }
 
 // A whole-sequence pass over B sequences of `queries` tokens attending
-// `keys`, refused before allocating when its memory would not fit: the dense
-// mask (a byte per [b, query, key]), the recorded attention weights
-// [B,H,L,S] per attention when asked for (plus one being computed), one query
-// block of scores per head, about a dozen [B,L,max(D,F)] activations, and the
-// logits [B,L,V]. A file of token ids a megabyte long can otherwise ask for
+// `keys`, refused before allocating when its memory (models/cost.h's
+// pass_memory: mask, recorded weights, scores, activations, logits) would not
+// fit. A file of token ids a megabyte long can otherwise ask for
 // terabytes: the mask and the weights grow with L x S. Passes under 64 MiB
 // are not checked (measured: the check on every step cut toy KV-cache
 // decoding from 18.4k to 7.0k tokens/s).
@@ -99,20 +98,14 @@ constexpr double kUncheckedPassBytes = 64.0 * 1024 * 1024;
 
 void refuse_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries, int64_t keys,
                           int64_t attentions, bool recording, int64_t vocabulary) {
-    const double B = static_cast<double>(batch), L = static_cast<double>(queries), S = static_cast<double>(keys);
-    const double H = static_cast<double>(config.nhead);
-    const double width = static_cast<double>(std::max(config.d_model, config.dim_feedforward));
-    const double weights = recording ? (static_cast<double>(attentions) + 1) * B * H * L * S * 4 : 0;
-    const double needed = B * L * S + weights + B * H * std::min(L, 256.0) * S * 4 + 12 * B * L * width * 4 +
-                          B * L * static_cast<double>(vocabulary) * 4;
+    const CostShape shape{batch, config.d_model, config.nhead, config.dim_feedforward};
+    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary);
     // Asking the system (/proc/meminfo, cgroup files) costs more than a toy
     // decoding step, and a pass this small cannot be what exhausts memory.
-    if (needed < kUncheckedPassBytes) return;
-    const double available = static_cast<double>(available_memory_bytes());
-    if (needed > available)
-        fail(what, ": B=", batch, " sequences of ", queries, " tokens attending ", keys, " keys need about ",
-             needed, " bytes (mask ", B * L * S, ", recorded attention weights ", weights,
-             ") but ", available, " bytes of memory are available; refused before allocating");
+    if (memory.total() < kUncheckedPassBytes) return;
+    require_available(memory.total(), text_of(what, ": B=", batch, " sequences of ", queries, " tokens attending ",
+                                              keys, " keys need about ", memory.total(), " bytes (mask ", memory.mask,
+                                              ", recorded attention weights ", memory.recorded_weights, ")"));
 }
 
 // The observer of part `prefix` of the pass ("decoder.1."), or nullptr.

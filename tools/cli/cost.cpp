@@ -466,23 +466,20 @@ void print_summary(const Settings& settings) {
     }
 }
 
-// --measure builds N layers of random weights and runs the materialized path;
-// refused before allocating when that would not fit: the weights, plus at the
-// longest T the scores and weights [B,H,T,T], the FFN's hidden [B,T,F] twice
-// and about eight [B,T,D] activations.
+// --measure builds N layers of random weights and runs the materialized path
+// (weights recorded); refused before allocating when that would not fit: the
+// weights, plus a pass's working memory at the longest T (models/cost.h's
+// pass_memory, the estimate every model pass is guarded with).
 void refuse_measuring_beyond_memory(const Settings& settings) {
-    const LayerCost longest = encoder_layer_cost(settings.shape,
-                                                 *std::max_element(settings.lengths.begin(), settings.lengths.end()));
-    const double weights = 4.0 * static_cast<double>(longest.parameter_count) * static_cast<double>(settings.layers);
-    const double working = 2.0 * static_cast<double>(longest.self_attention.score_bytes) +
-                           2.0 * static_cast<double>(longest.hidden_bytes) +
-                           8.0 * static_cast<double>(longest.activation_bytes);
-    const double available = static_cast<double>(available_memory_bytes());
-    if (weights + working > available)
-        fail("cost --measure: needs about ", bytes_text(weights + working), " (weights ", bytes_text(weights),
-             " for ", settings.layers, " layer(s), working memory at T=", longest.length, " ", bytes_text(working),
-             ") but ", bytes_text(available), " of memory are available; refused before allocating. Leave out "
-             "--measure to count only, or use smaller sizes");
+    const int64_t longest = *std::max_element(settings.lengths.begin(), settings.lengths.end());
+    const LayerCost layer = encoder_layer_cost(settings.shape, longest);
+    const double weights = 4.0 * static_cast<double>(layer.parameter_count) * static_cast<double>(settings.layers);
+    const double working = pass_memory(settings.shape, longest, longest, settings.layers, true, 0).total();
+    require_available(weights + working,
+                      text_of("cost --measure: needs about ", bytes_text(weights + working), " (weights ",
+                              bytes_text(weights), " for ", settings.layers, " layer(s), working memory at T=",
+                              longest, " ", bytes_text(working),
+                              "; leave out --measure to count only, or use smaller sizes)"));
 }
 
 }  // namespace

@@ -75,21 +75,13 @@ std::string ascii_with_padding(const MaskView& view) {
     return text;
 }
 
-// Pieces streamed into one string (no `std::string + ...` chains).
-template <typename... Parts>
-std::string concat(const Parts&... parts) {
-    std::ostringstream text;
-    (text << ... << parts);
-    return text.str();
-}
-
 // The last `pad` of `length` positions are padding (one batch row).
 Padding last_padded(int64_t length, int64_t pad) { return Padding::from_lengths({length - pad}, length); }
 
 std::string padding_note(int64_t pad, const char* of) {
     if (pad == 0) return "";
-    if (pad == 1) return concat(", the last", of, " position is padding");
-    return concat(", the last ", pad, of, " positions are padding");
+    if (pad == 1) return text_of(", the last", of, " position is padding");
+    return text_of(", the last ", pad, of, " positions are padding");
 }
 
 }  // namespace
@@ -102,17 +94,17 @@ int mask_command(const Arguments& args) {
         return 0;
     }
     if (parsed.positional().size() != 1)
-        throw UsageError(concat("mask: expected one KIND (", kKinds, "), see 'tinyformer mask --help'"));
+        throw UsageError(text_of("mask: expected one KIND (", kKinds, "), see 'tinyformer mask --help'"));
     // prefix_lm is how a config spells it.
     const std::string kind = parsed.positional()[0] == "prefix_lm" ? "prefix-lm" : parsed.positional()[0];
     const std::string picture = parsed.picture_output("--png");
     const int64_t scale = parsed.integer("--scale", 1, 1, 8);
     if (kind != "causal" && kind != "prefix-lm" && kind != "seq2seq" && kind != "padding" && kind != "local" &&
         kind != "bidirectional")
-        throw UsageError(concat("mask: unknown KIND '", kind, "' (expected one of ", kKinds, ")"));
+        throw UsageError(text_of("mask: unknown KIND '", kind, "' (expected one of ", kKinds, ")"));
     const auto only_for = [&](const char* flag, const char* for_kind) {
         if (parsed.has(flag) && kind != for_kind)
-            throw UsageError(concat("mask: ", flag, " applies only to ", for_kind, ", not to ", kind));
+            throw UsageError(text_of("mask: ", flag, " applies only to ", for_kind, ", not to ", kind));
     };
     only_for("--prefix", "prefix-lm");
     only_for("--src-len", "seq2seq");
@@ -124,10 +116,10 @@ int mask_command(const Arguments& args) {
     const int64_t padded_length = kind == "seq2seq" ? source_length : length;
     const int64_t pad = parsed.integer("--pad", kind == "padding" ? std::min<int64_t>(2, length - 1) : 0, 0, 1024);
     if (pad >= padded_length)
-        throw UsageError(concat("mask: --pad ", pad, " leaves no real position in ", padded_flag, " ", padded_length,
+        throw UsageError(text_of("mask: --pad ", pad, " leaves no real position in ", padded_flag, " ", padded_length,
                                 " (at most ", padded_length - 1, ")"));
     const int64_t prefix = parsed.integer("--prefix", length / 2, 0, 1024);
-    if (prefix > length) throw UsageError(concat("mask: --prefix ", prefix, " is longer than --len ", length));
+    if (prefix > length) throw UsageError(text_of("mask: --prefix ", prefix, " is longer than --len ", length));
     const int64_t window = parsed.integer("--window", 1, 0, 1024);
 
     std::vector<MaskView> views;
@@ -137,9 +129,9 @@ int mask_command(const Arguments& args) {
         const Padding source = last_padded(source_length, pad);
         // The masks the model uses (models/masks.h): one batch row, the target unpadded.
         const Seq2SeqMasks masks = decoder_masks(1, length, source_length, Padding(), source);
-        heading = concat("seq2seq masks, target T=", length, ", source S=", source_length,
+        heading = text_of("seq2seq masks, target T=", length, ", source S=", source_length,
                          padding_note(pad, " source"));
-        title = concat("seq2seq masks  T=", length, "  S=", source_length, pad ? concat("  source pad=", pad) : "");
+        title = text_of("seq2seq masks  T=", length, "  S=", source_length, pad ? text_of("  source pad=", pad) : "");
         views.push_back({"decoder self-attention [T,T]", masks.decoder_self, length, length, {}, {},
                          "query: decoder input", "key: decoder input", 0});
         views.push_back({"cross-attention [T,S]", masks.cross, length, source_length, {}, padding_flags(source, 0),
@@ -148,28 +140,28 @@ int mask_command(const Arguments& args) {
         Mask mask;  // bidirectional and padding: no mask but the padding
         if (kind == "causal") {
             mask = stack_mask(SelfAttentionKind::Causal, length, {}, Padding());  // as a causal model's
-            heading = concat("causal mask, T=", length, ": query l sees keys 0..l");
-            title = concat("causal mask  T=", length);
+            heading = text_of("causal mask, T=", length, ": query l sees keys 0..l");
+            title = text_of("causal mask  T=", length);
         } else if (kind == "prefix-lm") {
             mask = stack_mask(SelfAttentionKind::PrefixLm, length, {prefix}, Padding());  // as a prefix_lm model's
-            heading = concat("prefix-LM mask, T=", length, ", P=", prefix,
+            heading = text_of("prefix-LM mask, T=", length, ", P=", prefix,
                              ": the prefix sees itself both ways, the rest is causal");
-            title = concat("prefix-LM mask  T=", length, "  P=", prefix);
+            title = text_of("prefix-LM mask  T=", length, "  P=", prefix);
         } else if (kind == "local") {
             mask = Mask::local_window(length, window);
-            heading = concat("local window mask, T=", length, ", W=", window, ": query l sees keys l-W..l+W");
-            title = concat("local window mask  T=", length, "  W=", window);
+            heading = text_of("local window mask, T=", length, ", W=", window, ": query l sees keys l-W..l+W");
+            title = text_of("local window mask  T=", length, "  W=", window);
         } else if (kind == "padding") {
-            heading = concat("key padding mask, T=", length, ": every query sees the real keys");
-            title = concat("key padding mask  T=", length);
+            heading = text_of("key padding mask, T=", length, ": every query sees the real keys");
+            title = text_of("key padding mask  T=", length);
         } else {
-            heading = concat("bidirectional (no mask), T=", length, ": every query sees every key");
-            title = concat("bidirectional (no mask)  T=", length);
+            heading = text_of("bidirectional (no mask), T=", length, ": every query sees every key");
+            title = text_of("bidirectional (no mask)  T=", length);
         }
         const Padding padding = last_padded(length, pad);
         if (pad > 0 || kind == "padding") mask = mask & Mask::key_padding(padding);
         heading.append(padding_note(pad, ""));
-        if (pad > 0) title.append(concat("  pad=", pad));
+        if (pad > 0) title.append(text_of("  pad=", pad));
         const std::vector<uint8_t> flags = pad > 0 ? padding_flags(padding, 0) : std::vector<uint8_t>{};
         views.push_back({title, mask, length, length, flags, flags, "query position", "key position",
                          kind == "prefix-lm" ? prefix : 0});
