@@ -166,6 +166,21 @@ TEST_CASE("gelu is the exact erf form x * (1 + erf(x / sqrt 2)) / 2") {
     CHECK(y.at({1}) != near(0.8411920));
 }
 
+TEST_CASE("gather_batch picks, repeats and drops batch rows (beam search reorders its hypotheses with it)") {
+    // x [3, 2]: row b holds {10b, 10b + 1}. Rows {2, 0, 2} -> {20, 21}, {0, 1}, {20, 21}.
+    const Tensor x({3, 2}, {0, 1, 10, 11, 20, 21});
+    const Tensor y = gather_batch(x, {2, 0, 2});
+    CHECK(y.shape() == Shape{3, 2});
+    CHECK(y.values() == std::vector<float>{20, 21, 0, 1, 20, 21});
+    // Every axis after the first moves with its row: [2, 2, 2] -> row 1 only.
+    const Tensor z = gather_batch(Tensor({2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7}), {1});
+    CHECK(z.shape() == Shape{1, 2, 2});
+    CHECK(z.values() == std::vector<float>{4, 5, 6, 7});
+    CHECK(gather_batch(x, {}).shape() == Shape{0, 2});
+    CHECK_THROWS_WITH_AS(gather_batch(x, {0, 3}), doctest::Contains("gather_batch: row 3 outside 0..2"), Error);
+    CHECK_THROWS_WITH_AS(gather_batch(x, {-1}), doctest::Contains("row -1 outside 0..2"), Error);
+}
+
 TEST_CASE("relu keeps positives and zeroes the rest, keeping the shape") {
     Tensor y = tinyformer::relu(Tensor({1, 5}, {-2, -0.5f, 0, 0.5f, 3}));
     CHECK(y.shape() == Shape{1, 5});

@@ -37,6 +37,29 @@ Model with_metadata(const TempDirectory& dir, const std::string& name, const std
 
 }  // namespace
 
+TEST_CASE("The character tokenizer: one id per UTF-8 character, specials never from text, unknowns named") {
+    // ids: <pad> 0, <bos> 1, <eos> 2, <unk> 3, a 4, b 5, c 6, é 7 (two bytes in UTF-8), < 8
+    const Tokenizer chars({"<pad>", "<bos>", "<eos>", "<unk>", "a", "b", "c", "\xc3\xa9", "<"});
+    CHECK(chars.encode("abc") == std::vector<int64_t>{4, 5, 6});
+    CHECK(chars.encode("c\xc3\xa9" "a") == std::vector<int64_t>{6, 7, 4});  // é is one token, not two bytes
+    CHECK(chars.encode("") == std::vector<int64_t>{});
+    CHECK(chars.decode({6, 5, 4}) == "cba");
+    CHECK(chars.decode({4, 3, 2}) == "a<unk><eos>");  // specials are written in angle brackets
+    // "<eos>" typed as text is characters, never the special token: '<' is in the vocabulary, 'e' is not.
+    CHECK_THROWS_WITH_AS(chars.encode("<eos>"), doctest::Contains("character 'e' at position 1 of \"<eos>\""), Error);
+    CHECK_THROWS_WITH_AS(chars.encode("abz"), doctest::Contains("character 'z' at position 2"), Error);
+    // map_unknown: an unknown character becomes <unk>, counted.
+    int64_t unknown = 0;
+    CHECK(chars.encode("azb", true, &unknown) == std::vector<int64_t>{4, 3, 5});
+    CHECK(unknown == 1);
+    CHECK(chars.id_of("c") == 6);
+    CHECK(chars.token(7) == "\xc3\xa9");
+    CHECK(chars.size() == 9);
+    CHECK_THROWS_AS(chars.id_of("z"), Error);
+    CHECK_THROWS_AS(chars.token(9), Error);
+    CHECK_THROWS_AS(chars.token(-1), Error);
+}
+
 TEST_CASE("The whitespace tokenizer reads words, maps unknown words to <unk>, and writes words joined by spaces") {
     const Tokenizer words(kWords, TokenizerKind::Whitespace);
     CHECK(words.encode("the cat sat") == std::vector<int64_t>{4, 5, 6});
