@@ -23,7 +23,8 @@ ENGINE_SRC := $(wildcard engine/*.cpp)
 LAYERS_SRC := $(wildcard layers/*.cpp)
 MODELS_SRC := $(wildcard models/*.cpp)
 LIB_SRC    := $(ENGINE_SRC) $(LAYERS_SRC) $(MODELS_SRC)
-CLI_SRC    := $(wildcard tools/cli/*.cpp) $(wildcard tools/measure/*.cpp)
+MEASURE_SRC := $(wildcard tools/measure/*.cpp)
+CLI_SRC    := $(wildcard tools/cli/*.cpp) $(MEASURE_SRC)
 # The fuzz harnesses also go into the test program, which runs the committed
 # seeds through them (tests/test_fuzz_corpus.cpp); there they are built
 # without their libFuzzer entry points.
@@ -225,7 +226,7 @@ build/tinyformer: $(CLI_OBJ) $(LIB_OBJ)
 build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
-build/tinyformer-bench: $(BENCH_OBJ) $(LIB_OBJ)
+build/tinyformer-bench: $(BENCH_OBJ) $(MEASURE_SRC:%.cpp=build/%.o) $(LIB_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 SANITIZE_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

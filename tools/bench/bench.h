@@ -12,12 +12,7 @@
 #pragma once
 
 #include "engine/tensor.h"
-
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdio>
+#include "tools/measure/measure.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -42,64 +37,19 @@ void heap_reset_peak();  // peak := current
 size_t heap_allocation_count();  // operator new calls since the program started
 
 // --- helpers (common.cpp) ---
-// Median of a non-empty set of samples (mean of the middle two when even).
-double median(std::vector<double> samples);
-// "512 B", "128.0 KiB", "256.0 MiB".
-std::string format_bytes(size_t bytes);
+// Timers, medians, other processes' CPU use, byte counts: tools/measure/measure.h.
+using measure::bytes_text;
+using measure::Clock;
+using measure::format_load;
+using measure::kBusyWarning;
+using measure::median;
+using measure::OtherLoad;
+using measure::seconds_since;
 // The "model name" line of /proc/cpuinfo, or a note that there is none.
 std::string cpu_model();
 // One line every suite prints: OpenBLAS (config), the core in use and why,
 // and the BLAS thread count (engine/blas.h).
 std::string blas_line();
-
-// How much CPU OTHER processes take: /proc/stat's busy time (steal included)
-// minus this process's own (every thread, and the children it has waited for:
-// the PyTorch runs). On 2 cores a concurrent job skews every number here,
-// PyTorch's too, so each measurement says how busy the machine was.
-class OtherLoad {
-public:
-    OtherLoad() : start_(sample()) {}
-    // Share of all CPUs' time since construction used by other processes, or -1 when unknown.
-    double fraction() const {
-        const Sample now = sample();
-        if (!start_.ok || !now.ok || now.total <= start_.total) return -1.0;
-        const double others = (now.busy - start_.busy) - (now.own - start_.own);
-        return std::clamp(others / (now.total - start_.total), 0.0, 1.0);
-    }
-
-private:
-    struct Sample {
-        double busy = 0, total = 0, own = 0;  // in /proc/stat's clock ticks
-        bool ok = false;
-    };
-    static Sample sample() {
-        Sample result;
-        std::FILE* file = std::fopen("/proc/stat", "r");
-        if (!file) return result;
-        unsigned long long v[8] = {};  // user nice system idle iowait irq softirq steal
-        const int n = std::fscanf(file, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                                  &v[4], &v[5], &v[6], &v[7]);
-        std::fclose(file);
-        if (n < 5) return result;
-        for (unsigned long long x : v) result.total += static_cast<double>(x);
-        result.busy = result.total - static_cast<double>(v[3] + v[4]);  // all but idle and iowait
-        double seconds = 0.0;
-        for (int who : {RUSAGE_SELF, RUSAGE_CHILDREN}) {
-            rusage usage{};
-            getrusage(who, &usage);
-            seconds += static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
-        }
-        result.own = seconds * static_cast<double>(sysconf(_SC_CLK_TCK));
-        result.ok = true;
-        return result;
-    }
-    Sample start_;
-};
-
-constexpr double kBusyWarning = 0.10;  // other processes' share above which a number is marked
-// "12%", with " !" above kBusyWarning; "?" when unknown.
-std::string format_load(double fraction);
 
 // --- Python tools (common.cpp) ---
 // Debian's interpreter, which has python3-torch (`python3` may be a shim without it).

@@ -51,9 +51,9 @@ struct Call {
 Call timed_call(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask,
                 const AttentionOptions& options) {
     heap_reset_peak();
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     AttentionResult result = scaled_dot_product_attention(query, key, value, mask, options);
-    const auto stop = std::chrono::steady_clock::now();
+    const auto stop = Clock::now();
     // The result is still alive here, so current bytes include the output.
     const size_t extra = heap_peak_bytes() - heap_current_bytes();
     return {std::move(result), std::chrono::duration<double>(stop - start).count(), extra};
@@ -121,7 +121,7 @@ void print_targets(const std::vector<Measurement>& measurements) {
     std::printf("\ntargets (information only, never a failing exit):\n");
     if (const Measurement* streaming = find(measurements, kMemoryTargetLength, AttentionPath::Streaming))
         std::printf("  streaming extra heap at L=S=%lld < %s: %s -> %s\n", static_cast<long long>(kMemoryTargetLength),
-                    format_bytes(kMemoryTargetBytes).c_str(), format_bytes(streaming->extra_heap_bytes).c_str(),
+                    bytes_text(static_cast<double>(kMemoryTargetBytes)).c_str(), bytes_text(static_cast<double>(streaming->extra_heap_bytes)).c_str(),
                     streaming->extra_heap_bytes < kMemoryTargetBytes ? "met" : "NOT met");
     const Measurement* materialized = find(measurements, kTimeTargetLength, AttentionPath::Materialized);
     const Measurement* streaming = find(measurements, kTimeTargetLength, AttentionPath::Streaming);
@@ -163,9 +163,9 @@ void run_masked_part(const AttentionOptions& streaming_options) {
     options.path = AttentionPath::Streaming;
     for (int repetition = -1; repetition < kRepetitions; ++repetition)
         for (Variant& variant : variants) {
-            const auto start = std::chrono::steady_clock::now();
+            const auto start = Clock::now();
             const AttentionResult result = scaled_dot_product_attention(query, key, value, variant.mask, options);
-            const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double seconds = seconds_since(start);
             if (repetition >= 0) variant.seconds.push_back(seconds);
             variant.tiles = result.key_tiles_computed;
         }
@@ -231,7 +231,7 @@ void run_attention_suite(const Settings& settings) {
             table.print_row({std::to_string(size.length), path_text, std::to_string(size.repetitions),
                              format("%.3f", measurement.median_seconds * 1e3),
                              format("%.3f", measurement.min_seconds * 1e3),
-                             format_bytes(measurement.extra_heap_bytes)});
+                             bytes_text(static_cast<double>(measurement.extra_heap_bytes))});
             measurements.push_back(std::move(measurement));
         }
         const Measurement& materialized = *find(measurements, size.length, AttentionPath::Materialized);

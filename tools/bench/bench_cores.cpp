@@ -32,9 +32,9 @@ void run_probe() {
     Tensor c({1024, 1024});
     std::vector<double> seconds;
     for (int rep = -1; rep < 7; ++rep) {
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = Clock::now();
         gemm(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c.matrix());
-        if (rep >= 0) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        if (rep >= 0) seconds.push_back(seconds_since(start));
     }
     const double sgemm = 2.0 * 1024 * 1024 * 1024 / median(seconds) / 1e9;
     const double encoder = encoder_tokens_per_second(8, 128, 3);

@@ -112,10 +112,10 @@ Timing time_greedy(const Model& model, const std::vector<std::vector<std::vector
         if (rep == 1) load = OtherLoad();
         tokens = 0;
         const size_t allocations_before = heap_allocation_count();
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = Clock::now();
         for (const auto& batch : batches)
             for (const auto& row : greedy_decode(model, batch, options).tokens) tokens += static_cast<int64_t>(row.size());
-        if (rep > 0) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        if (rep > 0) seconds.push_back(seconds_since(start));
         allocations = heap_allocation_count() - allocations_before;
     }
     return {tokens, median(seconds), static_cast<double>(allocations) / static_cast<double>(std::max<int64_t>(tokens, 1)),
@@ -144,9 +144,9 @@ double measured_gemv_bytes_per_second() {
     Tensor y({1, kVocabulary});
     std::vector<double> seconds;
     for (int rep = 0; rep <= 15; ++rep) {
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = Clock::now();
         gemm(x.matrix(), Transpose::No, weight.matrix(), Transpose::Yes, y.matrix());
-        if (rep > 0) seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        if (rep > 0) seconds.push_back(seconds_since(start));
     }
     return 4.0 * static_cast<double>(kVocabulary * kModel) / *std::min_element(seconds.begin(), seconds.end());
 }

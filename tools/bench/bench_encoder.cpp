@@ -68,10 +68,6 @@ std::string format(const char* pattern, double number) {
     return text;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // --- the model ---
 
 // Weights ~ N(0, 1/fan_in) so that every projection keeps unit-scale
@@ -125,7 +121,7 @@ double gemm_gflops(int64_t rows, const GemmShape& shape) {
     const Tensor w = random.normal_tensor({shape.out, shape.in}, 0.05f);
     Tensor c({rows, shape.out});
     auto call = [&] {
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = Clock::now();
         gemm(a.matrix(), Transpose::No, w.matrix(), Transpose::Yes, c.matrix());
         return seconds_since(start);
     };
@@ -268,7 +264,7 @@ Measurement measure(const std::vector<EncoderLayer>& layers, const Size& size, i
     std::vector<double> seconds;
     Tensor output;
     for (int repetition = -1; repetition < size.repetitions; ++repetition) {  // -1: the warm-up call
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = Clock::now();
         output = encoder_forward(layers, x);
         const double elapsed = seconds_since(start);
         if (repetition >= 0) seconds.push_back(elapsed);
@@ -411,7 +407,7 @@ double encoder_tokens_per_second(int64_t batch, int64_t length, int repetitions)
     const Tensor x = Random(kInputSeed).normal_tensor({batch, length, kModel});
     std::vector<double> seconds;
     for (int rep = -1; rep < repetitions; ++rep) {
-        const auto start = std::chrono::steady_clock::now();
+        const auto start = Clock::now();
         const Tensor y = encoder_forward(layers, x);
         if (rep >= 0) seconds.push_back(seconds_since(start));
     }

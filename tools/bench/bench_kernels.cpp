@@ -38,17 +38,17 @@ void run_kernels_suite(const Settings&) {
         for (size_t v = 0; v < variants.size(); ++v) {
             kernels::set_variant(variants[v]);
             Tensor x = scores, y = activations;  // copied outside the timing
-            auto start = std::chrono::steady_clock::now();
+            auto start = Clock::now();
             for (int pass = 0; pass < kInner; ++pass)  // softmax of a softmax is still a valid input
                 for (int64_t r = 0; r < 64; ++r) softmax_row(x.data() + r * 2048, 2048);
-            const double softmax = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-            start = std::chrono::steady_clock::now();
+            const double softmax = seconds_since(start);
+            start = Clock::now();
             for (int pass = 0; pass < kInner; ++pass) y = layer_norm(std::move(y), gamma, beta, 1e-5f);
-            const double norm = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double norm = seconds_since(start);
             Tensor z = activations;
-            start = std::chrono::steady_clock::now();
+            start = Clock::now();
             for (int pass = 0; pass < kInner; ++pass) z = gelu(std::move(z));
-            const double gelu_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            const double gelu_time = seconds_since(start);
             if (rep >= 0) {
                 softmax_seconds[v].push_back(softmax);
                 norm_seconds[v].push_back(norm);
@@ -56,11 +56,11 @@ void run_kernels_suite(const Settings&) {
             }
             if (v + 1 == variants.size()) {
                 Tensor w = activations;
-                start = std::chrono::steady_clock::now();
+                start = Clock::now();
                 for (int pass = 0; pass < kInner; ++pass)
                     for (int64_t i = 0; i < w.numel(); ++i)
                         w.data()[i] = w.data()[i] * 0.5f * (1.0f + std::erf(w.data()[i] * 0.70710678f));
-                const double erf_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                const double erf_time = seconds_since(start);
                 if (rep >= 0) erf_seconds.push_back(erf_time);
             }
         }

@@ -13,23 +13,6 @@
 
 namespace tinyformer::bench {
 
-double median(std::vector<double> samples) {
-    std::sort(samples.begin(), samples.end());
-    const size_t middle = samples.size() / 2;
-    return samples.size() % 2 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2.0;
-}
-
-std::string format_bytes(size_t bytes) {
-    char text[32];
-    if (bytes < 1024)
-        std::snprintf(text, sizeof text, "%zu B", bytes);
-    else if (bytes < 1024 * 1024)
-        std::snprintf(text, sizeof text, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
-    else
-        std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-    return text;
-}
-
 std::string cpu_model() {
     std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line;
@@ -41,13 +24,6 @@ std::string cpu_model() {
         return start == std::string::npos ? std::string("(empty model name)") : line.substr(start);
     }
     return "unknown (no \"model name\" in /proc/cpuinfo)";
-}
-
-std::string format_load(double fraction) {
-    if (fraction < 0.0) return "?";
-    char text[32];
-    std::snprintf(text, sizeof text, "%.0f%%%s", 100.0 * fraction, fraction > kBusyWarning ? " !" : "");
-    return text;
 }
 
 std::string blas_line() {

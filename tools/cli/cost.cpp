@@ -166,11 +166,8 @@ Settings parse_settings(const ParsedArguments& parsed) {
 
 // --- measuring: timing at the caller ---
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using measure::Clock;
+using measure::seconds_since;
 
 // Seconds spent in each part of the timed forward, summed over layers and passes.
 struct PartTimes {

@@ -104,6 +104,19 @@ PeakMemory attention_peak_memory(int64_t batch, int64_t queries, int64_t keys, i
     return memory;
 }
 
+double median(std::vector<double> samples) {
+    std::sort(samples.begin(), samples.end());
+    const size_t middle = samples.size() / 2;
+    return samples.size() % 2 ? samples[middle] : (samples[middle - 1] + samples[middle]) / 2.0;
+}
+
+std::string format_load(double fraction) {
+    if (fraction < 0.0) return "?";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.0f%%%s", 100.0 * fraction, fraction > kBusyWarning ? " !" : "");
+    return text;
+}
+
 std::string bytes_text(double n) {
     char text[32];
     if (n < 1024) {
