@@ -148,9 +148,13 @@ bool tile_blocked(const Problem& problem, const HeadSlice& slice, int64_t q0, in
 // row's allowed keys have holes (an arbitrary mask) a tile whose every cell is
 // blocked is skipped. Skipped scores would have had weight exactly 0; they are
 // not checked for being finite either.
-int64_t attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t query_block, int64_t key_tile,
-                         std::vector<float>& scratch) {
-    int64_t tiles_computed = 0;
+struct Computed {
+    int64_t tiles = 0, scores = 0;
+};
+
+Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t query_block, int64_t key_tile,
+                          std::vector<float>& scratch) {
+    Computed computed;
     const int64_t L = slice.query.rows, S = slice.key.rows, Dv = slice.value.cols;
     const int64_t block = std::min(query_block, L), tile = std::min(key_tile, S);
     scratch.resize(static_cast<size_t>(block * tile + 2 * block));
@@ -188,7 +192,8 @@ int64_t attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t
         for (int64_t s0 = first_key; s0 <= last_key; s0 += width) {
             const int64_t keys = std::min(width, last_key + 1 - s0);
             if (holes && tile_blocked(problem, slice, q0, rows, s0, keys)) continue;
-            ++tiles_computed;
+            ++computed.tiles;
+            computed.scores += rows * keys;
             MatrixView probabilities{scratch.data(), rows, keys, keys};
             gemm(slice.query.rows_range(q0, rows), Transpose::No, slice.key.rows_range(s0, keys), Transpose::Yes,
                  probabilities, problem.scale);  // scores of this tile, [rows, keys]
@@ -225,7 +230,7 @@ int64_t attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t
             for (int64_t c = 0; c < Dv; ++c) accumulator(r, c) *= inverse;
         }
     }
-    return tiles_computed;
+    return computed;
 }
 
 void check_inputs(const Tensor& query, ConstBatchView key, ConstBatchView value, int64_t heads) {
@@ -314,11 +319,14 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, Con
                                   options.want_scores ? result.scores.matrix(b * heads + h) : MatrixView{},
                                   b,
                                   h};
-            if (path == AttentionPath::Materialized)
+            if (path == AttentionPath::Materialized) {
                 attend_materialized(problem, slice, scratch);
-            else
-                result.key_tiles_computed +=
-                    attend_streaming(problem, slice, options.query_block, options.key_tile, scratch);
+                result.scores_computed += L * S;
+            } else {
+                const Computed computed = attend_streaming(problem, slice, options.query_block, options.key_tile, scratch);
+                result.key_tiles_computed += computed.tiles;
+                result.scores_computed += computed.scores;
+            }
         }
     return result;
 }

@@ -62,6 +62,9 @@ struct AttentionResult {
     // Streaming: the key tiles whose scores were computed, summed over batch
     // rows, heads and query blocks (blocked tiles are skipped); materialized: 0.
     int64_t key_tiles_computed = 0;
+    // Scores computed (one query times one key), summed over batch rows and
+    // heads: B*H*L*S on the materialized path, fewer when streaming skips.
+    int64_t scores_computed = 0;
 };
 
 AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,

@@ -431,12 +431,24 @@ TEST_CASE("Streaming computes only the key tiles a causal or local-window mask l
     options.path = AttentionPath::Streaming;
     options.query_block = 4;
     options.key_tile = 4;
-    // no mask: 4 query blocks x 4 key tiles
-    CHECK(scaled_dot_product_attention(q, k, v, Mask(), options).key_tiles_computed == 16);
-    // causal: block i (queries 4i..4i+3) sees keys 0..4i+3: i+1 tiles -> 1+2+3+4
-    CHECK(scaled_dot_product_attention(q, k, v, Mask::causal(16), options).key_tiles_computed == 10);
-    // window radius 1: block i sees keys 4i-1..4i+4 (clipped to 0..15): 6, 6, 6 and 5 keys, 2 tiles each
-    CHECK(scaled_dot_product_attention(q, k, v, Mask::local_window(16, 1), options).key_tiles_computed == 8);
+    // no mask: 4 query blocks x 4 key tiles, 16 x 16 = 256 scores
+    const AttentionResult all = scaled_dot_product_attention(q, k, v, Mask(), options);
+    CHECK(all.key_tiles_computed == 16);
+    CHECK(all.scores_computed == 256);
+    // causal: block i (queries 4i..4i+3) sees keys 0..4i+3: i+1 tiles -> 1+2+3+4;
+    // scores 4 rows x (4 + 8 + 12 + 16) keys = 160
+    const AttentionResult causal = scaled_dot_product_attention(q, k, v, Mask::causal(16), options);
+    CHECK(causal.key_tiles_computed == 10);
+    CHECK(causal.scores_computed == 160);
+    // window radius 1: block i sees keys 4i-1..4i+4 clipped to 0..15: 0..4, 3..8, 7..12, 11..15 =
+    // 5, 6, 6 and 5 keys, 2 tiles each; scores 4 rows x 22 keys = 88
+    const AttentionResult local = scaled_dot_product_attention(q, k, v, Mask::local_window(16, 1), options);
+    CHECK(local.key_tiles_computed == 8);
+    CHECK(local.scores_computed == 88);
+    // the materialized path computes every score: 256
+    options.path = AttentionPath::Materialized;
+    CHECK(scaled_dot_product_attention(q, k, v, Mask::local_window(16, 1), options).scores_computed == 256);
+    options.path = AttentionPath::Streaming;
     // arbitrary: only keys 0..3 and 12..15 allowed (a hole in the middle, checked per tile)
     std::vector<uint8_t> allowed(16 * 16);
     for (int64_t l = 0; l < 16; ++l)

@@ -125,12 +125,30 @@ TEST_CASE("lesson all runs every lesson, and the list names each") {
     const CliRun all = run_tinyformer({"lesson", "all"});
     REQUIRE(all.status == 0);
     for (const std::string name : {"shapes", "causal", "conventions", "empty-row", "finite-negative", "scale",
-                                   "multihead", "paths", "permutation", "nan-history", "need-weights", "dropout",
+                                   "multihead", "paths", "local", "permutation", "nan-history", "need-weights", "dropout",
                                    "positions", "peeking"}) {
         CAPTURE(name);
         CHECK(has(list.out, "  " + name + " "));
         CHECK(has(all.out, "=== " + name));
     }
+}
+
+TEST_CASE("lesson local: the scores each path computes for a local window and a strided mask, by hand") {
+    const std::string out = lesson("local");
+    // T = 2048, W = 32. Allowed by the window: T(2W+1) minus the cells cut off at both ends,
+    // 2 * (1 + 2 + ... + W) = W(W+1): 2048*65 - 32*33 = 133120 - 1056 = 132064 = 3.15% of 2048^2.
+    // Strided: 2048 / 16 = 128 keys per query = 6.25%.
+    CHECK(number_after(out, "local W=32, streaming") == doctest::Approx(3.15));
+    CHECK(number_after(out, "strided 1 in 16, streaming") == doctest::Approx(6.25));
+    // Streaming: 8 blocks of 256 queries; block i needs keys from 256i - 32 to 256i + 255 + 32,
+    // clipped to 0..2047: 288 keys for the first and last block, 320 for the six others, one
+    // tile each. 256 x (2*288 + 6*320) = 256 x 2496 = 638976 scores = 15.2% of 4194304.
+    CHECK(has(out, "3.15%    638976 ( 15.2%)"));
+    // Every other row computes all 2048^2 = 4194304: no mask, the materialized path, and the
+    // strided mask, whose every tile holds an allowed key.
+    CHECK(has(out, "100.00%   4194304 (100.0%)"));
+    CHECK(has(out, "3.15%   4194304 (100.0%)"));
+    CHECK(has(out, "6.25%   4194304 (100.0%)"));
 }
 
 TEST_CASE("lesson peeking: the causal model's logits up to t ignore what follows, bit for bit") {
