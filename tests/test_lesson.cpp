@@ -5,6 +5,7 @@
 
 #include "tests/run_cli.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -151,7 +152,7 @@ TEST_CASE("lesson local: the scores each path computes for a local window and a 
     CHECK(has(out, "6.25%   4194304 (100.0%)"));
 }
 
-TEST_CASE("lesson peeking: the causal model's logits up to t ignore what follows, bit for bit") {
+TEST_CASE("lesson peeking: the causal model's logits up to t ignore what follows; a model trained without the mask peeks") {
     const std::string out = lesson("peeking");
     // Two inputs sharing <bos>attention= (positions 0..10), differing after: with the causal mask the
     // logits at positions <= 10 are computed from the same tokens by the same operations, so they are
@@ -160,4 +161,19 @@ TEST_CASE("lesson peeking: the causal model's logits up to t ignore what follows
     CHECK(number_after(out, "causal mask:        largest |logits A - logits B| at positions <= t: 0   at positions > t:") > 1.0);
     // The same weights without the mask: the future reaches the earlier positions.
     CHECK(number_after(out, "the same weights without the mask: at positions <= t:") > 0.1);
+    // Teacher-forced on the same 200 examples. Reversal is a function of the prompt: both models
+    // can reach a small loss on it, the peeking one only when it reads its labels (bidirectional).
+    CHECK(number_after(out, "honest loss (causal, as trained):") < 0.01);
+    CHECK(number_after(out, "peeking loss (bidirectional, as trained):") < 0.1);
+    CHECK(number_after(out, "peeking loss (causal, as decoding runs):") > 1.0);
+    // Random letters as the answers: no model that does not see them can average less than
+    // log 26 = 3.258 nats per letter (cross-entropy >= entropy). The honest model is above that
+    // floor; the peeking model far below it, by a factor of more than 10.
+    const double log26 = std::log(26.0);
+    const double honest_random = number_after(out, "honest loss on random answers:");
+    const double peeking_random = number_after(out, "peeking loss on random answers:");
+    CHECK(honest_random > log26);
+    CHECK(peeking_random * 10 < log26);
+    CHECK(number_after(out, "honest exact match:") > 95.0);
+    CHECK(number_after(out, "peeking exact match:") < 20.0);
 }
