@@ -3,8 +3,12 @@
 //
 // OpenBLAS picks its core when it loads, so each configuration runs in a
 // child process of this benchmark (`tinyformer-bench --probe`, one at a
-// time, never alongside each other), in rounds that alternate the
-// configurations; the median of the rounds per configuration:
+// time, never alongside each other), in 5 rounds that alternate the
+// configurations; per configuration the median and the best of the rounds.
+// The target compares the best: on this kind of virtual machine the same
+// configuration measures 105-143 GFLOP/s from one process to the next (the
+// speed is steady within a process), and interference only ever slows a run
+// down, so the best of several processes is what the core can do.
 //   default     a fresh start: no OPENBLAS_CORETYPE, no marker (tinyformer chooses)
 //   keep        TINYFORMER_BLAS=keep: OpenBLAS's own choice
 //   X           OPENBLAS_CORETYPE=X for Haswell, SkylakeX, Cooperlake (those this CPU runs)
@@ -18,6 +22,7 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -43,7 +48,8 @@ void run_probe() {
 
 void run_cores_suite(const Settings&) {
     std::printf("the OpenBLAS core: default start vs forced OPENBLAS_CORETYPE, each in a child process, 1 thread,\n"
-                "3 rounds alternating the configurations; sgemm 1024^3 GFLOP/s and encoder B=8 T=128 tok/s (medians)\n");
+                "5 rounds alternating the configurations; sgemm 1024^3 GFLOP/s and encoder B=8 T=128 tok/s,\n"
+                "median and best of the rounds (one process each; the target compares the best)\n");
     std::printf("%s\n", blas_line().c_str());
     char self[4096];
     const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -67,7 +73,7 @@ void run_cores_suite(const Settings&) {
     if (avx512 && features.avx512bf16)
         configs.push_back({"Cooperlake", clean + "OPENBLAS_CORETYPE=Cooperlake ", {}, {}, "", -1});
     const OtherLoad load;
-    for (int round = 0; round < 3; ++round)
+    for (int round = 0; round < 5; ++round)
         for (Config& config : configs) {
             const std::string command = config.environment + "'" + self + "' --probe 2>&1";
             std::FILE* pipe = popen(command.c_str(), "r");
@@ -86,30 +92,36 @@ void run_cores_suite(const Settings&) {
         }
     const Table table({{"configuration", 14, Table::Align::Left},
                        {"core", 12, Table::Align::Left},
-                       {"sgemm GFLOP/s", 13, Table::Align::Right},
-                       {"encoder tok/s", 13, Table::Align::Right}});
+                       {"sgemm median", 12, Table::Align::Right},
+                       {"best", 7, Table::Align::Right},
+                       {"encoder tok/s median", 20, Table::Align::Right},
+                       {"best", 7, Table::Align::Right}});
     table.print_header();
+    const auto best = [](const std::vector<double>& samples) { return *std::max_element(samples.begin(), samples.end()); };
     double best_sgemm = 0, best_encoder = 0;
     for (const Config& config : configs) {
         if (config.sgemm.empty()) {
-            table.print_row({config.name, "(failed)", "", ""});
+            table.print_row({config.name, "(failed)", "", "", "", ""});
             continue;
         }
-        char a[32], b[32];
+        char a[32], b[32], c[32], d[32];
         std::snprintf(a, sizeof a, "%.1f", median(config.sgemm));
-        std::snprintf(b, sizeof b, "%.1f", median(config.encoder));
-        table.print_row({config.name, config.core, a, b});
+        std::snprintf(b, sizeof b, "%.1f", best(config.sgemm));
+        std::snprintf(c, sizeof c, "%.1f", median(config.encoder));
+        std::snprintf(d, sizeof d, "%.1f", best(config.encoder));
+        table.print_row({config.name, config.core, a, b, c, d});
         if (config.name != "default" && config.name != "keep") {
-            best_sgemm = std::max(best_sgemm, median(config.sgemm));
-            best_encoder = std::max(best_encoder, median(config.encoder));
+            best_sgemm = std::max(best_sgemm, best(config.sgemm));
+            best_encoder = std::max(best_encoder, best(config.encoder));
         }
     }
     std::printf("others: %s of the CPUs were used by other processes during the probes\n",
                 format_load(load.fraction()).c_str());
     if (!configs[0].sgemm.empty() && best_sgemm > 0)
-        std::printf("target: default within 5%% of the best forced core: sgemm %.1f%%, encoder B=8 T=128 %.1f%% -> %s\n",
-                    100.0 * median(configs[0].sgemm) / best_sgemm, 100.0 * median(configs[0].encoder) / best_encoder,
-                    median(configs[0].sgemm) >= 0.95 * best_sgemm && median(configs[0].encoder) >= 0.95 * best_encoder
+        std::printf("target: default within 5%% of the best forced core (best of the rounds): sgemm %.1f%%, "
+                    "encoder B=8 T=128 %.1f%% -> %s\n",
+                    100.0 * best(configs[0].sgemm) / best_sgemm, 100.0 * best(configs[0].encoder) / best_encoder,
+                    best(configs[0].sgemm) >= 0.95 * best_sgemm && best(configs[0].encoder) >= 0.95 * best_encoder
                         ? "met"
                         : "NOT met");
 }
