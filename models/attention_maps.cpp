@@ -52,26 +52,27 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
         AttentionMap map = describe(name, std::move(record.at(name)));
         const int64_t L = map.weights.dim(2);
         // Each map's mask is the one the pass used (models/masks.h): one row, no padding.
+        MaskInputs inputs;
+        inputs.length = L;
+        inputs.source_length = map.weights.dim(3);
+        if (model.config.attention == SelfAttentionKind::PrefixLm && !model.encoder_decoder)
+            inputs.prefix_lengths = {static_cast<int64_t>(input.size())};
         if (map.stack == "encoder") {
             map.query_tokens = map.key_tokens = run.source_tokens;
-            map.mask = encoder_self_mask(Padding());
+            map.mask = attention_mask(model.config, AttentionCall::EncoderSelf, inputs);
             map.mask_name = "none (bidirectional)";
         } else if (map.stack == "decoder" && map.kind == "self") {
             map.query_tokens = map.key_tokens = run.target_tokens;
-            map.mask = decoder_masks(1, L, map.weights.dim(3), Padding(), Padding()).decoder_self;
+            map.mask = attention_mask(model.config, AttentionCall::DecoderSelf, inputs);
             map.mask_name = "causal";
         } else if (map.stack == "decoder") {
             map.query_tokens = run.target_tokens;
             map.key_tokens = run.source_tokens;
-            map.mask = decoder_masks(1, L, map.weights.dim(3), Padding(), Padding()).cross;
+            map.mask = attention_mask(model.config, AttentionCall::Cross, inputs);
             map.mask_name = "none (every source token)";
         } else {
             map.query_tokens = map.key_tokens = run.source_tokens;
-            const bool prefix_lm = model.config.attention == SelfAttentionKind::PrefixLm;
-            map.mask = stack_mask(model.config.attention, L,
-                                  prefix_lm ? std::vector<int64_t>{static_cast<int64_t>(input.size())}
-                                            : std::vector<int64_t>{},
-                                  Padding());
+            map.mask = attention_mask(model.config, AttentionCall::Self, inputs);
             switch (model.config.attention) {
                 case SelfAttentionKind::Causal: map.mask_name = "causal"; break;
                 case SelfAttentionKind::PrefixLm:

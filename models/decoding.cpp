@@ -162,8 +162,13 @@ public:
         std::vector<int64_t> positions;
         for (const auto& sequence : sequences_) positions.push_back(static_cast<int64_t>(sequence.size()) - 1);
         for (auto& flags : cache_padding_) flags.push_back(0);
-        const Tensor logits = model_.forward_step(newest, positions, stack_step_mask(cache_padding()), Padding(),
-                                                  cache_);  // [B, 1, V]
+        MaskInputs inputs;  // one new position per row, over the T cached keys
+        inputs.batch = B;
+        inputs.padding = cache_padding();
+        inputs.first = inputs.padding.length() - 1;
+        const Tensor logits = model_.forward_step(newest, positions,
+                                                  attention_mask(model_.config(), AttentionCall::Self, inputs),
+                                                  Padding(), cache_);  // [B, 1, V]
         logits_ = logits.reshaped({B, logits.dim(2)});
     }
 
@@ -183,8 +188,12 @@ private:
         Padding padding;
         const TokenIds ids = pad_rows(sequences_, pad_id_of(model_.config()), &padding);
         const bool prefix_lm = model_.config().attention == SelfAttentionKind::PrefixLm;
-        const Mask mask = stack_mask(model_.config().attention, ids.length,
-                                     prefix_lm ? prompt_lengths_ : std::vector<int64_t>{}, padding);
+        MaskInputs inputs;
+        inputs.batch = ids.batch;
+        inputs.length = ids.length;
+        inputs.padding = padding;
+        if (prefix_lm) inputs.prefix_lengths = prompt_lengths_;
+        const Mask mask = attention_mask(model_.config(), AttentionCall::Self, inputs);
         const Tensor logits = model_.forward_step(ids, std::vector<int64_t>(sequences_.size(), 0), mask, padding,
                                                   cache_);  // [B, P, V]
         std::vector<int64_t> last;

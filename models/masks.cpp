@@ -14,35 +14,45 @@ Padding or_none_padded(const Padding& padding, int64_t batch, int64_t length) {
                            : padding;
 }
 
+// A step's rows of the causal mask: `length` queries at first.. over first+length keys.
+Mask causal_step(const MaskInputs& in) {
+    return in.length == 1 ? Mask() : Mask::causal(in.length, in.first + in.length);
+}
+
 }  // namespace
 
-Mask encoder_self_mask(const Padding& source) { return key_padding_or_all(source); }
-
-Seq2SeqMasks decoder_masks(int64_t batch, int64_t length, int64_t source_length, const Padding& target,
-                           const Padding& source) {
-    return seq2seq_masks(or_none_padded(target, batch, length), or_none_padded(source, batch, source_length));
-}
-
-Seq2SeqMasks decoder_step_masks(int64_t first, int64_t new_positions, const Padding& source) {
-    if (first < 0 || new_positions < 1)
-        fail("decoder_step_masks: first must be >= 0 and new_positions >= 1, got ", first, " and ", new_positions);
-    Mask self = new_positions == 1 ? Mask() : Mask::causal(new_positions, first + new_positions);
-    return {std::move(self), key_padding_or_all(source)};
-}
-
-Mask stack_mask(SelfAttentionKind kind, int64_t length, const std::vector<int64_t>& prefix_lengths,
-                const Padding& padding) {
-    if (kind != SelfAttentionKind::PrefixLm && !prefix_lengths.empty())
-        fail("forward: prefix_len is given but the model's attention is ", attention_kind_name(kind));
-    Mask mask;  // bidirectional: nothing but the padding
-    switch (kind) {
-        case SelfAttentionKind::Causal: mask = Mask::causal(length); break;
-        case SelfAttentionKind::PrefixLm: mask = Mask::prefix_lm(prefix_lengths, length); break;
-        case SelfAttentionKind::Bidirectional: break;
+Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInputs& in) {
+    if (in.batch < 1 || in.length < 1 || in.first < 0)
+        fail("attention_mask: need batch >= 1, length >= 1, first >= 0; got ", in.batch, ", ", in.length, ", ",
+             in.first);
+    const bool prefix_lm = call == AttentionCall::Self && config.attention == SelfAttentionKind::PrefixLm;
+    if (!in.prefix_lengths.empty() && (!prefix_lm || in.first > 0))
+        fail("forward: prefix_len is given but the model's attention is ", attention_kind_name(config.attention));
+    switch (call) {
+        case AttentionCall::EncoderSelf:  // every source position sees every real one
+            return key_padding_or_all(in.source_padding);
+        case AttentionCall::DecoderSelf:
+        case AttentionCall::Cross: {
+            if (in.first > 0)
+                return call == AttentionCall::Cross ? key_padding_or_all(in.source_padding) : causal_step(in);
+            // A whole target: the engine's seq2seq pair (what `tinyformer mask seq2seq` prints).
+            const Seq2SeqMasks masks = seq2seq_masks(or_none_padded(in.padding, in.batch, in.length),
+                                                     or_none_padded(in.source_padding, in.batch, in.source_length));
+            return call == AttentionCall::DecoderSelf ? masks.decoder_self : masks.cross;
+        }
+        case AttentionCall::Self: {
+            if (in.first > 0 && config.attention != SelfAttentionKind::Bidirectional)
+                return causal_step(in) & key_padding_or_all(in.padding);
+            Mask mask;  // bidirectional: nothing but the padding
+            switch (config.attention) {
+                case SelfAttentionKind::Causal: mask = Mask::causal(in.length); break;
+                case SelfAttentionKind::PrefixLm: mask = Mask::prefix_lm(in.prefix_lengths, in.length); break;
+                case SelfAttentionKind::Bidirectional: break;
+            }
+            return mask & key_padding_or_all(in.padding);
+        }
     }
-    return mask & key_padding_or_all(padding);
+    fail("attention_mask: unknown attention call");
 }
-
-Mask stack_step_mask(const Padding& cache_padding) { return key_padding_or_all(cache_padding); }
 
 }  // namespace tinyformer

@@ -158,7 +158,12 @@ Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source
     check_padding("source", source_padding, source);
     refuse_beyond_memory("encode", config_, source.batch, source.length, source.length, config_.num_encoder_layers,
                          observer != nullptr, 0);
-    const Mask mask = encoder_self_mask(source_padding);  // [B,1,1,S], models/masks.h
+    MaskInputs inputs;
+    inputs.batch = source.batch;
+    inputs.length = source.length;
+    inputs.source_length = source.length;
+    inputs.source_padding = source_padding;
+    const Mask mask = attention_mask(config_, AttentionCall::EncoderSelf, inputs);  // [B,1,1,S], models/masks.h
     Tensor x = source_embedding_.forward(source);           // [B, S, D]
     record_everything(observer, "src_embed.output", x);
     for (size_t i = 0; i < encoder_layers_.size(); ++i) {
@@ -197,14 +202,20 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
     // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: models/masks.h.
-    const Seq2SeqMasks masks = first == 0 ? decoder_masks(target.batch, target.length, memory.dim(1), target_padding,
-                                                          source_padding)
-                                          : decoder_step_masks(first, target.length, source_padding);
+    MaskInputs inputs;
+    inputs.batch = target.batch;
+    inputs.length = target.length;
+    inputs.first = first;
+    inputs.padding = target_padding;
+    inputs.source_length = memory.dim(1);
+    inputs.source_padding = source_padding;
+    const Mask self_mask = attention_mask(config_, AttentionCall::DecoderSelf, inputs);
+    const Mask cross_mask = attention_mask(config_, AttentionCall::Cross, inputs);
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     record_everything(observer, "tgt_embed.output", x);
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {
         auto layer = part(observer, "decoder." + std::to_string(i) + ".");
-        x = decoder_layers_[i].forward(x, memory, masks.decoder_self, masks.cross, target_padding, pointer(layer),
+        x = decoder_layers_[i].forward(x, memory, self_mask, cross_mask, target_padding, pointer(layer),
                                        cache ? &cache->layers[i] : nullptr);
     }
     if (cache) cache->length += target.length;
@@ -258,7 +269,12 @@ Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, co
     if (config_.attention == SelfAttentionKind::PrefixLm && static_cast<int64_t>(prefix_lengths.size()) != ids.batch)
         fail("forward: a prefix_lm model needs prefix_len [B] = [", ids.batch, "], got ", prefix_lengths.size(),
              " values");
-    const Mask mask = stack_mask(config_.attention, ids.length, prefix_lengths, padding);  // models/masks.h
+    MaskInputs inputs;
+    inputs.batch = ids.batch;
+    inputs.length = ids.length;
+    inputs.padding = padding;
+    inputs.prefix_lengths = prefix_lengths;
+    const Mask mask = attention_mask(config_, AttentionCall::Self, inputs);  // models/masks.h
     return run(ids, std::vector<int64_t>(static_cast<size_t>(ids.batch), 0), mask, padding, observer, nullptr);
 }
 

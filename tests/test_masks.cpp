@@ -97,42 +97,105 @@ TEST_CASE("mask causal and mask prefix-lm print exactly what the decoder-only mo
     }
 }
 
+namespace {
+
+ModelConfig with_attention(Architecture arch, SelfAttentionKind attention) {
+    ModelConfig config;
+    config.arch = arch;
+    config.attention = attention;
+    return config;
+}
+
+}  // namespace
+
 TEST_CASE("A decoding step's masks are the last rows of the whole sequence's masks") {
     // Positions first..first+n-1 of a target of T = first + n, over a source with padding.
+    const ModelConfig seq2seq = with_attention(Architecture::EncoderDecoder, SelfAttentionKind::Causal);
     const Padding source = Padding::from_lengths({4, 2}, 4);
-    for (int64_t first : {0, 1, 5})
+    for (int64_t first : {1, 5})
         for (int64_t n : {1, 3}) {
             CAPTURE(first);
             CAPTURE(n);
             const int64_t T = first + n;
-            const Seq2SeqMasks whole = decoder_masks(2, T, 4, Padding(), source);
-            const Seq2SeqMasks step = decoder_step_masks(first, n, source);
-            for (int64_t b = 0; b < 2; ++b)
-                for (int64_t i = 0; i < n; ++i) {
-                    for (int64_t s = 0; s < T; ++s)
-                        CHECK(step.decoder_self.allows(b, 0, i, s) == whole.decoder_self.allows(b, 0, first + i, s));
-                    for (int64_t s = 0; s < 4; ++s)
-                        CHECK(step.cross.allows(b, 0, i, s) == whole.cross.allows(b, 0, first + i, s));
-                }
+            MaskInputs whole, step;
+            whole.batch = step.batch = 2;
+            whole.length = T;
+            step.length = n;
+            step.first = first;
+            whole.source_length = step.source_length = 4;
+            whole.source_padding = step.source_padding = source;
+            for (AttentionCall call : {AttentionCall::DecoderSelf, AttentionCall::Cross}) {
+                const Mask all = attention_mask(seq2seq, call, whole), last = attention_mask(seq2seq, call, step);
+                const int64_t keys = call == AttentionCall::Cross ? 4 : T;
+                for (int64_t b = 0; b < 2; ++b)
+                    for (int64_t i = 0; i < n; ++i)
+                        for (int64_t s = 0; s < keys; ++s)
+                            CHECK(last.allows(b, 0, i, s) == all.allows(b, 0, first + i, s));
+            }
         }
     // A single stack: one new position at T-1 sees every cached key that is not padding,
     // which is row T-1 of the causal and of the prefix-LM mask.
     const Padding cache = Padding::from_lengths({5, 3}, 5);
-    const Mask step = stack_step_mask(cache);
     for (SelfAttentionKind kind : {SelfAttentionKind::Causal, SelfAttentionKind::PrefixLm}) {
-        const Mask whole = stack_mask(kind, 5, kind == SelfAttentionKind::PrefixLm ? std::vector<int64_t>{2, 2}
-                                                                                 : std::vector<int64_t>{},
-                                      cache);
+        const ModelConfig config = with_attention(Architecture::DecoderOnly, kind);
+        MaskInputs whole, step;
+        whole.batch = step.batch = 2;
+        whole.length = 5;
+        whole.padding = step.padding = cache;
+        if (kind == SelfAttentionKind::PrefixLm) whole.prefix_lengths = {2, 2};
+        step.first = 4;
+        const Mask all = attention_mask(config, AttentionCall::Self, whole), last = attention_mask(config, AttentionCall::Self, step);
         for (int64_t b = 0; b < 2; ++b)
-            for (int64_t s = 0; s < 5; ++s) CHECK(step.allows(b, 0, 0, s) == whole.allows(b, 0, 4, s));
+            for (int64_t s = 0; s < 5; ++s) CHECK(last.allows(b, 0, 0, s) == all.allows(b, 0, 4, s));
     }
 }
 
-TEST_CASE("stack_mask: bidirectional is the key padding alone; prefix lengths only for prefix_lm") {
-    const Mask mask = stack_mask(SelfAttentionKind::Bidirectional, 4, {}, Padding::from_lengths({3}, 4));
-    for (int64_t l = 0; l < 4; ++l)
-        for (int64_t s = 0; s < 4; ++s) CHECK(mask.allows(0, 0, l, s) == (s < 3));
-    CHECK_THROWS_WITH_AS(stack_mask(SelfAttentionKind::Causal, 4, {2}, Padding()),
+TEST_CASE("attention_mask: each call's rule on a padded batch, by hand") {
+    // B = 2, T = 3 target / input positions, row 1 has 2 real ones; S = 4 source positions,
+    // row 1 has 1 real one.
+    MaskInputs in;
+    in.batch = 2;
+    in.length = 3;
+    in.padding = Padding::from_lengths({3, 2}, 3);
+    in.source_length = 4;
+    in.source_padding = Padding::from_lengths({4, 1}, 4);
+    const ModelConfig seq2seq = with_attention(Architecture::EncoderDecoder, SelfAttentionKind::Causal);
+    const Mask encoder = attention_mask(seq2seq, AttentionCall::EncoderSelf, in);
+    const Mask decoder = attention_mask(seq2seq, AttentionCall::DecoderSelf, in);
+    const Mask cross = attention_mask(seq2seq, AttentionCall::Cross, in);
+    for (int64_t l = 0; l < 3; ++l) {
+        for (int64_t s = 0; s < 4; ++s) {
+            CHECK(encoder.allows(0, 0, l, s));            // row 0: every source key is real
+            CHECK(encoder.allows(1, 0, l, s) == (s < 1));  // row 1: only source key 0
+            CHECK(cross.allows(1, 0, l, s) == (s < 1));
+        }
+        for (int64_t s = 0; s < 3; ++s) {
+            CHECK(decoder.allows(0, 0, l, s) == (s <= l));            // causal
+            CHECK(decoder.allows(1, 0, l, s) == (s <= l && s < 2));   // causal AND target padding
+        }
+    }
+    // Single stacks: causal, prefix-LM with prefixes {2, 1}, bidirectional; input padding as above.
+    const auto self = [&](SelfAttentionKind kind, std::vector<int64_t> prefixes) {
+        MaskInputs single = in;
+        single.prefix_lengths = std::move(prefixes);
+        return attention_mask(with_attention(Architecture::DecoderOnly, kind), AttentionCall::Self, single);
+    };
+    const Mask causal = self(SelfAttentionKind::Causal, {});
+    const Mask prefix = self(SelfAttentionKind::PrefixLm, {2, 1});
+    const Mask both_ways = self(SelfAttentionKind::Bidirectional, {});
+    for (int64_t l = 0; l < 3; ++l)
+        for (int64_t s = 0; s < 3; ++s) {
+            CHECK(causal.allows(0, 0, l, s) == (s <= l));
+            CHECK(prefix.allows(0, 0, l, s) == (s < 2 || s <= l));
+            CHECK(prefix.allows(1, 0, l, s) == ((s < 1 || s <= l) && s < 2));
+            CHECK(both_ways.allows(0, 0, l, s));
+            CHECK(both_ways.allows(1, 0, l, s) == (s < 2));
+        }
+    // Prefix lengths belong to a prefix_lm model's self-attention only.
+    CHECK_THROWS_WITH_AS(self(SelfAttentionKind::Causal, {2, 1}),
                          doctest::Contains("prefix_len is given but the model's attention is causal"), Error);
-    CHECK_THROWS_AS(decoder_step_masks(0, 0, Padding()), Error);
+    MaskInputs empty;
+    empty.length = 0;
+    CHECK_THROWS_WITH_AS(attention_mask(seq2seq, AttentionCall::DecoderSelf, empty),
+                         doctest::Contains("need batch >= 1, length >= 1"), Error);
 }

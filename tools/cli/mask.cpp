@@ -127,8 +127,15 @@ int mask_command(const Arguments& args) {
     std::string title;    // the picture's, shorter
     if (kind == "seq2seq") {
         const Padding source = last_padded(source_length, pad);
-        // The masks the model uses (models/masks.h): one batch row, the target unpadded.
-        const Seq2SeqMasks masks = decoder_masks(1, length, source_length, Padding(), source);
+        // The masks an encoder-decoder model uses (models/masks.h): one batch row, the target unpadded.
+        ModelConfig config;
+        config.arch = Architecture::EncoderDecoder;
+        MaskInputs inputs;
+        inputs.length = length;
+        inputs.source_length = source_length;
+        inputs.source_padding = source;
+        const Seq2SeqMasks masks{attention_mask(config, AttentionCall::DecoderSelf, inputs),
+                                 attention_mask(config, AttentionCall::Cross, inputs)};
         heading = text_of("seq2seq masks, target T=", length, ", source S=", source_length,
                          padding_note(pad, " source"));
         title = text_of("seq2seq masks  T=", length, "  S=", source_length, pad ? text_of("  source pad=", pad) : "");
@@ -137,13 +144,23 @@ int mask_command(const Arguments& args) {
         views.push_back({"cross-attention [T,S]", masks.cross, length, source_length, {}, padding_flags(source, 0),
                          "query: decoder input", "key: source position", 0});
     } else {
+        // causal and prefix-lm: the mask a decoder-only model with that config uses (models/masks.h)
+        const auto model_mask = [&](SelfAttentionKind attention, std::vector<int64_t> prefix_lengths) {
+            ModelConfig config;
+            config.arch = Architecture::DecoderOnly;
+            config.attention = attention;
+            MaskInputs inputs;
+            inputs.length = length;
+            inputs.prefix_lengths = std::move(prefix_lengths);
+            return attention_mask(config, AttentionCall::Self, inputs);
+        };
         Mask mask;  // bidirectional and padding: no mask but the padding
         if (kind == "causal") {
-            mask = stack_mask(SelfAttentionKind::Causal, length, {}, Padding());  // as a causal model's
+            mask = model_mask(SelfAttentionKind::Causal, {});
             heading = text_of("causal mask, T=", length, ": query l sees keys 0..l");
             title = text_of("causal mask  T=", length);
         } else if (kind == "prefix-lm") {
-            mask = stack_mask(SelfAttentionKind::PrefixLm, length, {prefix}, Padding());  // as a prefix_lm model's
+            mask = model_mask(SelfAttentionKind::PrefixLm, {prefix});
             heading = text_of("prefix-LM mask, T=", length, ", P=", prefix,
                              ": the prefix sees itself both ways, the rest is causal");
             title = text_of("prefix-LM mask  T=", length, "  P=", prefix);
