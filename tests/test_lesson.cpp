@@ -118,6 +118,77 @@ TEST_CASE("lesson finite-negative: -1e4 lets e^4 / (2 + e^4) = 0.964663 of the w
     // and 1 / 56.59815 = 0.017668 for each of the others: the engine's weights.
     CHECK(has(out, "0.017668   0.017668   0.964663"));
     CHECK(has(out, "zeroed after softmax:  row sums: 0.666667"));  // 1 - 1/3: the row no longer sums to 1
+    // -inf: exp(-inf) = 0 exactly, the other two share the row: 1/2 each.
+    CHECK(has(out, "0.500000   0.500000   0.000000"));
+    CHECK(has(out, "masked before softmax: row sums: 1.000000"));
+}
+
+TEST_CASE("lesson shapes: cross-attention's shapes with L = 4 queries over S = 6 keys, rows summing to 1") {
+    const std::string out = lesson("shapes");
+    // Q [2,4,8] K [2,6,8] V [2,6,5]: scores Q K^T are [B,L,S] = [2,4,6], the output A V [B,L,Dv] = [2,4,5].
+    CHECK(has(out, "scores  A [B,L,S]  = [2,4,6]"));
+    CHECK(has(out, "output  O [B,L,Dv] = [2,4,5]"));
+    CHECK(has(out, "row sums: 1.000000 1.000000 1.000000 1.000000"));  // softmax over the key axis
+    CHECK(has(out, "attention: key has Dk=7 but query has Dk=8 (query [2,4,8], key [2,6,7], value [2,6,5])"));
+}
+
+TEST_CASE("lesson empty-row: NaN computed naively, an error from tinyformer, 2 3 0 when the query is padding") {
+    const std::string out = lesson("empty-row");
+    CHECK(has(out, "naive softmax([-inf, -inf, -inf]) = "));
+    CHECK(has(out, "nan"));  // exp(-inf - (-inf)) = exp(nan)
+    CHECK(has(out, "attention: query 2 of batch 0 may attend no key"));
+    // Q = K = 0, V = [2, 4, 8], causal: q0 -> 2, q1 -> (2 + 4) / 2 = 3, q2 is padding -> exactly 0.
+    CHECK(has(out, "     0.5000   0.5000   0.0000\n     0.0000   0.0000   0.0000"));
+    CHECK(has(out, "outputs: 2 3 0   (query 2 is padding; any NaN: no)"));
+}
+
+TEST_CASE("lesson scale: Var(q.k) grows as Dk, Var(q.k / sqrt Dk) stays near 1, raw softmax saturates") {
+    const std::string out = lesson("scale");
+    // Independent unit-variance components: Var(q.k) = Dk. From 4000 sampled pairs the sample
+    // variance has a relative standard error of about sqrt(2/4000) * sqrt(2) = 3%: 10% is > 3 sigma.
+    for (const auto& [dk, label] : {std::pair<double, const char*>{4, "\n     4 "}, {64, "\n    64 "},
+                                    {1024, "\n  1024 "}}) {
+        CAPTURE(dk);
+        const double raw = number_after(out, label);
+        CHECK(raw == doctest::Approx(dk).epsilon(0.1));
+        const size_t at = out.find(label);
+        std::istringstream row(out.substr(at + std::string(label).size()));
+        double variance = 0, scaled = 0, max_raw = 0, max_scaled = 0;
+        row >> variance >> scaled >> max_raw >> max_scaled;
+        CHECK(scaled == doctest::Approx(1.0).epsilon(0.1));
+        // 16 keys: uniform weights would be 1/16; scaled scores ~ N(0,1) keep the largest near 0.25,
+        // unscaled ones at Dk = 1024 (standard deviation 32) put almost all weight on one key.
+        CHECK(max_scaled < 0.35);
+        if (dk == 1024) CHECK(max_raw > 0.9);
+    }
+}
+
+TEST_CASE("lesson permutation: equivariant without a mask; a causal mask breaks it unless permuted too") {
+    const std::string out = lesson("permutation");
+    CHECK(number_after(out, "no mask:                                  max difference") < 1e-5);   // float rounding
+    CHECK(number_after(out, "causal mask, same mask for both:          max difference") > 0.1);
+    CHECK(number_after(out, "causal mask permuted along both axes too: max difference") < 1e-5);
+}
+
+TEST_CASE("lesson multihead: each head's causal weights, rows summing to 1 and nothing above the diagonal") {
+    const std::string out = lesson("multihead");
+    for (const char* head : {"head 0 weights [4,4]\n", "head 1 weights [4,4]\n"}) {
+        CAPTURE(head);
+        const size_t at = out.find(head);
+        REQUIRE(at != std::string::npos);
+        std::istringstream rows(out.substr(at + std::string(head).size()));
+        for (int l = 0; l < 4; ++l) {
+            double sum = 0;
+            for (int s = 0; s < 4; ++s) {
+                double weight = -1;
+                rows >> weight;
+                if (s > l) CHECK(weight == 0.0);  // printed 0.0000: key after the query, causal
+                if (s <= l) CHECK(weight > 0.0);
+                sum += weight;
+            }
+            CHECK(sum == doctest::Approx(1.0).epsilon(3e-4));  // 4 printed decimals
+        }
+    }
 }
 
 TEST_CASE("lesson all runs every lesson, and the list names each") {

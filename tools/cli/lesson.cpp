@@ -71,7 +71,7 @@ MultiHeadAttentionWeights random_attention_weights(Random& random, int64_t D) {
 void lesson_shapes() {
     heading("shapes: cross-attention, L != S (practice 1)");
     std::printf("In cross-attention the queries come from the decoder (length L) and the keys\n"
-                "and values from the encoder (length S), so L and S differ.\n\n");
+                "and values from the encoder (length S), so L and S can differ.\n\n");
     Random random(1);
     const Tensor query = random.normal_tensor({2, 4, 8});  // [B, L, Dk]
     const Tensor key = random.normal_tensor({2, 6, 8});    // [B, S, Dk]
@@ -342,7 +342,7 @@ void lesson_paths() {
     std::printf("\nAt L = 300, S = 1000 the streaming tile is clamped to the 1000 keys there are, so the\n"
                 "two paths hold about the same; at L = S = 8192 the materialized path holds the whole\n"
                 "[L,S] = 256 MiB of scores and the streaming one a [256, 2048] tile: the saving is real\n"
-                "only when [L,S] is large. Both still do the L x S multiply-adds (section 10).\n"
+                "only when [L,S] is large. Both still do the same L x S x (Dk + Dv) multiply-adds (section 10).\n"
                 "Only the materialized path can return the weights (heatmaps need it); the streaming\n"
                 "path is the default when they are not asked for. Speed: make bench.\n");
 }
@@ -371,7 +371,7 @@ void lesson_local() {
         {"no mask", Mask(), &streaming, "every score"},
         {"local W=32, materialized", Mask::local_window(T, W), &materialized,
          "every score, then -inf on the blocked ones"},
-        {"local W=32, streaming", Mask::local_window(T, W), &streaming, "skips the key tiles outside the window"},
+        {"local W=32, streaming", Mask::local_window(T, W), &streaming, "per block of queries, only the keys its windows reach"},
         {"strided 1 in 16, streaming", Mask::from_allowed(bool_matrix(T, T, strided)), &streaming,
          "an allowed key in every tile: nothing to skip"},
     };
@@ -405,21 +405,22 @@ void lesson_local() {
                     time * 1e3, no_mask_seconds / time, c.what);
     }
     set_blas_threads(threads);
-    std::printf("\nThe window allows 3.2%% of the scores, but only the streaming path turns that into less work,\n"
-                "and only by whole tiles: a block of 256 queries needs every key from its first query's\n"
-                "window start to its last query's window end (256 + 2W keys), so it computes 15.2%%. The\n"
-                "materialized path computes all of them and then blocks most. The strided mask is sparser\n"
-                "than most, yet every tile holds an allowed key, so nothing is skipped and nothing is saved.\n"
-                "A sparse mask is a speed-up only when the kernel skips the blocked work; time it (and see\n"
-                "`make bench`, suite attention, for 8192 tokens).\n");
+    std::printf("\nThe window allows 3.15%% of the scores, but only the streaming path turns that into less\n"
+                "work, and only by blocks of queries: a block of 256 queries computes every key from its\n"
+                "first query's window start to its last query's window end (256 + 2W = 320 keys, 288 at\n"
+                "the two ends), so it computes 15.2%%. The materialized path computes all of them and then\n"
+                "blocks most. The strided mask allows only 6.25%%, yet each block's allowed keys run from\n"
+                "the first key to the last and every tile holds some, so nothing is skipped and nothing is\n"
+                "saved. A sparse mask is a speed-up only when the kernel skips the blocked work; time it\n"
+                "(and see `make bench`, suite attention, for 8192 tokens).\n");
 }
 
 // Section 4, practice 4: a fully masked row across PyTorch versions.
 void lesson_nan_history() {
     heading("nan-history: the fully-masked row, and why a silent 0 hides a convention bug");
     std::printf("A query whose every key is masked has no softmax distribution. What comes out:\n"
-                "  PyTorch 1.13 (Debian's; the tools here): nn.MultiheadAttention and\n"
-                "      F.scaled_dot_product_attention give NaN for the row.\n"
+                "  PyTorch 1.13 (Debian's; the tools here): nn.MultiheadAttention (and the private\n"
+                "      F._scaled_dot_product_attention; the public one arrived in 2.0) give NaN for the row.\n"
                 "  PyTorch >= 2.5: SDPA, and MultiheadAttention with need_weights=False, give 0\n"
                 "      (pytorch#131060, #133882, _safe_softmax); need_weights=True still gives NaN (#160064).\n"
                 "  tinyformer: an error naming batch and query, unless the query is padding (then 0).\n\n");
@@ -466,7 +467,8 @@ void lesson_need_weights() {
     heading("need-weights: asking for the weights chooses the slower path");
     std::printf("nn.MultiheadAttention(..., need_weights=True) returns the weights, averaged over heads\n"
                 "[B,L,S] when average_attn_weights=True (the default), per head [B,H,L,S] when False;\n"
-                "need_weights=False returns None for them, which lets PyTorch use its fused kernel.\n"
+                "need_weights=False returns None for them; in PyTorch 2.x that is one of the conditions\n"
+                "for its fused kernel (1.13's fast path is gated by other conditions).\n"
                 "tinyformer's choice is the same: AttentionOptions.want_weights.\n\n");
     const int64_t D = 8, H = 2;
     Random random(3);
