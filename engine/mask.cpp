@@ -15,10 +15,8 @@ Shape to_rank4(const char* op, const Shape& shape, size_t value_count) {
         fail(op, ": a mask is [L,S], [B,L,S] or [B,H,L,S]; got ", shape_string(shape));
     if (checked_numel(shape, op) != static_cast<int64_t>(value_count))
         fail(op, ": shape ", shape_string(shape), " needs ", checked_numel(shape, op), " values, got ", value_count);
-    Shape full = shape;
-    if (full.size() == 3) full.insert(full.begin() + 1, 1);  // [B,L,S]: one mask for every head
-    while (full.size() < 4) full.insert(full.begin(), 1);
-    return full;
+    if (shape.size() == 3) return {shape[0], 1, shape[1], shape[2]};  // [B,L,S]: one mask for every head
+    return shape.size() == 2 ? Shape{1, 1, shape[0], shape[1]} : shape;
 }
 
 void check_flags(const char* op, const std::vector<uint8_t>& values) {
@@ -185,7 +183,7 @@ Mask Mask::from_additive(const Tensor& additive) {
 }
 
 Mask Mask::operator&(const Mask& other) const {
-    Shape shape(4);
+    Shape shape{0, 0, 0, 0};
     for (size_t axis = 0; axis < 4; ++axis) {
         const int64_t a = shape_[axis], b = other.shape_[axis];
         if (a != b && a != 1 && b != 1)

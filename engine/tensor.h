@@ -16,13 +16,57 @@
 
 #include "engine/error.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <vector>
 
 namespace tinyformer {
 
-using Shape = std::vector<int64_t>;
+// Shape — the size of each axis, held inline like a small std::vector: making
+// a tensor allocates its numbers and nothing else (decoding makes thousands of
+// tensors a second). Up to 8 axes: tensors have rank 1..4, and a file's
+// larger rank can still be held long enough to be named in a message; a 9th
+// axis is an Error.
+class Shape {
+public:
+    static constexpr size_t kMaxAxes = 8;
+    using value_type = int64_t;
+    using size_type = size_t;
+    using iterator = int64_t*;
+    using const_iterator = const int64_t*;
+
+    Shape() = default;
+    Shape(std::initializer_list<int64_t> sizes) : Shape(sizes.begin(), sizes.end()) {}
+    Shape(const std::vector<int64_t>& sizes) : Shape(sizes.begin(), sizes.end()) {}  // NOLINT: implicit, as a vector
+    template <typename Iterator>
+    Shape(Iterator first, Iterator last) {
+        for (; first != last; ++first) push_back(static_cast<int64_t>(*first));
+    }
+
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    int64_t& operator[](size_t axis) { return sizes_[axis]; }
+    int64_t operator[](size_t axis) const { return sizes_[axis]; }
+    int64_t& back() { return sizes_[size_ - 1]; }
+    int64_t back() const { return sizes_[size_ - 1]; }
+    int64_t* begin() { return sizes_.data(); }
+    int64_t* end() { return sizes_.data() + size_; }
+    const int64_t* begin() const { return sizes_.data(); }
+    const int64_t* end() const { return sizes_.data() + size_; }
+    void push_back(int64_t size) {
+        if (size_ == kMaxAxes) fail("Shape: more than ", kMaxAxes, " axes");
+        sizes_[size_++] = size;
+    }
+    operator std::vector<int64_t>() const { return {begin(), end()}; }  // NOLINT: implicit, for messages
+
+    friend bool operator==(const Shape& a, const Shape& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+
+private:
+    std::array<int64_t, kMaxAxes> sizes_{};
+    size_t size_ = 0;
+};
 
 struct ConstMatrixView {
     const float* data = nullptr;
