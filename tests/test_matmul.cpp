@@ -52,10 +52,13 @@ TEST_CASE("gemm agrees with gemm_naive over a table of shapes, transposes, alpha
     struct Case {
         int64_t m, n, k;
     };
-    // M, N, K: ones, odd sizes, and sizes up to 70 (past OpenBLAS's small-matrix paths).
+    // M, N, K: ones, odd sizes, and sizes up to 70 (past OpenBLAS's small-matrix paths). One-row
+    // products of up to 65536 weights are issued in chunks of outputs below 9216 weights each
+    // (engine/matmul.cpp): N = 300, K = 64 is 3 chunks (143 + 143 + 14 outputs), N = 1000, K = 60
+    // is 7, and N = 2000, K = 64 (128000 weights) one call.
     const Case cases[] = {{1, 1, 1},   {1, 7, 3},   {5, 1, 4},   {3, 4, 1},    {2, 3, 5},    {7, 7, 7},
                           {17, 13, 11}, {1, 64, 70}, {33, 1, 65}, {64, 70, 3},  {31, 37, 41}, {70, 69, 67},
-                          {3, 5, 0}};
+                          {3, 5, 0},    {1, 300, 64}, {1, 1000, 60}, {1, 2000, 64}};
     struct Scale {
         float alpha, beta;
     };
