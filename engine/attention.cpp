@@ -34,7 +34,7 @@ struct Problem {
     const Padding& query_padding;
     float scale;  // 1 / sqrt(Dk)
     int64_t heads;
-    const Tensor& query;   // for error messages
+    ConstBatchView query;  // for error messages
     ConstBatchView key;
 
     bool is_padded_query(int64_t b, int64_t l) const {
@@ -233,26 +233,23 @@ Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_
     return computed;
 }
 
-void check_inputs(const Tensor& query, ConstBatchView key, ConstBatchView value, int64_t heads) {
+void check_inputs(ConstBatchView query, ConstBatchView key, ConstBatchView value, int64_t heads) {
     // Built only for a message: this runs at every decoding step.
     auto shapes = [&] {
         return "query " + shape_string(query.shape()) + ", key " + shape_string(key.shape()) + ", value " +
                shape_string(value.shape());
     };
-    if (query.rank() != 3)
-        fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got ", shapes());
-    if (query.dim(0) != key.batch || key.batch != value.batch)
+    if (query.batch != key.batch || key.batch != value.batch)
         fail("attention: batch dimensions must match; got ", shapes());
     if (heads < 1) fail("attention: heads must be >= 1, got ", heads);
-    for (int64_t last : {query.dim(-1), key.cols, value.cols})
+    for (int64_t last : {query.cols, key.cols, value.cols})
         if (last % heads != 0)
             fail("attention: the last axis (", last, ") is not divisible by H=", heads, " heads; got ", shapes());
-    if (query.dim(-1) != key.cols)
-        fail("attention: key has Dk=", key.cols / heads, " but query has Dk=", query.dim(-1) / heads, " (",
-             shapes(), ")");
+    if (query.cols != key.cols)
+        fail("attention: key has Dk=", key.cols / heads, " but query has Dk=", query.cols / heads, " (", shapes(), ")");
     if (key.rows != value.rows)
         fail("attention: key has S=", key.rows, " but value has S=", value.rows, " (", shapes(), ")");
-    if (key.rows == 0 || query.dim(-1) == 0)
+    if (key.rows == 0 || query.cols == 0)
         fail("attention: source length S and key dimension Dk must be positive; got ", shapes());
     if (!value.all_finite()) fail("attention: value holds a non-finite number (", shapes(), ")");
 }
@@ -283,15 +280,16 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, con
     if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3)
         fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got query ",
              shape_string(query.shape()), ", key ", shape_string(key.shape()), ", value ", shape_string(value.shape()));
-    return multi_head_scaled_dot_product_attention(query, key.batch_view(), value.batch_view(), heads, mask, options);
+    return multi_head_scaled_dot_product_attention(query.batch_view(), key.batch_view(), value.batch_view(), heads, mask,
+                                                   options);
 }
 
-AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, ConstBatchView key, ConstBatchView value,
+AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, ConstBatchView key, ConstBatchView value,
                                                         int64_t heads, const Mask& mask,
                                                         const AttentionOptions& options) {
     check_inputs(query, key, value, heads);
-    const int64_t B = query.dim(0), L = query.dim(1), S = key.rows;
-    const int64_t Dk = query.dim(2) / heads, Dv = value.cols / heads;
+    const int64_t B = query.batch, L = query.rows, S = key.rows;
+    const int64_t Dk = query.cols / heads, Dv = value.cols / heads;
     mask.check_broadcasts_to({B, heads, L, S}, "attention");
     if (!options.query_padding.empty() &&
         (options.query_padding.batch() != B || options.query_padding.length() != L))

@@ -73,9 +73,10 @@ AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& 
 AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                                         int64_t heads, const Mask& mask = Mask(),
                                                         const AttentionOptions& options = {});
-// The same with key and value as batch views [B, S, H*Dk] / [B, S, H*Dv]:
-// the first S rows of a KV cache's buffers (layers/kv_cache.h), no copy.
-AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, ConstBatchView key, ConstBatchView value,
+// The same with query, key and value as batch views [B, L, H*Dk], [B, S, H*Dk],
+// [B, S, H*Dv]: the first S rows of a KV cache's buffers (layers/kv_cache.h),
+// or the Q, K, V column blocks of one fused projection, read in place.
+AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, ConstBatchView key, ConstBatchView value,
                                                         int64_t heads, const Mask& mask = Mask(),
                                                         const AttentionOptions& options = {});
 

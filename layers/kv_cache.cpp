@@ -76,6 +76,33 @@ void KVCache::append(Tensor key, Tensor value) {
     length_ += n;
 }
 
+void KVCache::append(ConstBatchView key, ConstBatchView value) {
+    if (key.shape() != value.shape())
+        fail("KVCache::append: key and value must be [B,n,D] of one shape, got ", shape_string(key.shape()), " and ",
+             shape_string(value.shape()));
+    if (capacity_ == 0) {  // nothing reserved: room for exactly these rows
+        batch_ = key.batch;
+        width_ = key.cols;
+        capacity_ = key.rows;
+        length_ = 0;
+        key_ = Tensor({batch_, capacity_, width_});
+        value_ = Tensor({batch_, capacity_, width_});
+    }
+    const int64_t n = key.rows;
+    if (key.batch != batch_ || key.cols != width_)
+        fail("KVCache::append: the cache holds B=", batch_, " rows of D=", width_, "; got ", shape_string(key.shape()));
+    if (length_ + n > capacity_) grow(std::max(2 * capacity_, length_ + n));
+    for (int64_t b = 0; b < batch_; ++b)
+        for (int64_t r = 0; r < n; ++r) {
+            const int64_t at = (b * capacity_ + length_ + r) * width_;
+            const float* k = key.data + b * key.batch_stride + r * key.row_stride;
+            const float* v = value.data + b * value.batch_stride + r * value.row_stride;
+            std::copy(k, k + width_, key_.data() + at);
+            std::copy(v, v + width_, value_.data() + at);
+        }
+    length_ += n;
+}
+
 void KVCache::keep_rows(const std::vector<int64_t>& rows) {
     if (capacity_ == 0) return;  // nothing cached yet
     for (int64_t row : rows)

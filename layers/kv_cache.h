@@ -38,6 +38,9 @@ public:
     void reserve(int64_t batch, int64_t capacity, int64_t width);
     // Appends key and value [B, n, D] (same shapes) at rows length..length+n-1.
     void append(Tensor key, Tensor value);
+    // The same from strided views (e.g. the K and V columns of a fused
+    // projection [B, n, 3D]), copied in; an empty cache is made [B, n, D].
+    void append(ConstBatchView key, ConstBatchView value);
     // Replaces everything with key and value [B, S, D] (taken over, no copy).
     void assign(Tensor key, Tensor value);
 

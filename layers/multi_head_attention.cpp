@@ -66,26 +66,31 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
     if (key.rank() != 3 || value.rank() != 3)
         fail("MultiHeadAttention: key and value must be [B,S,D], got ", shape_string(key.shape()), " and ",
              shape_string(value.shape()));
-    return attend_views(query, key.batch_view(), value.batch_view(), mask, options, observer,
-                        [&]() -> const Tensor& { return key; }, [&]() -> const Tensor& { return value; });
+    if (query.rank() != 3) fail("MultiHeadAttention: query must be [B,L,D], got ", shape_string(query.shape()));
+    return attend_views(query.batch_view(), key.batch_view(), value.batch_view(), mask, options, observer,
+                        [&]() -> const Tensor& { return query; }, [&]() -> const Tensor& { return key; },
+                        [&]() -> const Tensor& { return value; });
 }
 
 AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& cache, const Mask& mask,
                                            const AttentionOptions& options, Observer* observer) const {
-    return attend_views(query, cache.keys(), cache.values(), mask, options, observer,
-                        [&] { return cache.key_tensor(); }, [&] { return cache.value_tensor(); });
+    if (query.rank() != 3) fail("MultiHeadAttention: query must be [B,L,D], got ", shape_string(query.shape()));
+    return attend_views(query.batch_view(), cache.keys(), cache.values(), mask, options, observer,
+                        [&]() -> const Tensor& { return query; }, [&] { return cache.key_tensor(); },
+                        [&] { return cache.value_tensor(); });
 }
 
-template <typename KeyTensor, typename ValueTensor>
-AttentionResult MultiHeadAttention::attend_views(const Tensor& query, ConstBatchView key, ConstBatchView value,
+template <typename QueryTensor, typename KeyTensor, typename ValueTensor>
+AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatchView key, ConstBatchView value,
                                                  const Mask& mask, const AttentionOptions& options, Observer* observer,
-                                                 KeyTensor key_tensor, ValueTensor value_tensor) const {
+                                                 QueryTensor query_tensor, KeyTensor key_tensor,
+                                                 ValueTensor value_tensor) const {
     const bool everything = observer && observer->wants_everything();
     AttentionOptions asked = options;  // what the observer wants computed
     asked.want_weights = options.want_weights || observer;
     asked.want_scores = options.want_scores || everything;
     if (everything) {
-        observer->record("q", query);  // [B, L, D]
+        observer->record("q", query_tensor());  // [B, L, D]
         observer->record("k", key_tensor());    // [B, S, D]
         observer->record("v", value_tensor());  // [B, S, D]
     }
@@ -98,7 +103,7 @@ AttentionResult MultiHeadAttention::attend_views(const Tensor& query, ConstBatch
             std::fill(columns, columns + head_dim, 0.0f);
         }
     if (everything) {
-        const int64_t B = query.dim(0), L = query.dim(1), S = key.rows;
+        const int64_t B = query.batch, L = query.rows, S = key.rows;
         observer->record("scores", result.scores);  // [B, H, L, S], before the mask
         BoolTensor allowed{{B, L, S}, std::vector<uint8_t>(static_cast<size_t>(B * L * S))};
         for (int64_t b = 0; b < B; ++b)  // the model's masks are the same for every head
@@ -136,11 +141,14 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
     if (!cache.empty() && cache.batch() != x_new.dim(0))
         fail("MultiHeadAttention: the cache holds B=", cache.batch(), " rows but the input has B=", x_new.dim(0));
     // Self-attention: Q, K and V in one product, [Q | K | V] = x in_proj_weight^T + in_proj_bias,
-    // [B, n, 3D] (one sgemm, or at a decoding step one sgemv, instead of three).
+    // [B, n, 3D] (one sgemm, or at a decoding step one sgemv, instead of three), each read in place.
     const Tensor qkv = linear(x_new, w_in_, b_in_);
-    // Written at rows length..length+n-1 of the cache's buffers (taken over when empty: no copy).
-    cache.append(column_block(qkv, d_model_, d_model_), column_block(qkv, 2 * d_model_, d_model_));
-    return attend(column_block(qkv, 0, d_model_), cache, mask, options, observer);
+    const int64_t B = x_new.dim(0), n = x_new.dim(1), D = d_model_;
+    const auto part = [&](int64_t p) { return ConstBatchView{qkv.data() + p * D, B, n, D, n * 3 * D, 3 * D}; };
+    cache.append(part(1), part(2));  // copied to rows length..length+n-1 of the cache's buffers
+    return attend_views(part(0), cache.keys(), cache.values(), mask, options, observer,
+                        [&] { return column_block(qkv, 0, D); }, [&] { return cache.key_tensor(); },
+                        [&] { return cache.value_tensor(); });
 }
 
 AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache,

@@ -83,10 +83,11 @@ public:
     const std::vector<int64_t>& zeroed_heads() const { return zeroed_heads_; }
 
 private:
-    template <typename KeyTensor, typename ValueTensor>
-    AttentionResult attend_views(const Tensor& query, ConstBatchView key, ConstBatchView value, const Mask& mask,
-                                 const AttentionOptions& options, Observer* observer, KeyTensor key_tensor,
-                                 ValueTensor value_tensor) const;
+    // query_tensor() etc. give the inputs as tensors, asked only by an observer that wants everything.
+    template <typename QueryTensor, typename KeyTensor, typename ValueTensor>
+    AttentionResult attend_views(ConstBatchView query, ConstBatchView key, ConstBatchView value, const Mask& mask,
+                                 const AttentionOptions& options, Observer* observer, QueryTensor query_tensor,
+                                 KeyTensor key_tensor, ValueTensor value_tensor) const;
 
     int64_t d_model_, heads_;
     std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
