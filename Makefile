@@ -229,7 +229,9 @@ build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ)
 build/tinyformer-bench: $(BENCH_OBJ) $(MEASURE_SRC:%.cpp=build/%.o) $(LIB_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
-SANITIZE_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# -g1: line tables only, enough for the file:line of every frame in a sanitizer
+# report; full -g made this build take 6m44s instead of 4m53s on 2 cores, half of CI.
+SANITIZE_FLAGS := -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SANITIZE_ENV   := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:exitcode=99 \
                   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=99
 build/sanitize/tinyformer: $(CLI_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%=build/sanitize/%)
