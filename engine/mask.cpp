@@ -245,9 +245,19 @@ Seq2SeqMasks seq2seq_masks(const Padding& target, const Padding& source) {
     if (target.empty() || source.empty())
         fail("seq2seq_masks: give both paddings, target [B,T] and source [B,S] (Padding::from_lengths with full ",
              "lengths means no padding)");
-    if (target.batch() != source.batch())
+    return seq2seq_masks(target.length(), target, source);
+}
+
+Seq2SeqMasks seq2seq_masks(int64_t target_length, const Padding& target, const Padding& source) {
+    if (target_length < 1) fail("seq2seq_masks: the target length must be >= 1, got ", target_length);
+    if (!target.empty() && target.length() != target_length)
+        fail("seq2seq_masks: target padding is [", target.batch(), ",", target.length(), "] but T=", target_length);
+    if (!target.empty() && !source.empty() && target.batch() != source.batch())
         fail("seq2seq_masks: target padding has B=", target.batch(), " but source padding has B=", source.batch());
-    return {Mask::causal(target.length()) & Mask::key_padding(target), Mask::key_padding(source)};
+    const auto key_padding_or_all = [](const Padding& padding) {
+        return padding.empty() ? Mask() : Mask::key_padding(padding);
+    };
+    return {Mask::causal(target_length) & key_padding_or_all(target), key_padding_or_all(source)};
 }
 
 }  // namespace tinyformer

@@ -166,5 +166,9 @@ struct Seq2SeqMasks {
     Mask cross;
 };
 Seq2SeqMasks seq2seq_masks(const Padding& target, const Padding& source);
+// The same for a target of T = target_length positions, where an empty Padding
+// means that no position is padding: that side then has no key-padding part
+// (cross = the allow-everything Mask(), which attention applies to no row).
+Seq2SeqMasks seq2seq_masks(int64_t target_length, const Padding& target, const Padding& source);
 
 }  // namespace tinyformer

@@ -8,12 +8,6 @@ namespace {
 
 Mask key_padding_or_all(const Padding& padding) { return padding.empty() ? Mask() : Mask::key_padding(padding); }
 
-// `padding`, or B rows of `length` real positions when it is empty.
-Padding or_none_padded(const Padding& padding, int64_t batch, int64_t length) {
-    return padding.empty() ? Padding::from_lengths(std::vector<int64_t>(static_cast<size_t>(batch), length), length)
-                           : padding;
-}
-
 // A step's rows of the causal mask: `length` queries at first.. over first+length keys.
 Mask causal_step(const MaskInputs& in) {
     return in.length == 1 ? Mask() : Mask::causal(in.length, in.first + in.length);
@@ -36,8 +30,7 @@ Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInp
             if (in.first > 0)
                 return call == AttentionCall::Cross ? key_padding_or_all(in.source_padding) : causal_step(in);
             // A whole target: the engine's seq2seq pair (what `tinyformer mask seq2seq` prints).
-            const Seq2SeqMasks masks = seq2seq_masks(or_none_padded(in.padding, in.batch, in.length),
-                                                     or_none_padded(in.source_padding, in.batch, in.source_length));
+            const Seq2SeqMasks masks = seq2seq_masks(in.length, in.padding, in.source_padding);
             return call == AttentionCall::DecoderSelf ? masks.decoder_self : masks.cross;
         }
         case AttentionCall::Self: {

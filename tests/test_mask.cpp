@@ -149,6 +149,17 @@ TEST_CASE("Every mask factory matches a hand-written matrix") {
         check_slice(masks.cross, 1, 0, {"1 1 1 1"});  // no source padding
     }
 
+    SUBCASE("seq2seq_masks with T and no padding: plain causal, and a cross mask that blocks nothing") {
+        const Seq2SeqMasks masks = tinyformer::seq2seq_masks(3, Padding(), Padding());
+        CHECK(masks.decoder_self.shape() == Shape{1, 1, 3, 3});
+        check_slice(masks.decoder_self, 0, 0, {"1 0 0", "1 1 0", "1 1 1"});
+        CHECK(masks.cross.allows_everything());  // attention then applies nothing per row
+        // One side padded: target lengths {3, 2} with no source padding.
+        const Seq2SeqMasks target_only = tinyformer::seq2seq_masks(3, Padding::from_lengths({3, 2}, 3), Padding());
+        check_slice(target_only.decoder_self, 1, 0, {"1 0 0", "1 1 0", "1 1 0"});
+        CHECK(target_only.cross.allows_everything());
+    }
+
     SUBCASE("from_allowed takes an arbitrary pattern of rank 2, 3 or 4 and keeps it") {
         Mask plain = Mask::from_allowed(BoolTensor{{2, 3}, {1, 0, 1, 0, 1, 0}});  // [L,S] -> [1,1,L,S]
         CHECK(plain.shape() == Shape{1, 1, 2, 3});
@@ -356,6 +367,10 @@ TEST_CASE("Bad factory arguments are refused with the argument in the message") 
         CHECK_THROWS_WITH_AS(Mask::key_padding(Padding::from_lengths({0}, 0)), doctest::Contains("got [1,0]"), Error);
         CHECK_THROWS_WITH_AS(tinyformer::seq2seq_masks(Padding::from_lengths({1, 1}, 2), Padding::from_lengths({1}, 2)),
                              doctest::Contains("target padding has B=2 but source padding has B=1"), Error);
+        CHECK_THROWS_WITH_AS(tinyformer::seq2seq_masks(3, Padding::from_lengths({1}, 2), Padding()),
+                             doctest::Contains("target padding is [1,2] but T=3"), Error);
+        CHECK_THROWS_WITH_AS(tinyformer::seq2seq_masks(0, Padding(), Padding()),
+                             doctest::Contains("target length must be >= 1, got 0"), Error);
     }
     SUBCASE("Boolean values other than 0 and 1") {
         CHECK_THROWS_WITH_AS(Mask::from_allowed(BoolTensor{{1, 2}, {1, 2}}), doctest::Contains("0 or 1, got 2"),
