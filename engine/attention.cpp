@@ -95,13 +95,10 @@ void apply_mask(float* scores, int64_t first_key, int64_t count, const Mask::Row
 void zero_row(float* row, int64_t n) { std::fill(row, row + n, 0.0f); }
 
 // A = softmax(Q K^T / sqrt(Dk) + M), O = A V — the formula, written out.
-void attend_materialized(const Problem& problem, const HeadSlice& slice, std::vector<float>& scratch) {
+void attend_materialized(const Problem& problem, const HeadSlice& slice, float* scratch) {
     const int64_t L = slice.query.rows, S = slice.key.rows;
     MatrixView scores = slice.weights;
-    if (!scores.data) {
-        scratch.resize(static_cast<size_t>(L * S));
-        scores = {scratch.data(), L, S, S};
-    }
+    if (!scores.data) scores = {scratch, L, S, S};  // room for L * S floats
     gemm(slice.query, Transpose::No, slice.key, Transpose::Yes, scores, problem.scale);  // [L, S]
     for (int64_t l = 0; l < L; ++l) {
         float* row = scores.row(l);
@@ -152,13 +149,18 @@ struct Computed {
     int64_t tiles = 0, scores = 0;
 };
 
+// The floats attend_streaming needs in `scratch`.
+int64_t streaming_scratch_size(int64_t L, int64_t S, int64_t query_block, int64_t key_tile) {
+    const int64_t block = std::min(query_block, L), tile = std::min(key_tile, S);
+    return block * tile + 2 * block;  // one tile of scores, and the running maximum and sum per query
+}
+
 Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_t query_block, int64_t key_tile,
-                          std::vector<float>& scratch) {
+                          float* scratch) {
     Computed computed;
     const int64_t L = slice.query.rows, S = slice.key.rows, Dv = slice.value.cols;
     const int64_t block = std::min(query_block, L), tile = std::min(key_tile, S);
-    scratch.resize(static_cast<size_t>(block * tile + 2 * block));
-    float* running_max = scratch.data() + block * tile;
+    float* running_max = scratch + block * tile;
     float* running_sum = running_max + block;
 
     for (int64_t q0 = 0; q0 < L; q0 += block) {
@@ -194,7 +196,7 @@ Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_
             if (holes && tile_blocked(problem, slice, q0, rows, s0, keys)) continue;
             ++computed.tiles;
             computed.scores += rows * keys;
-            MatrixView probabilities{scratch.data(), rows, keys, keys};
+            MatrixView probabilities{scratch, rows, keys, keys};
             gemm(slice.query.rows_range(q0, rows), Transpose::No, slice.key.rows_range(s0, keys), Transpose::Yes,
                  probabilities, problem.scale);  // scores of this tile, [rows, keys]
             for (int64_t r = 0; r < rows; ++r) {
@@ -306,7 +308,13 @@ AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, Co
     if (options.want_weights) result.weights = Tensor({B, heads, L, S});
     if (options.want_scores) result.scores = Tensor({B, heads, L, S});
 
-    std::vector<float> scratch;
+    // Scores of one head at a time: [L, S] when the weights are not kept, or a tile
+    // of them when streaming (a buffer of the pool: a decoding step allocates nothing).
+    const int64_t scratch_size = path == AttentionPath::Streaming
+                                     ? streaming_scratch_size(L, S, options.query_block, options.key_tile)
+                                 : options.want_weights ? 0
+                                                        : L * S;
+    FloatBuffer scratch(static_cast<size_t>(scratch_size));
     for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < heads; ++h) {
             const HeadSlice slice{query.matrix(b).columns(h * Dk, Dk),  // [L, Dk], a view into head h
@@ -318,10 +326,11 @@ AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, Co
                                   b,
                                   h};
             if (path == AttentionPath::Materialized) {
-                attend_materialized(problem, slice, scratch);
+                attend_materialized(problem, slice, scratch.data());
                 result.scores_computed += L * S;
             } else {
-                const Computed computed = attend_streaming(problem, slice, options.query_block, options.key_tile, scratch);
+                const Computed computed =
+                    attend_streaming(problem, slice, options.query_block, options.key_tile, scratch.data());
                 result.key_tiles_computed += computed.tiles;
                 result.scores_computed += computed.scores;
             }

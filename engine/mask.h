@@ -52,6 +52,8 @@ public:
     int64_t length() const { return length_; }
     bool is_padding(int64_t b, int64_t t) const { return flags_[static_cast<size_t>(b * length_ + t)] != 0; }
 
+    friend bool operator==(const Padding&, const Padding&) = default;
+
 private:
     int64_t batch_ = 0, length_ = 0;
     std::vector<uint8_t> flags_;

@@ -29,7 +29,7 @@ int64_t checked_numel(const Shape& shape, const char* what) {
 }
 
 Tensor::Tensor(Shape shape)
-    : shape_(std::move(shape)), values_(static_cast<size_t>(checked_numel(shape_, "Tensor")), 0.0f) {}
+    : shape_(std::move(shape)), values_(static_cast<size_t>(checked_numel(shape_, "Tensor"))) {}
 
 Tensor Tensor::filled(Shape shape, float value) {
     Tensor t(std::move(shape));
@@ -63,15 +63,17 @@ int64_t Tensor::offset(std::initializer_list<int64_t> index) const {
     return flat;
 }
 
-float& Tensor::at(std::initializer_list<int64_t> index) { return values_[static_cast<size_t>(offset(index))]; }
-float Tensor::at(std::initializer_list<int64_t> index) const { return values_[static_cast<size_t>(offset(index))]; }
+float& Tensor::at(std::initializer_list<int64_t> index) { return data()[offset(index)]; }
+float Tensor::at(std::initializer_list<int64_t> index) const { return data()[offset(index)]; }
 
 Tensor Tensor::reshaped(Shape shape) const {
     int64_t count = checked_numel(shape, "Tensor::reshaped");
     if (count != numel())
         fail("Tensor::reshaped: cannot view ", shape_string(shape_), " (", numel(), " elements) as ",
              shape_string(shape), " (", count, " elements)");
-    return Tensor(std::move(shape), values_);
+    Tensor same = *this;  // the numbers copied into a buffer of the pool
+    same.shape_ = std::move(shape);
+    return same;
 }
 
 int64_t Tensor::matrix_count() const {

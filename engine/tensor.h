@@ -1,6 +1,7 @@
 // Tensor — contiguous, row-major float32 with a shape of rank 1..4, last axis
 // contiguous, axes in NumPy/PyTorch order. Value semantics: copying a Tensor
-// copies its numbers.
+// copies its numbers. The numbers live in a FloatBuffer (engine/float_buffer.h),
+// whose memory is recycled from tensor to tensor.
 //
 // The dimension vocabulary used everywhere (code, comments, tests, messages):
 //   B  batch                     H   attention heads
@@ -15,6 +16,7 @@
 #pragma once
 
 #include "engine/error.h"
+#include "engine/float_buffer.h"
 
 #include <algorithm>
 #include <array>
@@ -98,7 +100,7 @@ struct ConstBatchView {
     int64_t batch = 0, rows = 0, cols = 0, batch_stride = 0, row_stride = 0;
 
     ConstMatrixView matrix(int64_t b) const { return {data + b * batch_stride, rows, cols, row_stride}; }
-    std::vector<int64_t> shape() const { return {batch, rows, cols}; }
+    Shape shape() const { return {batch, rows, cols}; }
     bool all_finite() const;
 };
 
@@ -122,7 +124,7 @@ public:
 
     float* data() { return values_.data(); }
     const float* data() const { return values_.data(); }
-    const std::vector<float>& values() const { return values_; }
+    const std::vector<float>& values() const { return values_.vector(); }
 
     // Checked element access: t.at({b, l, s}). Throws Error naming the index.
     float& at(std::initializer_list<int64_t> index);
@@ -147,7 +149,7 @@ private:
     int64_t offset(std::initializer_list<int64_t> index) const;
 
     Shape shape_;
-    std::vector<float> values_;
+    FloatBuffer values_;
 };
 
 // Throws unless every axis is >= 0 and rank is 1..4; returns the element count.

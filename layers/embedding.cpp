@@ -25,36 +25,50 @@ Tensor sinusoidal_table(int64_t max_len, int64_t d_model) {
     return table;
 }
 
-Tensor Embedding::forward(const TokenIds& ids, int64_t first_position) const {
-    return forward(ids, std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(ids.batch, 0)), first_position));
-}
+namespace {
 
-Tensor Embedding::forward(const TokenIds& ids, const std::vector<int64_t>& first_positions) const {
+// Row b of ids starts at position first_of(b).
+template <typename FirstOf>
+Tensor embed(const Embedding& embedding, const TokenIds& ids, FirstOf first_of) {
+    const Tensor& token_weight = embedding.token_weight;
+    const Tensor& position_table = embedding.position_table;
     const int64_t vocab = token_weight.dim(0), D = token_weight.dim(1);
     if (ids.batch < 0 || ids.length < 0 || static_cast<int64_t>(ids.values.size()) != ids.batch * ids.length)
         fail("embedding: ids must be [B,T]; got [", ids.batch, ",", ids.length, "] with ", ids.values.size(),
              " values");
-    if (static_cast<int64_t>(first_positions.size()) != ids.batch)
-        fail("embedding: ", first_positions.size(), " first positions for ", ids.batch, " rows");
-    for (int64_t first_position : first_positions)
+    for (int64_t b = 0; b < ids.batch; ++b) {
+        const int64_t first_position = first_of(b);
         if (first_position < 0 || (!position_table.empty() && first_position + ids.length > position_table.dim(0)))
             fail("embedding: positions ", first_position, "..", first_position + ids.length - 1,
                  " exceed max_len = ", position_table.empty() ? 0 : position_table.dim(0), " (ids [", ids.batch, ",",
                  ids.length, "])");
-    const float factor = scale ? std::sqrt(static_cast<float>(D)) : 1.0f;
+    }
+    const float factor = embedding.scale ? std::sqrt(static_cast<float>(D)) : 1.0f;
     Tensor x({ids.batch, ids.length, D});
     for (int64_t b = 0; b < ids.batch; ++b)
         for (int64_t t = 0; t < ids.length; ++t) {
             const int64_t id = ids.at(b, t);
             if (id < 0 || id >= vocab)
                 fail("embedding: token id ", id, " at [", b, ",", t, "] is outside the vocabulary 0..", vocab - 1);
-            const float* embedding = token_weight.data() + id * D;
-            const int64_t pos = first_positions[static_cast<size_t>(b)] + t;
+            const float* token = token_weight.data() + id * D;
+            const int64_t pos = first_of(b) + t;
             const float* position = position_table.empty() ? nullptr : position_table.data() + pos * D;
             float* out = x.data() + (b * ids.length + t) * D;
-            for (int64_t d = 0; d < D; ++d) out[d] = embedding[d] * factor + (position ? position[d] : 0.0f);
+            for (int64_t d = 0; d < D; ++d) out[d] = token[d] * factor + (position ? position[d] : 0.0f);
         }
     return x;
+}
+
+}  // namespace
+
+Tensor Embedding::forward(const TokenIds& ids, int64_t first_position) const {
+    return embed(*this, ids, [first_position](int64_t) { return first_position; });
+}
+
+Tensor Embedding::forward(const TokenIds& ids, const std::vector<int64_t>& first_positions) const {
+    if (static_cast<int64_t>(first_positions.size()) != ids.batch)
+        fail("embedding: ", first_positions.size(), " first positions for ", ids.batch, " rows");
+    return embed(*this, ids, [&first_positions](int64_t b) { return first_positions[static_cast<size_t>(b)]; });
 }
 
 }  // namespace tinyformer

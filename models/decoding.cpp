@@ -68,8 +68,9 @@ int64_t pad_id_of(const ModelConfig& config) { return config.pad_id >= 0 ? confi
 
 class EncoderDecoderStepper : public Stepper {
 public:
+    // positions: the most target positions a row will reach (for the KV cache's capacity).
     EncoderDecoderStepper(const EncoderDecoderModel& model, const std::vector<std::vector<int64_t>>& sources,
-                          StepMode mode)
+                          StepMode mode, int64_t positions)
         : model_(model), mode_(mode) {
         const ModelConfig& config = model.config();
         if (config.bos_id < 0) fail("decode: the model's config has no bos_id to start the target with");
@@ -80,7 +81,13 @@ public:
         const TokenIds ids = pad_rows(sources, pad_id_of(config), &source_padding_);
         memory_ = model.encode(ids, source_padding_);  // [B, S, D], once
         targets_.assign(sources.size(), {config.bos_id});
-        if (mode_ == StepMode::KvCache) run_new_tokens();
+        for (auto& target : targets_) target.reserve(static_cast<size_t>(positions));
+        if (mode_ == StepMode::KvCache) {  // room for every position at once: a step allocates nothing
+            cache_.layers.resize(static_cast<size_t>(config.num_decoder_layers));
+            for (DecoderLayerCache& layer : cache_.layers)
+                layer.self.reserve(static_cast<int64_t>(sources.size()), positions, config.d_model);
+            run_new_tokens();
+        }
     }
 
     Tensor next_logits() override {
@@ -111,9 +118,10 @@ public:
 private:
     // KV cache: run only the newest token of every row.
     void run_new_tokens() {
-        TokenIds newest{static_cast<int64_t>(targets_.size()), 1, {}};
-        for (const auto& target : targets_) newest.values.push_back(target.back());
-        const Tensor logits = model_.decode_step(newest, memory_, source_padding_, cache_);  // [B, 1, V]
+        newest_.batch = static_cast<int64_t>(targets_.size());
+        newest_.values.clear();
+        for (const auto& target : targets_) newest_.values.push_back(target.back());
+        const Tensor logits = model_.decode_step(newest_, memory_, source_padding_, cache_);  // [B, 1, V]
         logits_ = logits.reshaped({logits.dim(0), logits.dim(2)});
     }
 
@@ -123,13 +131,15 @@ private:
     Padding source_padding_;
     Tensor memory_;
     std::vector<std::vector<int64_t>> targets_;
+    TokenIds newest_{0, 1, {}};  // the newest token of every row, one step's input
     DecoderCache cache_;
     Tensor logits_;
 };
 
 class SingleStackStepper : public Stepper {
 public:
-    SingleStackStepper(const SingleStackModel& model, const std::vector<std::vector<int64_t>>& prompts, StepMode mode)
+    SingleStackStepper(const SingleStackModel& model, const std::vector<std::vector<int64_t>>& prompts, StepMode mode,
+                       int64_t new_positions)
         : model_(model), mode_(mode), sequences_(prompts) {
         const ModelConfig& config = model.config();
         if (config.attention == SelfAttentionKind::Bidirectional)
@@ -138,7 +148,12 @@ public:
             if (prompt.empty()) fail("decode: a prompt is empty");
             prompt_lengths_.push_back(static_cast<int64_t>(prompt.size()));
         }
-        if (mode_ == StepMode::KvCache) run_prompts();
+        for (auto& sequence : sequences_) sequence.reserve(sequence.size() + static_cast<size_t>(new_positions));
+        if (mode_ == StepMode::KvCache) {
+            run_prompts();
+            for (KVCache& layer : cache_.layers)  // room for every new position at once: a step allocates nothing
+                layer.reserve(layer.batch(), layer.length() + new_positions, layer.width());
+        }
     }
 
     Tensor next_logits() override {
@@ -221,11 +236,21 @@ private:
     Tensor logits_;
 };
 
+// The most tokens a decoding will add: options.max_new_tokens, up to the model's max_len.
+int64_t most_new_tokens(const Model& model, const GenerationOptions& options) {
+    const int64_t max_len = model.config.max_len;
+    return options.max_new_tokens > 0 ? std::min(options.max_new_tokens, max_len) : max_len;
+}
+
+// The stepper of the model's architecture, with room for most_new_tokens.
 std::unique_ptr<Stepper> make_stepper(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
-                                      StepMode mode) {
+                                      const GenerationOptions& options) {
     if (inputs.empty()) fail("decode: no input sequences");
-    if (model.encoder_decoder) return std::make_unique<EncoderDecoderStepper>(*model.encoder_decoder, inputs, mode);
-    return std::make_unique<SingleStackStepper>(*model.single_stack, inputs, mode);
+    const int64_t max_len = model.config.max_len, new_positions = most_new_tokens(model, options);
+    if (model.encoder_decoder)  // <bos> and the new tokens
+        return std::make_unique<EncoderDecoderStepper>(*model.encoder_decoder, inputs, options.mode,
+                                                       std::min(1 + new_positions, max_len));
+    return std::make_unique<SingleStackStepper>(*model.single_stack, inputs, options.mode, new_positions);
 }
 
 int64_t eos_of(const Model& model) {
@@ -242,12 +267,16 @@ int64_t argmax(const float* values, int64_t n) {
 
 }  // namespace
 
-std::vector<double> log_softmax(const float* logits, int64_t n) {
+double log_sum_exp(const float* logits, int64_t n) {
     double max_logit = logits[0];
     for (int64_t i = 1; i < n; ++i) max_logit = std::max(max_logit, static_cast<double>(logits[i]));
     double sum = 0.0;
     for (int64_t i = 0; i < n; ++i) sum += std::exp(logits[i] - max_logit);
-    const double log_sum = max_logit + std::log(sum);
+    return max_logit + std::log(sum);
+}
+
+std::vector<double> log_softmax(const float* logits, int64_t n) {
+    const double log_sum = log_sum_exp(logits, n);
     std::vector<double> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = logits[i] - log_sum;
     return out;
@@ -256,9 +285,10 @@ std::vector<double> log_softmax(const float* logits, int64_t n) {
 Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
                          const GenerationOptions& options) {
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
-    std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options.mode);
+    std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options);
     Generation result;
     result.tokens.resize(inputs.size());
+    for (auto& tokens : result.tokens) tokens.reserve(static_cast<size_t>(most_new_tokens(model, options)));
     result.log_probs.assign(inputs.size(), 0.0);
     std::vector<int64_t> active(inputs.size());  // stepper row -> input row
     for (size_t b = 0; b < inputs.size(); ++b) active[b] = static_cast<int64_t>(b);
@@ -266,6 +296,7 @@ Generation greedy_decode(const Model& model, const std::vector<std::vector<int64
         if (stepper->length(static_cast<int64_t>(b)) >= max_len)
             fail("decode: input ", b, " already fills max_len = ", max_len, " positions");
 
+    std::vector<int64_t> keep, tokens;  // made once: a step allocates nothing
     while (!active.empty()) {
         const Tensor logits = stepper->next_logits();  // [rows, V]
         const int64_t V = logits.dim(1);
@@ -276,12 +307,13 @@ Generation greedy_decode(const Model& model, const std::vector<std::vector<int64
                           full.data() + active[r] * V);
             result.step_logits.push_back(std::move(full));
         }
-        std::vector<int64_t> keep, tokens;
+        keep.clear();
+        tokens.clear();
         for (size_t r = 0; r < active.size(); ++r) {
             const float* row = logits.data() + static_cast<int64_t>(r) * V;
             const int64_t token = argmax(row, V);
             const size_t b = static_cast<size_t>(active[r]);
-            result.log_probs[b] += log_softmax(row, V)[static_cast<size_t>(token)];
+            result.log_probs[b] += row[token] - log_sum_exp(row, V);  // log_softmax(row)[token]
             if (token == eos) continue;
             result.tokens[b].push_back(token);
             const bool full_length = stepper->length(static_cast<int64_t>(r)) + 1 >= max_len;
@@ -297,6 +329,7 @@ Generation greedy_decode(const Model& model, const std::vector<std::vector<int64
             active = pick(active, keep);
         }
         stepper->append(tokens);
+        if (options.after_step) options.after_step();
     }
     return result;
 }
@@ -305,7 +338,7 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
                        const GenerationOptions& options) {
     if (width < 1) fail("beam_search: width must be >= 1, got ", width);
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
-    std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options.mode);
+    std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options);
     if (stepper->length(0) >= max_len) fail("decode: the input already fills max_len = ", max_len, " positions");
 
     struct Alive {
@@ -359,6 +392,7 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
         alive = std::move(next);
         stepper->keep_rows(parents);
         stepper->append(tokens);
+        if (options.after_step) options.after_step();
     }
     const Hypothesis& best = *std::max_element(ended.begin(), ended.end(),
                                                [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });

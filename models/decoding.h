@@ -25,6 +25,7 @@
 #include "models/transformer.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace tinyformer {
@@ -38,6 +39,9 @@ struct GenerationOptions {
     // of 2^24, and decoding that far is hours of work nobody asked for.
     int64_t max_new_tokens = 1024;
     bool record_logits = false;   // keep every step's logits [B, V]
+    // Called after every step that extends the sequences (e.g. to count
+    // what a step allocates, as the decode benchmark does); none by default.
+    std::function<void()> after_step;
 };
 
 // One finished beam-search hypothesis: its tokens (without <bos> / <eos>),
@@ -62,5 +66,7 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
 
 // log softmax of one row of logits, in double: x_i - max - log sum exp(x - max).
 std::vector<double> log_softmax(const float* logits, int64_t n);
+// log sum_i exp(logits[i]) (in double, shifted by the maximum): log_softmax(logits)[i] = logits[i] - log_sum_exp.
+double log_sum_exp(const float* logits, int64_t n);
 
 }  // namespace tinyformer

@@ -113,7 +113,8 @@ std::optional<PrefixedObserver> part(Observer* observer, const std::string& pref
 
 Observer* pointer(std::optional<PrefixedObserver>& observer) { return observer ? &*observer : nullptr; }
 
-void record_everything(Observer* observer, const std::string& name, const Tensor& value) {
+// name is a C string: the pass makes no std::string when nobody observes it.
+void record_everything(Observer* observer, const char* name, const Tensor& value) {
     if (observer && observer->wants_everything()) observer->record(name, value);
 }
 
@@ -202,15 +203,27 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
     // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: models/masks.h.
-    MaskInputs inputs;
-    inputs.batch = target.batch;
-    inputs.length = target.length;
-    inputs.first = first;
-    inputs.padding = target_padding;
-    inputs.source_length = memory.dim(1);
-    inputs.source_padding = source_padding;
-    const Mask self_mask = attention_mask(config_, AttentionCall::DecoderSelf, inputs);
-    const Mask cross_mask = attention_mask(config_, AttentionCall::Cross, inputs);
+    auto make_masks = [&] {
+        MaskInputs inputs;
+        inputs.batch = target.batch;
+        inputs.length = target.length;
+        inputs.first = first;
+        inputs.padding = target_padding;
+        inputs.source_length = memory.dim(1);
+        inputs.source_padding = source_padding;
+        return DecoderMasks{attention_mask(config_, AttentionCall::DecoderSelf, inputs),
+                            attention_mask(config_, AttentionCall::Cross, inputs)};
+    };
+    const bool one_token_step = cache && first > 0 && target.length == 1 && target_padding.empty();
+    std::optional<DecoderMasks> pass_masks;
+    if (!one_token_step)
+        pass_masks = make_masks();
+    else if (!cache->step_masks || cache->step_source_padding != source_padding) {
+        cache->step_masks = make_masks();
+        cache->step_source_padding = source_padding;
+    }
+    const Mask& self_mask = one_token_step ? cache->step_masks->self : pass_masks->self;
+    const Mask& cross_mask = one_token_step ? cache->step_masks->cross : pass_masks->cross;
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     record_everything(observer, "tgt_embed.output", x);
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {

@@ -32,6 +32,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,10 +46,21 @@ struct AttentionName {
 };
 AttentionName parse_attention_name(const std::string& name);
 
+// The masks of a decoder pass: its self-attention's and its cross-attention's.
+struct DecoderMasks {
+    Mask self, cross;
+};
+
 // Keys and values of every decoder layer, kept between decoding steps.
 struct DecoderCache {
     std::vector<DecoderLayerCache> layers;
     int64_t length = 0;  // target positions cached so far
+    // The masks of a one-token step, which are the same at every step (self:
+    // the new position sees every cached one; cross: the source padding's),
+    // kept with the source padding they were made for and made again only
+    // when it changes: a step builds no mask.
+    std::optional<DecoderMasks> step_masks;
+    Padding step_source_padding;
 };
 
 // Keys and values of every layer of a single-stack model.

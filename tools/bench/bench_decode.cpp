@@ -35,6 +35,7 @@ namespace {
 
 constexpr int64_t kModel = 512, kHeads = 8, kFeedForward = 2048, kLayers = 6, kVocabulary = 32000;
 constexpr int64_t kSourceLength = 64, kDecodedTokens = 64;
+constexpr int kRoofRounds = 5;
 
 // The base-size model's checkpoint, random weights N(0, 1/fan_in), LayerNorm
 // gains 1 and biases 0, written to a temporary file (FORMAT.md names).
@@ -134,22 +135,66 @@ double weight_bytes_per_token() {
     return 4.0 * (kLayers * layer + 2 * D + V * D + V);
 }
 
-// The practical bandwidth roof: cblas_sgemv (through tinyformer::gemm, M=1)
-// on the generator's shape [V, D] = 65.5 MB, far larger than the caches, at
-// the current thread count; bytes of the matrix / the fastest of 15 calls (a
-// roof is the best the machine showed, not its typical moment).
-double measured_gemv_bytes_per_second() {
-    const Tensor weight = Random(21).normal_tensor({kVocabulary, kModel}, 0.05f);
-    const Tensor x = Random(22).normal_tensor({1, kModel});
-    Tensor y({1, kVocabulary});
-    std::vector<double> seconds;
-    for (int rep = 0; rep <= 15; ++rep) {
-        const auto start = Clock::now();
-        gemm(x.matrix(), Transpose::No, weight.matrix(), Transpose::Yes, y.matrix());
-        if (rep > 0) seconds.push_back(seconds_since(start));
+// The gemv a token's weights allow, two ways, each the fastest of 15 passes
+// at the current thread count (a roof is the best the machine showed, not its
+// typical moment):
+//   decoder  cblas_sgemv (through tinyformer::gemm, M=1) over distinct
+//            matrices of the decoding step's own shapes, in its order — per
+//            layer [3D,D], [D,D], [D,D], [D,D], [F,D], [D,F], then [V,D]:
+//            weight_bytes_per_token() in all (biases and LayerNorms aside),
+//            nothing else computed. This is the roof.
+//   single   the generator's [V,D] = 65.5 MB alone, read again and again.
+//            On a CPU whose L3 holds it (260 MiB on the Xeon this was
+//            written on) it is served from L3 after the first pass, at about
+//            twice the speed of the 154 MB a token really reads: shown for
+//            comparison only (until 1 December 2026 the bench took it for the roof).
+class GemvRoof {
+public:
+    GemvRoof() {
+        Random random(21);
+        auto add = [&](int64_t out, int64_t in) { products_.push_back({random.normal_tensor({out, in}, 0.05f), out, in}); };
+        for (int64_t layer = 0; layer < kLayers; ++layer) {
+            add(3 * kModel, kModel);    // self-attention in_proj: Q, K, V of the new position
+            add(kModel, kModel);        // self-attention out_proj
+            add(kModel, kModel);        // cross-attention: the query rows of in_proj
+            add(kModel, kModel);        // cross-attention out_proj
+            add(kFeedForward, kModel);  // linear1
+            add(kModel, kFeedForward);  // linear2
+        }
+        add(kVocabulary, kModel);  // the generator
+        x_ = random.normal_tensor({1, kFeedForward});
+        y_ = Tensor({1, kVocabulary});
     }
-    return 4.0 * static_cast<double>(kVocabulary * kModel) / *std::min_element(seconds.begin(), seconds.end());
-}
+    // Bytes per second over every matrix of a step, in order: the roof.
+    double decoder_bytes_per_second() { return fastest(0, products_.size()); }
+    // Bytes per second over the generator alone, read again and again.
+    double single_bytes_per_second() { return fastest(products_.size() - 1, 1); }
+
+private:
+    struct Product {
+        Tensor weight;
+        int64_t out, in;
+    };
+    // Bytes of products [first, first+count) over the fastest of 15 passes (after one).
+    double fastest(size_t first, size_t count) {
+        double bytes = 0, best = 0;
+        for (size_t p = first; p < first + count; ++p) bytes += 4.0 * static_cast<double>(products_[p].out * products_[p].in);
+        for (int rep = 0; rep <= 15; ++rep) {
+            const auto start = Clock::now();
+            for (size_t p = first; p < first + count; ++p) {
+                const Product& product = products_[p];
+                gemm(x_.matrix().columns(0, product.in), Transpose::No, product.weight.matrix(), Transpose::Yes,
+                     y_.matrix().columns(0, product.out));
+            }
+            const double seconds = seconds_since(start);
+            if (rep > 0 && (best == 0 || seconds < best)) best = seconds;
+        }
+        return bytes / best;
+    }
+
+    std::vector<Product> products_;
+    Tensor x_, y_;
+};
 
 std::string format_number(const char* pattern, double value) {
     char text[48];
@@ -220,30 +265,71 @@ void run_decode_suite(const Settings& settings) {
     std::filesystem::remove(base_path);
     std::vector<int64_t> source;
     for (int64_t i = 0; i < kSourceLength; ++i) source.push_back(3 + random.uniform_int(0, kVocabulary - 4));
-    std::map<int, double> roof;  // threads -> tokens/s the measured gemv bandwidth allows
+    std::map<int, double> roof, single_roof, roof_ratio;  // threads -> the roof in tokens/s; kv-cache / roof
+    std::map<int, double> allocations_per_step;  // heap allocations per step after the first
+    std::map<int, int64_t> steps_counted;
+    GemvRoof gemv;
     table.print_header();
     for (int threads : thread_counts) {
         set_blas_threads(threads);
-        roof[threads] = measured_gemv_bytes_per_second() / weight_bytes_per_token();
-        for (StepMode mode : {StepMode::KvCache, StepMode::Recompute}) {
-            GenerationOptions options;
-            options.mode = mode;
-            options.max_new_tokens = kDecodedTokens;
-            const Timing timing = time_greedy(base, {{source}}, options, mode == StepMode::KvCache ? 3 : 1);
-            table.print_row({"base D=512 6+6 V=32000", "1", mode == StepMode::KvCache ? "kv-cache" : "recompute",
-                             std::to_string(threads), std::to_string(timing.tokens), tokens_per_second(timing),
-                             format_number("%.1f", timing.allocations_per_token), format_load(timing.others)});
-            if (mode == StepMode::KvCache) base_cached[threads] = static_cast<double>(timing.tokens) / timing.seconds;
+        GenerationOptions options;
+        options.max_new_tokens = kDecodedTokens;
+        // KV cache against the roof in alternating rounds: this VM's speed drifts
+        // by a fifth from one minute to the next, so each round measures the roof
+        // and then decodes, and the verdict takes the median of the rounds' ratios.
+        std::vector<double> rates, roofs, singles, ratios;
+        Timing cached;
+        for (int round = 0; round < kRoofRounds; ++round) {
+            roofs.push_back(gemv.decoder_bytes_per_second() / weight_bytes_per_token());
+            singles.push_back(gemv.single_bytes_per_second() / weight_bytes_per_token());
+            cached = time_greedy(base, {{source}}, options, 1);
+            rates.push_back(static_cast<double>(cached.tokens) / cached.seconds);
+            ratios.push_back(rates.back() / roofs.back());
         }
+        roof[threads] = median(roofs);
+        single_roof[threads] = median(singles);
+        roof_ratio[threads] = median(ratios);
+        base_cached[threads] = median(rates);
+        table.print_row({"base D=512 6+6 V=32000", "1", "kv-cache", std::to_string(threads),
+                         std::to_string(cached.tokens), format_number("%.1f", base_cached[threads]),
+                         format_number("%.1f", cached.allocations_per_token), format_load(cached.others)});
+        // Allocations of a step: counted after each step (the encoder pass, the
+        // caches and the result are made once per sequence, before the first).
+        std::vector<size_t> counts;
+        counts.reserve(static_cast<size_t>(kDecodedTokens) + 1);
+        GenerationOptions counted = options;
+        counted.after_step = [&counts] { counts.push_back(heap_allocation_count()); };
+        greedy_decode(base, {source}, counted);
+        allocations_per_step[threads] = counts.size() < 2 ? -1.0
+                                                          : static_cast<double>(counts.back() - counts.front()) /
+                                                                static_cast<double>(counts.size() - 1);
+        steps_counted[threads] = counts.size() < 2 ? 0 : static_cast<int64_t>(counts.size() - 1);
+        GenerationOptions recompute = options;
+        recompute.mode = StepMode::Recompute;
+        const Timing timing = time_greedy(base, {{source}}, recompute, 1);
+        table.print_row({"base D=512 6+6 V=32000", "1", "recompute", std::to_string(threads),
+                         std::to_string(timing.tokens), tokens_per_second(timing),
+                         format_number("%.1f", timing.allocations_per_token), format_load(timing.others)});
     }
 
-    std::printf("\nbandwidth roof: %.1f MB of weights read per decoded token (base model, B=1); gemv measured now\n",
+    std::printf("\nbandwidth roof: %.1f MB of weights read per decoded token (base model, B=1); gemv measured now\n"
+                "over distinct matrices of the decoding step's shapes, in its order (biases and LayerNorms aside)\n",
                 weight_bytes_per_token() / 1e6);
     for (int threads : thread_counts)
-        std::printf("  %d thread(s): roof %.1f tok/s, kv-cache %.1f tok/s = %.0f%% of the roof (target >= 80%% at 1 "
-                    "thread) -> %s\n",
-                    threads, roof[threads], base_cached[threads], 100.0 * base_cached[threads] / roof[threads],
-                    base_cached[threads] >= 0.8 * roof[threads] ? "met" : "NOT met");
+        std::printf("  %d thread(s): gemv over the step's matrices %.1f GB/s, over the generator's [V,D] alone, again and "
+                    "again %.1f GB/s (held in L3 after the first pass; not the roof)\n",
+                    threads, roof[threads] * weight_bytes_per_token() / 1e9,
+                    single_roof[threads] * weight_bytes_per_token() / 1e9);
+    for (int threads : thread_counts)
+        std::printf("  %d thread(s): roof %.1f tok/s, kv-cache %.1f tok/s (medians of %d alternating rounds): %.0f%% of "
+                    "the roof, the median of the rounds' ratios (target >= 80%% at 1 thread) -> %s\n",
+                    threads, roof[threads], base_cached[threads], kRoofRounds, 100.0 * roof_ratio[threads],
+                    roof_ratio[threads] >= 0.8 ? "met" : "NOT met");
+    for (int threads : thread_counts)
+        std::printf("  %d thread(s): heap allocations per decoding step (base model, B=1, over the %lld steps after the "
+                    "first): %.2f (target 0) -> %s\n",
+                    threads, static_cast<long long>(steps_counted[threads]), allocations_per_step[threads],
+                    allocations_per_step[threads] == 0.0 ? "met" : "NOT met");
     for (const auto& [threads, rate] : toy_single)
         std::printf("  toy reverse B=1 kv-cache, %d thread(s): %.0f tok/s (target >= 30000 at 1 thread) -> %s\n",
                     threads, rate, rate >= 30000 ? "met" : "NOT met");

@@ -1,5 +1,6 @@
 #include "tools/measure/measure.h"
 
+#include "engine/float_buffer.h"
 #include "engine/random.h"
 
 #include <malloc.h>
@@ -44,6 +45,7 @@ PeakMemory measure_in_this_process(int64_t batch, int64_t queries, int64_t keys,
     const Tensor key = random.normal_tensor({batch, keys, d_model});
     const Tensor value = random.normal_tensor({batch, keys, d_model});
     (void)multi_head_scaled_dot_product_attention(query, key, value, heads, Mask(), options);
+    clear_float_buffer_pool();  // the warm-up's buffers back to the heap, not kept for the measured call
     malloc_trim(0);
     if (!reset_peak_rss()) {
         std::snprintf(memory.note, sizeof memory.note, "cannot reset VmHWM (/proc/self/clear_refs)");

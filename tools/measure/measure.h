@@ -4,8 +4,9 @@
 //
 // Peak memory of one attention call: the call runs in a forked child process
 // (so nothing the parent holds counts and nothing leaks back), once to warm
-// up OpenBLAS's buffers and threads, then with freed pages returned to the
-// system (malloc_trim) and the peak resident set VmHWM reset
+// up OpenBLAS's buffers and threads, then with the tensor pool emptied
+// (engine/float_buffer.h) and freed pages returned to the system
+// (malloc_trim) and the peak resident set VmHWM reset
 // (/proc/self/clear_refs, Linux >= 4.0) around the second call. The growth
 // of VmHWM is the measured peak: whole 4 KiB pages, everything the call
 // touched, whatever allocated it. Inputs are random [B, L, D] / [B, S, D].

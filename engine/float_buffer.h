@@ -1,0 +1,71 @@
+// FloatBuffer — the numbers of a Tensor, in memory that is recycled.
+//
+// Decoding makes the same tensors at every step: a few dozen per token
+// (projections, sums, norms, the logits), each freed a moment later. Instead
+// of asking the heap for each one, a freed buffer goes back to a small pool
+// of this thread, filed by size class — class c holds buffers with room for
+// at least 2^c floats — and the next buffer of up to 2^c floats takes it.
+// After the first decoding step every buffer a step needs comes from the
+// pool: the decode benchmark counts no heap allocation per token (ONNX
+// Runtime's CPU arena and PyTorch's caching allocator do the same, larger).
+//
+//   FloatBuffer(n)     n zeros (exactly what std::vector<float>(n) gives)
+//   copy               a new buffer with the same numbers; move takes them over
+//   destruction        the memory goes back to the pool, or to the heap when
+//                      it is larger than kLargestPooled floats or the pool is
+//                      full (kPerClass buffers per class, kPoolBytes in all)
+//
+// A buffer taken from the pool is zeroed: no number of an earlier tensor is
+// ever seen. Sanitizer builds (ASan) keep no pool, so that a use after free
+// is still caught at the first use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tinyformer {
+
+class FloatBuffer {
+public:
+    static constexpr size_t kLargestPooled = size_t{1} << 20;  // floats (4 MiB); larger ones go to the heap
+    static constexpr size_t kPerClass = 16;                     // buffers kept per size class
+    static constexpr size_t kPoolBytes = size_t{64} << 20;      // bytes kept in all, per thread
+
+    FloatBuffer() = default;
+    explicit FloatBuffer(size_t count);  // count zeros
+    explicit FloatBuffer(std::vector<float> values) : values_(std::move(values)) {}
+    FloatBuffer(const FloatBuffer& other);
+    FloatBuffer(FloatBuffer&& other) noexcept = default;
+    FloatBuffer& operator=(const FloatBuffer& other);
+    FloatBuffer& operator=(FloatBuffer&& other) noexcept;
+    ~FloatBuffer();
+
+    size_t size() const { return values_.size(); }
+    float* data() { return values_.data(); }
+    const float* data() const { return values_.data(); }
+    float* begin() { return values_.data(); }
+    float* end() { return values_.data() + values_.size(); }
+    const float* begin() const { return values_.data(); }
+    const float* end() const { return values_.data() + values_.size(); }
+    const std::vector<float>& vector() const { return values_; }
+
+private:
+    std::vector<float> values_;
+};
+
+// False in sanitizer builds, which keep no pool.
+bool float_buffer_pool_enabled();
+
+// What this thread's pool did so far, for tests and the benchmarks.
+struct FloatBufferPoolStats {
+    uint64_t reused = 0;     // buffers taken from the pool
+    uint64_t allocated = 0;  // buffers of up to kLargestPooled floats the pool did not have
+    uint64_t kept = 0;       // buffers held now
+    uint64_t bytes = 0;      // their capacity in bytes
+};
+FloatBufferPoolStats float_buffer_pool_stats();
+// Hands every kept buffer back to the heap (tests start from an empty pool).
+void clear_float_buffer_pool();
+
+}  // namespace tinyformer

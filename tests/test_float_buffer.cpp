@@ -1,0 +1,111 @@
+// Tests for engine/float_buffer.*: a FloatBuffer is n zeros, copies and moves
+// behave as std::vector<float>'s, and a freed buffer's memory is taken again
+// by the next buffer of its size class — zeroed, never showing old numbers —
+// within the pool's bounds. Decoding: after the first step a step takes every
+// buffer from the pool (tests/test_decoding.cpp's "a decoding step" case).
+#include "engine/float_buffer.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <vector>
+
+using namespace tinyformer;
+
+namespace {
+
+bool all_zero(const FloatBuffer& buffer) {
+    return std::all_of(buffer.begin(), buffer.end(), [](float v) { return v == 0.0f; });
+}
+
+}  // namespace
+
+TEST_CASE("FloatBuffer: n zeros; copies are independent; a move leaves the source empty") {
+    clear_float_buffer_pool();
+    FloatBuffer empty;
+    CHECK(empty.size() == 0);
+    FloatBuffer none(0);
+    CHECK(none.size() == 0);
+
+    FloatBuffer a(5);
+    CHECK(a.size() == 5);
+    CHECK(all_zero(a));
+    for (size_t i = 0; i < a.size(); ++i) a.data()[i] = static_cast<float>(i + 1);
+
+    FloatBuffer copy = a;  // copy construction
+    CHECK(copy.vector() == std::vector<float>{1, 2, 3, 4, 5});
+    CHECK(copy.data() != a.data());
+    a.data()[0] = 100.0f;
+    CHECK(copy.data()[0] == 1.0f);
+
+    FloatBuffer assigned(2);  // copy assignment to another size
+    assigned = a;
+    CHECK(assigned.vector() == std::vector<float>{100, 2, 3, 4, 5});
+
+    const float* numbers = a.data();
+    FloatBuffer moved = std::move(a);
+    CHECK(moved.data() == numbers);  // taken over, not copied
+    CHECK(a.size() == 0);            // NOLINT: the moved-from state is part of the contract
+
+    FloatBuffer target(3);
+    target = std::move(moved);  // move assignment: target's old memory goes back to the pool
+    CHECK(target.data() == numbers);
+    CHECK(moved.size() == 0);  // NOLINT
+
+    FloatBuffer from_vector(std::vector<float>{7, 8});
+    CHECK(from_vector.vector() == std::vector<float>{7, 8});
+}
+
+TEST_CASE("FloatBuffer pool: a freed buffer is taken again by its size class, and always zeroed") {
+    clear_float_buffer_pool();
+    const FloatBufferPoolStats before = float_buffer_pool_stats();
+    const float* first = nullptr;
+    {
+        FloatBuffer buffer(100);  // class 7: room for 2^7 = 128 floats
+        std::fill(buffer.begin(), buffer.end(), 7.0f);
+        first = buffer.data();
+    }
+    FloatBuffer again(120);  // also class 7 (65..128 floats)
+    CHECK(again.size() == 120);
+    CHECK(all_zero(again));  // the 7s of the freed buffer are gone
+    if (float_buffer_pool_enabled()) {
+        CHECK(again.data() == first);
+        const FloatBufferPoolStats after = float_buffer_pool_stats();
+        CHECK(after.reused == before.reused + 1);
+        CHECK(after.allocated == before.allocated + 1);
+    }
+    FloatBuffer other_class(129);  // class 8: 129..256 floats, not the buffer above
+    CHECK(other_class.data() != again.data());
+    CHECK(all_zero(other_class));
+}
+
+TEST_CASE("FloatBuffer pool: bounded per class and in size; large buffers go back to the heap") {
+    clear_float_buffer_pool();
+    {
+        std::vector<FloatBuffer> many;
+        for (size_t i = 0; i < FloatBuffer::kPerClass + 5; ++i) many.emplace_back(10);  // class 4
+    }
+    if (float_buffer_pool_enabled()) {
+        CHECK(float_buffer_pool_stats().kept == FloatBuffer::kPerClass);  // the 5 others went back to the heap
+        CHECK(float_buffer_pool_stats().bytes == FloatBuffer::kPerClass * 16 * sizeof(float));
+    }
+    clear_float_buffer_pool();
+    CHECK(float_buffer_pool_stats().kept == 0);
+    {
+        FloatBuffer large(FloatBuffer::kLargestPooled + 1);
+        CHECK(large.size() == FloatBuffer::kLargestPooled + 1);
+    }
+    CHECK(float_buffer_pool_stats().kept == 0);  // larger than kLargestPooled floats: not kept
+    {
+        // kPerClass buffers of the largest class fill kPoolBytes; smaller ones freed after them find no room.
+        static_assert(FloatBuffer::kPerClass * FloatBuffer::kLargestPooled * sizeof(float) == FloatBuffer::kPoolBytes);
+        std::vector<FloatBuffer> buffers;
+        for (size_t i = 0; i < FloatBuffer::kPerClass; ++i) buffers.emplace_back(FloatBuffer::kLargestPooled);
+        for (size_t i = 0; i < 4; ++i) buffers.emplace_back(FloatBuffer::kLargestPooled / 2);
+    }  // destroyed in order: the large ones first
+    if (float_buffer_pool_enabled()) {
+        CHECK(float_buffer_pool_stats().kept == FloatBuffer::kPerClass);
+        CHECK(float_buffer_pool_stats().bytes == FloatBuffer::kPoolBytes);
+    }
+    clear_float_buffer_pool();
+}
