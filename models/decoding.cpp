@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 namespace tinyformer {
 
@@ -140,7 +141,7 @@ class SingleStackStepper : public Stepper {
 public:
     SingleStackStepper(const SingleStackModel& model, const std::vector<std::vector<int64_t>>& prompts, StepMode mode,
                        int64_t new_positions)
-        : model_(model), mode_(mode), sequences_(prompts) {
+        : model_(model), mode_(mode), new_positions_(new_positions), sequences_(prompts) {
         const ModelConfig& config = model.config();
         if (config.attention == SelfAttentionKind::Bidirectional)
             fail("decode: an encoder_only model sees every position at once and cannot generate text");
@@ -173,17 +174,12 @@ public:
         // One new position per row, at that row's own next position; it sees
         // every cached key except the padding slots of shorter prompts.
         const int64_t B = static_cast<int64_t>(sequences_.size());
-        TokenIds newest{B, 1, tokens};
-        std::vector<int64_t> positions;
-        for (const auto& sequence : sequences_) positions.push_back(static_cast<int64_t>(sequence.size()) - 1);
+        newest_.batch = B;
+        newest_.values.assign(tokens.begin(), tokens.end());
+        positions_.clear();
+        for (const auto& sequence : sequences_) positions_.push_back(static_cast<int64_t>(sequence.size()) - 1);
         for (auto& flags : cache_padding_) flags.push_back(0);
-        MaskInputs inputs;  // one new position per row, over the T cached keys
-        inputs.batch = B;
-        inputs.padding = cache_padding();
-        inputs.first = inputs.padding.length() - 1;
-        const Tensor logits = model_.forward_step(newest, positions,
-                                                  attention_mask(model_.config(), AttentionCall::Self, inputs),
-                                                  Padding(), cache_);  // [B, 1, V]
+        const Tensor logits = model_.forward_step(newest_, positions_, step_mask(), Padding(), cache_);  // [B, 1, V]
         logits_ = logits.reshaped({B, logits.dim(2)});
     }
 
@@ -216,9 +212,29 @@ private:
         logits_ = logits_at(logits, last);
         for (size_t b = 0; b < sequences_.size(); ++b) {
             std::vector<uint8_t> flags(static_cast<size_t>(ids.length), 0);
+            flags.reserve(static_cast<size_t>(ids.length + new_positions_));  // one more flag per step
             for (int64_t t = prompt_lengths_[b]; t < ids.length; ++t) flags[static_cast<size_t>(t)] = 1;
             cache_padding_.push_back(std::move(flags));
         }
+    }
+
+    // The mask of a one-position step over the cached keys. Without prompt
+    // padding it blocks nothing at any step: made once. With it, the padding
+    // slots of shorter prompts stay blocked while the keys grow by one a
+    // step: made at each step.
+    const Mask& step_mask() {
+        bool padded = false;
+        for (const auto& flags : cache_padding_) padded = padded || std::find(flags.begin(), flags.end(), 1) != flags.end();
+        if (!padded) {
+            if (!unpadded_step_mask_) unpadded_step_mask_ = Mask();
+            return *unpadded_step_mask_;
+        }
+        MaskInputs inputs;  // one new position per row, over the T cached keys
+        inputs.batch = static_cast<int64_t>(sequences_.size());
+        inputs.padding = cache_padding();
+        inputs.first = inputs.padding.length() - 1;
+        padded_step_mask_ = attention_mask(model_.config(), AttentionCall::Self, inputs);
+        return *padded_step_mask_;
     }
 
     Padding cache_padding() const {
@@ -229,9 +245,13 @@ private:
 
     const SingleStackModel& model_;
     StepMode mode_;
+    int64_t new_positions_;
     std::vector<std::vector<int64_t>> sequences_;
     std::vector<int64_t> prompt_lengths_;
     std::vector<std::vector<uint8_t>> cache_padding_;  // per row: 1 where a cache slot is prompt padding
+    TokenIds newest_{0, 1, {}};                        // a step's input: the newest token of every row
+    std::vector<int64_t> positions_;                   // and each row's position
+    std::optional<Mask> unpadded_step_mask_, padded_step_mask_;
     StackCache cache_;
     Tensor logits_;
 };
