@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
+#include <string_view>
 
 namespace tinyformer::cli {
 
@@ -114,10 +114,27 @@ HeatmapSpec head_picture(const AttentionMap& map, int64_t head, bool average, bo
     return spec;
 }
 
-// The file names this command writes (and so may remove from an earlier run).
+// The file names this command writes (and so may remove from an earlier run):
+// {encoder,decoder,layers}-layer<N>-{self,cross}-{head<N>,heads,average}.png and overview.png.
 bool is_attention_picture(const std::string& name) {
-    static const std::regex pattern(R"((encoder|decoder|layers)-layer[0-9]+-(self|cross)-(head[0-9]+|heads|average)\.png|overview\.png)");
-    return std::regex_match(name, pattern);
+    if (name == "overview.png") return true;
+    std::string_view rest = name;
+    auto take = [&](std::string_view word) {
+        if (!rest.starts_with(word)) return false;
+        rest.remove_prefix(word.size());
+        return true;
+    };
+    auto take_number = [&] {
+        size_t digits = 0;
+        while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+        rest.remove_prefix(digits);
+        return digits > 0;
+    };
+    const bool stack = take("encoder") || take("decoder") || take("layers");
+    const bool layer = stack && take("-layer") && take_number() && take("-");
+    const bool kind = layer && (take("self") || take("cross")) && take("-");
+    const bool what = kind && (take("heads") || take("average") || (take("head") && take_number()));
+    return what && rest == ".png";
 }
 
 constexpr size_t kMaxOverviewPanels = 64;
