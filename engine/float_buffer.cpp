@@ -43,15 +43,29 @@ std::vector<float> take(size_t count) {
         return std::vector<float>(count);
     Pool& p = pool();
     const size_t c = class_for_request(count);
-    if (p.count[c] == 0) {
+    size_t found = FloatBuffer::kPerClass;  // none
+    size_t from = c;
+    if (p.count[c] > 0) {
+        found = p.count[c] - 1;  // any buffer of class c has room for 2^c >= count floats
+    } else if (c > 0) {  // a buffer of the class below may still be large enough (an exact-size one)
+        from = c - 1;
+        for (size_t i = 0; i < p.count[from] && found == FloatBuffer::kPerClass; ++i)
+            if (p.kept[from][i].capacity() >= count) found = i;
+    }
+    if (found == FloatBuffer::kPerClass) {
         ++p.allocated;
         std::vector<float> fresh;
-        fresh.reserve(size_t{1} << c);  // the whole class, so that it can serve any request of it later
+        // Small buffers get their whole class, so that a size that grows a
+        // little from call to call (the attention's scratch while decoding)
+        // still finds its buffer; large ones only what they need.
+        fresh.reserve(count <= FloatBuffer::kRoundUpBelow ? size_t{1} << c : count);
         fresh.resize(count);
         return fresh;
     }
     ++p.reused;
-    std::vector<float> values = std::move(p.kept[c][--p.count[c]]);
+    std::vector<float> values = std::move(p.kept[from][found]);
+    const size_t last = --p.count[from];
+    if (found != last) p.kept[from][found] = std::move(p.kept[from][last]);  // the last one fills the gap
     p.bytes -= values.capacity() * sizeof(float);
     values.resize(count);  // was cleared when kept: every number is a new 0
     return values;

@@ -4,7 +4,10 @@
 // (projections, sums, norms, the logits), each freed a moment later. Instead
 // of asking the heap for each one, a freed buffer goes back to a small pool
 // of this thread, filed by size class — class c holds buffers with room for
-// at least 2^c floats — and the next buffer of up to 2^c floats takes it.
+// at least 2^c floats — and the next buffer of up to 2^c floats takes it (or
+// of fewer than 2^(c+1), when the one kept is large enough). A new buffer of
+// up to kRoundUpBelow floats is given its whole class; a larger one only
+// what it asks for.
 // After the first decoding step every buffer a step needs comes from the
 // pool: the decode benchmark counts no heap allocation per token (ONNX
 // Runtime's CPU arena and PyTorch's caching allocator do the same, larger).
@@ -31,6 +34,7 @@ public:
     static constexpr size_t kLargestPooled = size_t{1} << 20;  // floats (4 MiB); larger ones go to the heap
     static constexpr size_t kPerClass = 16;                     // buffers kept per size class
     static constexpr size_t kPoolBytes = size_t{64} << 20;      // bytes kept in all, per thread
+    static constexpr size_t kRoundUpBelow = size_t{1} << 16;    // floats: up to this, a new buffer gets its whole class
 
     FloatBuffer() = default;
     explicit FloatBuffer(size_t count);  // count zeros

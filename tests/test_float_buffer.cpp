@@ -79,6 +79,22 @@ TEST_CASE("FloatBuffer pool: a freed buffer is taken again by its size class, an
     CHECK(all_zero(other_class));
 }
 
+TEST_CASE("FloatBuffer pool: a large buffer is made to its size and taken again by that size") {
+    clear_float_buffer_pool();
+    const size_t count = FloatBuffer::kRoundUpBelow * 3;  // 3 * 2^16 floats: class 17 (2^17 <= 3 * 2^16 < 2^18)
+    const float* first = nullptr;
+    {
+        FloatBuffer buffer(count);
+        first = buffer.data();
+        CHECK(buffer.vector().capacity() == count);  // not rounded up to 2^18
+    }
+    FloatBuffer again(count);  // a request of class 18 finds the exact buffer filed under class 17
+    CHECK(all_zero(again));
+    if (float_buffer_pool_enabled()) CHECK(again.data() == first);
+    FloatBuffer larger(count + 1);  // too large for it: a new buffer
+    CHECK(larger.data() != again.data());
+}
+
 TEST_CASE("FloatBuffer pool: bounded per class and in size; large buffers go back to the heap") {
     clear_float_buffer_pool();
     {

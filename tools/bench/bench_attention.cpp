@@ -10,6 +10,7 @@
 // either. The materialized path should show L*S floats of scores; the
 // streaming path one tile of them.
 #include "engine/attention.h"
+#include "engine/float_buffer.h"
 #include "engine/matmul.h"
 #include "engine/random.h"
 #include "tools/bench/bench.h"
@@ -50,10 +51,16 @@ struct Call {
 
 Call timed_call(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask,
                 const AttentionOptions& options) {
+    // The tensor pool (engine/float_buffer.h) emptied before and after: the
+    // call takes its scratch from the heap, and the scratch it gives back to
+    // the pool is handed to the heap before the count, so it is not taken
+    // for memory the call still holds.
+    clear_float_buffer_pool();
     heap_reset_peak();
     const auto start = Clock::now();
     AttentionResult result = scaled_dot_product_attention(query, key, value, mask, options);
     const auto stop = Clock::now();
+    clear_float_buffer_pool();
     // The result is still alive here, so current bytes include the output.
     const size_t extra = heap_peak_bytes() - heap_current_bytes();
     return {std::move(result), std::chrono::duration<double>(stop - start).count(), extra};
