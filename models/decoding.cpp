@@ -69,7 +69,7 @@ int64_t pad_id_of(const ModelConfig& config) { return config.pad_id >= 0 ? confi
 
 class EncoderDecoderStepper : public Stepper {
 public:
-    // positions: the most target positions a row will reach (for the KV cache's capacity).
+    // positions: the target positions a row gets room for (<bos> and reserved_new_tokens).
     EncoderDecoderStepper(const EncoderDecoderModel& model, const std::vector<std::vector<int64_t>>& sources,
                           StepMode mode, int64_t positions)
         : model_(model), mode_(mode) {
@@ -83,7 +83,7 @@ public:
         memory_ = model.encode(ids, source_padding_);  // [B, S, D], once
         targets_.assign(sources.size(), {config.bos_id});
         for (auto& target : targets_) target.reserve(static_cast<size_t>(positions));
-        if (mode_ == StepMode::KvCache) {  // room for every position at once: a step allocates nothing
+        if (mode_ == StepMode::KvCache) {  // room reserved up front: a step allocates nothing
             cache_.layers.resize(static_cast<size_t>(config.num_decoder_layers));
             for (DecoderLayerCache& layer : cache_.layers)
                 layer.self.reserve(static_cast<int64_t>(sources.size()), positions, config.d_model);
@@ -152,7 +152,7 @@ public:
         for (auto& sequence : sequences_) sequence.reserve(sequence.size() + static_cast<size_t>(new_positions));
         if (mode_ == StepMode::KvCache) {
             run_prompts();
-            for (KVCache& layer : cache_.layers)  // room for every new position at once: a step allocates nothing
+            for (KVCache& layer : cache_.layers)  // room reserved up front: a step allocates nothing
                 layer.reserve(layer.batch(), layer.length() + new_positions, layer.width());
         }
     }
@@ -256,17 +256,24 @@ private:
     Tensor logits_;
 };
 
-// The most tokens a decoding will add: options.max_new_tokens, up to the model's max_len.
-int64_t most_new_tokens(const Model& model, const GenerationOptions& options) {
+// How many new tokens the buffers of a decoding (KV caches, token vectors)
+// get room for when it starts, so that its steps allocate nothing: the most
+// it may add (options.max_new_tokens, up to the model's max_len), but at most
+// kReservedTokens. A decoding that goes on past that grows its buffers by
+// doubling (an allocation at 256, 512, ... tokens), and a config's max_len of
+// 2^24 reserves nothing unreasonable.
+constexpr int64_t kReservedTokens = 256;
+int64_t reserved_new_tokens(const Model& model, const GenerationOptions& options) {
     const int64_t max_len = model.config.max_len;
-    return options.max_new_tokens > 0 ? std::min(options.max_new_tokens, max_len) : max_len;
+    const int64_t most = options.max_new_tokens > 0 ? std::min(options.max_new_tokens, max_len) : max_len;
+    return std::min(most, kReservedTokens);
 }
 
-// The stepper of the model's architecture, with room for most_new_tokens.
+// The stepper of the model's architecture, with room for reserved_new_tokens.
 std::unique_ptr<Stepper> make_stepper(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
                                       const GenerationOptions& options) {
     if (inputs.empty()) fail("decode: no input sequences");
-    const int64_t max_len = model.config.max_len, new_positions = most_new_tokens(model, options);
+    const int64_t max_len = model.config.max_len, new_positions = reserved_new_tokens(model, options);
     if (model.encoder_decoder)  // <bos> and the new tokens
         return std::make_unique<EncoderDecoderStepper>(*model.encoder_decoder, inputs, options.mode,
                                                        std::min(1 + new_positions, max_len));
@@ -308,7 +315,7 @@ Generation greedy_decode(const Model& model, const std::vector<std::vector<int64
     std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options);
     Generation result;
     result.tokens.resize(inputs.size());
-    for (auto& tokens : result.tokens) tokens.reserve(static_cast<size_t>(most_new_tokens(model, options)));
+    for (auto& tokens : result.tokens) tokens.reserve(static_cast<size_t>(reserved_new_tokens(model, options)));
     result.log_probs.assign(inputs.size(), 0.0);
     std::vector<int64_t> active(inputs.size());  // stepper row -> input row
     for (size_t b = 0; b < inputs.size(); ++b) active[b] = static_cast<int64_t>(b);
