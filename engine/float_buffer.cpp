@@ -8,8 +8,17 @@ namespace tinyformer {
 
 namespace {
 
+// ASan must see every free to catch a use after it. g++ says so with
+// __SANITIZE_ADDRESS__, clang with __has_feature(address_sanitizer).
 #if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPoolEnabled = false;  // ASan must see every free to catch a use after it
+#define TINYFORMER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TINYFORMER_ASAN 1
+#endif
+#endif
+#if defined(TINYFORMER_ASAN)
+constexpr bool kPoolEnabled = false;
 #else
 constexpr bool kPoolEnabled = true;
 #endif
@@ -39,9 +48,12 @@ Pool& pool() {
 
 // `count` zeros in a buffer of the pool, or of the heap when it has none.
 std::vector<float> take(size_t count) {
-    if (!kPoolEnabled || count == 0 || count > FloatBuffer::kLargestPooled || pool_gone)
-        return std::vector<float>(count);
+    if (!kPoolEnabled || count == 0 || pool_gone) return std::vector<float>(count);
     Pool& p = pool();
+    if (count > FloatBuffer::kLargestPooled) {  // never pooled: from the heap each time, and counted
+        ++p.allocated;
+        return std::vector<float>(count);
+    }
     const size_t c = class_for_request(count);
     size_t found = FloatBuffer::kPerClass;  // none
     size_t from = c;
@@ -77,7 +89,17 @@ void give_back(std::vector<float>& values) {
     if (!kPoolEnabled || capacity == 0 || capacity > FloatBuffer::kLargestPooled || pool_gone) return;
     Pool& p = pool();
     const size_t c = class_for_capacity(capacity);
-    if (p.count[c] == FloatBuffer::kPerClass || p.bytes + capacity * sizeof(float) > FloatBuffer::kPoolBytes) return;
+    if (p.count[c] == FloatBuffer::kPerClass) return;
+    // Over kPoolBytes: larger buffers make room for this one (a long prompt's
+    // large tensors must not keep a step's small ones out); if there are none,
+    // this one goes.
+    for (size_t larger = kClasses; p.bytes + capacity * sizeof(float) > FloatBuffer::kPoolBytes;) {
+        while (larger > c + 1 && p.count[larger - 1] == 0) --larger;
+        if (larger <= c + 1) return;
+        std::vector<float>& evicted = p.kept[larger - 1][--p.count[larger - 1]];
+        p.bytes -= evicted.capacity() * sizeof(float);
+        evicted = std::vector<float>();
+    }
     values.clear();
     p.bytes += capacity * sizeof(float);
     p.kept[c][p.count[c]++] = std::move(values);

@@ -9,14 +9,15 @@
 // up to kRoundUpBelow floats is given its whole class; a larger one only
 // what it asks for.
 // After the first decoding step every buffer a step needs comes from the
-// pool: the decode benchmark counts no heap allocation per token (ONNX
+// pool: the decode benchmark counts no heap allocation per step (ONNX
 // Runtime's CPU arena and PyTorch's caching allocator do the same, larger).
 //
 //   FloatBuffer(n)     n zeros (exactly what std::vector<float>(n) gives)
 //   copy               a new buffer with the same numbers; move takes them over
 //   destruction        the memory goes back to the pool, or to the heap when
 //                      it is larger than kLargestPooled floats or the pool is
-//                      full (kPerClass buffers per class, kPoolBytes in all)
+//                      full (kPerClass buffers per class; over kPoolBytes in
+//                      all, larger kept buffers are freed to make room)
 //
 // A buffer taken from the pool is zeroed: no number of an earlier tensor is
 // ever seen. Sanitizer builds (ASan) keep no pool, so that a use after free
@@ -64,7 +65,7 @@ bool float_buffer_pool_enabled();
 // What this thread's pool did so far, for tests and the benchmarks.
 struct FloatBufferPoolStats {
     uint64_t reused = 0;     // buffers taken from the pool
-    uint64_t allocated = 0;  // buffers of up to kLargestPooled floats the pool did not have
+    uint64_t allocated = 0;  // buffers taken from the heap: the pool had none, or larger than kLargestPooled
     uint64_t kept = 0;       // buffers held now
     uint64_t bytes = 0;      // their capacity in bytes
 };

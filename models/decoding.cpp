@@ -67,6 +67,16 @@ Tensor logits_at(const Tensor& logits, const std::vector<int64_t>& at) {
 
 int64_t pad_id_of(const ModelConfig& config) { return config.pad_id >= 0 ? config.pad_id : 0; }
 
+// Of `positions` wanted in the self-attention KV caches of `layers` layers,
+// B rows of width D, as many as kReservedBytes of keys and values hold (at
+// least 1): reserving never costs more than that, whatever B, D and the
+// layers; a decoding that needs more grows the caches by doubling.
+constexpr int64_t kReservedBytes = int64_t{64} << 20;
+int64_t positions_within_budget(int64_t positions, int64_t batch, int64_t width, int64_t layers) {
+    const int64_t per_position = 2 * batch * width * static_cast<int64_t>(sizeof(float)) * std::max<int64_t>(layers, 1);
+    return std::max<int64_t>(1, std::min(positions, kReservedBytes / per_position));
+}
+
 class EncoderDecoderStepper : public Stepper {
 public:
     // positions: the target positions a row gets room for (<bos> and reserved_new_tokens).
@@ -84,9 +94,11 @@ public:
         targets_.assign(sources.size(), {config.bos_id});
         for (auto& target : targets_) target.reserve(static_cast<size_t>(positions));
         if (mode_ == StepMode::KvCache) {  // room reserved up front: a step allocates nothing
+            const int64_t B = static_cast<int64_t>(sources.size());
             cache_.layers.resize(static_cast<size_t>(config.num_decoder_layers));
             for (DecoderLayerCache& layer : cache_.layers)
-                layer.self.reserve(static_cast<int64_t>(sources.size()), positions, config.d_model);
+                layer.self.reserve(B, positions_within_budget(positions, B, config.d_model, config.num_decoder_layers),
+                                   config.d_model);
             run_new_tokens();
         }
     }
@@ -152,8 +164,11 @@ public:
         for (auto& sequence : sequences_) sequence.reserve(sequence.size() + static_cast<size_t>(new_positions));
         if (mode_ == StepMode::KvCache) {
             run_prompts();
+            const int64_t layers = static_cast<int64_t>(cache_.layers.size());
             for (KVCache& layer : cache_.layers)  // room reserved up front: a step allocates nothing
-                layer.reserve(layer.batch(), layer.length() + new_positions, layer.width());
+                layer.reserve(layer.batch(),
+                              layer.length() + positions_within_budget(new_positions, layer.batch(), layer.width(), layers),
+                              layer.width());
         }
     }
 
@@ -225,10 +240,7 @@ private:
     const Mask& step_mask() {
         bool padded = false;
         for (const auto& flags : cache_padding_) padded = padded || std::find(flags.begin(), flags.end(), 1) != flags.end();
-        if (!padded) {
-            if (!unpadded_step_mask_) unpadded_step_mask_ = Mask();
-            return *unpadded_step_mask_;
-        }
+        if (!padded) return unpadded_step_mask_;
         MaskInputs inputs;  // one new position per row, over the T cached keys
         inputs.batch = static_cast<int64_t>(sequences_.size());
         inputs.padding = cache_padding();
@@ -251,7 +263,8 @@ private:
     std::vector<std::vector<uint8_t>> cache_padding_;  // per row: 1 where a cache slot is prompt padding
     TokenIds newest_{0, 1, {}};                        // a step's input: the newest token of every row
     std::vector<int64_t> positions_;                   // and each row's position
-    std::optional<Mask> unpadded_step_mask_, padded_step_mask_;
+    Mask unpadded_step_mask_;                          // Mask(): blocks nothing
+    std::optional<Mask> padded_step_mask_;
     StackCache cache_;
     Tensor logits_;
 };
@@ -269,11 +282,13 @@ int64_t reserved_new_tokens(const Model& model, const GenerationOptions& options
     return std::min(most, kReservedTokens);
 }
 
-// The stepper of the model's architecture, with room for reserved_new_tokens.
+// The stepper of the model's architecture, with room for reserved_new_tokens
+// when `reserve` (greedy decoding; beam search reorders its caches at every
+// step, which would copy the reserved room each time).
 std::unique_ptr<Stepper> make_stepper(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
-                                      const GenerationOptions& options) {
+                                      const GenerationOptions& options, bool reserve) {
     if (inputs.empty()) fail("decode: no input sequences");
-    const int64_t max_len = model.config.max_len, new_positions = reserved_new_tokens(model, options);
+    const int64_t max_len = model.config.max_len, new_positions = reserve ? reserved_new_tokens(model, options) : 0;
     if (model.encoder_decoder)  // <bos> and the new tokens
         return std::make_unique<EncoderDecoderStepper>(*model.encoder_decoder, inputs, options.mode,
                                                        std::min(1 + new_positions, max_len));
@@ -312,7 +327,7 @@ std::vector<double> log_softmax(const float* logits, int64_t n) {
 Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
                          const GenerationOptions& options) {
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
-    std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options);
+    std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options, /*reserve=*/true);
     Generation result;
     result.tokens.resize(inputs.size());
     for (auto& tokens : result.tokens) tokens.reserve(static_cast<size_t>(reserved_new_tokens(model, options)));
@@ -365,7 +380,7 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
                        const GenerationOptions& options) {
     if (width < 1) fail("beam_search: width must be >= 1, got ", width);
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
-    std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options);
+    std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options, /*reserve=*/false);
     if (stepper->length(0) >= max_len) fail("decode: the input already fills max_len = ", max_len, " positions");
 
     struct Alive {

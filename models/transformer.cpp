@@ -222,13 +222,12 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
         cache->step_masks = make_masks();
         cache->step_source_padding = source_padding;
     }
-    const Mask& self_mask = one_token_step ? cache->step_masks->self : pass_masks->self;
-    const Mask& cross_mask = one_token_step ? cache->step_masks->cross : pass_masks->cross;
+    const DecoderMasks& masks = one_token_step ? *cache->step_masks : *pass_masks;
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     record_everything(observer, "tgt_embed.output", x);
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {
         auto layer = part(observer, "decoder." + std::to_string(i) + ".");
-        x = decoder_layers_[i].forward(x, memory, self_mask, cross_mask, target_padding, pointer(layer),
+        x = decoder_layers_[i].forward(x, memory, masks.self, masks.cross, target_padding, pointer(layer),
                                        cache ? &cache->layers[i] : nullptr);
     }
     if (cache) cache->length += target.length;

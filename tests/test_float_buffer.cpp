@@ -74,8 +74,12 @@ TEST_CASE("FloatBuffer pool: a freed buffer is taken again by its size class, an
         CHECK(after.reused == before.reused + 1);
         CHECK(after.allocated == before.allocated + 1);
     }
-    FloatBuffer other_class(129);  // class 8: 129..256 floats, not the buffer above
-    CHECK(other_class.data() != again.data());
+    {
+        FloatBuffer filled(60);  // class 6: 33..64 floats
+        std::fill(filled.begin(), filled.end(), 3.0f);
+    }
+    FloatBuffer other_class(129);  // class 8 (129..256 floats): neither the class-6 buffer nor a too small one
+    CHECK(other_class.vector().capacity() >= 129);
     CHECK(all_zero(other_class));
 }
 
@@ -91,8 +95,10 @@ TEST_CASE("FloatBuffer pool: a large buffer is made to its size and taken again 
     FloatBuffer again(count);  // a request of class 18 finds the exact buffer filed under class 17
     CHECK(all_zero(again));
     if (float_buffer_pool_enabled()) CHECK(again.data() == first);
-    FloatBuffer larger(count + 1);  // too large for it: a new buffer
-    CHECK(larger.data() != again.data());
+    again = FloatBuffer();  // back to the pool
+    FloatBuffer larger(count + 1);  // too large for the kept one: a new buffer, made to its size
+    CHECK(larger.vector().capacity() >= count + 1);
+    if (float_buffer_pool_enabled()) CHECK(float_buffer_pool_stats().kept == 1);  // the exact one is still kept
 }
 
 TEST_CASE("FloatBuffer pool: bounded per class and in size; large buffers go back to the heap") {
@@ -112,16 +118,22 @@ TEST_CASE("FloatBuffer pool: bounded per class and in size; large buffers go bac
         CHECK(large.size() == FloatBuffer::kLargestPooled + 1);
     }
     CHECK(float_buffer_pool_stats().kept == 0);  // larger than kLargestPooled floats: not kept
+    // kPerClass buffers of the largest class fill kPoolBytes exactly.
+    static_assert(FloatBuffer::kPerClass * FloatBuffer::kLargestPooled * sizeof(float) == FloatBuffer::kPoolBytes);
     {
-        // kPerClass buffers of the largest class fill kPoolBytes; smaller ones freed after them find no room.
-        static_assert(FloatBuffer::kPerClass * FloatBuffer::kLargestPooled * sizeof(float) == FloatBuffer::kPoolBytes);
-        std::vector<FloatBuffer> buffers;
-        for (size_t i = 0; i < FloatBuffer::kPerClass; ++i) buffers.emplace_back(FloatBuffer::kLargestPooled);
-        for (size_t i = 0; i < 4; ++i) buffers.emplace_back(FloatBuffer::kLargestPooled / 2);
-    }  // destroyed in order: the large ones first
+        std::vector<FloatBuffer> largest;
+        for (size_t i = 0; i < FloatBuffer::kPerClass; ++i) largest.emplace_back(FloatBuffer::kLargestPooled);
+    }
     if (float_buffer_pool_enabled()) {
         CHECK(float_buffer_pool_stats().kept == FloatBuffer::kPerClass);
         CHECK(float_buffer_pool_stats().bytes == FloatBuffer::kPoolBytes);
+    }
+    { FloatBuffer another(FloatBuffer::kLargestPooled); }  // taken from the pool and given back: still full
+    { FloatBuffer small(10); }  // full: a larger kept buffer is freed to make room for it
+    if (float_buffer_pool_enabled()) {
+        CHECK(float_buffer_pool_stats().kept == FloatBuffer::kPerClass);  // 15 largest + the small one
+        CHECK(float_buffer_pool_stats().bytes ==
+              FloatBuffer::kPoolBytes - FloatBuffer::kLargestPooled * sizeof(float) + 16 * sizeof(float));
     }
     clear_float_buffer_pool();
 }
