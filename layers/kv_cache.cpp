@@ -64,16 +64,7 @@ void KVCache::append(Tensor key, Tensor value) {
         assign(std::move(key), std::move(value));
         return;
     }
-    const int64_t n = key.dim(1);
-    if (key.dim(0) != batch_ || key.dim(2) != width_)
-        fail("KVCache::append: the cache holds B=", batch_, " rows of D=", width_, "; got ", shape_string(key.shape()));
-    if (length_ + n > capacity_) grow(std::max(2 * capacity_, length_ + n));
-    for (int64_t b = 0; b < batch_; ++b) {
-        const int64_t at = (b * capacity_ + length_) * width_;
-        std::copy(key.data() + b * n * width_, key.data() + (b + 1) * n * width_, key_.data() + at);
-        std::copy(value.data() + b * n * width_, value.data() + (b + 1) * n * width_, value_.data() + at);
-    }
-    length_ += n;
+    append(key.batch_view(), value.batch_view());  // copied in, as from any view
 }
 
 void KVCache::append(ConstBatchView key, ConstBatchView value) {
