@@ -2,6 +2,8 @@
 
 #include "engine/heatmap.h"
 
+#include "engine/output_file.h"
+
 #include <stb_image_write.h>
 
 // stb_easy_font is header-only with static functions; this file uses only
@@ -660,29 +662,6 @@ Image render_grid(const std::string& title, const std::vector<HeatmapSpec>& pane
     return canvas.take();
 }
 
-// Writes `bytes` to "<path>.tmp-<pid>" and renames it to `path`; on failure
-// removes the temporary file and throws.
-void write_file_atomically(const std::string& path, const std::vector<uint8_t>& bytes, const char* op) {
-    std::string temporary = path;
-    temporary.append(".tmp-").append(std::to_string(::getpid()));
-    std::FILE* file = std::fopen(temporary.c_str(), "wb");
-    if (!file)
-        fail(op, ": cannot write ", path, ": ", std::strerror(errno), " (creating the temporary file ", temporary,
-             ")");
-    const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-    const int write_error = errno;
-    if (std::fclose(file) != 0 || !written) {
-        const int saved = written ? errno : write_error;
-        std::remove(temporary.c_str());
-        fail(op, ": cannot write ", path, ": ", std::strerror(saved));
-    }
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-        const int saved = errno;
-        std::remove(temporary.c_str());
-        fail(op, ": cannot move the written file into place at ", path, ": ", std::strerror(saved));
-    }
-}
-
 }  // namespace
 
 double luminance(Rgb colour) { return 0.299 * colour.r + 0.587 * colour.g + 0.114 * colour.b; }
@@ -791,7 +770,7 @@ void write_png(const Image& image, const std::string& path) {
     const int width = static_cast<int>(image.width), height = static_cast<int>(image.height);
     if (!stbi_write_png_to_func(append, &png, width, height, 3, image.rgb.data(), width * 3))
         fail("write_png: ", path, ": PNG encoding failed");
-    write_file_atomically(path, png, "write_png");
+    write_file(path, std::string_view(reinterpret_cast<const char*>(png.data()), png.size()), "write_png");
 }
 
 void write_heatmap_png(const HeatmapSpec& spec, const std::string& path) { write_png(render_heatmap(spec), path); }

@@ -48,10 +48,10 @@
 // cut to 16 characters, the last shown as '~'.
 // Without labels, rows are "q0", "q1", ... and columns "k0", "k1", ...
 //
-// Files are written atomically: the PNG is encoded in memory
-// (stbi_write_png_to_func), written to "<path>.tmp-<pid>" next to the target
-// and renamed over it; on any failure tinyformer::Error names the path and
-// the reason, and no file is left behind. A path that does not end in
+// Files are written by engine/output_file.h: the PNG is encoded in memory
+// (stbi_write_png_to_func), then written to an unpredictable temporary name
+// next to the target and renamed over it; on any failure tinyformer::Error
+// names the path and the reason, and no file is left behind. A path that does not end in
 // ".png" is refused, naming it (the bytes are PNG whatever the name says).
 #pragma once
 

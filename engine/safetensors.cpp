@@ -1,5 +1,7 @@
 #include "engine/safetensors.h"
 
+#include "engine/output_file.h"
+
 #include "engine/json.h"
 #include "engine/memory.h"
 
@@ -352,27 +354,13 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     std::string text = header.dump();
     text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
 
-    const std::string temporary = path + ".tmp-" + std::to_string(::getpid());
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        if (!out) fail(path, ": cannot write: ", std::strerror(errno));
-        uint8_t length_bytes[8];
-        for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<uint8_t>(text.size() >> (8 * i));
-        out.write(reinterpret_cast<const char*>(length_bytes), 8);
-        out.write(text.data(), static_cast<std::streamsize>(text.size()));
-        for (const TensorToWrite* t : ordered)
-            out.write(reinterpret_cast<const char*>(t->bytes.data()), static_cast<std::streamsize>(t->bytes.size()));
-        out.flush();
-        if (!out) {
-            std::remove(temporary.c_str());
-            fail(path, ": writing failed (disk full?)");
-        }
-    }
-    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-        const int saved = errno;
-        std::remove(temporary.c_str());
-        fail(path, ": cannot move the written file into place: ", std::strerror(saved));
-    }
+    OutputFile out(path, "write_safetensors");
+    uint8_t length_bytes[8];
+    for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<uint8_t>(text.size() >> (8 * i));
+    out.write(length_bytes, 8);
+    out.write(text);
+    for (const TensorToWrite* t : ordered) out.write(t->bytes.data(), t->bytes.size());
+    out.commit();
 }
 
 }  // namespace tinyformer

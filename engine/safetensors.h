@@ -30,8 +30,9 @@
 // kParsedJsonBytesPerByte per header byte and checks before parsing; and
 // arrays and objects in the header nest at most 3 deep, as the format needs.
 //
-// Writing goes to a temporary file in the same folder that is renamed into
-// place, so an interrupted or failed write leaves no half-written file.
+// Writing goes through engine/output_file.h (a temporary file in the same
+// folder, renamed into place; a FIFO or character device as a stream), so an
+// interrupted or failed write leaves no half-written file.
 #pragma once
 
 #include "engine/mask.h"

@@ -615,11 +615,11 @@ const std::vector<BadInput> kCommandLine = {
      1, {"model-dir: is a directory, expected a .safetensors file"}},
     {"output in a folder that does not exist", [](const TempDirectory& d) {
          return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("no/such/out.safetensors")}; },
-     1, {"no/such/out.safetensors: cannot write: No such file or directory"}},
+     1, {"cannot write ", "no/such/out.safetensors: No such file or directory"}},
     {"output path that is a directory", [](const TempDirectory& d) {
          std::filesystem::create_directory(d.file("out-dir"));
          return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("out-dir")}; },
-     1, {"out-dir: cannot move the written file into place: Is a directory"}},
+     1, {"forward: the output ", "out-dir is a directory"}},
     {"run --beam 0", [](const TempDirectory&) { return std::vector<std::string>{"run", kReverse, "--beam", "0", "abc"}; },
      2, {"run: --beam must be in 1..64, got 0"}},
     {"run --beam not a number", [](const TempDirectory&) { return std::vector<std::string>{"run", kReverse, "--beam", "two", "abc"}; },
@@ -683,11 +683,11 @@ const std::vector<BadInput> kCommandLine = {
     {"output path below a regular file (unwritable)", [](const TempDirectory& d) {
          std::ofstream(d.file("plain-file")) << "not a folder";
          return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("plain-file/out.safetensors")}; },
-     1, {"plain-file/out.safetensors: cannot write: Not a directory"}},
+     1, {"cannot write ", "plain-file/out.safetensors: Not a directory"}},
     {"output file name too long (unwritable)", [](const TempDirectory& d) {
          return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output",
                                          d.file(std::string(300, 'o') + ".safetensors")}; },
-     1, {"ooooo.safetensors: cannot write: File name too long"}},
+     1, {"forward: cannot write ", "ooooo.safetensors: File name too long (", "bytes; a file name holds at most 255)"}},
     {"attention --out below a regular file (unwritable)", [](const TempDirectory& d) {
          std::ofstream(d.file("plain-file")) << "not a folder";
          return std::vector<std::string>{"attention", kReverse, "abc", "--out", d.file("plain-file/maps")}; },
@@ -925,6 +925,79 @@ const std::vector<BadInput> kNotSafetensors = {
 // clang-format on
 
 // Every file under `folder` with its contents (large files by size and time).
+// Outputs that would replace an input or are not files (docs/FORMAT.md,
+// "Writing files"): refused before any work, the folder left as it was.
+std::string copy_of(const TempDirectory& d, const std::string& source, const std::string& name) {
+    std::filesystem::copy_file(source, d.file(name));
+    return d.file(name);
+}
+
+const std::vector<BadInput> kWritingFiles = {
+    {"forward --output MODEL (the output would replace the model)", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, kModel, "m.safetensors");
+         return std::vector<std::string>{"forward", model, "--inputs", kInputs, "--output", model}; },
+     1, {"forward: the output ", "m.safetensors is the input ", "(the same file)", "give another output path"}},
+    {"forward --output DIR/./MODEL (the model spelled another way)", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, kModel, "m.safetensors");
+         return std::vector<std::string>{"forward", model, "--inputs", kInputs, "--output", d.path().string() + "/./m.safetensors"}; },
+     1, {"forward: the output ", "/./m.safetensors is the input ", "(the same file)"}},
+    {"forward --output HARDLINK (a hard link of the model)", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, kModel, "m.safetensors");
+         std::filesystem::create_hard_link(model, d.file("hard.safetensors"));
+         return std::vector<std::string>{"forward", model, "--inputs", kInputs, "--output", d.file("hard.safetensors")}; },
+     1, {"forward: the output ", "hard.safetensors is the input ", "m.safetensors (the same file)"}},
+    {"forward --output SYMLINK (a symlink to the model)", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, kModel, "m.safetensors");
+         std::filesystem::create_symlink(model, d.file("link.safetensors"));
+         return std::vector<std::string>{"forward", model, "--inputs", kInputs, "--output", d.file("link.safetensors")}; },
+     1, {"forward: the output ", "link.safetensors is the input "}},
+    {"forward --output INPUTS (the output would replace the inputs)", [](const TempDirectory& d) {
+         const std::string inputs = copy_of(d, kInputs, "in.safetensors");
+         return std::vector<std::string>{"forward", kModel, "--inputs", inputs, "--output", inputs}; },
+     1, {"forward: the output ", "in.safetensors is the input ", "(the same file)"}},
+    {"forward --output DIR (a folder)", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("folder"));
+         return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("folder")}; },
+     1, {"forward: the output ", "folder is a directory"}},
+    {"trace --output MODEL", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, kReverse, "m.safetensors");
+         return std::vector<std::string>{"trace", model, "abc", "--output", model}; },
+     1, {"trace: the output ", "m.safetensors is the input "}},
+    {"trace --inputs IN --output IN", [](const TempDirectory& d) {
+         const std::string inputs = copy_of(d, kInputs, "in.safetensors");
+         return std::vector<std::string>{"trace", kModel, "--inputs", inputs, "--output", inputs}; },
+     1, {"trace: the output ", "in.safetensors is the input "}},
+    {"explore --json MODEL", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, kReverse, "m.safetensors");
+         return std::vector<std::string>{"explore", model, "abc", "--html", d.file("page.html"), "--json", model}; },
+     1, {"explore: the output ", "m.safetensors is the input "}},
+    {"explore --json X --html X (two outputs, one file)", [](const TempDirectory& d) {
+         return std::vector<std::string>{"explore", kReverse, "abc", "--html", d.file("x.html"), "--json", d.file("x.html")}; },
+     1, {"explore: the outputs ", "x.html are the same file"}},
+    {"explore --html MODEL.html where the model is named .html", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, kReverse, "m.html");
+         return std::vector<std::string>{"explore", model, "abc", "--html", model}; },
+     1, {"explore: the output ", "m.html is the input "}},
+    {"probe --output MODEL.png where the model is named .png", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, "data/models/sort.safetensors", "m.png");
+         return std::vector<std::string>{"probe", model, "31415926", "--output", model}; },
+     1, {"probe: the output ", "m.png is the input "}},
+    {"mask --output DIR.png (a folder)", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("m.png"));
+         return std::vector<std::string>{"mask", "causal", "--output", d.file("m.png")}; },
+     1, {"mask: the output ", "m.png is a directory"}},
+    {"attention --output FILE (not a folder)", [](const TempDirectory& d) {
+         std::ofstream(d.file("notes.txt")) << "mine";
+         return std::vector<std::string>{"attention", kReverse, "abc", "--output", d.file("notes.txt")}; },
+     1, {"attention: --output ", "notes.txt is not a folder"}},
+    {"attention --output DIR whose overview.png is a hard link of the model", [](const TempDirectory& d) {
+         const std::string model = copy_of(d, kReverse, "m.safetensors");
+         std::filesystem::create_directory(d.file("maps"));
+         std::filesystem::create_hard_link(model, d.file("maps/overview.png"));
+         return std::vector<std::string>{"attention", model, "abc", "--output", d.file("maps")}; },
+     1, {"attention: the output ", "overview.png is the input "}},
+};
+
 std::map<std::string, std::string> snapshot(const std::filesystem::path& folder) {
     std::map<std::string, std::string> files;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(folder)) {
@@ -1031,3 +1104,5 @@ TEST_CASE("F16 and BF16 tensors count as float32 in the memory check: the wideni
                              "refused before allocating");
     }
 }
+
+TEST_CASE("Bad inputs, outputs that are an input or not a file") { check_section(kWritingFiles); }

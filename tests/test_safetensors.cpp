@@ -10,11 +10,14 @@
 #include "tests/helpers.h"
 
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 using tinyformer::BoolTensor;
@@ -449,17 +452,28 @@ TEST_CASE("write_safetensors is atomic: a failed write leaves no file and change
     tinyformer::write_safetensors(path, tensors, {{"version", "1"}});
     const std::string before = read_all(path);
 
-    SUBCASE("the temporary file cannot be created: the existing file keeps every byte") {
-        // The writer's temporary is PATH.tmp-PID in the same folder; a folder
-        // of that name makes opening it fail, as a full or read-only disk would
-        // (chmod cannot be used: tests may run as root).
-        const std::filesystem::path blocker = path + ".tmp-" + std::to_string(::getpid());
-        std::filesystem::create_directory(blocker);
-        CHECK_ERROR_CONTAINS(
-            tinyformer::write_safetensors(path, {tinyformer::f32_tensor("y", Tensor({1}, {9.0f}))}, {{"version", "2"}}),
-            path.c_str(), "cannot write");
+    SUBCASE("the disk fills up mid-write: Error, the existing file keeps every byte, no temporary stays") {
+        // A child process whose file size limit (RLIMIT_FSIZE) is 64 bytes
+        // fails its write as a full disk would (EFBIG; SIGXFSZ ignored).
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            std::signal(SIGXFSZ, SIG_IGN);
+            const rlimit limit{64, 64};
+            ::setrlimit(RLIMIT_FSIZE, &limit);
+            const std::string message = test_helpers::error_message([&] {
+                tinyformer::write_safetensors(path, {tinyformer::f32_tensor("y", Tensor({64}, std::vector<float>(64, 9.0f)))});
+            });
+            ::_exit(message.find("cannot write " + path) != std::string::npos && message.find("File too large") != std::string::npos ? 0 : 3);
+        }
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
         CHECK(read_all(path) == before);
-        std::filesystem::remove(blocker);
+        size_t files = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file();
+        CHECK(files == 1);
     }
     SUBCASE("a tensor whose bytes do not match its dtype x shape: refused before any byte is written") {
         TensorToWrite wrong = tinyformer::f32_tensor("y", Tensor({2}, {1.0f, 2.0f}));

@@ -1,14 +1,18 @@
 // `tinyformer attention`: a trained model's attention, drawn as PNG heatmaps.
 
 #include "engine/heatmap.h"
+#include "engine/output_file.h"
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
+
+#include <sys/stat.h>
 
 namespace tinyformer::cli {
 
@@ -29,7 +33,8 @@ const char* kAttentionHelp =
     "  index.md                      every picture, inline, with what it shows\n"
     "STACK is encoder / decoder (encoder-decoder models) or layers (decoder-only and\n"
     "encoder-only models). DIR is written afresh: pictures of these names that an earlier\n"
-    "run left there and this run does not write are removed; other files are left alone.\n"
+    "run left there and this run does not write are removed; other files are left alone,\n"
+    "and so is an index.md that this command did not write (its first line says so).\n"
     "What the model reads:\n"
     "  encoder-decoder  the encoder reads TEXT; the decoder reads <bos> + the target, so\n"
     "                   decoder row t is the position that predicts target token t\n"
@@ -116,6 +121,21 @@ HeatmapSpec head_picture(const AttentionMap& map, int64_t head, bool average, bo
 
 // The file names this command writes (and so may remove from an earlier run):
 // {encoder,decoder,layers}-layer<N>-{self,cross}-{head<N>,heads,average}.png and overview.png.
+// index.md is this command's own file only when a run of it wrote it: its
+// first line is this marker. Any other index.md (a user's notes, a symlink)
+// is left alone.
+constexpr std::string_view kIndexMarker = "<!-- written by tinyformer attention: each run writes this file afresh -->";
+
+bool index_is_ours_or_absent(const std::string& index_path) {
+    struct stat info {};
+    if (::lstat(index_path.c_str(), &info) != 0) return errno == ENOENT;
+    if (!S_ISREG(info.st_mode)) return false;
+    std::ifstream in(index_path, std::ios::binary);
+    std::string first_line;
+    std::getline(in, first_line);
+    return first_line == kIndexMarker;
+}
+
 bool is_attention_picture(const std::string& name) {
     if (name == "overview.png") return true;
     std::string_view rest = name;
@@ -167,13 +187,22 @@ int attention_command(const Arguments& args) {
     if (out.empty()) throw UsageError("attention: --output DIR is required (the folder for the pictures)");
 
     const std::string& path = parsed.positional()[0];
+    // Before any work: DIR is a folder (or not there yet), and none of the
+    // files this run may write or remove in it is the model.
+    std::error_code error;
+    if (std::filesystem::exists(out, error) && !std::filesystem::is_directory(out, error))
+        fail("attention: --output ", out, " is not a folder (the pictures go into a folder)");
+    if (std::filesystem::is_directory(out, error))
+        for (const auto& entry : std::filesystem::directory_iterator(out, error)) {
+            const std::string name = entry.path().filename().string();
+            if (name == "index.md" || is_attention_picture(name)) check_outputs("attention", {path}, {entry.path().string()});
+        }
     const Model model = Model::load(path);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "attention");
     const AttentionRun run = attention_maps(model, tokens, target_tokens(parsed, model, "attention"));
     const int64_t heads = model.config.nhead;
     if (only_head >= heads) throw UsageError("attention: --head " + std::to_string(only_head) + " but the model has " +
                                              std::to_string(heads) + " heads (0.." + std::to_string(heads - 1) + ")");
-    std::error_code error;
     std::filesystem::create_directories(out, error);
     if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
 
@@ -182,7 +211,7 @@ int attention_command(const Arguments& args) {
     // The title's head: the model and the input, e.g. reverse  "hello".
     const std::string heading = model_name + "  \"" + (parsed.has("--ids") ? parsed.value("--ids") : input) + "\"";
     const bool given = parsed.has("--target") || parsed.has("--target-ids");
-    std::string index = "# Attention of " + model_name + "\n\ninput: `" + input + "`, " +
+    std::string index = std::string(kIndexMarker) + "\n# Attention of " + model_name + "\n\ninput: `" + input + "`, " +
                         (model.config.arch == Architecture::EncoderOnly ? "no target"
                                                                         : (given ? "target" : "greedy output") +
                                                                               std::string(": `") + run.output + "`") +
@@ -270,11 +299,17 @@ int attention_command(const Arguments& args) {
             ++removed;
         }
     }
-    std::ofstream(out + "/index.md") << index;
-    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %zu pictures and %s/index.md", input.c_str(),
-                 run.output.c_str(), written.size(), out.c_str());
+    const std::string index_path = out + "/index.md";
+    const bool index_ours = index_is_ours_or_absent(index_path);
+    if (index_ours) write_file(index_path, index, "attention");
+    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %zu pictures", input.c_str(), run.output.c_str(),
+                 written.size());
+    if (index_ours) std::fprintf(stderr, " and %s", index_path.c_str());
     if (removed) std::fprintf(stderr, "; removed %lld older pictures", static_cast<long long>(removed));
     std::fprintf(stderr, "\n");
+    if (!index_ours)
+        std::fprintf(stderr, "tinyformer attention: note: %s is not one this command wrote (no marker line): left "
+                     "alone, the pictures' index not written\n", index_path.c_str());
     return 0;
 }
 

@@ -7,6 +7,7 @@
 // id="tinyformer-data"> (docs/FORMAT.md section 4), with every '<' written \u003c.
 
 #include "build/generated/explore_page.h"
+#include "engine/output_file.h"
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
 
@@ -162,22 +163,6 @@ std::string replaced_once(std::string page, const std::string& placeholder, cons
     return page.replace(at, placeholder.size(), content);
 }
 
-void write_text_file(const std::string& path, const std::string& content) {
-    const std::string temporary = path + ".tmp";
-    {
-        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-        out << content;
-        if (!out.good()) {
-            std::error_code ignored;
-            std::filesystem::remove(temporary, ignored);
-            fail("explore: cannot write ", path);
-        }
-    }
-    std::error_code error;
-    std::filesystem::rename(temporary, path, error);
-    if (error) fail("explore: cannot write ", path, ": ", error.message());
-}
-
 }  // namespace
 
 int explore_command(const Arguments& args) {
@@ -192,6 +177,9 @@ int explore_command(const Arguments& args) {
     if (!html_path.ends_with(".html")) throw UsageError("explore: --html must name a .html file, got '" + html_path + "'");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
     const std::string& path = parsed.positional()[0];
+    std::vector<std::string> outputs = {html_path};
+    if (parsed.has("--json")) outputs.push_back(parsed.value("--json"));
+    check_outputs("explore", {path}, outputs);
     const Model model = Model::load(path);
     const ModelText text(model);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "explore");
@@ -248,8 +236,8 @@ int explore_command(const Arguments& args) {
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
     page = replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
-    if (parsed.has("--json")) write_text_file(parsed.value("--json"), data_text + "\n");
-    write_text_file(html_path, page);
+    if (parsed.has("--json")) write_file(parsed.value("--json"), data_text + "\n", "explore");
+    write_file(html_path, page, "explore");
     std::printf("%s\n", html_path.c_str());
     std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", shown.c_str(),
                  run.output.c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);

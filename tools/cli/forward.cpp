@@ -1,5 +1,6 @@
 // `tinyformer forward` (FORMAT.md section 2) and `tinyformer info`.
 
+#include "engine/output_file.h"
 #include "models/forward.h"
 #include "tools/cli/arguments.h"
 
@@ -22,7 +23,8 @@ const char* kForwardHelp =
     "  --attention  also write every attention call's per-head weights, never averaged:\n"
     "               attention.encoder.{i} [B,H,S,S], attention.decoder.{i}.self [B,H,T,T],\n"
     "               attention.decoder.{i}.cross [B,H,T,S], attention.layers.{i} [B,H,T,T]\n"
-    "OUT is written to a temporary file and renamed: on error nothing is written.\n";
+    "OUT is written to a temporary file and renamed: on error nothing is written. A FIFO or a\n"
+    "character device (/dev/null) is written as a stream; OUT may not be MODEL or IN.\n";
 
 const char* kInfoHelp =
     "usage: tinyformer info MODEL.safetensors\n"
@@ -50,9 +52,10 @@ int forward_command(const Arguments& args) {
     if (parsed.positional().size() != 1)
         throw UsageError("forward: expected one MODEL file, got " + std::to_string(parsed.positional().size()) +
                          " (see 'tinyformer forward --help')");
+    const std::string& output = parsed.value("--output");
+    check_outputs("forward", {parsed.positional()[0], parsed.value("--inputs")}, {output});
     const Model model = Model::load(parsed.positional()[0]);
     const SafetensorsFile inputs = SafetensorsFile::read(parsed.value("--inputs"));
-    const std::string& output = parsed.value("--output");
     const std::map<std::string, Tensor> outputs = run_forward(model, inputs, parsed.has("--attention"));
     std::vector<TensorToWrite> tensors;
     for (const auto& [name, tensor] : outputs) tensors.push_back(f32_tensor(name, tensor));

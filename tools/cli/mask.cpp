@@ -3,6 +3,7 @@
 
 #include "engine/heatmap.h"
 #include "engine/mask.h"
+#include "engine/output_file.h"
 #include "models/masks.h"
 #include "tools/cli/arguments.h"
 
@@ -99,6 +100,7 @@ int mask_command(const Arguments& args) {
     const std::string kind = parsed.positional()[0] == "prefix_lm" ? "prefix-lm" : parsed.positional()[0];
     const std::string picture = parsed.picture_output("--png");
     const int64_t scale = parsed.integer("--scale", 1, 1, 8);
+    if (!picture.empty()) check_outputs("mask", {}, {picture});
     if (kind != "causal" && kind != "prefix-lm" && kind != "seq2seq" && kind != "padding" && kind != "local" &&
         kind != "bidirectional")
         throw UsageError(text_of("mask: unknown KIND '", kind, "' (expected one of ", kKinds, ")"));

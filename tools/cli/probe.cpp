@@ -2,6 +2,7 @@
 // ablation and token perturbation — on a trained model (models/probe.h).
 
 #include "engine/heatmap.h"
+#include "engine/output_file.h"
 #include "models/probe.h"
 #include "tools/cli/inputs.h"
 
@@ -161,6 +162,7 @@ int probe_command(const Arguments& args) {
     const std::string picture = parsed.picture_output("--png");
     const int64_t scale = parsed.integer("--scale", 1, 1, 8);
     const std::string& path = parsed.positional()[0];
+    if (!picture.empty()) check_outputs("probe", {path}, {picture});
     Model model = Model::load(path);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "probe");
     ProbeOptions options;

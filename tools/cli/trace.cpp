@@ -1,6 +1,7 @@
 // `tinyformer trace`: every named activation of one forward pass, written
 // as safetensors (docs/FORMAT.md section 3; models/trace.h records it).
 
+#include "engine/output_file.h"
 #include "models/forward.h"
 #include "models/teacher_forcing.h"
 #include "tools/cli/inputs.h"
@@ -60,6 +61,9 @@ int trace_command(const Arguments& args) {
     if (parsed.positional().empty() || parsed.positional().size() > 2)
         throw UsageError("trace: expected MODEL and TEXT, MODEL and --ids, or MODEL and --inputs (see 'tinyformer trace --help')");
     const std::string& output = parsed.value("--output");
+    std::vector<std::string> inputs = {parsed.positional()[0]};
+    if (parsed.has("--inputs")) inputs.push_back(parsed.value("--inputs"));
+    check_outputs("trace", inputs, {output});
     const Model model = Model::load(parsed.positional()[0]);
     Trace trace(Trace::Detail::Everything);
     std::map<std::string, std::string> metadata;

@@ -1,0 +1,66 @@
+// The one way tinyformer writes a file (docs/FORMAT.md, "Writing files").
+// Every output goes through here: safetensors (forward, trace), PNG
+// pictures, the explorer's HTML and JSON, attention's index.md.
+//
+//   check_outputs("forward", {model, inputs}, {output});  // before any work
+//   OutputFile out(output, "forward");
+//   out.write(bytes.data(), bytes.size());                // as often as needed
+//   out.commit();                                         // now it is there
+//
+// What the output path is decides how it is written:
+//   - missing, a regular file, or a symlink to one: the bytes go to a new
+//     temporary file in the same folder, ".NAME.tmp-XXXXXX" (an unpredictable
+//     name, created with O_CREAT|O_EXCL, so never through a symlink), which
+//     commit() flushes, fsyncs and renames over NAME. A symlink at NAME is
+//     replaced by the new file; what it pointed at is never written.
+//     Until commit() the old NAME is untouched; an OutputFile destroyed
+//     without commit() (an error) removes its temporary file.
+//   - a character device or a FIFO (/dev/null, a named pipe, `>(cat)`): opened
+//     and written as a stream, never replaced.
+//   - a directory, a socket, a block device: refused (Error naming the path).
+// SIGINT and SIGTERM while a temporary file exists remove it; the process
+// then ends by that signal as it would have (exit status 128 + signal).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tinyformer {
+
+// Before any work: Error when an output path is a directory, socket or block
+// device; when an output is the same file as one of the inputs (same device
+// and inode once links are followed, so `./m`, symlinks and hard links count);
+// or when two outputs name the same file. Paths that do not exist yet are
+// compared by their absolute, normalized form. `op` starts the message.
+void check_outputs(const char* op, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs);
+
+class OutputFile {
+public:
+    OutputFile(const std::string& path, const char* op);
+    ~OutputFile();
+    OutputFile(const OutputFile&) = delete;
+    OutputFile& operator=(const OutputFile&) = delete;
+
+    void write(const void* data, size_t size);
+    void write(std::string_view text) { write(text.data(), text.size()); }
+    // Regular file: fsync and rename into place. Stream: close.
+    void commit();
+
+    bool is_stream() const { return stream_; }
+    const std::string& temporary_path() const { return temporary_; }  // empty for a stream
+
+private:
+    [[noreturn]] void fail_writing(const char* what, int error);
+
+    std::string path_, temporary_, op_;
+    int fd_ = -1;
+    int slot_ = -1;  // in the signal handler's list of temporary files
+    bool stream_ = false;
+};
+
+// A whole file at once through OutputFile.
+void write_file(const std::string& path, std::string_view bytes, const char* op);
+
+}  // namespace tinyformer
