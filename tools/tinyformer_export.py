@@ -47,7 +47,11 @@ requires tinyformer's padded rows to be exactly 0. It returns the worst
 (in forward order) whose weights diverge, e.g.
 "attention.decoder.1.cross diverges first: ...".
 
-Command line (from the repository root, Debian's python3-torch):
+Importable from anywhere: sys.path.insert(0, "/path/to/checkout/tools"), then
+import tinyformer_export (its own modules and build/tinyformer are found next
+to this file, never through the working directory).
+
+Command line (from any folder; Debian's python3-torch):
 
     /usr/bin/python3 tools/tinyformer_export.py --check MODEL.safetensors
     /usr/bin/python3 tools/tinyformer_export.py --from-state-dict STATE.pt --arch encoder_decoder \\
@@ -58,6 +62,9 @@ Command line (from the repository root, Debian's python3-torch):
 attribute names (src_embed, tgt_embed, pos_embed, transformer, generator /
 embed, pos_embed, transformer, lm_head): it builds stock modules, loads the
 state_dict strictly, exports them and checks the file (unless --no-check).
+The file is read with torch.load(weights_only=True) (load_state_dict_file):
+nothing in it can run; a file that needs more is refused. Every file written
+goes through tools/safe_write.py.
 Standard library, torch and numpy only.
 """
 
