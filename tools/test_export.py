@@ -798,6 +798,29 @@ class Safety(Temp, unittest.TestCase):
         te.export_encoder_decoder(path, **p, max_len=8)
         self.assertLessEqual(te.check(path), 1.0)
 
+    def test_torch_trace_output_never_replaces_an_input(self):
+        te.export_encoder_only(self.path(), **single_parts(v=5, head="head"), max_len=8)
+        st.write(str(self.dir / "in.safetensors"), {"ids": np.array([[1, 2, 3]], np.int64)})
+        os.link(self.dir / "model.safetensors", self.dir / "hard.safetensors")
+        os.mkdir(self.dir / "out-dir")
+        cases = [(["--inputs", "in.safetensors", "--output", "./model.safetensors"],
+                  "--output ./model.safetensors: is the same file as the input MODEL model.safetensors"),
+                 (["--inputs", "in.safetensors", "--output", "hard.safetensors"], "the input MODEL"),
+                 (["--inputs", "in.safetensors", "--output", "in.safetensors"],
+                  "the input --inputs in.safetensors"),
+                 (["--ids", "1,2", "--output", "out-dir"], "--output out-dir: is a directory"),
+                 (["--ids", "1,2", "--output", "no/out.safetensors"], "the folder no does not exist")]
+        for args, expected in cases:
+            with self.subTest(args=args):
+                before = folder_state(self.dir)
+                run = subprocess.run([sys.executable, str(TOOLS / "torch_trace.py"), "model.safetensors", *args],
+                                     capture_output=True, text=True, cwd=self.dir)
+                self.assertEqual(run.returncode, 1, run.stderr)
+                self.assertEqual(run.stdout, "")
+                self.assertEqual(run.stderr.count("\n"), 1, run.stderr)
+                self.assertIn(expected, run.stderr)
+                self.assertEqual(folder_state(self.dir), before)
+
     def test_importable_and_runnable_from_any_folder(self):
         elsewhere = tempfile.mkdtemp(prefix="elsewhere-", dir=self.dir)
         script = (f"import sys; sys.path.insert(0, {str(TOOLS)!r})\n"

@@ -98,7 +98,8 @@ STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 FLOAT32_MIN_NORMAL = float(np.finfo(np.float32).tiny)
 MAX_SINUSOIDAL_NUMBERS = 1 << 27  # tinyformer's limit on max_len * d_model
 
-__all__ = ["export_encoder_decoder", "export_decoder_only", "export_encoder_only", "check", "CheckError"]
+__all__ = ["export_encoder_decoder", "export_decoder_only", "export_encoder_only", "check", "CheckError",
+           "load_state_dict_file"]
 
 
 class CheckError(RuntimeError):
