@@ -1034,8 +1034,10 @@ disagrees with them is an error.
 
 --from-state-dict loads the file with torch.load(weights_only=True): tensors only, nothing
 in it runs; a file that needs more (a pickled module, other objects) is refused.
---out is written to a temporary file in its folder and renamed into place; it may not be
-one of the input files (also under another name or a link).
+Names saved by nn.DataParallel (module. in front of each) are read without the prefix.
+--out is written to a temporary file in its folder and renamed into place (a FIFO or a
+device is written as a stream); it may not be one of the inputs (also under another name
+or a link).
 
 examples (from any folder; paths are taken as given):
   /usr/bin/python3 tools/tinyformer_export.py --check data/models/reverse.safetensors
