@@ -36,7 +36,7 @@ CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
 TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
 
-.PHONY: all deps deps-fuzz deps-browser test test-browser explore-screenshots sanitize fuzz demo bench parity clean
+.PHONY: all deps deps-fuzz deps-browser deps-python test test-browser test-tools explore-screenshots sanitize fuzz demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -145,6 +145,16 @@ parity: deps
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
 	/usr/bin/python3 tools/test_export.py
 	/usr/bin/python3 tools/test_trace.py
+
+# Debian's python3-numpy (installed if missing), for test-tools.
+deps-python:
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="python3-numpy"
+
+# The Python tools' tests that need no PyTorch and no build: tools/test_safety.py
+# (tools/safe_write.py, the one writer of every Python output, and
+# compare_trace.py's refusals), with Debian's /usr/bin/python3.
+test-tools: deps-python
+	/usr/bin/python3 tools/test_safety.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js})

@@ -47,8 +47,12 @@ Each line shows a name, its shape, the worst normalised difference and the
 worst |a-b|. The comparison stops at the first name out of tolerance:
   first divergence: decoder.1.cross_attn.scores (max 3.2e-2 at [0,2,5,1])
 where max is the largest |a-b| among the compared positions, at its index.
+The last line says how many values were compared; when none was (every
+position is padding) nothing is said to agree and the exit status is 2.
+A name listed twice in a trace's "names" is refused.
 Exit status: 0 all agree, 1 a divergence (or a name in one trace only), 2 usage
-errors (bad arguments, unreadable files, traces of different inputs)."""
+errors (bad arguments, unreadable files, traces of different inputs, nothing
+compared)."""
 
 ATTN = ("self_attn", "cross_attn")
 _LAYER = re.compile(r"^(encoder|decoder|layers)\.(\d+)\.(.+)$")
@@ -74,7 +78,9 @@ class Result:
     first: Divergence = None
     divergences: list = field(default_factory=list)
     only_in_b: list = field(default_factory=list)
-    compared: int = 0
+    compared: int = 0           # names compared
+    values: int = 0             # numbers compared (non-U8 tensors, non-padding positions)
+    mask_cells: int = 0         # U8 cells compared
 
 
 def short_float(x):
@@ -171,11 +177,20 @@ def _difference(a, b, keep, atol, rtol):
 
 
 def trace_names(tensors, metadata):
-    """The names in forward order (metadata "names"), or sorted when there is none."""
+    """The names in forward order (metadata "names"), or sorted when there is none.
+    A name listed twice is refused (it would be compared, and counted, twice)."""
     if "names" in metadata:
-        names = json.loads(metadata["names"])
+        try:
+            names = json.loads(metadata["names"])
+        except json.JSONDecodeError as e:
+            raise ValueError(f'metadata "names" is not JSON: {e}') from None
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ValueError('metadata "names" is not a JSON list of strings')
+        seen = set()
+        for i, name in enumerate(names):
+            if name in seen:
+                raise ValueError(f'metadata "names" lists "{name}" twice (again at position {i})')
+            seen.add(name)
         return names
     return sorted(tensors)
 
@@ -207,11 +222,13 @@ def compare_traces(a, a_meta, b, b_meta, atol=1e-4, rtol=1e-4, keep_going=False)
                 at = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.size else ()
                 worst = float(diff.max()) if diff.size else 0.0
                 result.rows.append((name, x.shape, worst, worst, at))
+                result.mask_cells += int(diff.size)
                 if worst != 0 or x.dtype != y.dtype:
                     found = Divergence(name, "mask", worst, tuple(int(i) for i in at))
             else:
                 keep = compared_positions(name, x.shape, padding, single_stack)
                 ratio, max_abs, at, _ = _difference(x, y, keep, atol, rtol)
+                result.values += int(keep.sum())
                 result.rows.append((name, x.shape, ratio, max_abs, at))
                 if ratio > 1.0:
                     found = Divergence(name, "values", max_abs, at)
@@ -260,10 +277,21 @@ example:
     if problem:
         print(f"compare_trace: error: {problem}", file=sys.stderr)
         return 2
+    for path, tensors, meta in ((args.a, a, a_meta), (args.b, b, b_meta)):
+        try:
+            trace_names(tensors, meta)
+        except ValueError as e:
+            print(f"compare_trace: error: {path}: {e}", file=sys.stderr)
+            return 2
     try:
         result = compare_traces(a, a_meta, b, b_meta, args.atol, args.rtol, keep_going=args.all)
     except ValueError as e:
         print(f"compare_trace: error: {args.a}: {e}", file=sys.stderr)
+        return 2
+    if result.first is None and not result.only_in_b and result.values == 0:
+        print(f"compare_trace: error: no value was compared: every position of the {result.compared} "
+              f"activations of {args.a} and {args.b} is padding (or they hold no numbers), so there is nothing "
+              f"to agree about; trace an input with at least one real token", file=sys.stderr)
         return 2
     print(f"A = {args.a}, B = {args.b}; worst |a-b| / ({args.atol:g} + {args.rtol:g}|b|) per activation, "
           f"padded positions skipped")
@@ -289,7 +317,8 @@ example:
     if result.only_in_b:
         print(f"first divergence: {result.only_in_b[0]} (only in B: A has no activation of this name)")
         return 1
-    print(f"all {result.compared} activations agree")
+    print(f"all {result.compared} activations agree: {result.values} values compared at non-padding positions"
+          + (f", {result.mask_cells} mask cells equal" if result.mask_cells else ""))
     return 0
 
 

@@ -14,6 +14,10 @@ that `make test` replays them) and are left alone here.
 import json
 import os
 import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safe_write  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
@@ -58,8 +62,7 @@ def write_all(folder, seeds):
         if isinstance(content, str):
             content = content.encode()
         assert len(content) <= 4096, name
-        with open(os.path.join(path, name), "wb") as f:
-            f.write(content)
+        safe_write.write_bytes(os.path.join(path, name), content)
     print("%s: %d seeds" % (os.path.relpath(path, ROOT), len(seeds)))
 
 

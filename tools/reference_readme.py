@@ -5,6 +5,7 @@ error / tolerance per case (`summaries`). Called by tools/make_reference.py
 after a full run; the text is byte for byte the same run after run.
 """
 
+import safe_write
 from reference_cases import CASES, FORMAT_TAG
 
 
@@ -209,4 +210,4 @@ What each case is for:
 |---|---|
 {chr(10).join(coverage_lines())}
 """
-    (out_dir / "README.md").write_text(text)
+    safe_write.write_text(out_dir / "README.md", text)

@@ -14,7 +14,8 @@ What `write` produces, byte for byte (so equal inputs give identical files):
 - data without holes: tensors ordered by element size (largest first), then
   by name, so every tensor starts at a multiple of its element size. For a
   file whose tensors all have one dtype this is plain name order;
-- written to a temporary name and renamed, so no half-written file is left.
+- written by tools/safe_write.py (a temporary file renamed into place, so no
+  half-written file is left; a FIFO or character device written as a stream).
 
 `read` checks the header strictly (known dtype, shape, offsets matching the
 shape, no overlap, no hole, nothing outside the file) and raises ValueError
@@ -29,8 +30,11 @@ Usage:
 import json
 import os
 import struct
+import sys
 
 import numpy as np
+
+import safe_write  # tools/, the folder this module is imported from
 
 # safetensors dtype name -> numpy dtype of the stored bytes (little-endian).
 # BF16 has no numpy dtype: it is stored/read as raw uint16 bit patterns.
@@ -85,16 +89,12 @@ def f32_to_bf16_bits(values):
 
 def _to_stored(name, value):
     """Return (dtype name, contiguous little-endian numpy array of stored bytes)."""
-    try:  # torch tensors, without importing torch unless it is already in use
-        import torch  # noqa: F401
-
-        if isinstance(value, torch.Tensor):
-            t = value.detach().cpu().contiguous()
-            if t.dtype == torch.bfloat16:
-                return "BF16", np.ascontiguousarray(t.view(torch.int16).numpy().view("<u2"))
-            value = t.numpy()
-    except ImportError:
-        pass
+    torch = sys.modules.get("torch")     # torch tensors, without importing torch unless it is already in use
+    if torch is not None and isinstance(value, torch.Tensor):
+        t = value.detach().cpu().contiguous()
+        if t.dtype == torch.bfloat16:
+            return "BF16", np.ascontiguousarray(t.view(torch.int16).numpy().view("<u2"))
+        value = t.numpy()
     arr = np.asarray(value)
     if arr.dtype not in _NUMPY_TO_NAME:
         raise ValueError(f"tensor {name!r}: unsupported dtype {arr.dtype}")
@@ -134,13 +134,10 @@ def encode(tensors, metadata=None):
     return b"".join(parts)
 
 
-def write(path, tensors, metadata=None):
-    """Write a safetensors file atomically (temporary name, then rename)."""
-    data = encode(tensors, metadata)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+def write(path, tensors, metadata=None, inputs=()):
+    """Write a safetensors file by tools/safe_write.py's rule (path: PATH or
+    (label, PATH); an input of `inputs` is never overwritten)."""
+    safe_write.write_bytes(path, encode(tensors, metadata), inputs)
 
 
 def parse_header(buf):

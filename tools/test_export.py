@@ -19,9 +19,11 @@
 """
 
 import contextlib
+import hashlib
 import io
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -613,6 +615,226 @@ class CommandLine(Temp, unittest.TestCase):
         self.assertEqual(run.returncode, 2)
         self.assertIn("--nhead", run.stderr)
         self.assertIn("--norm-first", run.stderr)
+
+
+# ----------------------------------------------------------------------------
+# Safety (issue #20): loading never runs code, bad flags are one line, --out
+# never replaces an input, shared layers, importable from anywhere
+# ----------------------------------------------------------------------------
+
+
+def folder_state(folder):
+    """{name: sha256} of the files in a folder (symlinks: their target; folders: their listing)."""
+    def state(path):
+        if path.is_symlink():
+            return ("link", os.readlink(path))
+        if path.is_dir():
+            return ("folder", sorted(os.listdir(path)))
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    return {name: state(folder / name) for name in sorted(os.listdir(folder))}
+
+
+class Evil:
+    """Unpickling this makes the folder MARKER: code that ran."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.mkdir, (self.marker,))
+
+
+ENCODER_ONLY = {"format": "tinyformer/1", "arch": "encoder_only", "d_model": D, "nhead": H, "dim_feedforward": FF,
+                "num_layers": 1, "activation": "relu", "norm_first": False, "layer_norm_eps": 1e-5,
+                "final_norm": True, "vocab_size": 5, "max_len": 8, "pos_encoding": "none", "embed_scale": True,
+                "attention": "bidirectional"}
+FLAGS = ["--arch", "encoder_only", "--nhead", str(H), "--activation", "relu", "--norm-first", "false",
+         "--max-len", "8", "--pos-encoding", "none"]
+
+
+class Safety(Temp, unittest.TestCase):
+    def state_dict_file(self, name="state.pt", prefix=""):
+        torch.manual_seed(5)
+        module = te.tm.build_module(ENCODER_ONLY)
+        randomize_(module)
+        path = str(self.dir / name)
+        torch.save({prefix + k: v for k, v in module.state_dict().items()}, path)
+        return path, module
+
+    def refused(self, args, status, *expected, subprocess_run=False):
+        """The exporter refuses: exit `status`, one line on stderr holding `expected`,
+        nothing on stdout, the folder as it was. Run in the test's folder: by
+        main() in this process (an exception would fail the test), or as its own
+        process (subprocess_run=True)."""
+        before = folder_state(self.dir)
+        if subprocess_run:
+            run = subprocess.run([sys.executable, str(TOOLS / "tinyformer_export.py"), *args], capture_output=True,
+                                 text=True, cwd=self.dir)
+            status_got, out, err = run.returncode, run.stdout, run.stderr
+        else:
+            out, err, cwd = io.StringIO(), io.StringIO(), os.getcwd()
+            os.chdir(self.dir)
+            try:
+                with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                    try:
+                        status_got = te.main(args)
+                    except SystemExit as e:
+                        status_got = e.code
+            finally:
+                os.chdir(cwd)
+            out, err = out.getvalue(), err.getvalue()
+        self.assertEqual(status_got, status, out + err)
+        self.assertEqual(out, "")
+        self.assertTrue(err.endswith("\n") and err.count("\n") == 1, repr(err))
+        self.assertTrue(err.startswith("tinyformer_export: error: "), err)
+        for text in expected:
+            self.assertIn(text, err)
+        self.assertEqual(folder_state(self.dir), before)
+        return err
+
+    def test_pickle_code_never_runs(self):
+        marker = str(self.dir / "MARKER")
+        tensor = torch.zeros(2)
+        cases = {"torch.save with an object": lambda p: torch.save({"w": tensor, "x": Evil(marker)}, p),
+                 "torch.save of the object alone": lambda p: torch.save(Evil(marker), p),
+                 "a plain pickle": lambda p: Path(p).write_bytes(pickle.dumps({"x": Evil(marker)}, protocol=2))}
+        for case, save in cases.items():
+            with self.subTest(case=case):
+                path = str(self.dir / "evil.pt")
+                save(path)
+                self.assertFalse(os.path.exists(marker))
+                self.refused(["--from-state-dict", "evil.pt", *FLAGS, "--out", "out.safetensors"], 1,
+                             "--from-state-dict evil.pt: refused", "could run code",
+                             "torch.save(model.state_dict(), PATH)", "Python API", subprocess_run=True)
+                self.assertFalse(os.path.exists(marker), f"{case}: the pickle ran code")
+                with self.assertRaises(ValueError):
+                    te.load_state_dict_file(path)
+                self.assertFalse(os.path.exists(marker), f"{case}: the pickle ran code (Python API)")
+                os.remove(path)
+
+    def test_a_pickled_module_is_refused_with_what_to_do(self):
+        torch.save(te.tm.build_module(ENCODER_ONLY), str(self.dir / "module.pt"))
+        self.refused(["--from-state-dict", "module.pt", *FLAGS, "--out", "out.safetensors"], 1,
+                     "SingleStackRef", "torch.save(model.state_dict(), PATH)")
+
+    def test_a_checkpoint_dict_is_refused_naming_the_entry(self):
+        state, _ = self.state_dict_file()
+        torch.save({"model": torch.load(state, weights_only=True), "step": torch.tensor(3)}, state)
+        self.refused(["--from-state-dict", "state.pt", *FLAGS, "--out", "out.safetensors"], 1,
+                     "entry 'model'", "not a tensor")
+
+    def test_nhead_zero_is_a_usage_error_naming_the_flag(self):
+        self.state_dict_file()
+        for value in ("0", "-4", "four"):
+            with self.subTest(value=value):
+                flags = [f if f != str(H) else value for f in FLAGS]
+                self.refused(["--from-state-dict", "state.pt", *flags, "--out", "out.safetensors"], 2,
+                             "--nhead", repr(value))
+
+    def test_other_bad_numbers_name_their_flag(self):
+        self.state_dict_file()
+        base = ["--from-state-dict", "state.pt", *FLAGS, "--out", "out.safetensors"]
+        self.refused(base + ["--layer-norm-eps", "-1"], 2, "--layer-norm-eps")
+        self.refused(base + ["--pad-id", "-1"], 2, "--pad-id")
+        self.refused(base + ["--pad-id", "5"], 1, "--pad-id: pad_id = 5", "0..4")
+        self.refused(base + ["--nhead", "3"], 1, "--nhead 3 does not divide d_model 16")
+        self.refused(["--check", "m.safetensors", "--batches", "0"], 2, "--batches")
+
+    def test_out_in_a_missing_folder(self):
+        self.state_dict_file()
+        self.refused(["--from-state-dict", "state.pt", *FLAGS, "--out", "no/such/out.safetensors"], 1,
+                     "--out no/such/out.safetensors", "the folder no/such does not exist")
+
+    def test_out_equal_to_an_input_is_refused_before_any_work(self):
+        self.state_dict_file()
+        os.symlink("state.pt", self.dir / "link.pt")
+        os.link(self.dir / "state.pt", self.dir / "hard.pt")
+        for out in ["state.pt", "./state.pt", str(self.dir / "state.pt"), "link.pt", "hard.pt"]:
+            with self.subTest(out=out):
+                self.refused(["--from-state-dict", "state.pt", *FLAGS, "--out", out], 1,
+                             f"--out {out}: is the same file as the input --from-state-dict state.pt")
+        Path(self.dir / "vocab.json").write_text(json.dumps(["<pad>", "a", "b", "c", "d"]))
+        self.refused(["--from-state-dict", "state.pt", *FLAGS, "--vocab", "vocab.json", "--out", "./vocab.json"], 1,
+                     "--out ./vocab.json: is the same file as the input --vocab vocab.json")
+        os.mkdir(self.dir / "out-dir")
+        self.refused(["--from-state-dict", "state.pt", *FLAGS, "--out", "out-dir"], 1, "--out out-dir: is a directory")
+
+    def test_data_parallel_prefix_is_read_without_it(self):
+        _, module = self.state_dict_file(prefix="module.")
+        run = subprocess.run([sys.executable, str(TOOLS / "tinyformer_export.py"), "--from-state-dict", "state.pt",
+                              *FLAGS, "--out", "out.safetensors"], capture_output=True, text=True, cwd=self.dir)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("OK out.safetensors", run.stdout)
+        self.assertEqual(run.stderr.count("\n"), 1)
+        self.assertIn('every name starts with "module."', run.stderr)
+        self.assertIn("DataParallel", run.stderr)
+        tensors, _ = st.read(str(self.dir / "out.safetensors"))
+        self.assertEqual(set(tensors), set(module.state_dict()))
+        for name, value in module.state_dict().items():
+            self.assertTrue(np.array_equal(tensors[name], value.numpy()), name)
+
+    def test_other_names_are_named_not_a_missing_d_model(self):
+        _, module = self.state_dict_file()
+        torch.save({"net." + k: v for k, v in module.state_dict().items()}, str(self.dir / "state.pt"))
+        message = self.refused(["--from-state-dict", "state.pt", *FLAGS, "--out", "out.safetensors"], 1,
+                               "has no tensor embed.weight", "this file's names start with: net",
+                               "embed, pos_embed, transformer, lm_head")
+        self.assertNotIn("--d-model", message)
+
+    def test_check_after_exporting_one_layer_object_used_as_several_layers(self):
+        torch.manual_seed(2)
+        layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True)
+        layers = nn.TransformerEncoder(layer, 1)
+        layers.layers = nn.ModuleList([layer, layer, layer])         # one object, three layers
+        randomize_(layers)
+        path = self.path()
+        te.export_decoder_only(path, layers=layers, embed=nn.Embedding(9, D), lm_head=nn.Linear(D, 9), max_len=8)
+        worst = te.check(path)
+        self.assertLessEqual(worst, 1.0)
+        self.assertGreater(worst, 0.0)
+        p = ed_parts()
+        shared = p["transformer"].decoder.layers[0]
+        p["transformer"].decoder.layers = nn.ModuleList([shared, shared])
+        te.export_encoder_decoder(path, **p, max_len=8)
+        self.assertLessEqual(te.check(path), 1.0)
+
+    def test_torch_trace_output_never_replaces_an_input(self):
+        te.export_encoder_only(self.path(), **single_parts(v=5, head="head"), max_len=8)
+        st.write(str(self.dir / "in.safetensors"), {"ids": np.array([[1, 2, 3]], np.int64)})
+        os.link(self.dir / "model.safetensors", self.dir / "hard.safetensors")
+        os.mkdir(self.dir / "out-dir")
+        cases = [(["--inputs", "in.safetensors", "--output", "./model.safetensors"],
+                  "--output ./model.safetensors: is the same file as the input MODEL model.safetensors"),
+                 (["--inputs", "in.safetensors", "--output", "hard.safetensors"], "the input MODEL"),
+                 (["--inputs", "in.safetensors", "--output", "in.safetensors"],
+                  "the input --inputs in.safetensors"),
+                 (["--ids", "1,2", "--output", "out-dir"], "--output out-dir: is a directory"),
+                 (["--ids", "1,2", "--output", "no/out.safetensors"], "the folder no does not exist")]
+        for args, expected in cases:
+            with self.subTest(args=args):
+                before = folder_state(self.dir)
+                run = subprocess.run([sys.executable, str(TOOLS / "torch_trace.py"), "model.safetensors", *args],
+                                     capture_output=True, text=True, cwd=self.dir)
+                self.assertEqual(run.returncode, 1, run.stderr)
+                self.assertEqual(run.stdout, "")
+                self.assertEqual(run.stderr.count("\n"), 1, run.stderr)
+                self.assertIn(expected, run.stderr)
+                self.assertEqual(folder_state(self.dir), before)
+
+    def test_importable_and_runnable_from_any_folder(self):
+        elsewhere = tempfile.mkdtemp(prefix="elsewhere-", dir=self.dir)
+        script = (f"import sys; sys.path.insert(0, {str(TOOLS)!r})\n"
+                  "import torch; from torch import nn; import tinyformer_export as te\n"
+                  "layers = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, batch_first=True), 1)\n"
+                  "te.export_encoder_only('m.safetensors', layers=layers, embed=nn.Embedding(5, 16), "
+                  "head=nn.Linear(16, 5), max_len=8)\n"
+                  "print(te.check('m.safetensors') <= 1.0)\n")
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=elsewhere)
+        self.assertEqual((run.returncode, run.stdout), (0, "True\n"), run.stderr)
+        run = subprocess.run([sys.executable, str(TOOLS / "tinyformer_export.py"), "--check", "m.safetensors"],
+                             capture_output=True, text=True, cwd=elsewhere)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertIn("OK m.safetensors", run.stdout)
 
 
 if __name__ == "__main__":

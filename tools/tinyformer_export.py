@@ -47,7 +47,11 @@ requires tinyformer's padded rows to be exactly 0. It returns the worst
 (in forward order) whose weights diverge, e.g.
 "attention.decoder.1.cross diverges first: ...".
 
-Command line (from the repository root, Debian's python3-torch):
+Importable from anywhere: sys.path.insert(0, "/path/to/checkout/tools"), then
+import tinyformer_export (its own modules and build/tinyformer are found next
+to this file, never through the working directory).
+
+Command line (from any folder; Debian's python3-torch):
 
     /usr/bin/python3 tools/tinyformer_export.py --check MODEL.safetensors
     /usr/bin/python3 tools/tinyformer_export.py --from-state-dict STATE.pt --arch encoder_decoder \\
@@ -58,6 +62,9 @@ Command line (from the repository root, Debian's python3-torch):
 attribute names (src_embed, tgt_embed, pos_embed, transformer, generator /
 embed, pos_embed, transformer, lm_head): it builds stock modules, loads the
 state_dict strictly, exports them and checks the file (unless --no-check).
+The file is read with torch.load(weights_only=True) (load_state_dict_file):
+nothing in it can run; a file that needs more is refused. Every file written
+goes through tools/safe_write.py.
 Standard library, torch and numpy only.
 """
 
@@ -66,6 +73,7 @@ import copy
 import hashlib
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -77,6 +85,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import safe_write  # noqa: E402
 import safetensors_io as st  # noqa: E402
 import torch_modules as tm  # noqa: E402
 
@@ -89,7 +98,8 @@ STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 FLOAT32_MIN_NORMAL = float(np.finfo(np.float32).tiny)
 MAX_SINUSOIDAL_NUMBERS = 1 << 27  # tinyformer's limit on max_len * d_model
 
-__all__ = ["export_encoder_decoder", "export_decoder_only", "export_encoder_only", "check", "CheckError"]
+__all__ = ["export_encoder_decoder", "export_decoder_only", "export_encoder_only", "check", "CheckError",
+           "load_state_dict_file"]
 
 
 class CheckError(RuntimeError):
@@ -414,10 +424,9 @@ def _write(path, arch, config, named, parts, meta, dtype):
     snapshot = _snapshot(parts, storage)
     metadata = {"config": json.dumps(config, sort_keys=True, separators=(",", ":")), **meta}
     path = str(path)
-    st.write(path, tensors, metadata)
-    with open(path, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()
-    _REGISTRY[os.path.realpath(path)] = {"sha256": digest, "arch": arch, "parts": snapshot}
+    data = st.encode(tensors, metadata)
+    safe_write.write_bytes(path, data)
+    _REGISTRY[os.path.realpath(path)] = {"sha256": hashlib.sha256(data).hexdigest(), "arch": arch, "parts": snapshot}
     return config
 
 
@@ -803,6 +812,18 @@ def check(path, *, n_batches=3, seed=0, verbose=False):
 # ----------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (exit 2), without the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"tinyformer_export: error: {_one_line(message)} (see --help)\n")
+
+
+def _one_line(text):
+    """A message as one line: every run of whitespace (newlines, tabs) becomes one space."""
+    return " ".join(str(text).split())
+
+
 def _bool(text):
     if text.lower() in ("true", "1", "yes"):
         return True
@@ -811,14 +832,98 @@ def _bool(text):
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _read_vocab(path):
+def _whole(least):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
+        return value
+    return parse
+
+
+def _eps(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not FLOAT32_MIN_NORMAL <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive normal float32 below 1 (e.g. 1e-5), got {text!r}")
+    return value
+
+
+# The flag behind each keyword of the Python API, for the API's ValueErrors
+# ("pad_id = 40: outside ...") on the command line.
+_FLAG_OF = {"pad_id": "--pad-id", "bos_id": "--bos-id", "eos_id": "--eos-id", "max_len": "--max-len",
+            "train_max_len": "--train-max-len", "prompt_suffix": "--prompt-suffix", "vocab": "--vocab",
+            "src_vocab": "--src-vocab", "tokenizer": "--tokenizer", "dtype": "--dtype",
+            "pos_embed.num_embeddings": "--max-len"}
+
+
+def _with_flag(message):
+    """`--pad-id: pad_id = 40: ...` when the message is about a flag's value."""
+    name = message.split(" = ")[0]
+    name = name[4:-1] if name.startswith("len(") and name.endswith(")") else name.split("[")[0]
+    flag = _FLAG_OF.get(name)
+    return f"{flag}: {message}" if flag else message
+
+
+_RESAVE = ("re-save the weights alone with torch.save(model.state_dict(), PATH), or, if you trust the file, load "
+           "it yourself and call the Python API (export_encoder_decoder, export_decoder_only, export_encoder_only: "
+           "pydoc3 tools/tinyformer_export.py)")
+
+
+def load_state_dict_file(path, shown=None):
+    """{name: tensor} of a torch.save file, loaded with weights_only=True: tensors
+    and plain containers only, so nothing in the file can run. Raises ValueError
+    saying why and what to do (a pickled module, an object of another class, a
+    dict holding more than tensors)."""
+    shown = shown or str(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        why = str(e).split("WeightsUnpickler error:")[-1].strip()
+        raise ValueError(f"{shown}: refused: loading it needs more than tensors ({why}), and unpickling that "
+                         f"could run code; {_RESAVE}") from None
+    except OSError as e:
+        raise ValueError(f"{shown}: cannot read: {e.strerror or e}") from None
+    except Exception as e:   # noqa: BLE001 - torch.load raises many kinds on a file that is not its own
+        raise ValueError(f"{shown}: cannot load it as a torch.save file ({type(e).__name__}: {e})") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{shown}: holds a {type(state).__name__}, not a state_dict (a dict of name -> tensor); "
+                         f"{_RESAVE}")
+    for name, value in state.items():
+        if not isinstance(name, str) or not torch.is_tensor(value):
+            raise ValueError(f"{shown}: its entry {name!r} is a {type(value).__name__}, not a tensor: not a "
+                             f"state_dict (a dict of name -> tensor); pass the state_dict itself")
+    return dict(state)
+
+
+_PARALLEL_PREFIX = "module."
+
+
+def _without_parallel_prefix(state, shown):
+    """nn.DataParallel / DistributedDataParallel save every name under `module.`:
+    read them without it (and say so)."""
+    if state and all(k.startswith(_PARALLEL_PREFIX) for k in state):
+        print(f"tinyformer_export: note: {shown}: every name starts with \"module.\" (a state_dict of "
+              f"nn.DataParallel / DistributedDataParallel); reading the names without it", file=sys.stderr)
+        return {k[len(_PARALLEL_PREFIX):]: v for k, v in state.items()}
+    return state
+
+
+def _read_vocab(path, flag):
     try:
         with open(path, encoding="utf-8") as f:
             vocab = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise SystemExit(f"tinyformer_export: error: --vocab {path}: {e}")
+    except OSError as e:
+        raise ValueError(f"{flag} {path}: cannot read: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{flag} {path}: not JSON: {e}") from None
     if not isinstance(vocab, list):
-        raise SystemExit(f"tinyformer_export: error: {path}: expected a JSON array of token strings")
+        raise ValueError(f"{flag} {path}: expected a JSON array of token strings")
     return vocab
 
 
@@ -832,28 +937,28 @@ def _infer(args, key, value, flag):
     """A size from the state_dict; a flag given must agree with it."""
     given = getattr(args, key)
     if given is not None and value is not None and given != value:
-        raise SystemExit(f"tinyformer_export: error: {flag} {given} but the state_dict has {value}")
+        raise ValueError(f"{flag} {given} but the state_dict has {value}")
     if given is None and value is None:
-        raise SystemExit(f"tinyformer_export: error: {flag} is needed (the state_dict does not tell)")
+        raise ValueError(f"{flag} is needed (the state_dict does not tell)")
     return given if given is not None else value
 
 
 def from_state_dict(args):
-    try:
-        state = torch.load(args.from_state_dict, map_location="cpu")
-    except Exception as e:   # noqa: BLE001 - torch.load raises many kinds
-        raise SystemExit(f"tinyformer_export: error: cannot load {args.from_state_dict}: {e}")
-    if isinstance(state, nn.Module):
-        state = state.state_dict()
-    if not isinstance(state, dict) or not all(isinstance(k, str) and torch.is_tensor(v) for k, v in state.items()):
-        raise SystemExit(f"tinyformer_export: error: {args.from_state_dict} does not hold a state_dict "
-                         f"(a dict of name -> tensor)")
+    shown = f"--from-state-dict {args.from_state_dict}"
+    state = _without_parallel_prefix(load_state_dict_file(args.from_state_dict, shown), shown)
 
     def shape(name, dim):
         return int(state[name].shape[dim]) if name in state else None
 
     arch = args.arch
     embed_name = "src_embed.weight" if arch == "encoder_decoder" else "embed.weight"
+    if embed_name not in state:
+        attributes = ("src_embed, tgt_embed, pos_embed, transformer, generator" if arch == "encoder_decoder"
+                      else "embed, pos_embed, transformer, lm_head")
+        found = sorted({k.split(".")[0] for k in state})
+        raise ValueError(f"{shown}: has no tensor {embed_name}, which an {arch} state_dict holds (FORMAT's "
+                         f"attribute names: {attributes}; this file's names start with: "
+                         f"{', '.join(found[:8]) or 'nothing, it is empty'}{', ...' if len(found) > 8 else ''})")
     layer0 = "transformer.encoder.layers.0" if arch == "encoder_decoder" else "transformer.layers.0"
     cfg = {"format": FORMAT_TAG, "arch": arch,
            "d_model": _infer(args, "d_model", shape(embed_name, 1), "--d-model"),
@@ -879,21 +984,21 @@ def from_state_dict(args):
         cfg["attention"] = "bidirectional" if arch == "encoder_only" else args.attention
     for key in ("src_vocab_size", "tgt_vocab_size", "vocab_size"):
         if key in cfg and cfg[key] is None:
-            raise SystemExit(f"tinyformer_export: error: the state_dict has no "
+            raise ValueError(f"the state_dict has no "
                              f"{'embed' if key == 'vocab_size' else key[:3] + '_embed'}.weight")
     if cfg["d_model"] % cfg["nhead"]:
-        raise SystemExit(f"tinyformer_export: error: --nhead {cfg['nhead']} does not divide d_model {cfg['d_model']}")
+        raise ValueError(f"--nhead {cfg['nhead']} does not divide d_model {cfg['d_model']}")
     if args.pos_encoding == "learned" and "pos_embed.weight" in state and args.max_len != shape("pos_embed.weight", 0):
-        raise SystemExit(f"tinyformer_export: error: --max-len {args.max_len} but pos_embed.weight has "
+        raise ValueError(f"--max-len {args.max_len} but pos_embed.weight has "
                          f"{shape('pos_embed.weight', 0)} rows")
     module = tm.build_module(cfg)
     try:
         module.load_state_dict(state, strict=True)
     except RuntimeError as e:
-        raise SystemExit(f"tinyformer_export: error: {args.from_state_dict} does not fit the modules built from "
+        raise ValueError(f"{args.from_state_dict} does not fit the modules built from "
                          f"the flags ({arch}): {e}")
     module.eval()
-    vocab = _read_vocab(args.vocab) if args.vocab else None
+    vocab = _read_vocab(args.vocab, "--vocab") if args.vocab else None
     common = dict(pos_encoding=args.pos_encoding, pos_embed=getattr(module, "pos_embed", None),
                   embed_scale=not args.no_embed_scale, max_len=args.max_len, pad_id=args.pad_id, vocab=vocab,
                   tokenizer=args.tokenizer, train_max_len=args.train_max_len, dtype=args.dtype)
@@ -901,7 +1006,7 @@ def from_state_dict(args):
         return export_encoder_decoder(args.out, transformer=module.transformer, src_embed=module.src_embed,
                                       tgt_embed=module.tgt_embed, generator=module.generator, bos_id=args.bos_id,
                                       eos_id=args.eos_id,
-                                      src_vocab=_read_vocab(args.src_vocab) if args.src_vocab else None, **common)
+                                      src_vocab=_read_vocab(args.src_vocab, "--src-vocab") if args.src_vocab else None, **common)
     if arch == "decoder_only":
         return export_decoder_only(args.out, layers=module.transformer, embed=module.embed, lm_head=module.lm_head,
                                    attention=args.attention, bos_id=args.bos_id, eos_id=args.eos_id,
@@ -911,7 +1016,7 @@ def from_state_dict(args):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="tinyformer_export.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Export PyTorch Transformer weights as a tinyformer checkpoint (docs/FORMAT.md), "
                     "and check a checkpoint against PyTorch.",
@@ -927,7 +1032,14 @@ What a state_dict cannot tell must be given: --nhead, --activation, --norm-first
 counts, vocabulary sizes, final norm) are read from the tensors' shapes; a flag that
 disagrees with them is an error.
 
-examples:
+--from-state-dict loads the file with torch.load(weights_only=True): tensors only, nothing
+in it runs; a file that needs more (a pickled module, other objects) is refused.
+Names saved by nn.DataParallel (module. in front of each) are read without the prefix.
+--out is written to a temporary file in its folder and renamed into place (a FIFO or a
+device is written as a stream); it may not be one of the inputs (also under another name
+or a link).
+
+examples (from any folder; paths are taken as given):
   /usr/bin/python3 tools/tinyformer_export.py --check data/models/reverse.safetensors
   /usr/bin/python3 tools/tinyformer_export.py --from-state-dict model.pt --arch decoder_only \\
       --nhead 4 --activation gelu --norm-first true --max-len 64 --attention causal \\
@@ -938,23 +1050,23 @@ check) is described in the module's docstring: pydoc3 tools/tinyformer_export.py
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", metavar="MODEL", help="check MODEL.safetensors against PyTorch")
     mode.add_argument("--from-state-dict", metavar="STATE.pt", help="convert a saved state_dict (torch.save)")
-    ap.add_argument("--batches", type=int, default=3, help="check: random batches (default 3)")
+    ap.add_argument("--batches", type=_whole(1), default=3, help="check: random batches (default 3)")
     ap.add_argument("--seed", type=int, default=0, help="check: seed of the random batches (default 0)")
     g = ap.add_argument_group("--from-state-dict")
     g.add_argument("--arch", choices=["encoder_decoder", "decoder_only", "encoder_only"])
     g.add_argument("--out", metavar="OUT.safetensors", help="the checkpoint to write")
     g.add_argument("--no-check", action="store_true", help="do not run check on the written file")
-    g.add_argument("--d-model", type=int, help="d_model (default: from embedding shapes)")
-    g.add_argument("--nhead", type=int, help="attention heads (required)")
-    g.add_argument("--num-encoder-layers", type=int, help="encoder_decoder (default: counted)")
-    g.add_argument("--num-decoder-layers", type=int, help="encoder_decoder (default: counted)")
-    g.add_argument("--num-layers", type=int, help="decoder_only / encoder_only (default: counted)")
-    g.add_argument("--dim-feedforward", type=int, help="default: from linear1's shape")
+    g.add_argument("--d-model", type=_whole(1), help="d_model (default: from embedding shapes)")
+    g.add_argument("--nhead", type=_whole(1), help="attention heads (required)")
+    g.add_argument("--num-encoder-layers", type=_whole(1), help="encoder_decoder (default: counted)")
+    g.add_argument("--num-decoder-layers", type=_whole(1), help="encoder_decoder (default: counted)")
+    g.add_argument("--num-layers", type=_whole(1), help="decoder_only / encoder_only (default: counted)")
+    g.add_argument("--dim-feedforward", type=_whole(1), help="default: from linear1's shape")
     g.add_argument("--activation", choices=["relu", "gelu"], help="required")
     g.add_argument("--norm-first", type=_bool, metavar="true|false", help="required: true = pre-LN, false = post-LN")
-    g.add_argument("--layer-norm-eps", type=float, default=1e-5, help="default 1e-5")
+    g.add_argument("--layer-norm-eps", type=_eps, default=1e-5, help="default 1e-5")
     g.add_argument("--pos-encoding", choices=list(POS_ENCODINGS), default="sinusoidal", help="default sinusoidal")
-    g.add_argument("--max-len", type=int, help="longest sequence the positions serve (required)")
+    g.add_argument("--max-len", type=_whole(1), help="longest sequence the positions serve (required)")
     g.add_argument("--no-embed-scale", action="store_true", help="do not multiply embeddings by sqrt(d_model)")
     g.add_argument("--attention", choices=["causal", "prefix_lm"], default="causal",
                    help="decoder_only mask (default causal)")
@@ -962,10 +1074,10 @@ check) is described in the module's docstring: pydoc3 tools/tinyformer_export.py
     g.add_argument("--src-vocab", metavar="FILE.json", help="encoder_decoder: source vocabulary, when it differs")
     g.add_argument("--tokenizer", choices=list(TOKENIZERS), default="char", help="default char")
     g.add_argument("--prompt-suffix", help="decoder_only: text every prompt ends with")
-    g.add_argument("--train-max-len", type=int, help="longest training input, in tokens")
-    g.add_argument("--pad-id", type=int)
-    g.add_argument("--bos-id", type=int)
-    g.add_argument("--eos-id", type=int)
+    g.add_argument("--train-max-len", type=_whole(1), help="longest training input, in tokens")
+    g.add_argument("--pad-id", type=_whole(0))
+    g.add_argument("--bos-id", type=_whole(0))
+    g.add_argument("--eos-id", type=_whole(0))
     g.add_argument("--dtype", choices=list(STORAGE), help="storage dtype (default: the tensors' own)")
     args = ap.parse_args(argv)
 
@@ -977,13 +1089,20 @@ check) is described in the module's docstring: pydoc3 tools/tinyformer_export.py
                                             ("--max-len", args.max_len)] if value is None]
         if missing:
             ap.error("--from-state-dict needs " + ", ".join(missing))
+        inputs = [(flag, value) for flag, value in [("--from-state-dict", args.from_state_dict),
+                                                    ("--vocab", args.vocab), ("--src-vocab", args.src_vocab)]
+                  if value is not None]
         try:
+            safe_write.check_outputs([("--out", args.out)], inputs)      # before any work
             config = from_state_dict(args)
-        except ValueError as e:
-            print(f"tinyformer_export: error: {e}", file=sys.stderr)
+        except (ValueError, RuntimeError, OSError) as e:
+            print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
             return 1
         print(f"wrote {args.out}: {config['arch']}, d_model {config['d_model']}, nhead {config['nhead']}")
         if args.no_check:
+            return 0
+        if safe_write.is_stream(args.out):
+            print(f"not checked: {args.out} is a FIFO or a device, it cannot be read back")
             return 0
         path = args.out
     try:
@@ -992,7 +1111,7 @@ check) is described in the module's docstring: pydoc3 tools/tinyformer_export.py
         print(f"FAIL {path}: {e}")
         return 1
     except (OSError, ValueError) as e:
-        print(f"tinyformer_export: error: {e}", file=sys.stderr)
+        print(f"tinyformer_export: error: {_one_line(e)}", file=sys.stderr)
         return 1
     print(f"worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g}")
     print(f"OK {path}: tinyformer matches PyTorch" if worst <= 1.0 else f"FAIL {path}")

@@ -146,23 +146,25 @@ def build_module(cfg):
 
 
 def stack_attention_names(arch, transformer):
-    """{MultiheadAttention module: `forward --attention` output name} of an
-    nn.Transformer (encoder_decoder) or an nn.TransformerEncoder (single-stack)."""
-    names = {}
+    """[(MultiheadAttention module, `forward --attention` output name)] of an
+    nn.Transformer (encoder_decoder) or an nn.TransformerEncoder (single-stack),
+    in forward order. A list, not a dict: one module instance used as several
+    layers appears once per layer."""
+    names = []
     if arch == "encoder_decoder":
         for i, layer in enumerate(transformer.encoder.layers):
-            names[layer.self_attn] = f"attention.encoder.{i}"
+            names.append((layer.self_attn, f"attention.encoder.{i}"))
         for i, layer in enumerate(transformer.decoder.layers):
-            names[layer.self_attn] = f"attention.decoder.{i}.self"
-            names[layer.multihead_attn] = f"attention.decoder.{i}.cross"
+            names.append((layer.self_attn, f"attention.decoder.{i}.self"))
+            names.append((layer.multihead_attn, f"attention.decoder.{i}.cross"))
     else:
         for i, layer in enumerate(transformer.layers):
-            names[layer.self_attn] = f"attention.layers.{i}"
+            names.append((layer.self_attn, f"attention.layers.{i}"))
     return names
 
 
 def attention_names(module, cfg):
-    """{MultiheadAttention module: output name} of a Ref module."""
+    """[(MultiheadAttention module, output name)] of a Ref module."""
     return stack_attention_names(cfg["arch"], module.transformer)
 
 
@@ -193,8 +195,11 @@ class Capture:
     computation is the same whether or not weights are asked for, which
     tools/make_reference.py checks.
 
-    `names`: {MultiheadAttention: output name} (stack_attention_names), or a
-    Ref module and its cfg: Capture(module, cfg, sanitize).
+    `names`: [(MultiheadAttention, output name)] in forward order
+    (stack_attention_names) or {MultiheadAttention: output name}, or a Ref
+    module and its cfg: Capture(module, cfg, sanitize). A module listed under
+    several names (one layer instance shared by several layers) takes them in
+    turn, one per call, in the order listed.
 
     sanitize=True: a query whose every key is masked gets NaN from PyTorch's
     softmax (all -inf). Such a query must be padding (checked); its attention
@@ -209,14 +214,20 @@ class Capture:
         self.fully_masked = {}     # name -> [(b, l), ...] queries with no visible key
         self.sanitize = sanitize
         self._originals = []
-        for mha, name in names.items():
-            self._wrap(mha, name)
+        by_module = {}         # id(module) -> (module, [its names in forward order])
+        for mha, name in (names.items() if isinstance(names, dict) else names):
+            by_module.setdefault(id(mha), (mha, []))[1].append(name)
+        for mha, module_names in by_module.values():
+            self._wrap(mha, module_names)
 
-    def _wrap(self, mha, name):
+    def _wrap(self, mha, module_names):
         original = mha.forward
+        calls = [0]
 
         def forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                     average_attn_weights=True):
+            name = module_names[calls[0] % len(module_names)]
+            calls[0] += 1
             out, w = original(query, key, value, key_padding_mask=key_padding_mask, need_weights=True,
                               attn_mask=attn_mask, average_attn_weights=False)
             if need_weights and average_attn_weights:

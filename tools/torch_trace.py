@@ -68,6 +68,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import safe_write  # noqa: E402
 import safetensors_io as st  # noqa: E402
 import tinyformer_export as te  # noqa: E402
 import torch_modules as tm  # noqa: E402
@@ -390,7 +391,10 @@ the framed input and decoder ids from a tinyformer trace instead. More: pydoc3 t
     if args.target_ids is not None and args.ids is None:
         ap.error("--target-ids goes with --ids")
     torch.set_num_threads(1)
+    inputs = [(flag, path) for flag, path in [("MODEL", args.model), ("--inputs", args.inputs), ("--like", args.like)]
+              if path is not None]
     try:
+        safe_write.check_outputs([("--output", args.output)], inputs)      # before any work
         framed = None
         if args.like:
             meta = st.read_header(args.like)[1]
@@ -403,7 +407,11 @@ the framed input and decoder ids from a tinyformer trace instead. More: pydoc3 t
     except (TraceError, OSError, ValueError, KeyError, RuntimeError) as e:
         print(f"torch_trace: error: {e}", file=sys.stderr)
         return 1
-    st.write(args.output, tensors, metadata)
+    try:
+        st.write(("--output", args.output), tensors, metadata)
+    except ValueError as e:
+        print(f"torch_trace: error: {e}", file=sys.stderr)
+        return 1
     print(f"torch_trace: wrote {len(names)} activations to {args.output}", file=sys.stderr)
     return 0
 

@@ -59,6 +59,7 @@ import math
 import os
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -66,6 +67,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import safe_write  # noqa: E402
 import safetensors_io as st  # noqa: E402
 import tinyformer_export  # noqa: E402
 from torch_modules import build_module, single_stack_forward  # noqa: E402
@@ -286,7 +288,9 @@ def reexport(task, models_dir, run_check):
     model = build_module(config)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in before.items()}, strict=True)
     model.eval()
-    tmp = path.with_name(f".{task}.reexport.safetensors")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{task}.reexport-", suffix=".safetensors")
+    os.close(fd)
+    tmp = Path(tmp)
     try:
         export(model, config, vocab, tmp, TASKS[task].get("max_chars", MAX_CHARS))
         after, after_meta = st.read(str(tmp), widen_bf16=False)
@@ -366,10 +370,9 @@ def train(task, steps, out_dir, seed, batch_size):
     exact = sum(out == TASKS[task]["target"](text) for text, out in zip(held_out, outputs)) / len(held_out)
     out_dir.mkdir(parents=True, exist_ok=True)
     export(model, config, batches.vocab, out_dir / f"{task}.safetensors", TASKS[task].get("max_chars", MAX_CHARS))
-    with open(out_dir / f"{task}.greedy.tsv", "w") as f:
-        f.write("# input\tPyTorch greedy output (tools/train_toy.py, held out from training)\n")
-        for text, out in zip(held_out, outputs):
-            f.write(f"{text}\t{out}\n")
+    safe_write.write_text(out_dir / f"{task}.greedy.tsv",
+                          "# input\tPyTorch greedy output (tools/train_toy.py, held out from training)\n"
+                          + "".join(f"{text}\t{out}\n" for text, out in zip(held_out, outputs)))
     print(f"{task}: held-out exact match {exact:.4f} on {len(held_out)} examples; "
           f"wrote {out_dir / (task + '.safetensors')} ({time.time() - start:.0f} s)", flush=True)
     return exact
