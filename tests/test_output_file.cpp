@@ -380,3 +380,12 @@ TEST_CASE("SIGINT during tinyformer trace's write removes its temporary file and
     CHECK(read_file(out) == "the old trace");
     CHECK(names_in(dir.path()) == std::set<std::string>{"trace.safetensors"});
 }
+
+TEST_CASE("tinyformer explore leaves a user's own x.html.tmp alone (it used to be its temporary name)") {
+    TempDirectory dir;
+    write_text(dir.file("x.html.tmp"), "my draft");
+    test_helpers::run_tinyformer_ok({"explore", "data/models/reverse.safetensors", "abc", "--html", dir.file("x.html")});
+    CHECK(read_file(dir.file("x.html.tmp")) == "my draft");
+    CHECK(read_file(dir.file("x.html")).starts_with("<!DOCTYPE html>"));
+    CHECK(names_in(dir.path()) == std::set<std::string>{"x.html", "x.html.tmp"});
+}
