@@ -107,13 +107,14 @@ struct HeatmapGrid {
 // A drawn label's box, in pixels from the picture's top-left corner.
 struct LabelBox {
     int64_t x = 0, y = 0, width = 0, height = 0;
+    bool turned = false;  // a column label read bottom to top
 };
 
 // Where things go (see the formulas above), in pixels from the top-left corner.
 struct HeatmapLayout {
     int64_t cell_width = 0, cell_height = 0, font_scale = 0;
     int64_t row_step = 0, column_step = 0;        // every row_step-th row / column_step-th column labelled
-    bool columns_rotated = false;                 // column labels read bottom to top
+    bool columns_rotated = false;                 // some column label reads bottom to top (see its box)
     std::vector<LabelBox> row_labels, column_labels, row_axis, column_axis;  // drawn boxes
     int64_t matrix_x = 0, matrix_y = 0;           // top-left corner of cell (0, 0)
     int64_t matrix_width = 0, matrix_height = 0;  // S*cell, L*cell
@@ -127,6 +128,17 @@ struct Image {
     int64_t width = 0, height = 0;
     std::vector<uint8_t> rgb;
 };
+
+// The size a picture would have, from the spec alone (nothing is drawn):
+// what a command checks against kMaxHeatmapPixels before it does any work.
+// Error for a spec that rendering would refuse for any other reason.
+struct HeatmapSize {
+    int64_t width = 0, height = 0;
+    int64_t pixels() const { return width * height; }
+};
+constexpr int64_t kMaxHeatmapPixels = 64LL * 1024 * 1024;
+HeatmapSize heatmap_size(const HeatmapSpec& spec);
+HeatmapSize heatmap_grid_size(const HeatmapGrid& grid);
 
 // Rendering checks the spec and throws Error naming what is wrong (sizes that
 // disagree with rows/cols, a non-finite weight in a drawn cell, scale_min >=

@@ -138,6 +138,9 @@ bool is_attention_picture(const std::string& name) {
 }
 
 constexpr size_t kMaxOverviewPanels = 64;
+// The all-heads picture's panels: smaller than a single head's 600, so that
+// two fit side by side on a slide (engine/heatmap.h chooses the columns).
+constexpr int64_t kGridMatrixSize = 480;
 
 }  // namespace
 
@@ -173,10 +176,6 @@ int attention_command(const Arguments& args) {
     const int64_t heads = model.config.nhead;
     if (only_head >= heads) throw UsageError("attention: --head " + std::to_string(only_head) + " but the model has " +
                                              std::to_string(heads) + " heads (0.." + std::to_string(heads - 1) + ")");
-    std::error_code error;
-    std::filesystem::create_directories(out, error);
-    if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
-
     const std::string model_name = std::filesystem::path(path).stem().string();
     const std::string input = parsed.has("--ids") ? "ids " + parsed.value("--ids") : parsed.positional()[1];
     // The title's head: the model and the input, e.g. reverse  "hello".
@@ -208,6 +207,21 @@ int attention_command(const Arguments& args) {
         std::printf("%s\n", file.c_str());
         written.push_back(name);
     };
+    // Every picture is laid out first (a single heatmap is a grid of one
+    // panel without a grid title: the same pixels), its size checked, and
+    // only then is anything written.
+    struct Picture {
+        std::string file, shows;
+        HeatmapGrid grid;
+    };
+    std::vector<Picture> pictures;
+    const auto single = [](const HeatmapSpec& spec) {
+        HeatmapGrid grid;
+        grid.panels = {spec};
+        grid.columns = 1;
+        grid.scale = spec.scale;
+        return grid;
+    };
     for (const AttentionMap& map : run.maps) {
         if ((only_layer >= 0 && map.layer != only_layer) || (kind != "all" && map.kind != kind)) continue;
         ++layers_seen;
@@ -218,8 +232,7 @@ int attention_command(const Arguments& args) {
             axis_titles(map, spec);
             spec.title = heading + "  " + name + "  average of " + std::to_string(heads) + " heads";
             spec.scale = scale;
-            write_heatmap_png(spec, stem + "-average.png");
-            add(stem + "-average.png", spec.title);
+            pictures.push_back({stem + "-average.png", spec.title, single(spec)});
             continue;
         }
         HeatmapGrid grid;
@@ -235,30 +248,61 @@ int attention_command(const Arguments& args) {
             small.matrix_size = 240;
             overview_panels.emplace_back(order, std::move(small));
             axis_titles(map, spec);
-            spec.title = "head " + std::to_string(h);
-            grid.panels.push_back(spec);
+            HeatmapSpec panel = spec;
+            panel.title = "head " + std::to_string(h);
+            panel.matrix_size = kGridMatrixSize;
+            grid.panels.push_back(std::move(panel));
             if (grids_only || (only_head >= 0 && h != only_head)) continue;
             spec.title = heading + "  " + name + "  head " + std::to_string(h);
             spec.scale = scale;
-            const std::string file = stem + "-head" + std::to_string(h) + ".png";
-            write_heatmap_png(spec, file);
-            add(file, spec.title);
+            pictures.push_back({stem + "-head" + std::to_string(h) + ".png", spec.title, single(spec)});
         }
-        if (only_head < 0) {
-            write_heatmap_grid_png(grid, stem + "-heads.png");
-            add(stem + "-heads.png", grid.title);
-        }
+        if (only_head < 0) pictures.push_back({stem + "-heads.png", grid.title, grid});
     }
     if (layers_seen == 0) throw UsageError("attention: no attention matches --layer/--kind for this model");
-    if (!overview_panels.empty() && overview_panels.size() <= kMaxOverviewPanels) {
+    const auto too_large = [&](const HeatmapGrid& grid) {
+        return heatmap_grid_size(grid).pixels() > kMaxHeatmapPixels;
+    };
+    bool with_overview = !overview_panels.empty() && overview_panels.size() <= kMaxOverviewPanels;
+    if (with_overview) {
         std::stable_sort(overview_panels.begin(), overview_panels.end(),
                          [](const auto& a, const auto& b) { return a.first < b.first; });
         for (auto& [order, panel] : overview_panels) overview.panels.push_back(std::move(panel));
-        write_heatmap_grid_png(overview, out + "/overview.png");
-        add(out + "/overview.png", overview.title);
+        with_overview = !too_large(overview);
+        if (!with_overview)
+            std::fprintf(stderr, "tinyformer attention: no overview.png: it would be more than %lld megapixels "
+                                 "(choose --layer or --kind, or a smaller --scale)\n",
+                         static_cast<long long>(kMaxHeatmapPixels >> 20));
     } else if (!overview_panels.empty()) {
         std::fprintf(stderr, "tinyformer attention: no overview.png: %zu panels, more than %zu (choose --layer or --kind)\n",
                      overview_panels.size(), kMaxOverviewPanels);
+    }
+    for (const Picture& picture : pictures) {
+        if (!too_large(picture.grid)) continue;
+        const HeatmapSize size = heatmap_grid_size(picture.grid);
+        const HeatmapSpec& panel = picture.grid.panels.front();
+        const std::string target_part =
+            model.config.arch == Architecture::EncoderOnly
+                ? ""
+                : text_of(", ", given ? "the target" : "the greedy output", " has ", run.target.size(), " tokens");
+        fail("attention: ", std::filesystem::path(picture.file).filename().string(), " would be ", size.width, "x",
+             size.height, " pixels, more than the limit of ", kMaxHeatmapPixels >> 20, " megapixels (",
+             picture.grid.panels.size(), picture.grid.panels.size() == 1 ? " panel" : " panels", " of ", panel.rows,
+             " queries x ", panel.cols, " keys at --scale ", scale, "; the input has ", tokens.size(), " tokens",
+             target_part, "); nothing was written: choose a smaller --scale, --head H, --layer L or --kind, or a "
+             "shorter input", model.config.arch == Architecture::EncoderOnly ? "" : " or --target");
+    }
+
+    std::error_code error;
+    std::filesystem::create_directories(out, error);
+    if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
+    for (const Picture& picture : pictures) {
+        write_heatmap_grid_png(picture.grid, picture.file);
+        add(picture.file, picture.shows);
+    }
+    if (with_overview) {
+        write_heatmap_grid_png(overview, out + "/overview.png");
+        add(out + "/overview.png", overview.title);
     }
     // Written afresh: this command's pictures from an earlier run that this run did not write go.
     int64_t removed = 0;
