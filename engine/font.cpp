@@ -186,8 +186,6 @@ std::string displayed_text(const std::string& text) {
     return out;
 }
 
-void check_font_file(const std::string& path) { load_font(path); }
-
 int64_t text_width(const std::string& text, int64_t scale) { return text.empty() ? 0 : lay_out(text, scale).width; }
 
 TextMask draw_text(const std::string& text, int64_t scale) {

@@ -52,10 +52,6 @@ struct TextMask {
     uint8_t at(int64_t x, int64_t y) const { return coverage[static_cast<size_t>(y * width + x)]; }
 };
 
-// Loads the font file at `path` and checks it is TrueType; for tests and for
-// a first use (the picture functions use the font TINYFORMER_FONT or kFontPath names).
-void check_font_file(const std::string& path);
-
 int64_t text_width(const std::string& text, int64_t scale);  // px; 0 for ""
 TextMask draw_text(const std::string& text, int64_t scale);
 

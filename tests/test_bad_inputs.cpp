@@ -977,6 +977,38 @@ void check_section(const std::vector<BadInput>& rows) {
 
 }  // namespace
 
+namespace {
+// clang-format off
+// ---- picture sizes: every picture laid out before anything is written ----
+const std::vector<BadInput> kPictureSize = {
+    {"attention --scale 8 on 16 characters: the all-heads picture is over the limit; no folder is created", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: encoder-layer0-self-heads.png would be ", " pixels, more than the limit of 64 megapixels",
+         "(4 panels of 16 queries x 16 keys at --scale 8; the input has 16 tokens, the greedy output has ",
+         "nothing was written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter input or --target"}},
+    {"attention --scale 8 into a folder that holds an earlier run and a user's file: both stay as they were", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("maps"));
+         std::ofstream(d.file("maps/notes.txt")) << "mine";
+         std::ofstream(d.file("maps/encoder-layer0-self-head0.png"), std::ios::binary) << "an earlier picture";
+         return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: encoder-layer0-self-heads.png would be ", "nothing was written"}},
+    {"attention --scale 8 --kind cross --layer 1: the first picture over the limit is named", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--kind", "cross", "--layer", "1",
+                                         "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: decoder-layer1-cross-heads.png would be ", "queries x 16 keys at --scale 8"}},
+    {"mask causal --len 1024 --scale 8: a picture over the limit, with an earlier PNG that must stay", [](const TempDirectory& d) {
+         std::ofstream(d.file("mask.png"), std::ios::binary) << "an earlier picture, to be kept";
+         return std::vector<std::string>{"mask", "causal", "--len", "1024", "--scale", "8", "--output", d.file("mask.png")}; },
+     1, {"mask: the picture would be ", " pixels, more than the limit of 64 megapixels (--len 1024 at --scale 8); "
+         "nothing was written: choose a smaller --scale or --len"}},
+    {"mask seq2seq --len 1024 --src-len 1024 --scale 4: two panels over the limit", [](const TempDirectory& d) {
+         return std::vector<std::string>{"mask", "seq2seq", "--len", "1024", "--src-len", "1024", "--scale", "4",
+                                         "--output", d.file("seq2seq.png")}; },
+     1, {"mask: the picture would be ", "(--len 1024, --src-len 1024 at --scale 4)"}},
+};
+// clang-format on
+}  // namespace
+
 // One test case per section of the catalogue, so that a failure names its section.
 TEST_CASE("Bad inputs, checkpoint: the safetensors frame") { check_section(kSafetensorsFrame); }
 TEST_CASE("Bad inputs, checkpoint: metadata and config") { check_section(kMetadataAndConfig); }
@@ -1031,3 +1063,4 @@ TEST_CASE("F16 and BF16 tensors count as float32 in the memory check: the wideni
                              "refused before allocating");
     }
 }
+TEST_CASE("Bad inputs, picture sizes: refused before any file is written") { check_section(kPictureSize); }

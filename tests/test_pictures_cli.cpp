@@ -10,6 +10,7 @@
 #include <stb_image.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -131,4 +132,58 @@ TEST_CASE("align prints, per output token, the source tokens the last cross-atte
     REQUIRE(rows.size() == 4);  // c, b, a, <eos>
     CHECK(rows[0].rfind("'c'    <bos>   2:'c' ", 0) == 0);  // writing 'c', it looks at the source 'c' first
     CHECK(rows[3].rfind("<eos>  'a'", 0) == 0);
+}
+
+TEST_CASE("Every all-heads picture of the toy models fits a slide: at most 1600x1300 px, between 0.9:1 and 16:9") {
+    // Four heads of 600 px matrices side by side were 3088x850 px: now they wrap into two rows.
+    struct Model {
+        std::string name, input;
+    };
+    const Model models[] = {{"reverse", "attention"},        {"sort", "31415926"},
+                            {"dates", "thursday 3 may 1979"}, {"reverse-prefixlm", "attention="},
+                            {"reverse-causal", "attention="}};
+    TempDirectory dir;
+    for (const Model& model : models) {
+        CAPTURE(model.name);
+        const std::string maps = dir.file(model.name);
+        run_tinyformer_ok({"attention", "data/models/" + model.name + ".safetensors", model.input, "--grids-only", "--output", maps});
+        int pictures = 0;
+        for (const std::string& name : files_in(maps)) {
+            if (!name.ends_with("-heads.png")) continue;
+            CAPTURE(name);
+            ++pictures;
+            const auto [width, height] = png_size(maps + "/" + name);
+            CHECK(width <= 1600);
+            CHECK(height <= 1300);
+            CHECK(width * 10 >= height * 9);
+            CHECK(width * 9 <= height * 16);
+        }
+        CHECK(pictures >= 4);
+    }
+}
+
+TEST_CASE("A missing font file is one error line naming the path and the package, and nothing is written") {
+    TempDirectory dir;
+    const std::string font = dir.file("no-such-font.ttf");
+    ::setenv("TINYFORMER_FONT", font.c_str(), 1);
+    const CliRun mask = run_tinyformer({"mask", "causal", "--output", dir.file("m.png")});
+    const CliRun attention = run_tinyformer({"attention", kReverse, "abc", "--output", dir.file("maps")});
+    ::unsetenv("TINYFORMER_FONT");
+    for (const CliRun& run : {mask, attention}) {
+        CHECK(run.status == 1);
+        CHECK(run.out.empty());
+        CHECK(run.err == "tinyformer: error: cannot read the font " + font +
+                             ": No such file or directory (install the Debian package fonts-dejavu-core, e.g. with "
+                             "`make deps`, or name a TrueType file in TINYFORMER_FONT)\n");
+    }
+    CHECK(files_in(dir.path()).empty());
+    // A file that is not a font
+    std::ofstream(font) << "not a font";
+    ::setenv("TINYFORMER_FONT", font.c_str(), 1);
+    const CliRun not_a_font = run_tinyformer({"mask", "causal", "--output", dir.file("m.png")});
+    ::unsetenv("TINYFORMER_FONT");
+    CHECK(not_a_font.status == 1);
+    CHECK(not_a_font.err.find("the font " + font + " is not a TrueType file") != std::string::npos);
+    CHECK(not_a_font.err.find("fonts-dejavu-core") != std::string::npos);
+    CHECK(files_in(dir.path()) == std::set<std::string>{"no-such-font.ttf"});
 }

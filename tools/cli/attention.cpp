@@ -24,7 +24,7 @@ const char* kAttentionHelp =
     "a vocabulary; labels then show the ids) and writes its attention weights as PNG\n"
     "heatmaps into DIR (created if missing; --out is another name for --output):\n"
     "  STACK-layerL-KIND-headH.png   one picture per stack, layer, kind and head\n"
-    "  STACK-layerL-KIND-heads.png   all heads of that layer side by side\n"
+    "  STACK-layerL-KIND-heads.png   all heads of that layer, in rows that fit a slide\n"
     "  overview.png                  every layer (rows) x every head (columns), per kind\n"
     "  index.md                      every picture, inline, with what it shows\n"
     "STACK is encoder / decoder (encoder-decoder models) or layers (decoder-only and\n"
@@ -51,10 +51,14 @@ const char* kAttentionHelp =
     "titled 'average of H heads', and no overview).\n"
     "--grids-only       only the all-heads pictures and the overview\n"
     "--positions        labels carry the position: 'l:3' is token l at position 3\n"
-    "--scale N          text and cells N times larger, 1..8 (default 1: text 14 px tall)\n"
+    "--scale N          text and cells N times larger, 1..8 (default 1: a line of text 20 px)\n"
     "Cells adapt to the lengths, per axis: clamp(600 / S, 4, 40) * N px wide and\n"
     "clamp(600 / L, 4, 40) * N px tall; labels are thinned per axis so that they never\n"
-    "overlap; column labels turn 90 degrees when one is wider than its cell.\n"
+    "overlap; a column label turns 90 degrees when it is wider than its cell and a line.\n"
+    "Labels and titles show the text as it is (any UTF-8, DejaVu Sans; control\n"
+    "characters escaped as \\x1b). The all-heads picture wraps its heads into rows to fit\n"
+    "a slide. Every picture is laid out first: one over 64 megapixels is refused before\n"
+    "anything is written.\n"
     "A high weight is not an explanation: see lesson 10.3, section 11.\n";
 
 // "decoder layer 1 cross-attention"; single-stack models: "layer 3 self-attention".
@@ -263,20 +267,6 @@ int attention_command(const Arguments& args) {
     const auto too_large = [&](const HeatmapGrid& grid) {
         return heatmap_grid_size(grid).pixels() > kMaxHeatmapPixels;
     };
-    bool with_overview = !overview_panels.empty() && overview_panels.size() <= kMaxOverviewPanels;
-    if (with_overview) {
-        std::stable_sort(overview_panels.begin(), overview_panels.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (auto& [order, panel] : overview_panels) overview.panels.push_back(std::move(panel));
-        with_overview = !too_large(overview);
-        if (!with_overview)
-            std::fprintf(stderr, "tinyformer attention: no overview.png: it would be more than %lld megapixels "
-                                 "(choose --layer or --kind, or a smaller --scale)\n",
-                         static_cast<long long>(kMaxHeatmapPixels >> 20));
-    } else if (!overview_panels.empty()) {
-        std::fprintf(stderr, "tinyformer attention: no overview.png: %zu panels, more than %zu (choose --layer or --kind)\n",
-                     overview_panels.size(), kMaxOverviewPanels);
-    }
     for (const Picture& picture : pictures) {
         if (!too_large(picture.grid)) continue;
         const HeatmapSize size = heatmap_grid_size(picture.grid);
@@ -291,6 +281,21 @@ int attention_command(const Arguments& args) {
              " queries x ", panel.cols, " keys at --scale ", scale, "; the input has ", tokens.size(), " tokens",
              target_part, "); nothing was written: choose a smaller --scale, --head H, --layer L or --kind, or a "
              "shorter input", model.config.arch == Architecture::EncoderOnly ? "" : " or --target");
+    }
+
+    bool with_overview = !overview_panels.empty() && overview_panels.size() <= kMaxOverviewPanels;
+    if (with_overview) {
+        std::stable_sort(overview_panels.begin(), overview_panels.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        for (auto& [order, panel] : overview_panels) overview.panels.push_back(std::move(panel));
+        with_overview = !too_large(overview);
+        if (!with_overview)
+            std::fprintf(stderr, "tinyformer attention: no overview.png: it would be more than %lld megapixels "
+                                 "(choose --layer or --kind, or a smaller --scale)\n",
+                         static_cast<long long>(kMaxHeatmapPixels >> 20));
+    } else if (!overview_panels.empty()) {
+        std::fprintf(stderr, "tinyformer attention: no overview.png: %zu panels, more than %zu (choose --layer or --kind)\n",
+                     overview_panels.size(), kMaxOverviewPanels);
     }
 
     std::error_code error;
