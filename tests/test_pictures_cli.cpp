@@ -7,6 +7,7 @@
 
 #include "tests/run_cli.h"
 
+#include <nlohmann/json.hpp>
 #include <stb_image.h>
 
 #include <algorithm>
@@ -41,7 +42,45 @@ std::pair<int, int> png_size(const std::string& path) {
     return {width, height};
 }
 
+// A copy of the reverse model at `path` whose vocabulary spells 'e' as `e`.
+void reverse_with_e_as(const std::string& e, const std::string& path) {
+    const std::string bytes = read_file(kReverse);
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
+    nlohmann::json header = nlohmann::json::parse(bytes.substr(8, length));
+    nlohmann::json vocab = nlohmann::json::parse(header["__metadata__"]["vocab"].get<std::string>());
+    for (auto& token : vocab)
+        if (token == "e") token = e;
+    header["__metadata__"]["vocab"] = vocab.dump();
+    const std::string text = header.dump();
+    std::string out;
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((text.size() >> (8 * i)) & 0xFF));
+    std::ofstream(path, std::ios::binary) << out << text << bytes.substr(8 + length);
+}
+
 }  // namespace
+
+TEST_CASE("A model's UTF-8 tokens reach the pictures as they are: z\u00e9ro is drawn neither as z?ro nor as zero") {
+    TempDirectory dir;
+    // Three copies of the reverse model, all named reverse (the title names the model), that spell 'e' as é, e and ?.
+    const std::string spellings[3] = {"\xc3\xa9", "e", "?"};
+    const std::string folders[3] = {"accent", "plain", "question"};
+    for (int i = 0; i < 3; ++i) {
+        std::filesystem::create_directory(dir.file(folders[i]));
+        const std::string model = dir.file(folders[i] + "/reverse.safetensors");
+        reverse_with_e_as(spellings[i], model);
+        run_tinyformer_ok({"attention", model, "z" + spellings[i] + "ro", "--kind", "cross", "--layer", "1", "--head", "0",
+                           "--output", dir.file(folders[i] + "/maps")});
+    }
+    const auto picture = [&](int i) { return dir.file(folders[i] + "/maps/decoder-layer1-cross-head0.png"); };
+    // The same ids, so the same weights; 'é' advances as 'e' does (1260 font units), so the same layout:
+    // only the drawn letters differ.
+    CHECK(png_size(picture(0)) == png_size(picture(1)));
+    CHECK(read_file(picture(0)) != read_file(picture(1)));
+    CHECK(read_file(picture(0)) != read_file(picture(2)));
+    CHECK(read_file(dir.file("accent/maps/index.md")).find("reverse  \"z\xc3\xa9ro\"  decoder layer 1 cross-attention  head 0") !=
+          std::string::npos);
+}
 
 TEST_CASE("attention writes pictures, an overview and an index.md that shows every picture inline") {
     TempDirectory dir;
