@@ -697,12 +697,13 @@ GridGeometry grid_geometry(const std::string& title, const std::vector<HeatmapSp
     };
     if (columns == 0) {
         // Automatic: the column count whose picture is closest to 16:9 among
-        // those at most kSlideWidth*s wide (if none is, one column); counts
-        // that leave a whole row empty are not considered.
+        // those at most kSlideWidth*s wide (if none is, one column); a count
+        // that needs as many rows as one column fewer is skipped (it would
+        // only add empty slots).
         grid.columns = 1;
         double best = 0.0;
         for (int64_t c = 1; c <= count; ++c) {
-            if (c > 1 && (count + c - 2) / (c - 1) == (count + c - 1) / c) continue;  // c - 1 columns need as many rows
+            if (c > 1 && (count + c - 2) / (c - 1) == (count + c - 1) / c) continue;
             if (c > 1 && width_for(c) > kSlideWidth * scale) break;
             const double aspect = static_cast<double>(width_for(c)) / static_cast<double>(height_for(c));
             const double distance = std::fabs(std::log(aspect / (16.0 / 9.0)));

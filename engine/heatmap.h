@@ -108,10 +108,10 @@ float largest_shown_weight(const HeatmapSpec& spec);
 // Several heatmaps in one picture, e.g. every head of a layer: panels are
 // placed left to right in `columns` columns, each with its own title and
 // labels, under the grid title, with ONE key at the right. columns = 0 is
-// automatic: of the column counts that do not leave a whole row empty, the
-// one whose picture's width : height is closest to 16:9 (by |log|) among
-// those at most 1600s px wide (one column if none is), so that the picture
-// fits a slide.
+// automatic: of the column counts that need fewer rows than one column
+// fewer would, the one whose picture's width : height is closest to 16:9
+// (by |log|) among those at most 1600s px wide (one column if none is), so
+// that the picture fits a slide: 4 heads of a toy model two by two.
 // Panels must all have weights (and then the same scale) or all be masks.
 struct HeatmapGrid {
     std::string title;
