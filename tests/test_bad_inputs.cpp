@@ -981,21 +981,32 @@ namespace {
 // clang-format off
 // ---- picture sizes: every picture laid out before anything is written ----
 const std::vector<BadInput> kPictureSize = {
-    {"attention --scale 8 on 16 characters: the all-heads picture is over the limit; no folder is created", [](const TempDirectory& d) {
+    {"attention --scale 8 on 16 characters: the all-heads picture's matrices alone are over the limit, known before the pass", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--scale", "8", "--output", d.file("maps")}; },
-     1, {"attention: encoder-layer0-self-heads.png would be ", " pixels, more than the limit of 64 megapixels",
-         "(4 panels of 16 queries x 16 keys at --scale 8; the input has 16 tokens, the greedy output has ",
+     1, {"attention: encoder-layer0-self-heads.png would be more than the limit of 64 megapixels: 4 matrices of 16 queries x "
+         "16 keys and their margins alone take ", " pixels at --scale 8 (known before the pass: the input has 16 tokens); "
+         "nothing was run or written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter input or --target"}},
+    {"attention --scale 8 on 10 characters: over the limit only with its labels and key, found after the pass, before any file", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abcdefghij", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: encoder-layer0-self-heads.png would be 8232x8240 pixels, more than the limit of 64 megapixels "
+         "(4 panels of 10 queries x 10 keys at --scale 8; the input has 10 tokens, the greedy output has 10 tokens); "
          "nothing was written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter input or --target"}},
     {"attention --scale 8 into a folder that holds an earlier run and a user's file: both stay as they were", [](const TempDirectory& d) {
          std::filesystem::create_directory(d.file("maps"));
          std::ofstream(d.file("maps/notes.txt")) << "mine";
          std::ofstream(d.file("maps/encoder-layer0-self-head0.png"), std::ios::binary) << "an earlier picture";
-         return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--scale", "8", "--output", d.file("maps")}; },
+         return std::vector<std::string>{"attention", kReverse, "abcdefghij", "--scale", "8", "--output", d.file("maps")}; },
      1, {"attention: encoder-layer0-self-heads.png would be ", "nothing was written"}},
-    {"attention --scale 8 --kind cross --layer 1: the first picture over the limit is named", [](const TempDirectory& d) {
+    {"attention --scale 8 --kind cross --layer 1: the greedy output's length is known after the pass; its picture is named", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--kind", "cross", "--layer", "1",
                                          "--scale", "8", "--output", d.file("maps")}; },
-     1, {"attention: decoder-layer1-cross-heads.png would be ", "queries x 16 keys at --scale 8"}},
+     1, {"attention: decoder-layer1-cross-heads.png would be ", "(4 panels of 17 queries x 16 keys at --scale 8; "
+         "the input has 16 tokens, the greedy output has 16 tokens); nothing was written"}},
+    {"attention --scale 8 --target on a decoder-only model: prompt and target known before the pass", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", "data/models/reverse-causal.safetensors", "abcdefghijklmno=",
+                                         "--target", "onmlkjihgfedcba", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: layers-layer0-self-heads.png would be more than the limit of 64 megapixels: 4 matrices of 32 queries x "
+         "32 keys", "(known before the pass: the input has 16 tokens, the target 15); nothing was run or written"}},
     {"mask causal --len 1024 --scale 8: a picture over the limit, with an earlier PNG that must stay", [](const TempDirectory& d) {
          std::ofstream(d.file("mask.png"), std::ios::binary) << "an earlier picture, to be kept";
          return std::vector<std::string>{"mask", "causal", "--len", "1024", "--scale", "8", "--output", d.file("mask.png")}; },

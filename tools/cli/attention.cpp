@@ -57,8 +57,9 @@ const char* kAttentionHelp =
     "overlap; a column label turns 90 degrees when it is wider than its cell and a line.\n"
     "Labels and titles show the text as it is (any UTF-8, DejaVu Sans; control\n"
     "characters escaped as \\x1b). The all-heads picture wraps its heads into rows to fit\n"
-    "a slide. Every picture is laid out first: one over 64 megapixels is refused before\n"
-    "anything is written.\n"
+    "a slide. A picture over 64 megapixels is refused before anything is written: before\n"
+    "the pass when the lengths known then (the input, a --target) already make its\n"
+    "matrices too large, else after it, once every picture is laid out.\n"
     "A high weight is not an explanation: see lesson 10.3, section 11.\n";
 
 // "decoder layer 1 cross-attention"; single-stack models: "layer 3 self-attention".
@@ -141,6 +142,80 @@ bool is_attention_picture(const std::string& name) {
     return what && rest == ".png";
 }
 
+// The side of n cells along one axis of a matrix (engine/heatmap.h):
+// exact for a known length, else the least it can be for any length >= n.
+int64_t matrix_extent(int64_t n, bool exact, int64_t matrix_size, int64_t scale) {
+    const auto extent = [&](int64_t m) { return m * std::clamp<int64_t>(matrix_size / m, 4, 40) * scale; };
+    int64_t least = extent(n);
+    for (int64_t m = n + 1; !exact && m <= 1024; ++m) least = std::min(least, extent(m));
+    return least;
+}
+
+// What the command is asked to draw.
+struct PictureChoice {
+    std::string kind;  // self, cross or all
+    int64_t only_layer = -1, only_head = -1, scale = 1;
+    bool average = false, grids_only = false;
+};
+
+// Before the pass, from the lengths known then (the input; a given target,
+// else at least <bos>): a picture whose matrices and the margins around them
+// alone are over the limit is refused. A single heatmap is at least its
+// matrix + 74s wide (margin, gap, key gap, colour bar, numbers' room,
+// margin) and + 80s tall (margin, title band, a label line, gap, margin);
+// an all-heads picture at least H times its panels' matrix + 18s by + 68s.
+// The exact layout is checked after the pass, before anything is written.
+void refuse_before_the_pass(const Model& model, const std::vector<int64_t>& tokens,
+                            const std::optional<std::vector<int64_t>>& target, const PictureChoice& choice,
+                            int64_t grid_matrix_size) {
+    if (target && model.config.arch == Architecture::EncoderOnly) return;  // refused by the pass, with its reason
+    const auto input = static_cast<int64_t>(model_input(model, tokens).size());
+    const bool given = target.has_value();
+    const int64_t decoder = given && model.config.arch == Architecture::EncoderDecoder
+                                ? static_cast<int64_t>(decoder_input(model, *target).size())
+                                : 1;
+    const int64_t sequence = input + (given ? static_cast<int64_t>(target->size()) : 0);
+    const bool sequence_exact = given || model.config.arch == Architecture::EncoderOnly;
+    const int64_t heads = model.config.nhead, s = choice.scale;
+    for (const std::string& name : model.attention_names()) {
+        const AttentionName map = parse_attention_name(name);
+        if ((choice.only_layer >= 0 && map.layer != choice.only_layer) || (choice.kind != "all" && map.kind != choice.kind))
+            continue;
+        int64_t rows = sequence, cols = sequence;
+        bool rows_exact = sequence_exact, cols_exact = sequence_exact;
+        if (map.stack == "encoder") {
+            rows = cols = input;
+            rows_exact = cols_exact = true;
+        } else if (map.stack == "decoder") {
+            rows = decoder;
+            rows_exact = given;
+            cols = map.kind == "cross" ? input : decoder;
+            cols_exact = map.kind == "cross" || given;
+        }
+        const std::string stem = map.stack + "-layer" + std::to_string(map.layer) + "-" + map.kind;
+        const auto refuse_if = [&](const std::string& file, int64_t panels, int64_t matrix_size, int64_t extra_width,
+                                   int64_t extra_height) {
+            const int64_t pixels = panels * (matrix_extent(cols, cols_exact, matrix_size, s) + extra_width * s) *
+                                   (matrix_extent(rows, rows_exact, matrix_size, s) + extra_height * s);
+            if (pixels <= kMaxHeatmapPixels) return;
+            fail("attention: ", file, " would be more than the limit of ", kMaxHeatmapPixels >> 20, " megapixels: ",
+                 panels, panels == 1 ? " matrix" : " matrices", " of ", rows, rows_exact ? "" : " or more", " queries x ",
+                 cols, cols_exact ? "" : " or more", " keys and their margins alone take ", pixels,
+                 " pixels at --scale ", s, " (known before the pass: the input has ", tokens.size(), " tokens",
+                 given ? text_of(", the target ", target->size()) : std::string(),
+                 "); nothing was run or written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter "
+                 "input", model.config.arch == Architecture::EncoderOnly ? "" : " or --target");
+        };
+        if (choice.average) {
+            refuse_if(stem + "-average.png", 1, 600, 74, 80);
+            continue;
+        }
+        if (!choice.grids_only)
+            refuse_if(stem + "-head" + std::to_string(std::max<int64_t>(choice.only_head, 0)) + ".png", 1, 600, 74, 80);
+        if (choice.only_head < 0) refuse_if(stem + "-heads.png", heads, grid_matrix_size, 18, 68);
+    }
+}
+
 constexpr size_t kMaxOverviewPanels = 64;
 // The all-heads picture's panels: smaller than a single head's 600, so that
 // two fit side by side on a slide (engine/heatmap.h chooses the columns).
@@ -176,10 +251,12 @@ int attention_command(const Arguments& args) {
     const std::string& path = parsed.positional()[0];
     const Model model = Model::load(path);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "attention");
-    const AttentionRun run = attention_maps(model, tokens, target_tokens(parsed, model, "attention"));
     const int64_t heads = model.config.nhead;
     if (only_head >= heads) throw UsageError("attention: --head " + std::to_string(only_head) + " but the model has " +
                                              std::to_string(heads) + " heads (0.." + std::to_string(heads - 1) + ")");
+    const std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "attention");
+    refuse_before_the_pass(model, tokens, target, {kind, only_layer, only_head, scale, average, grids_only}, kGridMatrixSize);
+    const AttentionRun run = attention_maps(model, tokens, target);
     const std::string model_name = std::filesystem::path(path).stem().string();
     const std::string input = parsed.has("--ids") ? "ids " + parsed.value("--ids") : parsed.positional()[1];
     // The title's head: the model and the input, e.g. reverse  "hello".
