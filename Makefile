@@ -17,7 +17,7 @@ LDLIBS   += -lm
 # Parallel compile jobs for the builds that test/demo/bench start.
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
-DEBIAN_PACKAGES := libopenblas-dev doctest-dev libstb-dev nlohmann-json3-dev pkg-config
+DEBIAN_PACKAGES := libopenblas-dev doctest-dev libstb-dev nlohmann-json3-dev pkg-config fonts-dejavu-core
 
 ENGINE_SRC := $(wildcard engine/*.cpp)
 LAYERS_SRC := $(wildcard layers/*.cpp)

@@ -2,16 +2,11 @@
 
 #include "engine/heatmap.h"
 
+#include "engine/font.h"
 #include "engine/output_file.h"
 
 #include <stb_image_write.h>
 
-// stb_easy_font is header-only with static functions; this file uses only
-// stb_easy_font_print.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#include <stb_easy_font.h>
-#pragma GCC diagnostic pop
 
 #include <algorithm>
 #include <cerrno>
@@ -70,7 +65,9 @@ const Rgb kViridis[256] = {
     {236, 229, 27}, {239, 229, 28}, {241, 229, 29}, {244, 230, 30}, {246, 230, 32}, {248, 230, 33}, {251, 231, 35}, {253, 231, 37},
 };
 
-const Rgb kTextColour{20, 20, 20};
+// Near black, a little blue: its anti-aliased edges over white are never the
+// hatches' grey ground (240, 240, 240) nor their black lines.
+const Rgb kTextColour{20, 20, 36};
 const Rgb kFrameColour{64, 64, 64};
 
 // Sizes at scale 1; every one is multiplied by the picture's scale s.
@@ -79,94 +76,126 @@ constexpr int64_t kLabelGap = 6;          // between labels and the matrix
 constexpr int64_t kKeyGap = 20;           // between the matrix and the key
 constexpr int64_t kPanelGap = 24;         // between panels of a grid
 constexpr int64_t kTitleBand = 30;        // a title line and the space under it
-constexpr int64_t kFontScale = 2;         // text: titles, labels, axis titles, the key
-constexpr int64_t kGlyphPitch = 10;       // one text line, at font scale 1: 7 px capitals, 2 px descenders, 1 px gap
-constexpr int64_t kCapHeight = 7;
 constexpr int64_t kBarWidth = 16;
 constexpr int64_t kMinBarHeight = 128;
 constexpr int64_t kHatchPeriod = 8;       // hatching: a 2 px line every 8 px (at scale 1)
 constexpr int64_t kRowAxisWrap = 360;     // axis titles wrap at the matrix's side, or this if longer
 constexpr int64_t kColumnAxisWrap = 480;
+constexpr int64_t kTitleWrap = 640;       // titles wrap at the picture's width, or this if wider
+constexpr int64_t kSlideWidth = 1600;     // an automatic grid stays this wide where it can
 // Not scaled.
 constexpr int64_t kMaxScale = 8;
 constexpr int64_t kMaxCells = 1024;
 constexpr int64_t kMaxPanels = 64;
-constexpr int64_t kMaxPixels = 64LL * 1024 * 1024;
 constexpr size_t kMaxLabelChars = 16;
+constexpr size_t kMaxTitleLines = 3;      // a longer title (or axis title) ends in "…"
 
 // ---------------------------------------------------------------- text
 
-// A label as the ASCII font can draw it (see heatmap.h): bytes outside
-// 32..126 become '?' (a UTF-8 character once), a label of spaces becomes
-// '_' per space, and a label longer than `max_chars` is cut, ending in '~'.
-std::string printable_label(const std::string& label, size_t max_chars) {
-    std::string text;
-    for (unsigned char byte : label) {
-        if (byte >= 0x80 && byte < 0xC0) continue;  // UTF-8 continuation byte
-        text.push_back(byte >= 32 && byte <= 126 ? static_cast<char>(byte) : '?');
+// The code points of valid UTF-8 `text`, each as its own string.
+std::vector<std::string> characters(const std::string& text) {
+    std::vector<std::string> out;
+    for (unsigned char byte : text) {
+        if ((byte & 0xC0) == 0x80 && !out.empty())
+            out.back().push_back(static_cast<char>(byte));
+        else
+            out.emplace_back(1, static_cast<char>(byte));
     }
-    if (!text.empty() && text.find_first_not_of(' ') == std::string::npos) text.assign(text.size(), '_');
-    if (text.size() > max_chars) {
-        text.resize(max_chars);
-        text.back() = '~';
+    return out;
+}
+
+// A label as it is drawn (see heatmap.h): control characters escaped
+// (engine/font.h), a label of spaces as one U+2423 OPEN BOX per space, and
+// a label longer than `max_chars` characters cut, its last shown as U+2026 "…".
+std::string label_text(const std::string& label, size_t max_chars) {
+    std::string text = displayed_text(label);
+    if (!text.empty() && text.find_first_not_of(' ') == std::string::npos) {
+        const size_t spaces = text.size();
+        text.clear();
+        for (size_t i = 0; i < spaces; ++i) text.append("\u2423");
     }
+    std::vector<std::string> chars = characters(text);
+    if (chars.size() <= max_chars) return text;
+    chars.resize(max_chars);
+    chars.back() = "\u2026";
+    text.clear();
+    for (const std::string& c : chars) text.append(c);
     return text;
 }
 
-// The filled rectangles stb_easy_font draws for `text` at (0, 0), scale 1.
-struct Rect {
-    int64_t x = 0, y = 0, width = 0, height = 0;
-};
-
-std::vector<Rect> glyph_rects(const std::string& text) {
-    std::vector<char> chars(text.begin(), text.end());
-    chars.push_back('\0');
-    // stb_easy_font writes 4 vertices of 16 bytes per quad; no glyph needs
-    // more than 16 quads.
-    std::vector<float> vertices(text.size() * 16 * 16 + 16);
-    const int quads = stb_easy_font_print(0.0f, 0.0f, chars.data(), nullptr, vertices.data(),
-                                          static_cast<int>(vertices.size() * sizeof(float)));
-    std::vector<Rect> rects;
-    for (int q = 0; q < quads; ++q) {
-        const float* quad = vertices.data() + 16 * q;  // vertex 0 = top-left, vertex 2 = bottom-right
-        const auto x0 = static_cast<int64_t>(quad[0]), y0 = static_cast<int64_t>(quad[1]);
-        const auto x1 = static_cast<int64_t>(quad[8]), y1 = static_cast<int64_t>(quad[9]);
-        rects.push_back({x0, y0, x1 - x0, y1 - y0});
-    }
-    return rects;
-}
-
-// Width of the drawn pixels of `text` at `scale` (0 for empty text).
-int64_t text_width(const std::string& text, int64_t scale) {
-    int64_t right = 0;
-    for (const Rect& rect : glyph_rects(text)) right = std::max(right, rect.x + rect.width);
-    return right * scale;
-}
-
 // `text` cut into lines at spaces, each at most `width` px at `scale` where
-// the words allow (a longer word stays whole on its own line).
-std::vector<std::string> wrap(const std::string& text, int64_t width, int64_t scale) {
-    std::vector<std::string> lines;
-    std::string line, word;
-    const auto flush_word = [&] {
-        if (word.empty()) return;
-        const std::string longer = line.empty() ? word : line + " " + word;
-        if (!line.empty() && text_width(longer, scale) > width) {
-            lines.push_back(line);
-            line = word;
+// the words allow; a word wider than `width` is broken between characters
+// when `break_words`, else it stays whole on its own line. At most
+// `max_lines` lines (0 = no limit): the last one then ends in "…".
+std::vector<std::string> wrap(const std::string& text, int64_t width, int64_t scale, bool break_words = false,
+                              size_t max_lines = 0) {
+    // Words between single spaces: "" between two spaces, so that a run of
+    // spaces inside a line stays as it was.
+    std::vector<std::string> words, lines;
+    std::string word;
+    for (char c : text) {
+        if (c != ' ') {
+            word.push_back(c);
+        } else {
+            words.push_back(word);
+            word.clear();
+        }
+    }
+    words.push_back(word);
+    if (break_words) {  // pieces of at most `width`, measured a character at a time
+        std::vector<std::string> pieces;
+        for (const std::string& whole : words) {
+            if (text_width(whole, scale) <= width) {
+                pieces.push_back(whole);
+                continue;
+            }
+            std::string piece;
+            int64_t piece_width = 0;
+            for (const std::string& c : characters(whole)) {
+                const int64_t c_width = text_width(c, scale);
+                if (!piece.empty() && piece_width + c_width > width) {
+                    pieces.push_back(piece);
+                    piece.clear();
+                    piece_width = 0;
+                }
+                piece.append(c);
+                piece_width += c_width;
+            }
+            if (!piece.empty()) pieces.push_back(piece);
+        }
+        words = std::move(pieces);
+    }
+    std::string line;
+    bool started = false;  // the line holds a word (a new line starts at a word, never at a space)
+    for (const std::string& next : words) {
+        if (!started) {
+            line = next;
+            started = !next.empty();
+            continue;
+        }
+        const std::string longer = line + " " + next;
+        if (!next.empty() && text_width(longer, scale) > width) {
+            lines.push_back(line.substr(0, line.find_last_not_of(' ') + 1));
+            line = next;
         } else {
             line = longer;
         }
-        word.clear();
-    };
-    for (char c : text) {
-        if (c == ' ')
-            flush_word();
-        else
-            word.push_back(c);
     }
-    flush_word();
+    line.erase(line.find_last_not_of(' ') + 1);
     if (!line.empty()) lines.push_back(line);
+    if (max_lines > 0 && lines.size() > max_lines) {
+        lines.resize(max_lines);
+        std::vector<std::string> last = characters(lines.back());
+        while (!last.empty()) {
+            std::string cut;
+            for (const std::string& c : last) cut.append(c);
+            if (text_width(cut + "\u2026", scale) <= width) break;
+            last.pop_back();
+        }
+        lines.back().clear();
+        for (const std::string& c : last) lines.back().append(c);
+        lines.back().append("\u2026");
+    }
     return lines;
 }
 
@@ -175,6 +204,10 @@ int64_t widest(const std::vector<std::string>& lines, int64_t scale) {
     for (const std::string& line : lines) width = std::max(width, text_width(line, scale));
     return width;
 }
+
+struct Rect {
+    int64_t x = 0, y = 0, width = 0, height = 0;
+};
 
 // ---------------------------------------------------------------- canvas
 
@@ -213,6 +246,13 @@ public:
                     set(x, y, rising || falling ? kPaddingHatchColour : kPaddingColour);
             }
     }
+    // `colour` over the pixel at `coverage` / 255.
+    void blend(int64_t x, int64_t y, Rgb colour, uint8_t coverage) {
+        if (coverage == 0 || x < 0 || y < 0 || x >= image_.width || y >= image_.height) return;
+        uint8_t* pixel = &image_.rgb[static_cast<size_t>(3 * (y * image_.width + x))];
+        const uint8_t channels[3] = {colour.r, colour.g, colour.b};
+        for (int i = 0; i < 3; ++i) pixel[i] = static_cast<uint8_t>((pixel[i] * (255 - coverage) + channels[i] * coverage + 127) / 255);
+    }
     // A 1-pixel line just outside `rect`.
     void frame(const Rect& rect, Rgb colour) {
         fill({rect.x - 1, rect.y - 1, rect.width + 2, 1}, colour);
@@ -220,18 +260,20 @@ public:
         fill({rect.x - 1, rect.y, 1, rect.height}, colour);
         fill({rect.x + rect.width, rect.y, 1, rect.height}, colour);
     }
-    // `text` (printable ASCII) with its top-left corner at (x, y).
+    // One line of `text` (engine/font.h) with its line box's top-left corner
+    // at (x, y), anti-aliased over what is there.
     void text(int64_t x, int64_t y, const std::string& text, int64_t scale, Rgb colour) {
-        for (const Rect& rect : glyph_rects(text))
-            fill({x + rect.x * scale, y + rect.y * scale, rect.width * scale, rect.height * scale}, colour);
+        const TextMask mask = draw_text(text, scale);
+        for (int64_t my = 0; my < mask.height; ++my)
+            for (int64_t mx = 0; mx < mask.width; ++mx) blend(x + mx, y + my, colour, mask.at(mx, my));
     }
-    // `text` turned 90 degrees counter-clockwise (read bottom to top): the
-    // top of the letters faces left at x, the text starts at y (its bottom
-    // end) and runs up.
+    // The same line turned 90 degrees counter-clockwise (read bottom to top):
+    // the top of the letters faces left at x, the text starts at y (the
+    // bottom of its box) and runs up.
     void text_up(int64_t x, int64_t y, const std::string& text, int64_t scale, Rgb colour) {
-        for (const Rect& rect : glyph_rects(text))
-            fill({x + rect.y * scale, y - (rect.x + rect.width) * scale, rect.height * scale, rect.width * scale},
-                 colour);
+        const TextMask mask = draw_text(text, scale);
+        for (int64_t my = 0; my < mask.height; ++my)
+            for (int64_t mx = 0; mx < mask.width; ++mx) blend(x + my, y - 1 - mx, colour, mask.at(mx, my));
     }
 
     Image take() { return std::move(image_); }
@@ -300,11 +342,13 @@ float weight_at(const HeatmapSpec& spec, int64_t l, int64_t s, const char* op) {
 // One panel: title, axis titles, labels and matrix, positioned relative to
 // its own top-left corner (the outer margin included on the left and top only).
 struct PanelGeometry {
-    int64_t scale = 1, cell_width = 0, cell_height = 0, font = 0, row_step = 0, column_step = 0;
-    bool columns_rotated = false;
+    int64_t scale = 1, cell_width = 0, cell_height = 0, row_step = 0, column_step = 0;
+    bool columns_rotated = false;                    // some column label is turned
     int64_t matrix_x = 0, matrix_y = 0, matrix_width = 0, matrix_height = 0;
     int64_t width = 0;   // the right edge of whatever is furthest right
+    std::vector<std::string> title_lines;
     std::vector<std::string> row_text, column_text;  // "" where no label is drawn
+    std::vector<bool> column_turned;                 // [S]: this column's label reads bottom to top
     std::vector<std::string> row_axis_lines, column_axis_lines;
     int64_t row_axis_x = 0, row_axis_bottom = 0;  // rotated lines: the first at row_axis_x, bottom ends at row_axis_bottom
     int64_t column_axis_x = 0, column_axis_y = 0;
@@ -314,66 +358,83 @@ struct PanelGeometry {
 // "q3", "k0": the labels of a heatmap without tokens.
 std::string index_label(char prefix, int64_t index) { return std::string(1, prefix).append(std::to_string(index)); }
 
+// The lines of a title at most `width` px wide (words broken when they must be), at most kMaxTitleLines.
+std::vector<std::string> title_lines(const std::string& title, int64_t width, int64_t scale) {
+    return wrap(displayed_text(title), width, scale, /*break_words=*/true, kMaxTitleLines);
+}
+
+// The height of a title band of `lines` lines: 30s for one, each more adds a line.
+int64_t title_band(size_t lines, int64_t scale) {
+    return lines == 0 ? 0 : (kTitleBand + kLineHeight * static_cast<int64_t>(lines - 1)) * scale;
+}
+
 PanelGeometry panel_geometry(const HeatmapSpec& spec, int64_t scale) {
     PanelGeometry panel;
     panel.scale = scale;
     // Each axis its own cell size, so that a short axis keeps every label.
     panel.cell_width = std::clamp<int64_t>(spec.matrix_size / spec.cols, 4, 40) * scale;
     panel.cell_height = std::clamp<int64_t>(spec.matrix_size / spec.rows, 4, 40) * scale;
-    panel.font = kFontScale * scale;
-    const int64_t font = panel.font, cell_width = panel.cell_width, cell_height = panel.cell_height;
-    const int64_t pitch = kGlyphPitch * font;
+    const int64_t cell_width = panel.cell_width, cell_height = panel.cell_height;
+    const int64_t line = kLineHeight * scale;  // a line box, and the pitch of lines
     const int64_t gap = kLabelGap * scale, margin = kMargin * scale;
-    const int64_t glyph_height = (kGlyphPitch - 1) * font;  // capitals and descenders
 
     // Rows: every row_step-th row, so that lines of text never overlap.
-    panel.row_step = (pitch + cell_height - 1) / cell_height;
+    panel.row_step = (line + cell_height - 1) / cell_height;
     int64_t row_band = 0;
     for (int64_t l = 0; l < spec.rows; ++l) {
         std::string text;
         if (l % panel.row_step == 0)
-            text = printable_label(spec.row_labels.empty() ? index_label('q', l) : spec.row_labels[static_cast<size_t>(l)],
-                                   kMaxLabelChars);
-        row_band = std::max(row_band, text_width(text, font));
+            text = label_text(spec.row_labels.empty() ? index_label('q', l) : spec.row_labels[static_cast<size_t>(l)],
+                              kMaxLabelChars);
+        row_band = std::max(row_band, text_width(text, scale));
         panel.row_text.push_back(std::move(text));
     }
-    // Columns: horizontal when every label fits its cell, else rotated.
+    // Columns: each label horizontal when it fits its cell or is narrower
+    // than a line, else turned (then a line wide). Every column_step-th, so
+    // that the widest of those footprints (a horizontal label and 2s) fits.
     std::vector<std::string> all_columns;
-    int64_t widest_column = 0;
+    int64_t footprint = 0;
     for (int64_t s = 0; s < spec.cols; ++s) {
-        all_columns.push_back(printable_label(
-            spec.column_labels.empty() ? index_label('k', s) : spec.column_labels[static_cast<size_t>(s)],
-            kMaxLabelChars));
-        widest_column = std::max(widest_column, text_width(all_columns.back(), font));
+        all_columns.push_back(label_text(
+            spec.column_labels.empty() ? index_label('k', s) : spec.column_labels[static_cast<size_t>(s)], kMaxLabelChars));
+        const int64_t width = text_width(all_columns.back(), scale);
+        const bool turned = width > cell_width - 2 * scale && width > line;
+        panel.column_turned.push_back(turned);
+        panel.columns_rotated = panel.columns_rotated || turned;
+        footprint = std::max(footprint, turned ? line : width + 2 * scale);
     }
-    panel.columns_rotated = widest_column > cell_width - 2 * scale;
-    panel.column_step = panel.columns_rotated ? (pitch + cell_width - 1) / cell_width : 1;
+    panel.column_step = std::max<int64_t>(1, (footprint + cell_width - 1) / cell_width);
     int64_t column_band = 0;
     for (int64_t s = 0; s < spec.cols; ++s) {
         std::string text = s % panel.column_step == 0 ? all_columns[static_cast<size_t>(s)] : "";
-        if (!text.empty()) column_band = std::max(column_band, panel.columns_rotated ? text_width(text, font) : glyph_height);
+        if (!text.empty())
+            column_band = std::max(column_band, panel.column_turned[static_cast<size_t>(s)] ? text_width(text, scale) : line);
         panel.column_text.push_back(std::move(text));
     }
 
     panel.matrix_width = spec.cols * cell_width;
     panel.matrix_height = spec.rows * cell_height;
     panel.row_axis_lines =
-        wrap(printable_label(spec.row_axis, spec.row_axis.size()), std::max(panel.matrix_height, kRowAxisWrap * scale), font);
+        wrap(displayed_text(spec.row_axis), std::max(panel.matrix_height, kRowAxisWrap * scale), scale, true, kMaxTitleLines);
     panel.column_axis_lines =
-        wrap(printable_label(spec.column_axis, spec.column_axis.size()), std::max(panel.matrix_width, kColumnAxisWrap * scale), font);
+        wrap(displayed_text(spec.column_axis), std::max(panel.matrix_width, kColumnAxisWrap * scale), scale, true, kMaxTitleLines);
     const auto row_axis_lines = static_cast<int64_t>(panel.row_axis_lines.size());
     const auto column_axis_lines = static_cast<int64_t>(panel.column_axis_lines.size());
-    const int64_t row_axis_band = row_axis_lines ? row_axis_lines * pitch + gap : 0;
-    const int64_t column_axis_band = column_axis_lines ? column_axis_lines * pitch + gap : 0;
-    const int64_t row_axis_length = widest(panel.row_axis_lines, font);
+    const int64_t row_axis_band = row_axis_lines ? row_axis_lines * line + gap : 0;
+    const int64_t column_axis_band = column_axis_lines ? column_axis_lines * line + gap : 0;
+    const int64_t row_axis_length = widest(panel.row_axis_lines, scale);
 
-    const int64_t title_band = spec.title.empty() ? 0 : kTitleBand * scale;
     panel.matrix_x = margin + row_axis_band + row_band + gap;
-    panel.matrix_y = margin + title_band + column_axis_band + column_band + gap;
+    // The title wraps at the panel's width without it (at least kTitleWrap).
+    const int64_t content_width = std::max(panel.matrix_x + panel.matrix_width,
+                                           panel.matrix_x + widest(panel.column_axis_lines, scale));
+    panel.title_lines = title_lines(spec.title, std::max(content_width - margin, kTitleWrap * scale), scale);
+    const int64_t title = title_band(panel.title_lines.size(), scale);
+    panel.matrix_y = margin + title + column_axis_band + column_band + gap;
     // A row axis title longer than the matrix is tall ends at the matrix's
     // bottom and runs up; the matrix moves down until it fits under the title band.
     if (row_axis_length > panel.matrix_height)
-        panel.matrix_y = std::max(panel.matrix_y, margin + title_band + row_axis_length - panel.matrix_height);
+        panel.matrix_y = std::max(panel.matrix_y, margin + title + row_axis_length - panel.matrix_height);
     panel.row_axis_x = margin;
     panel.row_axis_bottom = row_axis_length > panel.matrix_height
                                 ? panel.matrix_y + panel.matrix_height
@@ -381,37 +442,34 @@ PanelGeometry panel_geometry(const HeatmapSpec& spec, int64_t scale) {
     panel.column_axis_x = panel.matrix_x;
     panel.column_axis_y = panel.matrix_y - gap - column_band - column_axis_band;
 
-    // Boxes of what is drawn, relative to the panel.
+    // Boxes of what is drawn, relative to the panel: a line box is `line` tall.
     for (int64_t l = 0; l < spec.rows; ++l) {
         const std::string& text = panel.row_text[static_cast<size_t>(l)];
         if (text.empty()) continue;
-        const int64_t width = text_width(text, font);
-        panel.row_boxes.push_back({panel.matrix_x - gap - width, panel.matrix_y + l * cell_height + (cell_height - kCapHeight * font) / 2,
-                                   width, glyph_height});
+        const int64_t width = text_width(text, scale);
+        panel.row_boxes.push_back(
+            {panel.matrix_x - gap - width, panel.matrix_y + l * cell_height + (cell_height - line) / 2, width, line});
     }
     for (int64_t s = 0; s < spec.cols; ++s) {
         const std::string& text = panel.column_text[static_cast<size_t>(s)];
         if (text.empty()) continue;
-        const int64_t width = text_width(text, font);
-        if (panel.columns_rotated)
-            panel.column_boxes.push_back({panel.matrix_x + s * cell_width + (cell_width - kCapHeight * font) / 2,
-                                          panel.matrix_y - gap - width, glyph_height, width});
+        const int64_t width = text_width(text, scale);
+        if (panel.column_turned[static_cast<size_t>(s)])
+            panel.column_boxes.push_back(
+                {panel.matrix_x + s * cell_width + (cell_width - line) / 2, panel.matrix_y - gap - width, line, width});
         else
-            panel.column_boxes.push_back({panel.matrix_x + s * cell_width + (cell_width - width) / 2,
-                                          panel.matrix_y - gap - glyph_height, width, glyph_height});
+            panel.column_boxes.push_back(
+                {panel.matrix_x + s * cell_width + (cell_width - width) / 2, panel.matrix_y - gap - line, width, line});
     }
     for (int64_t i = 0; i < row_axis_lines; ++i) {
-        const int64_t length = text_width(panel.row_axis_lines[static_cast<size_t>(i)], font);
-        panel.row_axis_boxes.push_back({panel.row_axis_x + i * pitch, panel.row_axis_bottom - length, glyph_height, length});
+        const int64_t length = text_width(panel.row_axis_lines[static_cast<size_t>(i)], scale);
+        panel.row_axis_boxes.push_back({panel.row_axis_x + i * line, panel.row_axis_bottom - length, line, length});
     }
     for (int64_t i = 0; i < column_axis_lines; ++i)
-        panel.column_axis_boxes.push_back({panel.column_axis_x, panel.column_axis_y + i * pitch,
-                                           text_width(panel.column_axis_lines[static_cast<size_t>(i)], font),
-                                           glyph_height});
+        panel.column_axis_boxes.push_back({panel.column_axis_x, panel.column_axis_y + i * line,
+                                           text_width(panel.column_axis_lines[static_cast<size_t>(i)], scale), line});
 
-    panel.width = std::max({panel.matrix_x + panel.matrix_width,
-                            margin + text_width(printable_label(spec.title, spec.title.size()), font),
-                            panel.column_axis_x + widest(panel.column_axis_lines, font)});
+    panel.width = std::max(content_width, margin + widest(panel.title_lines, scale));
     return panel;
 }
 
@@ -423,7 +481,7 @@ enum class LegendItem { Allowed, Masked, Padding, Prefix };
 struct KeyGeometry {
     bool colour_bar = false;
     float scale_min = 0.0f, scale_max = 1.0f;
-    int64_t scale = 1, font = 1, bar_height = 0;
+    int64_t scale = 1, bar_height = 0;
     std::vector<LegendItem> legend;
     int64_t width = 0, height = 0;
 };
@@ -448,7 +506,6 @@ std::string scale_number(float value, float range) {
 KeyGeometry key_geometry(const std::vector<HeatmapSpec>& panels, int64_t scale, int64_t matrix_height) {
     KeyGeometry key;
     key.scale = scale;
-    key.font = kFontScale * scale;
     key.colour_bar = !panels.front().weights.empty();
     key.scale_min = panels.front().scale_min;
     key.scale_max = panels.front().scale_max;
@@ -464,18 +521,18 @@ KeyGeometry key_geometry(const std::vector<HeatmapSpec>& panels, int64_t scale, 
     if (any[static_cast<int>(CellKind::Padding)]) key.legend.push_back(LegendItem::Padding);
     if (prefix) key.legend.push_back(LegendItem::Prefix);
 
-    const int64_t font = key.font, swatch = kGlyphPitch * font;
+    const int64_t swatch = kLineHeight * scale;
     if (key.colour_bar) {
         key.bar_height = std::max(matrix_height, kMinBarHeight * scale);
         const float range = key.scale_max - key.scale_min;
         int64_t numbers = 0;
         for (float value : {key.scale_min, key.scale_min + range / 2, key.scale_max})
-            numbers = std::max(numbers, text_width(scale_number(value, range), font));
+            numbers = std::max(numbers, text_width(scale_number(value, range), scale));
         key.width = kBarWidth * scale + 8 * scale + numbers;
         key.height = key.bar_height + (key.legend.empty() ? 0 : swatch);
     }
     for (size_t i = 0; i < key.legend.size(); ++i) {
-        key.width = std::max(key.width, swatch + kLabelGap * scale + text_width(legend_text(key.legend[i]), font));
+        key.width = std::max(key.width, swatch + kLabelGap * scale + text_width(legend_text(key.legend[i]), scale));
         key.height += swatch + (i + 1 < key.legend.size() ? swatch / 2 : 0);
     }
     return key;
@@ -501,10 +558,10 @@ void draw_prefix_line(Canvas& canvas, const Rect& matrix, int64_t cell_width, in
 
 void draw_panel(Canvas& canvas, int64_t x, int64_t y, const HeatmapSpec& spec, const PanelGeometry& panel,
                 const char* op) {
-    const int64_t font = panel.font, cell_width = panel.cell_width, cell_height = panel.cell_height, scale = panel.scale;
-    if (!spec.title.empty())
-        canvas.text(x + kMargin * scale, y + kMargin * scale, printable_label(spec.title, spec.title.size()), font,
-                    kTextColour);
+    const int64_t cell_width = panel.cell_width, cell_height = panel.cell_height, scale = panel.scale;
+    for (size_t i = 0; i < panel.title_lines.size(); ++i)
+        canvas.text(x + kMargin * scale, y + kMargin * scale + static_cast<int64_t>(i) * kLineHeight * scale,
+                    panel.title_lines[i], scale, kTextColour);
     const int64_t matrix_x = x + panel.matrix_x, matrix_y = y + panel.matrix_y;
 
     for (int64_t l = 0; l < spec.rows; ++l)
@@ -531,29 +588,30 @@ void draw_panel(Canvas& canvas, int64_t x, int64_t y, const HeatmapSpec& spec, c
     for (const std::string& text : panel.row_text) {
         if (text.empty()) continue;
         const Rect& at = panel.row_boxes[box++];
-        canvas.text(x + at.x, y + at.y, text, font, kTextColour);
+        canvas.text(x + at.x, y + at.y, text, scale, kTextColour);
     }
     box = 0;
-    for (const std::string& text : panel.column_text) {
+    for (size_t s = 0; s < panel.column_text.size(); ++s) {
+        const std::string& text = panel.column_text[s];
         if (text.empty()) continue;
         const Rect& at = panel.column_boxes[box++];
-        if (panel.columns_rotated)
-            canvas.text_up(x + at.x, y + at.y + at.height, text, font, kTextColour);
+        if (panel.column_turned[s])
+            canvas.text_up(x + at.x, y + at.y + at.height, text, scale, kTextColour);
         else
-            canvas.text(x + at.x, y + at.y, text, font, kTextColour);
+            canvas.text(x + at.x, y + at.y, text, scale, kTextColour);
     }
     for (size_t i = 0; i < panel.row_axis_lines.size(); ++i) {
         const Rect& at = panel.row_axis_boxes[i];
-        canvas.text_up(x + at.x, y + at.y + at.height, panel.row_axis_lines[i], font, kTextColour);
+        canvas.text_up(x + at.x, y + at.y + at.height, panel.row_axis_lines[i], scale, kTextColour);
     }
     for (size_t i = 0; i < panel.column_axis_lines.size(); ++i) {
         const Rect& at = panel.column_axis_boxes[i];
-        canvas.text(x + at.x, y + at.y, panel.column_axis_lines[i], font, kTextColour);
+        canvas.text(x + at.x, y + at.y, panel.column_axis_lines[i], scale, kTextColour);
     }
 }
 
 void draw_key(Canvas& canvas, int64_t x, int64_t y, const KeyGeometry& key) {
-    const int64_t font = key.font, scale = key.scale, swatch = kGlyphPitch * font, bar = kBarWidth * scale;
+    const int64_t scale = key.scale, swatch = kLineHeight * scale, bar = kBarWidth * scale;
     if (key.colour_bar) {
         const int64_t height = key.bar_height;
         for (int64_t row = 0; row < height; ++row)  // top = scale_max
@@ -564,8 +622,7 @@ void draw_key(Canvas& canvas, int64_t x, int64_t y, const KeyGeometry& key) {
         const int64_t ticks[3] = {y, y + (height - 1) / 2, y + height - 1};
         for (int i = 0; i < 3; ++i) {
             canvas.fill({x + bar, ticks[i], 4 * scale, scale}, kFrameColour);
-            canvas.text(x + bar + 8 * scale, ticks[i] - kCapHeight * font / 2, scale_number(values[i], range), font,
-                        kTextColour);
+            canvas.text(x + bar + 8 * scale, ticks[i] - swatch / 2, scale_number(values[i], range), scale, kTextColour);
         }
         y += height + swatch;
     }
@@ -581,9 +638,7 @@ void draw_key(Canvas& canvas, int64_t x, int64_t y, const KeyGeometry& key) {
                 break;
         }
         canvas.frame(rect, kFrameColour);
-        // centred with its descenders, so that "padding" stays inside the key's height
-        canvas.text(x + swatch + kLabelGap * scale, y + (swatch - (kGlyphPitch - 1) * font) / 2, legend_text(item),
-                    font, kTextColour);
+        canvas.text(x + swatch + kLabelGap * scale, y, legend_text(item), scale, kTextColour);
         y += swatch + swatch / 2;
     }
 }
@@ -595,11 +650,12 @@ struct GridGeometry {
     std::vector<PanelGeometry> panels;
     KeyGeometry key;
     int64_t columns = 1, slot_width = 0, slot_height = 0, top = 0;
+    std::vector<std::string> title_lines;
     int64_t key_x = 0, key_y = 0, width = 0, height = 0;
 };
 
 GridGeometry grid_geometry(const std::string& title, const std::vector<HeatmapSpec>& panels, int64_t columns,
-                           int64_t scale, const char* op) {
+                           int64_t scale, const char* op, bool check_pixels = true) {
     check_scale(scale, op);
     if (panels.empty() || static_cast<int64_t>(panels.size()) > kMaxPanels)
         fail(op, ": a grid needs 1..", kMaxPanels, " panels, got ", panels.size());
@@ -620,29 +676,56 @@ GridGeometry grid_geometry(const std::string& title, const std::vector<HeatmapSp
     GridGeometry grid;
     grid.scale = scale;
     const auto count = static_cast<int64_t>(panels.size());
-    grid.columns = std::min(columns == 0 ? std::min<int64_t>(count, 4) : columns, count);
-    const int64_t rows = (count + grid.columns - 1) / grid.columns;
-    grid.top = title.empty() ? 0 : kTitleBand * scale;  // the panels bring their own top margin
-    int64_t matrix_right = 0, matrix_height = 0, matrix_y = 0;
+    int64_t matrix_right = 0, matrix_height = 0;
     for (const HeatmapSpec& spec : panels) {
         PanelGeometry panel = panel_geometry(spec, scale);
         matrix_right = std::max(matrix_right, panel.matrix_x + panel.matrix_width);
         matrix_height = std::max(matrix_height, panel.matrix_height);
-        matrix_y = std::max(matrix_y, panel.matrix_y);
         grid.slot_width = std::max(grid.slot_width, panel.width + kPanelGap * scale);
         grid.slot_height = std::max(grid.slot_height, panel.matrix_y + panel.matrix_height);
         grid.panels.push_back(std::move(panel));
     }
     grid.key = key_geometry(panels, scale, matrix_height);
+    const int64_t margin = kMargin * scale;
+    // The picture without its title, for `columns` columns (the title's band is added at the top).
+    const auto width_for = [&](int64_t columns) {
+        return std::max((columns - 1) * grid.slot_width + matrix_right + kKeyGap * scale + grid.key.width,
+                        columns * grid.slot_width - kPanelGap * scale) + margin;
+    };
+    const auto height_for = [&](int64_t columns) {
+        const int64_t rows = (count + columns - 1) / columns;
+        return std::max(rows * grid.slot_height, grid.panels.front().matrix_y + grid.key.height) + margin;
+    };
+    if (columns == 0) {
+        // Automatic: the column count whose picture is closest to 16:9 among
+        // those at most kSlideWidth*s wide (if none is, one column); a count
+        // that needs as many rows as one column fewer is skipped (it would
+        // only add empty slots).
+        grid.columns = 1;
+        double best = 0.0;
+        for (int64_t c = 1; c <= count; ++c) {
+            if (c > 1 && (count + c - 2) / (c - 1) == (count + c - 1) / c) continue;
+            if (c > 1 && width_for(c) > kSlideWidth * scale) break;
+            const double aspect = static_cast<double>(width_for(c)) / static_cast<double>(height_for(c));
+            const double distance = std::fabs(std::log(aspect / (16.0 / 9.0)));
+            if (c == 1 || distance < best) {
+                grid.columns = c;
+                best = distance;
+            }
+        }
+    } else {
+        grid.columns = std::min(columns, count);
+    }
+    const int64_t content_width = width_for(grid.columns);
+    grid.title_lines = title_lines(title, std::max(content_width - 2 * margin, kTitleWrap * scale), scale);
+    grid.top = title_band(grid.title_lines.size(), scale);  // the panels bring their own top margin
     grid.key_x = (grid.columns - 1) * grid.slot_width + matrix_right + kKeyGap * scale;
     grid.key_y = grid.top + grid.panels.front().matrix_y;
-    const int64_t title_width = kMargin * scale + text_width(printable_label(title, title.size()), kFontScale * scale);
-    grid.width = std::max({grid.key_x + grid.key.width, grid.columns * grid.slot_width - kPanelGap * scale, title_width}) +
-                 kMargin * scale;
-    grid.height = std::max(grid.top + rows * grid.slot_height, grid.key_y + grid.key.height) + kMargin * scale;
-    if (grid.width * grid.height > kMaxPixels)
-        fail(op, ": the picture would be ", grid.width, "x", grid.height, " pixels, more than ", kMaxPixels / (1024 * 1024),
-             " megapixels");
+    grid.width = std::max(content_width, 2 * margin + widest(grid.title_lines, scale));
+    grid.height = grid.top + height_for(grid.columns);
+    if (check_pixels && grid.width * grid.height > kMaxHeatmapPixels)
+        fail(op, ": the picture would be ", grid.width, "x", grid.height, " pixels, more than ",
+             kMaxHeatmapPixels / (1024 * 1024), " megapixels");
     return grid;
 }
 
@@ -650,9 +733,9 @@ Image render_grid(const std::string& title, const std::vector<HeatmapSpec>& pane
                   const char* op) {
     const GridGeometry grid = grid_geometry(title, panels, columns, scale, op);
     Canvas canvas(grid.width, grid.height, scale);
-    if (!title.empty())
-        canvas.text(kMargin * scale, kMargin * scale, printable_label(title, title.size()), kFontScale * scale,
-                    kTextColour);
+    for (size_t i = 0; i < grid.title_lines.size(); ++i)
+        canvas.text(kMargin * scale, kMargin * scale + static_cast<int64_t>(i) * kLineHeight * scale, grid.title_lines[i],
+                    scale, kTextColour);
     for (size_t i = 0; i < panels.size(); ++i) {
         const auto index = static_cast<int64_t>(i);
         draw_panel(canvas, (index % grid.columns) * grid.slot_width, grid.top + (index / grid.columns) * grid.slot_height,
@@ -724,7 +807,7 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec) {
     HeatmapLayout layout;
     layout.cell_width = panel.cell_width;
     layout.cell_height = panel.cell_height;
-    layout.font_scale = panel.font;
+    layout.font_scale = panel.scale;
     layout.row_step = panel.row_step;
     layout.column_step = panel.column_step;
     layout.columns_rotated = panel.columns_rotated;
@@ -735,6 +818,9 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec) {
     };
     layout.row_labels = boxes(panel.row_boxes);
     layout.column_labels = boxes(panel.column_boxes);
+    size_t drawn = 0;
+    for (size_t s = 0; s < panel.column_text.size(); ++s)
+        if (!panel.column_text[s].empty()) layout.column_labels[drawn++].turned = panel.column_turned[s];
     layout.row_axis = boxes(panel.row_axis_boxes);
     layout.column_axis = boxes(panel.column_axis_boxes);
     layout.matrix_x = panel.matrix_x;
@@ -747,6 +833,17 @@ HeatmapLayout heatmap_layout(const HeatmapSpec& spec) {
     layout.width = grid.width;
     layout.height = grid.height;
     return layout;
+}
+
+HeatmapSize heatmap_size(const HeatmapSpec& spec) {
+    const GridGeometry grid = grid_geometry("", {spec}, 1, spec.scale, "heatmap_size", /*check_pixels=*/false);
+    return {grid.width, grid.height};
+}
+
+HeatmapSize heatmap_grid_size(const HeatmapGrid& grid) {
+    const GridGeometry geometry =
+        grid_geometry(grid.title, grid.panels, grid.columns, grid.scale, "heatmap_grid_size", /*check_pixels=*/false);
+    return {geometry.width, geometry.height};
 }
 
 Image render_heatmap(const HeatmapSpec& spec) { return render_grid("", {spec}, 1, spec.scale, "render_heatmap"); }

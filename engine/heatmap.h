@@ -20,21 +20,31 @@
 // row P-1 and after column P-1: the keys left of it are the prefix.
 //
 // Layout, in pixels (heatmap_layout computes it), at an integer scale
-// s = 1..8 (spec.scale; a grid's scale for all its panels). Text is
-// stb_easy_font at 2s: a capital is 14s px tall, a line 20s px.
+// s = 1..8 (spec.scale; a grid's scale for all its panels). Text is one
+// module, engine/font.h: DejaVu Sans, anti-aliased, a line 20s px tall
+// (capitals about 12.5s px); every length is s times its length at s = 1.
 //   cells       per axis: cell_width = clamp(matrix_size / S, 4, 40) * s,
 //               cell_height = clamp(matrix_size / L, 4, 40) * s (integer
 //               division; matrix_size is 600 unless the spec says less), so
 //               that a short axis keeps its cells and labels large;
 //   rows        labelled every row_step = ceil(20s / cell_height) rows;
-//   columns     labels horizontal, centred on their column, when every one is
-//               at most cell_width - 2s wide (column_step 1); else rotated 90
-//               degrees (read bottom to top) as one run of text, every
-//               column_step = ceil(20s / cell_width) columns. Thinning is per axis.
-//   axis titles row_axis left of the row labels (rotated), column_axis above
+//   columns     decided per label: horizontal, centred on its column, when
+//               it is at most cell_width - 2s wide or narrower than a line
+//               (20s); else turned 90 degrees (read bottom to top) as one run
+//               of text, a line wide. Every column_step-th column is labelled,
+//               column_step = ceil(F / cell_width) for the widest footprint F
+//               (a horizontal label's width + 2s, a turned one's 20s): so one
+//               wide label turns only itself, and "l" stays an upright "l".
+//               Thinning is per axis.
+//   axis titles row_axis left of the row labels (turned), column_axis above
 //               the column labels, each wrapped into lines at word breaks
 //               (at the matrix's height or 360s, its width or 480s).
-//   title       one line at 2s above everything, in a 30s px band.
+//   title       above everything, wrapped at the picture's width without it
+//               (or 640s if that is wider; a word too long is broken between
+//               characters), at most 3 lines, the last then ending in "…";
+//               a 30s px band, 20s more per further line. So no title makes a
+//               picture wider, and none makes it more than 70s px taller.
+// Axis titles keep to 3 lines the same way.
 // Margins are 12s, gaps between labels and matrix 6s, between the matrix and
 // the key 20s. The key right of the matrix is the colour bar (16s px wide,
 // max(L*cell, 128s) px tall, scale_max at the top, with the scale_min,
@@ -42,10 +52,12 @@
 // prefix line) in use; a mask picture's key is the legend alone.
 //
 // Labels: row_labels are the query tokens (left), column_labels the key
-// tokens (top), drawn as given — special tokens as "<bos>", "<eos>", "<pad>".
-// The font is ASCII only: a byte outside 32..126 (a UTF-8 character counts
-// once) is drawn as '?', a label of spaces as '_' per space, and labels are
-// cut to 16 characters, the last shown as '~'.
+// tokens (top), drawn as they are (engine/font.h: any UTF-8; control
+// characters, bidi controls and invalid bytes escaped as "\x1b", "\u{202e}";
+// a character the font lacks as a replacement box; logical order, left to
+// right, so nothing reorders a label) — special tokens as "<bos>", "<eos>",
+// "<pad>". A label of spaces is drawn as one "␣" (U+2423) per space, and
+// labels are cut to 16 characters, the last shown as "…".
 // Without labels, rows are "q0", "q1", ... and columns "k0", "k1", ...
 //
 // Files are written by engine/output_file.h: the PNG is encoded in memory
@@ -94,8 +106,12 @@ std::vector<uint8_t> padding_flags(const Padding& padding, int64_t batch);
 float largest_shown_weight(const HeatmapSpec& spec);
 
 // Several heatmaps in one picture, e.g. every head of a layer: panels are
-// placed left to right in `columns` columns (0 = min(panels, 4)), each with
-// its own title and labels, under the grid title, with ONE key at the right.
+// placed left to right in `columns` columns, each with its own title and
+// labels, under the grid title, with ONE key at the right. columns = 0 is
+// automatic: of the column counts that need fewer rows than one column
+// fewer would, the one whose picture's width : height is closest to 16:9
+// (by |log|) among those at most 1600s px wide (one column if none is), so
+// that the picture fits a slide: 4 heads of a toy model two by two.
 // Panels must all have weights (and then the same scale) or all be masks.
 struct HeatmapGrid {
     std::string title;
@@ -107,13 +123,14 @@ struct HeatmapGrid {
 // A drawn label's box, in pixels from the picture's top-left corner.
 struct LabelBox {
     int64_t x = 0, y = 0, width = 0, height = 0;
+    bool turned = false;  // a column label read bottom to top
 };
 
 // Where things go (see the formulas above), in pixels from the top-left corner.
 struct HeatmapLayout {
-    int64_t cell_width = 0, cell_height = 0, font_scale = 0;
+    int64_t cell_width = 0, cell_height = 0, font_scale = 0;  // font_scale: the text's scale, the picture's s
     int64_t row_step = 0, column_step = 0;        // every row_step-th row / column_step-th column labelled
-    bool columns_rotated = false;                 // column labels read bottom to top
+    bool columns_rotated = false;                 // some column label reads bottom to top (see its box)
     std::vector<LabelBox> row_labels, column_labels, row_axis, column_axis;  // drawn boxes
     int64_t matrix_x = 0, matrix_y = 0;           // top-left corner of cell (0, 0)
     int64_t matrix_width = 0, matrix_height = 0;  // S*cell, L*cell
@@ -127,6 +144,17 @@ struct Image {
     int64_t width = 0, height = 0;
     std::vector<uint8_t> rgb;
 };
+
+// The size a picture would have, from the spec alone (nothing is drawn):
+// what a command checks against kMaxHeatmapPixels before it does any work.
+// Error for a spec that rendering would refuse for any other reason.
+struct HeatmapSize {
+    int64_t width = 0, height = 0;
+    int64_t pixels() const { return width * height; }
+};
+constexpr int64_t kMaxHeatmapPixels = 64LL * 1024 * 1024;
+HeatmapSize heatmap_size(const HeatmapSpec& spec);
+HeatmapSize heatmap_grid_size(const HeatmapGrid& grid);
 
 // Rendering checks the spec and throws Error naming what is wrong (sizes that
 // disagree with rows/cols, a non-finite weight in a drawn cell, scale_min >=

@@ -1050,6 +1050,49 @@ void check_section(const std::vector<BadInput>& rows) {
 
 }  // namespace
 
+namespace {
+// clang-format off
+// ---- picture sizes: every picture laid out before anything is written ----
+const std::vector<BadInput> kPictureSize = {
+    {"attention --scale 8 on 16 characters: the all-heads picture's matrices alone are over the limit, known before the pass", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: encoder-layer0-self-heads.png would be more than the limit of 64 megapixels: 4 matrices of 16 queries x "
+         "16 keys and their margins alone take ", " pixels at --scale 8 (known before the pass: the input has 16 tokens); "
+         "nothing was run or written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter input or --target"}},
+    {"attention --scale 8 on 10 characters: over the limit only with its labels and key, found after the pass, before any file", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abcdefghij", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: encoder-layer0-self-heads.png would be 8232x8240 pixels, more than the limit of 64 megapixels "
+         "(4 panels of 10 queries x 10 keys at --scale 8; the input has 10 tokens, the greedy output has 10 tokens); "
+         "nothing was written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter input or --target"}},
+    {"attention --scale 8 into a folder that holds an earlier run and a user's file: both stay as they were", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("maps"));
+         std::ofstream(d.file("maps/notes.txt")) << "mine";
+         std::ofstream(d.file("maps/encoder-layer0-self-head0.png"), std::ios::binary) << "an earlier picture";
+         return std::vector<std::string>{"attention", kReverse, "abcdefghij", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: encoder-layer0-self-heads.png would be ", "nothing was written"}},
+    {"attention --scale 8 --kind cross --layer 1: the greedy output's length is known after the pass; its picture is named", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--kind", "cross", "--layer", "1",
+                                         "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: decoder-layer1-cross-heads.png would be ", "(4 panels of 17 queries x 16 keys at --scale 8; "
+         "the input has 16 tokens, the greedy output has 16 tokens); nothing was written"}},
+    {"attention --scale 8 --target on a decoder-only model: prompt and target known before the pass", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", "data/models/reverse-causal.safetensors", "abcdefghijklmno=",
+                                         "--target", "onmlkjihgfedcba", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: layers-layer0-self-heads.png would be more than the limit of 64 megapixels: 4 matrices of 32 queries x "
+         "32 keys", "(known before the pass: the input has 16 tokens, the target 15); nothing was run or written"}},
+    {"mask causal --len 1024 --scale 8: a picture over the limit, with an earlier PNG that must stay", [](const TempDirectory& d) {
+         std::ofstream(d.file("mask.png"), std::ios::binary) << "an earlier picture, to be kept";
+         return std::vector<std::string>{"mask", "causal", "--len", "1024", "--scale", "8", "--output", d.file("mask.png")}; },
+     1, {"mask: the picture would be ", " pixels, more than the limit of 64 megapixels (--len 1024 at --scale 8); "
+         "nothing was written: choose a smaller --scale or --len"}},
+    {"mask seq2seq --len 1024 --src-len 1024 --scale 4: two panels over the limit", [](const TempDirectory& d) {
+         return std::vector<std::string>{"mask", "seq2seq", "--len", "1024", "--src-len", "1024", "--scale", "4",
+                                         "--output", d.file("seq2seq.png")}; },
+     1, {"mask: the picture would be ", "(--len 1024, --src-len 1024 at --scale 4)"}},
+};
+// clang-format on
+}  // namespace
+
 // One test case per section of the catalogue, so that a failure names its section.
 TEST_CASE("Bad inputs, checkpoint: the safetensors frame") { check_section(kSafetensorsFrame); }
 TEST_CASE("Bad inputs, checkpoint: metadata and config") { check_section(kMetadataAndConfig); }
@@ -1106,3 +1149,4 @@ TEST_CASE("F16 and BF16 tensors count as float32 in the memory check: the wideni
 }
 
 TEST_CASE("Bad inputs, outputs that are an input or not a file") { check_section(kWritingFiles); }
+TEST_CASE("Bad inputs, picture sizes: refused before any file is written") { check_section(kPictureSize); }

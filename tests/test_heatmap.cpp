@@ -5,12 +5,15 @@
 #include <doctest/doctest.h>
 
 #include "engine/attention.h"
+#include "engine/font.h"
 #include "engine/heatmap.h"
 #include "engine/mask.h"
 #include "engine/random.h"
 #include "tests/helpers.h"
+#include "tests/run_cli.h"
 
 #include <stb_image.h>
+#include <stb_truetype.h>
 
 #include <algorithm>
 #include <cmath>
@@ -126,6 +129,12 @@ bool overlap(const tinyformer::LabelBox& a, const tinyformer::LabelBox& b) {
     return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 }
 
+// DejaVu Sans (fonts-dejavu-core), read by hand from its tables: a 20 px line
+// is ascent 1901 + descent 483 = 2384 font units; 'a' advances 1255 units,
+// 10.53 px, so a label "a" is 11 px wide. The test "The font's numbers ..."
+// checks these against the font file itself.
+constexpr int64_t kAWidth = 11;
+
 // Causal self-attention weights of random Q = K = V [1, T, 8].
 Tensor causal_attention_weights(int64_t length) {
     tinyformer::Random random(7);
@@ -219,12 +228,14 @@ TEST_CASE("Cells are sized per axis, labels thinned per axis, and the picture fo
         int64_t rows, cols, cell_width, cell_height, row_step, column_step;
         bool rotated;
     };
-    // Labels "a": 8 px wide at font scale 2; a column label stands horizontal when 8 <= cell_width - 2.
+    // Labels "a": 11 px wide (kAWidth); a column label stands horizontal when it fits, 11 <= cell_width - 2,
+    // and also when it does not, being narrower than a 20 px line: then every
+    // column_step = ceil((11 + 2) / cell_width)-th column is labelled. Never turned here.
     const Case cases[] = {
         {1, 1, 40, 40, 1, 1, false},    {6, 6, 40, 40, 1, 1, false},    {16, 16, 37, 37, 1, 1, false},
         {3, 20, 30, 40, 1, 1, false},   {30, 30, 20, 20, 1, 1, false},  {31, 31, 19, 19, 2, 1, false},
-        {60, 60, 10, 10, 2, 1, false},  {61, 61, 9, 9, 3, 3, true},     {100, 7, 40, 6, 4, 1, false},
-        {3, 100, 6, 40, 1, 4, true},    {150, 150, 4, 4, 5, 5, true},   {1024, 1024, 4, 4, 5, 5, true},
+        {60, 60, 10, 10, 2, 2, false},  {61, 61, 9, 9, 3, 2, false},    {100, 7, 40, 6, 4, 1, false},
+        {3, 100, 6, 40, 1, 3, false},   {150, 150, 4, 4, 5, 4, false},  {1024, 1024, 4, 4, 5, 4, false},
     };
     TempDirectory dir;
     for (const Case& c : cases) {
@@ -243,13 +254,13 @@ TEST_CASE("Cells are sized per axis, labels thinned per axis, and the picture fo
         CHECK(layout.row_step == (20 + layout.cell_height - 1) / layout.cell_height);
         CHECK(layout.column_step == c.column_step);
         CHECK(layout.columns_rotated == c.rotated);
-        CHECK(layout.font_scale == 2);
+        CHECK(layout.font_scale == 1);
         CHECK(static_cast<int64_t>(layout.row_labels.size()) == (c.rows + c.row_step - 1) / c.row_step);
         CHECK(static_cast<int64_t>(layout.column_labels.size()) == (c.cols + c.column_step - 1) / c.column_step);
         CHECK(layout.matrix_width == c.cols * c.cell_width);
         CHECK(layout.matrix_height == c.rows * c.cell_height);
-        CHECK(layout.matrix_x == 12 + 8 + 6);                         // margin, row label band, gap
-        CHECK(layout.matrix_y == 12 + (c.rotated ? 8 : 18) + 6);      // margin, column label band, gap (no title)
+        CHECK(layout.matrix_x == 12 + kAWidth + 6);  // margin, row label band, gap
+        CHECK(layout.matrix_y == 12 + 20 + 6);       // margin, column label band (a line), gap (no title)
         CHECK(layout.key_x == layout.matrix_x + layout.matrix_width + 20);
         CHECK(layout.key_height == std::max<int64_t>(layout.matrix_height, 128));  // the colour bar alone
         CHECK(layout.width == layout.key_x + layout.key_width + 12);
@@ -261,7 +272,7 @@ TEST_CASE("Cells are sized per axis, labels thinned per axis, and the picture fo
         }
     }
 
-    SUBCASE("a title adds a 30 px band; a long one widens the picture to its own width + 24") {
+    SUBCASE("a title adds a 30 px band; a long one wraps at 640 px into at most 3 lines, 20 px each") {
         HeatmapSpec spec;
         spec.rows = spec.cols = 2;
         spec.weights = {1, 0, 0.5f, 0.5f};
@@ -269,8 +280,22 @@ TEST_CASE("Cells are sized per axis, labels thinned per axis, and the picture fo
         spec.title = "short";
         CHECK(tinyformer::heatmap_layout(spec).matrix_y == plain.matrix_y + 30);
         CHECK(tinyformer::heatmap_layout(spec).width == plain.width);
-        spec.title = std::string(200, 'x');  // 'x' advances 7 px and is 5 px wide; the title is at scale 2
-        CHECK(tinyformer::heatmap_layout(spec).width == 24 + 2 * (199 * 7 + 5));
+        // 'x' advances 1212 of 2384 units per 20 px line: 10.2 px, so 64 of them are wider than 640 px.
+        spec.title = std::string(64, 'x');
+        const HeatmapLayout two = tinyformer::heatmap_layout(spec);
+        CHECK(two.matrix_y == plain.matrix_y + 30 + 20);
+        CHECK(two.width <= 640 + 24);
+        CHECK(two.width > 600);
+        spec.title = std::string(200, 'x');
+        const HeatmapLayout three = tinyformer::heatmap_layout(spec);
+        CHECK(three.matrix_y == plain.matrix_y + 30 + 2 * 20);
+        spec.title = std::string(20000, 'x');  // cut after three lines, ending in "…"
+        CHECK(tinyformer::heatmap_layout(spec).matrix_y == three.matrix_y);
+        CHECK(tinyformer::heatmap_layout(spec).width <= 640 + 24);
+        spec.title = "a  b";  // a run of spaces is kept
+        const Image two_spaces = tinyformer::render_heatmap(spec);
+        spec.title = "a b";
+        CHECK(two_spaces.rgb != tinyformer::render_heatmap(spec).rgb);
     }
     SUBCASE("--scale N: every length N times, the picture too") {
         HeatmapSpec spec = causal_heatmap(5);
@@ -282,7 +307,7 @@ TEST_CASE("Cells are sized per axis, labels thinned per axis, and the picture fo
         spec.scale = 3;
         const HeatmapLayout three = tinyformer::heatmap_layout(spec);
         CHECK(three.cell_width == 3 * one.cell_width);
-        CHECK(three.font_scale == 6);
+        CHECK(three.font_scale == 3);
         CHECK(three.matrix_x == 3 * one.matrix_x);
         CHECK(three.matrix_y == 3 * one.matrix_y);
         CHECK(three.width == 3 * one.width);
@@ -295,7 +320,7 @@ TEST_CASE("Cells are sized per axis, labels thinned per axis, and the picture fo
     }
 }
 
-TEST_CASE("Column labels stand horizontal when they fit, else turn 90 degrees as one run of text; no label box overlaps another") {
+TEST_CASE("Each column label stands horizontal when it fits, else turns 90 degrees as one run of text; no label box overlaps another") {
     // A cross-attention of 11 decoder rows over 3 source columns, labelled like the toy models.
     HeatmapSpec spec;
     spec.rows = 11;
@@ -311,19 +336,34 @@ TEST_CASE("Column labels stand horizontal when they fit, else turn 90 degrees as
         const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
         CHECK_FALSE(layout.columns_rotated);
         REQUIRE(layout.column_labels.size() == 3);
-        for (const auto& box : layout.column_labels) CHECK(box.height < 20);  // one line
+        for (const auto& box : layout.column_labels) CHECK(box.height == 20);  // one line
     }
-    SUBCASE("<bos> and k10: rotated, one box per label, taller than wide, every column labelled") {
+    SUBCASE("<bos> and <eos> turned (60 px, wider than their 38 px), k10 (32 px) horizontal: one wide label turns only itself") {
         spec.column_labels = {"<bos>", "k10", "<eos>"};
         const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
         CHECK(layout.columns_rotated);
+        CHECK(layout.column_step == 1);
         REQUIRE(layout.column_labels.size() == 3);
         const Picture picture = round_trip(spec, dir);
         for (const auto& box : layout.column_labels) {
-            CHECK(box.width == 18);                 // one line of text, turned: 9 px at font scale 2
-            CHECK(box.height > box.width);          // the whole label in one run, not a letter per line
+            CAPTURE(box.x);
             CHECK(picture.drawn_pixels(box.x, box.y, box.x + box.width, box.y + box.height) > 20);
         }
+        // The whole label in one run: <bos> (1716 + 1300 + 1253 + 1067 + 1716) units = 59.2 px,
+        // <eos> (1716 + 1260 + 1253 + 1067 + 1716) units = 58.8 px (DejaVu Sans kerns none of these pairs).
+        const int64_t lengths[3] = {60, 0, 59};
+        for (size_t turned : {0, 2}) {
+            const auto& box = layout.column_labels[turned];
+            CHECK(box.turned);
+            CHECK(box.width == 20);  // one line of text, turned
+            CHECK(box.height == lengths[turned]);
+        }
+        CHECK_FALSE(layout.column_labels[1].turned);
+        CHECK(layout.column_labels[1].height == 20);
+        CHECK(layout.column_labels[1].width == 32);  // (1186 + 1303 + 1303) units = 31.8 px
+        // It stands on the matrix, as the turned ones do.
+        CHECK(layout.column_labels[1].y + 20 == layout.column_labels[0].y + 60);
+        CHECK(layout.column_labels[2].y + 59 == layout.column_labels[0].y + 60);
         // "<bos>" read bottom to top: the '<' is at the bottom of its box, drawn in its lowest 12 px.
         const auto& bos = layout.column_labels[0];
         CHECK(picture.drawn_pixels(bos.x, bos.y + bos.height - 12, bos.x + bos.width, bos.y + bos.height) > 0);
@@ -357,11 +397,29 @@ TEST_CASE("Column labels stand horizontal when they fit, else turn 90 degrees as
         // The title's pixels.
         CHECK(picture.drawn_pixels(12, 12, picture.width, 12 + 18) > 200);
     }
-    SUBCASE("--positions labels l:3 still fit, turned") {
+    SUBCASE("--positions labels l:3 still fit: may:0 turned, the short ones horizontal") {
         spec.column_labels = {"may:0", " :1", "3:2"};
         const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
         CHECK(layout.columns_rotated);
-        CHECK(layout.column_labels.size() == 3);
+        REQUIRE(layout.column_labels.size() == 3);
+        CHECK(layout.column_labels[0].turned);
+        CHECK_FALSE(layout.column_labels[1].turned);
+        CHECK_FALSE(layout.column_labels[2].turned);
+    }
+    SUBCASE("one-character labels in narrow cells stay upright and are thinned; a long one among them turns") {
+        HeatmapSpec wide;
+        wide.rows = 2;
+        wide.cols = 40;  // cells 15 px: "m" (16.7 px) does not fit, but is narrower than a line
+        wide.weights.assign(80, 0.5f);
+        for (int64_t s = 0; s < 40; ++s) wide.column_labels.push_back(s == 0 ? "<bos>" : s % 2 ? "m" : "l");
+        const HeatmapLayout layout = tinyformer::heatmap_layout(wide);
+        CHECK(layout.cell_width == 15);
+        CHECK(layout.column_step == 2);  // ceil(max(20, 17 + 2) / 15)
+        for (size_t i = 0; i < layout.column_labels.size(); ++i) {
+            CAPTURE(i);
+            CHECK(layout.column_labels[i].turned == (i == 0));
+        }
+        for (size_t i = 1; i < layout.column_labels.size(); ++i) CHECK_FALSE(overlap(layout.column_labels[i - 1], layout.column_labels[i]));
     }
 }
 
@@ -487,7 +545,118 @@ TEST_CASE("Label bands, the title and the colour bar's numbers contain drawn pix
     CHECK(picture.drawn_pixels(picture.width - 11, 0, picture.width, picture.height) == 0);
 }
 
-TEST_CASE("Labels are drawn in ASCII: other bytes as '?', blank labels as '_', long ones cut with '~'") {
+TEST_CASE("The font's numbers the layout tests use are those of the installed DejaVu Sans") {
+    // Read with stb_truetype directly, not through engine/font.*.
+    const std::string bytes = test_helpers::read_file(tinyformer::kFontPath);
+    REQUIRE_MESSAGE(!bytes.empty(), tinyformer::kFontPath, " is missing: install ", tinyformer::kFontPackage);
+    stbtt_fontinfo font;
+    const auto* data = reinterpret_cast<const unsigned char*>(bytes.data());
+    REQUIRE(stbtt_InitFont(&font, data, stbtt_GetFontOffsetForIndex(data, 0)));
+    int ascent = 0, descent = 0, gap = 0;
+    stbtt_GetFontVMetrics(&font, &ascent, &descent, &gap);
+    CHECK(ascent == 1901);
+    CHECK(descent == -483);
+    const auto advance = [&](int code) {
+        int width = 0, bearing = 0;
+        stbtt_GetCodepointHMetrics(&font, code, &width, &bearing);
+        return width;
+    };
+    CHECK(advance('a') == 1255);
+    CHECK(advance('x') == 1212);
+    CHECK(advance('k') == 1186);
+    CHECK(advance('1') == 1303);
+    CHECK(advance('m') == 1995);
+    CHECK(tinyformer::text_width("a", 1) == kAWidth);
+    CHECK(tinyformer::text_width("a", 3) == 3 * kAWidth);  // rounded at scale 1, then scaled
+    CHECK(tinyformer::draw_text("a", 2).height == 40);
+    // CJK is not in DejaVu Sans: the pictures draw it as a replacement box.
+    CHECK(stbtt_FindGlyphIndex(&font, 0x4E2D) == 0);
+}
+
+namespace {
+
+// The ink of one line of text, and its bounding box.
+struct Ink {
+    int64_t total = 0, left = 0, top = 0, right = -1, bottom = -1;  // right/bottom inclusive
+    int64_t width() const { return right - left + 1; }
+    int64_t height() const { return bottom - top + 1; }
+};
+
+Ink ink_of(const tinyformer::TextMask& mask, int64_t x0 = 0, int64_t x1 = -1) {
+    Ink ink;
+    ink.left = mask.width;
+    ink.top = mask.height;
+    for (int64_t y = 0; y < mask.height; ++y)
+        for (int64_t x = x0; x < (x1 < 0 ? mask.width : x1); ++x)
+            if (const int value = mask.at(x, y); value > 0) {
+                ink.total += value;
+                ink.left = std::min(ink.left, x);
+                ink.right = std::max(ink.right, x);
+                ink.top = std::min(ink.top, y);
+                ink.bottom = std::max(ink.bottom, y);
+            }
+    return ink;
+}
+
+}  // namespace
+
+TEST_CASE("Text is drawn as it is: accents, the euro sign and CJK are not '?', controls are escaped") {
+    using tinyformer::draw_text;
+    const auto pixels = [](const std::string& text) { return draw_text(text, 1).coverage; };
+    SUBCASE("e, é and ? alone: three different inks; é is e with ink above it") {
+        const Ink e = ink_of(draw_text("e", 1)), accented = ink_of(draw_text("\xc3\xa9", 1)), question = ink_of(draw_text("?", 1));
+        CHECK(pixels("\xc3\xa9") != pixels("e"));
+        CHECK(pixels("\xc3\xa9") != pixels("?"));
+        CHECK(accented.total > e.total);
+        CHECK(accented.top < e.top - 2);        // the acute accent over the x-height
+        CHECK(accented.bottom == e.bottom);     // the same letter under it
+        CHECK(question.top < e.top);            // '?' is as tall as a capital
+        // "zéro" is not "z?ro", nor "zero"
+        CHECK(pixels("z\xc3\xa9ro") != pixels("z?ro"));
+        CHECK(pixels("z\xc3\xa9ro") != pixels("zero"));
+        CHECK(draw_text("z\xc3\xa9ro", 1).width == draw_text("zero", 1).width);  // é advances as e does
+    }
+    SUBCASE("the euro sign is drawn from the font, not as the replacement box") {
+        const std::string euro = "\xe2\x82\xac", cjk = "\xe4\xb8\xad", other_cjk = "\xe4\xba\x8c";  // €, 中, 二
+        CHECK(pixels(euro) != pixels(cjk));
+        CHECK(pixels(euro) != pixels("?"));
+        CHECK(ink_of(draw_text(euro, 1)).total > 0);
+        // CJK, which DejaVu Sans lacks: each character a visible box, never dropped
+        const Ink box = ink_of(draw_text(cjk, 1));
+        CHECK(box.total > 0);
+        CHECK(pixels(cjk) == pixels(other_cjk));  // the same box for every missing character
+        CHECK(draw_text(cjk + cjk, 1).width == 2 * draw_text(cjk, 1).width);
+        CHECK(ink_of(draw_text(cjk + cjk, 1)).total == 2 * box.total);
+        // a box: its outline drawn, its middle empty
+        const tinyformer::TextMask mask = draw_text(cjk, 1);
+        CHECK(mask.at((box.left + box.right) / 2, (box.top + box.bottom) / 2) == 0);
+        CHECK(mask.at(box.left, (box.top + box.bottom) / 2) == 255);
+        CHECK(box.height() >= 10);
+    }
+    SUBCASE("control characters, bidi controls and invalid bytes are drawn escaped, as the terminal shows them") {
+        CHECK(tinyformer::displayed_text("a\nb\x7f") == "a\\x0ab\\x7f");
+        CHECK(tinyformer::displayed_text("\x1b]0;x\x07") == "\\x1b]0;x\\x07");
+        CHECK(tinyformer::displayed_text("abc\xe2\x80\xae" "def") == "abc\\u{202e}def");     // RIGHT-TO-LEFT OVERRIDE
+        CHECK(tinyformer::displayed_text("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u{2066}x\\u{2069}");  // isolates
+        CHECK(tinyformer::displayed_text("\xc2\x85") == "\\u{0085}");                          // C1 NEXT LINE
+        CHECK(tinyformer::displayed_text("\xff\xc3") == "\\xff\\xc3");                         // invalid, cut short
+        CHECK(tinyformer::displayed_text("\xed\xa0\x80") == "\\xed\\xa0\\x80");               // a lone surrogate
+        CHECK(tinyformer::displayed_text("z\xc3\xa9ro \xe2\x82\xac \xe4\xb8\xad") == "z\xc3\xa9ro \xe2\x82\xac \xe4\xb8\xad");
+        CHECK(pixels("a\nb") == pixels("a\\x0ab"));
+        CHECK(pixels("abc\xe2\x80\xae" "def") == pixels("abc\\u{202e}def"));
+    }
+    SUBCASE("logical order, left to right: right-to-left letters are not reordered") {
+        const std::string alef = "\xd7\x90", bet = "\xd7\x91";
+        const tinyformer::TextMask both = draw_text(alef + bet, 1), first = draw_text(alef, 1);
+        CHECK(both.coverage != draw_text(bet + alef, 1).coverage);
+        // alef is drawn first, at the left, as it is drawn alone
+        const Ink alone = ink_of(first), in_line = ink_of(both, 0, first.width - 1);
+        CHECK(in_line.total == alone.total);
+        CHECK(in_line.left == alone.left);
+    }
+}
+
+TEST_CASE("Labels as drawn: controls escaped, blank labels as open boxes, long ones cut with an ellipsis") {
     const auto render_with_label = [](const std::string& label) {
         HeatmapSpec spec;
         spec.rows = spec.cols = 1;
@@ -496,21 +665,63 @@ TEST_CASE("Labels are drawn in ASCII: other bytes as '?', blank labels as '_', l
         spec.column_labels = {label};
         return tinyformer::render_heatmap(spec).rgb;
     };
-    CHECK(render_with_label("\xc3\xa9t\xc3\xa9") == render_with_label("?t?"));  // "été" in UTF-8
-    CHECK(render_with_label("a\nb\x7f") == render_with_label("a?b?"));
-    CHECK(render_with_label("  ") == render_with_label("__"));
+    CHECK(render_with_label("\xc3\xa9t\xc3\xa9") != render_with_label("?t?"));  // "été"
+    CHECK(render_with_label("a\nb\x7f") == render_with_label("a\\x0ab\\x7f"));
+    CHECK(render_with_label("  ") == render_with_label("\xe2\x90\xa3\xe2\x90\xa3"));  // U+2423 OPEN BOX per space
+    CHECK(render_with_label("  ") != render_with_label("__"));
     HeatmapSpec spec;
     spec.rows = spec.cols = 1;
     spec.weights = {1.0f};
     spec.column_labels = {"abcdefghijklmnopqrstuvwxyz"};
     const Image cut = tinyformer::render_heatmap(spec);
-    spec.column_labels = {"abcdefghijklmno~"};
+    spec.column_labels = {"abcdefghijklmno\xe2\x80\xa6"};  // 16 characters, the last "…"
     CHECK(cut.rgb == tinyformer::render_heatmap(spec).rgb);
+    spec.column_labels = {"abcdefghijklmnop"};  // 16 characters fit whole
+    CHECK(cut.rgb != tinyformer::render_heatmap(spec).rgb);
     spec.column_labels = {};
-    spec.row_labels = {"abcdefghijklmnopqrstuvwxyz"};
+    spec.row_labels = {"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"};  // 17 x é: counted in characters
     const Image cut_row = tinyformer::render_heatmap(spec);
-    spec.row_labels = {"abcdefghijklmno~"};
+    spec.row_labels = {"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xe2\x80\xa6"};
     CHECK(cut_row.rgb == tinyformer::render_heatmap(spec).rgb);
+    // a title and axis titles escape too
+    spec.title = "t\x1b[2J";
+    const Image escaped = tinyformer::render_heatmap(spec);
+    spec.title = "t\\x1b[2J";
+    CHECK(escaped.rgb == tinyformer::render_heatmap(spec).rgb);
+}
+
+TEST_CASE("A turned label reads as its letters: a turned l is tall and thin in the text's frame, a turned _ is flat") {
+    // The row axis title is always turned: counter-clockwise, read bottom to
+    // top, so the text's up is the picture's left. By hand, from the font:
+    // 'l' is a stem from the baseline (16 px below the line's top) up 1556
+    // units = 13 px, 184 units = 1.5 px thick; '_' is a bar 1064 units = 9 px
+    // long at the bottom of the line (the descender), 143 units = 1.2 px thick.
+    const auto turned_ink = [](const std::string& letter) {
+        HeatmapSpec spec;
+        spec.rows = spec.cols = 1;
+        spec.weights = {1.0f};
+        spec.row_axis = letter;
+        const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+        REQUIRE(layout.row_axis.size() == 1);
+        const tinyformer::LabelBox box = layout.row_axis[0];
+        const Image image = tinyformer::render_heatmap(spec);
+        // the ink as a mask in the picture's frame, relative to the box
+        tinyformer::TextMask mask;
+        mask.width = box.width;
+        mask.height = box.height;
+        for (int64_t y = box.y; y < box.y + box.height; ++y)
+            for (int64_t x = box.x; x < box.x + box.width; ++x)
+                mask.coverage.push_back(static_cast<uint8_t>(255 - image.rgb[static_cast<size_t>(3 * (y * image.width + x) + 1)]));
+        return ink_of(mask);
+    };
+    const Ink l = turned_ink("l"), underscore = turned_ink("_");
+    // In the picture: picture x is the text's height (0 = the letters' top), picture y its length.
+    CHECK(l.width() >= 12);       // tall in the text's frame
+    CHECK(l.height() <= 3);       // thin
+    CHECK(l.right <= 16);         // ends at the baseline
+    CHECK(underscore.width() <= 3);
+    CHECK(underscore.height() >= 8);  // long
+    CHECK(underscore.left >= 16);     // below the baseline
 }
 
 TEST_CASE("A 1x1 and a 200x200 matrix both render") {
@@ -570,6 +781,7 @@ TEST_CASE("A mask picture draws allowed cells in one colour and masked cells hat
 TEST_CASE("A grid draws every panel side by side with one shared key") {
     HeatmapGrid grid;
     grid.title = "decoder layer 0 self-attention, all heads";
+    grid.columns = 3;
     for (int head = 0; head < 3; ++head) {
         HeatmapSpec panel = causal_heatmap(5);
         panel.title = std::string("head ").append(std::to_string(head));
@@ -592,6 +804,25 @@ TEST_CASE("A grid draws every panel side by side with one shared key") {
     CHECK(picture.pixels_of(tinyformer::viridis(1.0f)) > 3 * 40 * 40);  // three weight-1 cells and one bar
     CHECK(picture.width > 3 * 5 * 40 + 100);
     CHECK(picture.height < 2 * single.height);  // one row of panels
+    const tinyformer::HeatmapSize size = tinyformer::heatmap_grid_size(grid);
+    CHECK(size.width == picture.width);
+    CHECK(size.height == picture.height);
+
+    SUBCASE("automatic columns: the picture closest to 16:9 that is at most 1600 px wide") {
+        // By hand: a panel is about 264 px wide and 268 tall with its gap, the key
+        // 176 wide; 1, 2, 3 columns give about 446x816, 710x548, 974x280 px:
+        // aspects 0.55, 1.30, 3.5, and 1.30 is the closest to 1.78.
+        grid.columns = 0;
+        const Image automatic = tinyformer::render_heatmap_grid(grid);
+        grid.columns = 2;
+        CHECK(automatic.rgb == tinyformer::render_heatmap_grid(grid).rgb);
+        // Eight panels of 600 px matrices: never wider than 1600 px while fewer columns fit.
+        HeatmapGrid heads;
+        for (int head = 0; head < 8; ++head) heads.panels.push_back(causal_heatmap(20));
+        const Image eight = tinyformer::render_heatmap_grid(heads);
+        CHECK(eight.width <= 1600);
+        CHECK(eight.height > eight.width);  // a 600 px matrix and its labels: only two fit in 1600 px
+    }
 
     SUBCASE("columns wrap the panels onto rows") {
         grid.columns = 1;

@@ -7,9 +7,11 @@
 
 #include "tests/run_cli.h"
 
+#include <nlohmann/json.hpp>
 #include <stb_image.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -40,7 +42,45 @@ std::pair<int, int> png_size(const std::string& path) {
     return {width, height};
 }
 
+// A copy of the reverse model at `path` whose vocabulary spells 'e' as `e`.
+void reverse_with_e_as(const std::string& e, const std::string& path) {
+    const std::string bytes = read_file(kReverse);
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
+    nlohmann::json header = nlohmann::json::parse(bytes.substr(8, length));
+    nlohmann::json vocab = nlohmann::json::parse(header["__metadata__"]["vocab"].get<std::string>());
+    for (auto& token : vocab)
+        if (token == "e") token = e;
+    header["__metadata__"]["vocab"] = vocab.dump();
+    const std::string text = header.dump();
+    std::string out;
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((text.size() >> (8 * i)) & 0xFF));
+    std::ofstream(path, std::ios::binary) << out << text << bytes.substr(8 + length);
+}
+
 }  // namespace
+
+TEST_CASE("A model's UTF-8 tokens reach the pictures as they are: z\u00e9ro is drawn neither as z?ro nor as zero") {
+    TempDirectory dir;
+    // Three copies of the reverse model, all named reverse (the title names the model), that spell 'e' as é, e and ?.
+    const std::string spellings[3] = {"\xc3\xa9", "e", "?"};
+    const std::string folders[3] = {"accent", "plain", "question"};
+    for (int i = 0; i < 3; ++i) {
+        std::filesystem::create_directory(dir.file(folders[i]));
+        const std::string model = dir.file(folders[i] + "/reverse.safetensors");
+        reverse_with_e_as(spellings[i], model);
+        run_tinyformer_ok({"attention", model, "z" + spellings[i] + "ro", "--kind", "cross", "--layer", "1", "--head", "0",
+                           "--output", dir.file(folders[i] + "/maps")});
+    }
+    const auto picture = [&](int i) { return dir.file(folders[i] + "/maps/decoder-layer1-cross-head0.png"); };
+    // The same ids, so the same weights; 'é' advances as 'e' does (1260 font units), so the same layout:
+    // only the drawn letters differ.
+    CHECK(png_size(picture(0)) == png_size(picture(1)));
+    CHECK(read_file(picture(0)) != read_file(picture(1)));
+    CHECK(read_file(picture(0)) != read_file(picture(2)));
+    CHECK(read_file(dir.file("accent/maps/index.md")).find("reverse  \"z\xc3\xa9ro\"  decoder layer 1 cross-attention  head 0") !=
+          std::string::npos);
+}
 
 TEST_CASE("attention writes pictures, an overview and an index.md that shows every picture inline") {
     TempDirectory dir;
@@ -131,4 +171,58 @@ TEST_CASE("align prints, per output token, the source tokens the last cross-atte
     REQUIRE(rows.size() == 4);  // c, b, a, <eos>
     CHECK(rows[0].rfind("'c'    <bos>   2:'c' ", 0) == 0);  // writing 'c', it looks at the source 'c' first
     CHECK(rows[3].rfind("<eos>  'a'", 0) == 0);
+}
+
+TEST_CASE("Every all-heads picture of the toy models fits a slide: at most 1600x1300 px, between 0.9:1 and 16:9") {
+    // Four heads of 600 px matrices side by side were 3088x850 px: now they wrap into two rows.
+    struct Model {
+        std::string name, input;
+    };
+    const Model models[] = {{"reverse", "attention"},        {"sort", "31415926"},
+                            {"dates", "thursday 3 may 1979"}, {"reverse-prefixlm", "attention="},
+                            {"reverse-causal", "attention="}};
+    TempDirectory dir;
+    for (const Model& model : models) {
+        CAPTURE(model.name);
+        const std::string maps = dir.file(model.name);
+        run_tinyformer_ok({"attention", "data/models/" + model.name + ".safetensors", model.input, "--grids-only", "--output", maps});
+        int pictures = 0;
+        for (const std::string& name : files_in(maps)) {
+            if (!name.ends_with("-heads.png")) continue;
+            CAPTURE(name);
+            ++pictures;
+            const auto [width, height] = png_size(maps + "/" + name);
+            CHECK(width <= 1600);
+            CHECK(height <= 1300);
+            CHECK(width * 10 >= height * 9);
+            CHECK(width * 9 <= height * 16);
+        }
+        CHECK(pictures >= 4);
+    }
+}
+
+TEST_CASE("A missing font file is one error line naming the path and the package, and nothing is written") {
+    TempDirectory dir;
+    const std::string font = dir.file("no-such-font.ttf");
+    ::setenv("TINYFORMER_FONT", font.c_str(), 1);
+    const CliRun mask = run_tinyformer({"mask", "causal", "--output", dir.file("m.png")});
+    const CliRun attention = run_tinyformer({"attention", kReverse, "abc", "--output", dir.file("maps")});
+    ::unsetenv("TINYFORMER_FONT");
+    for (const CliRun& run : {mask, attention}) {
+        CHECK(run.status == 1);
+        CHECK(run.out.empty());
+        CHECK(run.err == "tinyformer: error: cannot read the font " + font +
+                             ": No such file or directory (install the Debian package fonts-dejavu-core, e.g. with "
+                             "`make deps`, or name a TrueType file in TINYFORMER_FONT)\n");
+    }
+    CHECK(files_in(dir.path()).empty());
+    // A file that is not a font
+    std::ofstream(font) << "not a font";
+    ::setenv("TINYFORMER_FONT", font.c_str(), 1);
+    const CliRun not_a_font = run_tinyformer({"mask", "causal", "--output", dir.file("m.png")});
+    ::unsetenv("TINYFORMER_FONT");
+    CHECK(not_a_font.status == 1);
+    CHECK(not_a_font.err.find("the font " + font + " is not a TrueType file") != std::string::npos);
+    CHECK(not_a_font.err.find("fonts-dejavu-core") != std::string::npos);
+    CHECK(files_in(dir.path()) == std::set<std::string>{"no-such-font.ttf"});
 }

@@ -28,7 +28,7 @@ const char* kAttentionHelp =
     "a vocabulary; labels then show the ids) and writes its attention weights as PNG\n"
     "heatmaps into DIR (created if missing; --out is another name for --output):\n"
     "  STACK-layerL-KIND-headH.png   one picture per stack, layer, kind and head\n"
-    "  STACK-layerL-KIND-heads.png   all heads of that layer side by side\n"
+    "  STACK-layerL-KIND-heads.png   all heads of that layer, in rows that fit a slide\n"
     "  overview.png                  every layer (rows) x every head (columns), per kind\n"
     "  index.md                      every picture, inline, with what it shows\n"
     "STACK is encoder / decoder (encoder-decoder models) or layers (decoder-only and\n"
@@ -56,10 +56,15 @@ const char* kAttentionHelp =
     "titled 'average of H heads', and no overview).\n"
     "--grids-only       only the all-heads pictures and the overview\n"
     "--positions        labels carry the position: 'l:3' is token l at position 3\n"
-    "--scale N          text and cells N times larger, 1..8 (default 1: text 14 px tall)\n"
+    "--scale N          text and cells N times larger, 1..8 (default 1: a line of text 20 px)\n"
     "Cells adapt to the lengths, per axis: clamp(600 / S, 4, 40) * N px wide and\n"
     "clamp(600 / L, 4, 40) * N px tall; labels are thinned per axis so that they never\n"
-    "overlap; column labels turn 90 degrees when one is wider than its cell.\n"
+    "overlap; a column label turns 90 degrees when it is wider than its cell and a line.\n"
+    "Labels and titles show the text as it is (any UTF-8, DejaVu Sans; control\n"
+    "characters escaped as \\x1b). The all-heads picture wraps its heads into rows to fit\n"
+    "a slide. A picture over 64 megapixels is refused before anything is written: before\n"
+    "the pass when the lengths known then (the input, a --target) already make its\n"
+    "matrices too large, else after it, once every picture is laid out.\n"
     "A high weight is not an explanation: see lesson 10.3, section 11.\n";
 
 // "decoder layer 1 cross-attention"; single-stack models: "layer 3 self-attention".
@@ -157,7 +162,84 @@ bool is_attention_picture(const std::string& name) {
     return what && rest == ".png";
 }
 
+// The side of n cells along one axis of a matrix (engine/heatmap.h):
+// exact for a known length, else the least it can be for any length >= n.
+int64_t matrix_extent(int64_t n, bool exact, int64_t matrix_size, int64_t scale) {
+    const auto extent = [&](int64_t m) { return m * std::clamp<int64_t>(matrix_size / m, 4, 40) * scale; };
+    int64_t least = extent(n);
+    for (int64_t m = n + 1; !exact && m <= 1024; ++m) least = std::min(least, extent(m));
+    return least;
+}
+
+// What the command is asked to draw.
+struct PictureChoice {
+    std::string kind;  // self, cross or all
+    int64_t only_layer = -1, only_head = -1, scale = 1;
+    bool average = false, grids_only = false;
+};
+
+// Before the pass, from the lengths known then (the input; a given target,
+// else at least <bos>): a picture whose matrices and the margins around them
+// alone are over the limit is refused. A single heatmap is at least its
+// matrix + 74s wide (margin, gap, key gap, colour bar, numbers' room,
+// margin) and + 80s tall (margin, title band, a label line, gap, margin);
+// an all-heads picture at least H times its panels' matrix + 18s by + 68s.
+// The exact layout is checked after the pass, before anything is written.
+void refuse_before_the_pass(const Model& model, const std::vector<int64_t>& tokens,
+                            const std::optional<std::vector<int64_t>>& target, const PictureChoice& choice,
+                            int64_t grid_matrix_size) {
+    if (target && model.config.arch == Architecture::EncoderOnly) return;  // refused by the pass, with its reason
+    const auto input = static_cast<int64_t>(model_input(model, tokens).size());
+    const bool given = target.has_value();
+    const int64_t decoder = given && model.config.arch == Architecture::EncoderDecoder
+                                ? static_cast<int64_t>(decoder_input(model, *target).size())
+                                : 1;
+    const int64_t sequence = input + (given ? static_cast<int64_t>(target->size()) : 0);
+    const bool sequence_exact = given || model.config.arch == Architecture::EncoderOnly;
+    const int64_t heads = model.config.nhead, s = choice.scale;
+    for (const std::string& name : model.attention_names()) {
+        const AttentionName map = parse_attention_name(name);
+        if ((choice.only_layer >= 0 && map.layer != choice.only_layer) || (choice.kind != "all" && map.kind != choice.kind))
+            continue;
+        int64_t rows = sequence, cols = sequence;
+        bool rows_exact = sequence_exact, cols_exact = sequence_exact;
+        if (map.stack == "encoder") {
+            rows = cols = input;
+            rows_exact = cols_exact = true;
+        } else if (map.stack == "decoder") {
+            rows = decoder;
+            rows_exact = given;
+            cols = map.kind == "cross" ? input : decoder;
+            cols_exact = map.kind == "cross" || given;
+        }
+        const std::string stem = map.stack + "-layer" + std::to_string(map.layer) + "-" + map.kind;
+        const auto refuse_if = [&](const std::string& file, int64_t panels, int64_t matrix_size, int64_t extra_width,
+                                   int64_t extra_height) {
+            const int64_t pixels = panels * (matrix_extent(cols, cols_exact, matrix_size, s) + extra_width * s) *
+                                   (matrix_extent(rows, rows_exact, matrix_size, s) + extra_height * s);
+            if (pixels <= kMaxHeatmapPixels) return;
+            fail("attention: ", file, " would be more than the limit of ", kMaxHeatmapPixels >> 20, " megapixels: ",
+                 panels, panels == 1 ? " matrix" : " matrices", " of ", rows, rows_exact ? "" : " or more", " queries x ",
+                 cols, cols_exact ? "" : " or more", " keys and their margins alone take ", pixels,
+                 " pixels at --scale ", s, " (known before the pass: the input has ", tokens.size(), " tokens",
+                 given ? text_of(", the target ", target->size()) : std::string(),
+                 "); nothing was run or written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter "
+                 "input", model.config.arch == Architecture::EncoderOnly ? "" : " or --target");
+        };
+        if (choice.average) {
+            refuse_if(stem + "-average.png", 1, 600, 74, 80);
+            continue;
+        }
+        if (!choice.grids_only)
+            refuse_if(stem + "-head" + std::to_string(std::max<int64_t>(choice.only_head, 0)) + ".png", 1, 600, 74, 80);
+        if (choice.only_head < 0) refuse_if(stem + "-heads.png", heads, grid_matrix_size, 18, 68);
+    }
+}
+
 constexpr size_t kMaxOverviewPanels = 64;
+// The all-heads picture's panels: smaller than a single head's 600, so that
+// two fit side by side on a slide (engine/heatmap.h chooses the columns).
+constexpr int64_t kGridMatrixSize = 480;
 
 }  // namespace
 
@@ -199,13 +281,12 @@ int attention_command(const Arguments& args) {
         }
     const Model model = Model::load(path);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "attention");
-    const AttentionRun run = attention_maps(model, tokens, target_tokens(parsed, model, "attention"));
     const int64_t heads = model.config.nhead;
     if (only_head >= heads) throw UsageError("attention: --head " + std::to_string(only_head) + " but the model has " +
                                              std::to_string(heads) + " heads (0.." + std::to_string(heads - 1) + ")");
-    std::filesystem::create_directories(out, error);
-    if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
-
+    const std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "attention");
+    refuse_before_the_pass(model, tokens, target, {kind, only_layer, only_head, scale, average, grids_only}, kGridMatrixSize);
+    const AttentionRun run = attention_maps(model, tokens, target);
     const std::string model_name = std::filesystem::path(path).stem().string();
     const std::string input = parsed.has("--ids") ? "ids " + parsed.value("--ids") : parsed.positional()[1];
     // The title's head: the model and the input, e.g. reverse  "hello".
@@ -237,6 +318,21 @@ int attention_command(const Arguments& args) {
         std::printf("%s\n", file.c_str());
         written.push_back(name);
     };
+    // Every picture is laid out first (a single heatmap is a grid of one
+    // panel without a grid title: the same pixels), its size checked, and
+    // only then is anything written.
+    struct Picture {
+        std::string file, shows;
+        HeatmapGrid grid;
+    };
+    std::vector<Picture> pictures;
+    const auto single = [](const HeatmapSpec& spec) {
+        HeatmapGrid grid;
+        grid.panels = {spec};
+        grid.columns = 1;
+        grid.scale = spec.scale;
+        return grid;
+    };
     for (const AttentionMap& map : run.maps) {
         if ((only_layer >= 0 && map.layer != only_layer) || (kind != "all" && map.kind != kind)) continue;
         ++layers_seen;
@@ -247,8 +343,7 @@ int attention_command(const Arguments& args) {
             axis_titles(map, spec);
             spec.title = heading + "  " + name + "  average of " + std::to_string(heads) + " heads";
             spec.scale = scale;
-            write_heatmap_png(spec, stem + "-average.png");
-            add(stem + "-average.png", spec.title);
+            pictures.push_back({stem + "-average.png", spec.title, single(spec)});
             continue;
         }
         HeatmapGrid grid;
@@ -264,30 +359,66 @@ int attention_command(const Arguments& args) {
             small.matrix_size = 240;
             overview_panels.emplace_back(order, std::move(small));
             axis_titles(map, spec);
-            spec.title = "head " + std::to_string(h);
-            grid.panels.push_back(spec);
+            HeatmapSpec panel = spec;
+            panel.title = "head " + std::to_string(h);
+            panel.matrix_size = kGridMatrixSize;
+            grid.panels.push_back(std::move(panel));
             if (grids_only || (only_head >= 0 && h != only_head)) continue;
             spec.title = heading + "  " + name + "  head " + std::to_string(h);
             spec.scale = scale;
-            const std::string file = stem + "-head" + std::to_string(h) + ".png";
-            write_heatmap_png(spec, file);
-            add(file, spec.title);
+            pictures.push_back({stem + "-head" + std::to_string(h) + ".png", spec.title, single(spec)});
         }
-        if (only_head < 0) {
-            write_heatmap_grid_png(grid, stem + "-heads.png");
-            add(stem + "-heads.png", grid.title);
-        }
+        if (only_head < 0) pictures.push_back({stem + "-heads.png", grid.title, grid});
     }
     if (layers_seen == 0) throw UsageError("attention: no attention matches --layer/--kind for this model");
-    if (!overview_panels.empty() && overview_panels.size() <= kMaxOverviewPanels) {
+    const auto too_large = [&](const HeatmapGrid& grid) {
+        return heatmap_grid_size(grid).pixels() > kMaxHeatmapPixels;
+    };
+    for (const Picture& picture : pictures) {
+        if (!too_large(picture.grid)) continue;
+        const HeatmapSize size = heatmap_grid_size(picture.grid);
+        const HeatmapSpec& panel = picture.grid.panels.front();
+        const std::string target_part =
+            model.config.arch == Architecture::EncoderOnly
+                ? ""
+                : text_of(", ", given ? "the target" : "the greedy output", " has ", run.target.size(), " tokens");
+        fail("attention: ", std::filesystem::path(picture.file).filename().string(), " would be ", size.width, "x",
+             size.height, " pixels, more than the limit of ", kMaxHeatmapPixels >> 20, " megapixels (",
+             picture.grid.panels.size(), picture.grid.panels.size() == 1 ? " panel" : " panels", " of ", panel.rows,
+             " queries x ", panel.cols, " keys at --scale ", scale, "; the input has ", tokens.size(), " tokens",
+             target_part, "); nothing was written: choose a smaller --scale, --head H, --layer L or --kind, or a "
+             "shorter input", model.config.arch == Architecture::EncoderOnly ? "" : " or --target");
+    }
+
+    bool with_overview = !overview_panels.empty() && overview_panels.size() <= kMaxOverviewPanels;
+    if (with_overview) {
         std::stable_sort(overview_panels.begin(), overview_panels.end(),
                          [](const auto& a, const auto& b) { return a.first < b.first; });
         for (auto& [order, panel] : overview_panels) overview.panels.push_back(std::move(panel));
-        write_heatmap_grid_png(overview, out + "/overview.png");
-        add(out + "/overview.png", overview.title);
+        with_overview = !too_large(overview);
+        if (!with_overview)
+            std::fprintf(stderr, "tinyformer attention: no overview.png: it would be more than %lld megapixels "
+                                 "(choose --layer or --kind, or a smaller --scale)\n",
+                         static_cast<long long>(kMaxHeatmapPixels >> 20));
     } else if (!overview_panels.empty()) {
         std::fprintf(stderr, "tinyformer attention: no overview.png: %zu panels, more than %zu (choose --layer or --kind)\n",
                      overview_panels.size(), kMaxOverviewPanels);
+    }
+
+    // Every file about to be written is a file we may write (not a folder, not the model).
+    std::vector<std::string> files;
+    for (const Picture& picture : pictures) files.push_back(picture.file);
+    if (with_overview) files.push_back(out + "/overview.png");
+    check_outputs("attention", {path}, files);
+    std::filesystem::create_directories(out, error);
+    if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
+    for (const Picture& picture : pictures) {
+        write_heatmap_grid_png(picture.grid, picture.file);
+        add(picture.file, picture.shows);
+    }
+    if (with_overview) {
+        write_heatmap_grid_png(overview, out + "/overview.png");
+        add(out + "/overview.png", overview.title);
     }
     // Written afresh: this command's pictures from an earlier run that this run did not write go.
     int64_t removed = 0;

@@ -46,8 +46,9 @@ const char* kMaskHelp =
     "               seq2seq draws ONE file with both masks side by side (decoder self\n"
     "               left, cross right). Cells are clamp(600 / columns, 4, 40) px wide and\n"
     "               clamp(600 / rows, 4, 40) px tall (integer division); labels are\n"
-    "               thinned per axis so that they never overlap. The file is written to\n"
-    "               a temporary name and renamed.\n"
+    "               thinned per axis so that they never overlap. A picture over 64\n"
+    "               megapixels is refused before anything is written. The file is\n"
+    "               written to a temporary name and renamed.\n"
     "  --scale N    text and cells N times larger, 1..8 (default 1)\n";
 
 const char* kKinds = "causal, prefix-lm (or prefix_lm), seq2seq, padding, local, bidirectional";
@@ -201,12 +202,18 @@ int mask_command(const Arguments& args) {
             panel.scale = scale;
             grid.panels.push_back(std::move(panel));
         }
-        if (views.size() == 1) {
+        if (views.size() > 1) grid.title = title;
+        // Laid out first: a picture over the limit is refused before anything is written or printed.
+        const HeatmapSize size = views.size() == 1 ? heatmap_size(grid.panels.front()) : heatmap_grid_size(grid);
+        if (size.pixels() > kMaxHeatmapPixels)
+            fail("mask: the picture would be ", size.width, "x", size.height, " pixels, more than the limit of ",
+                 kMaxHeatmapPixels >> 20, " megapixels (--len ", length,
+                 kind == "seq2seq" ? text_of(", --src-len ", source_length) : std::string(), " at --scale ", scale,
+                 "); nothing was written: choose a smaller --scale or --len");
+        if (views.size() == 1)
             write_heatmap_png(grid.panels.front(), path);
-        } else {
-            grid.title = title;
+        else
             write_heatmap_grid_png(grid, path);
-        }
         std::fprintf(stderr, "tinyformer mask: wrote %s\n", path.c_str());
     }
     // Printed after the picture is written, so that a failed write prints nothing but the error.

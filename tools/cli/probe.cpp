@@ -40,6 +40,7 @@ const char* kProbeHelp =
     "heads (mean max weight | |d log p| / the largest) and tokens (share / the largest |\n"
     "|d log p| / the largest). --png is another name for --output; a name not ending in\n"
     ".png is refused. --scale N draws text and cells N times larger (1..8, default 1).\n"
+    "A picture over 64 megapixels is refused, and then nothing is printed or written.\n"
     "Decoder-only models read TEXT as the prompt: probe data/models/reverse-causal.safetensors abc=\n"
     "--ids, --target-ids and --with-id give the input, the target and the replacement as\n"
     "token ids (for any model, also one without a vocabulary: labels then show the ids).\n"
@@ -109,7 +110,8 @@ HeatmapSpec two_columns(const std::string& title, const std::vector<float>& weig
     return spec;
 }
 
-void write_picture(const std::string& model_name, const ProbeReport& report, const std::string& path, int64_t scale) {
+// The picture: heads and tokens, each weight beside its effect.
+HeatmapGrid probe_picture(const std::string& model_name, const ProbeReport& report, int64_t scale) {
     std::vector<float> head_weight;
     std::vector<double> head_effect;
     std::vector<std::string> head_labels;
@@ -143,7 +145,7 @@ void write_picture(const std::string& model_name, const ProbeReport& report, con
     grid.title.append(report.replacement);
     grid.panels.push_back(two_columns(head_title, head_weight, head_scaled, head_labels));
     if (!report.tokens.empty()) grid.panels.push_back(two_columns(token_title, share_scaled, token_scaled, token_labels));
-    write_heatmap_grid_png(grid, path);
+    return grid;
 }
 
 }  // namespace
@@ -171,7 +173,15 @@ int probe_command(const Arguments& args) {
     if (parsed.has("--with-id")) options.replacement_id = parsed.integer("--with-id", 0, 0, INT64_MAX);
     const ProbeReport report = probe(model, tokens, options);
     const std::string model_name = std::filesystem::path(path).stem().string();
-    if (!picture.empty()) write_picture(model_name, report, picture, scale);  // first: a failure prints no table
+    if (!picture.empty()) {  // first: a failure prints no table
+        const HeatmapGrid grid = probe_picture(model_name, report, scale);
+        const HeatmapSize size = heatmap_grid_size(grid);
+        if (size.pixels() > kMaxHeatmapPixels)
+            fail("probe: the picture would be ", size.width, "x", size.height, " pixels, more than the limit of ",
+                 kMaxHeatmapPixels >> 20, " megapixels (", report.heads.size(), " heads, ", report.tokens.size(),
+                 " input tokens at --scale ", scale, "); nothing was written: choose a smaller --scale or a shorter input");
+        write_heatmap_grid_png(grid, picture);
+    }
     print_report(model_name, report);
     if (!picture.empty()) std::fprintf(stderr, "tinyformer probe: wrote %s\n", picture.c_str());
     return 0;
