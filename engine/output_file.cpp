@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 namespace tinyformer {
@@ -71,6 +72,8 @@ void install(int signal_number, struct sigaction& previous) {
     if (previous.sa_handler != SIG_IGN) sigaction(signal_number, &action, nullptr);
 }
 
+// Marked in use before the file is created: a signal between the two finds
+// a name that is not there yet, never a file that is not in the table.
 int take_slot(const std::string& path) {
     std::lock_guard<std::mutex> lock(slots_mutex);
     if (path.size() >= kSlotPath) return -1;
@@ -97,18 +100,63 @@ void give_back_slot(int slot) {
     }
 }
 
-// ".NAME.tmp-XXXXXX" beside `path` (NAME cut so that the name stays under NAME_MAX).
-std::string temporary_template(const std::string& path) {
+// ".NAME.tmp-" and 12 random letters and digits beside `path` (NAME cut to
+// 200 bytes, so that the name stays under NAME_MAX).
+std::string temporary_name(const std::string& path) {
+    static const char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char random[12];
+    if (::getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random))
+        fail("cannot write ", path, ": no random numbers for a temporary name: ", std::strerror(errno));
+    std::string suffix;
+    for (unsigned char byte : random) suffix += kLetters[byte % (sizeof kLetters - 1)];
     const std::filesystem::path target(path);
-    std::string name = target.filename().string().substr(0, 200);
-    const std::filesystem::path folder = target.parent_path();
-    return (folder / ("." + name + ".tmp-XXXXXX")).string();
+    const std::string name = target.filename().string().substr(0, 200);
+    return (target.parent_path() / ("." + name + ".tmp-" + suffix)).string();
 }
 
-mode_t current_umask() {
-    const mode_t mask = ::umask(022);
-    ::umask(mask);
-    return mask;
+// The file descriptor a path names, when it names one: /dev/stdout (1),
+// /dev/stderr (2), /dev/fd/N, /proc/self/fd/N, /proc/<this pid>/fd/N, or a
+// symlink that leads to one of them; -1 otherwise. Such a path is written
+// through the descriptor the shell opened (its offset and O_APPEND kept):
+// following the link would reach the shell's file by name, and replacing it
+// would replace /dev/stdout itself.
+int descriptor_named_by(std::string path) {
+    const std::string own = "/proc/" + std::to_string(::getpid()) + "/fd/";
+    for (int hop = 0; hop < 40; ++hop) {
+        if (path == "/dev/stdout") return 1;
+        if (path == "/dev/stderr") return 2;
+        for (const std::string& prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"), own}) {
+            if (!path.starts_with(prefix) || path.size() == prefix.size() || path.size() > prefix.size() + 9) continue;
+            const std::string digits = path.substr(prefix.size());
+            if (digits.find_first_not_of("0123456789") == std::string::npos) return std::stoi(digits);
+        }
+        struct stat info {};
+        if (::lstat(path.c_str(), &info) != 0 || !S_ISLNK(info.st_mode)) return -1;
+        std::string target(4096, '\0');
+        const ssize_t length = ::readlink(path.c_str(), target.data(), target.size());
+        if (length <= 0) return -1;
+        target.resize(static_cast<size_t>(length));
+        path = target.starts_with("/") ? target : (std::filesystem::path(path).parent_path() / target).string();
+    }
+    return -1;
+}
+
+// A terminal is no place for binary output (or for text the user did not ask to see).
+void refuse_terminal(const char* op, const std::string& path, int fd) {
+    if (::isatty(fd))
+        fail(op, ": the output ", path, " is a terminal; the bytes would go to the screen: redirect it to a file");
+}
+
+// The folder a new file goes into exists and may be written.
+void check_folder(const char* op, const std::string& path) {
+    const std::string folder = std::filesystem::path(path).parent_path().string();
+    const std::string shown = folder.empty() ? "." : folder;
+    struct stat info {};
+    if (::stat(shown.c_str(), &info) != 0)
+        fail(op, ": cannot write ", path, ": its folder ", shown, ": ", std::strerror(errno));
+    if (!S_ISDIR(info.st_mode)) fail(op, ": cannot write ", path, ": ", shown, " is not a folder");
+    if (::access(shown.c_str(), W_OK | X_OK) != 0)
+        fail(op, ": cannot write ", path, ": its folder ", shown, " is not writable: ", std::strerror(errno));
 }
 
 }  // namespace
@@ -121,13 +169,22 @@ void check_outputs(const char* op, const std::vector<std::string>& inputs, const
     };
     std::vector<Output> seen;
     for (const std::string& output : outputs) {
-        check_name_length(op, output);
+        if (output.empty()) fail(op, ": an output path is empty");
         Output o{&output, false, {}};
-        o.exists = ::stat(output.c_str(), &o.info) == 0;
+        if (const int fd = descriptor_named_by(output); fd >= 0) {
+            if (::fstat(fd, &o.info) != 0) fail(op, ": the output ", output, " names file descriptor ", fd, ", which is not open");
+            refuse_terminal(op, output, fd);
+            o.exists = true;
+        } else {
+            check_name_length(op, output);
+            o.exists = ::stat(output.c_str(), &o.info) == 0;
+            if (!o.exists) check_folder(op, output);
+        }
         if (o.exists) {
             if (const char* kind = refused_kind(o.info.st_mode))
                 fail(op, ": the output ", output, " is ", kind, "; give a file name (a FIFO or a character device such "
                      "as /dev/null is written as a stream)");
+            if (S_ISREG(o.info.st_mode) && descriptor_named_by(output) < 0) check_folder(op, output);
             // A character device (/dev/null, a terminal) is no input's file to lose.
             for (const std::string& input : S_ISCHR(o.info.st_mode) ? std::vector<std::string>{} : inputs) {
                 struct stat in {};
@@ -137,6 +194,7 @@ void check_outputs(const char* op, const std::vector<std::string>& inputs, const
             }
         }
         for (const Output& earlier : seen) {
+            if ((o.exists && S_ISCHR(o.info.st_mode)) || (earlier.exists && S_ISCHR(earlier.info.st_mode))) continue;
             const bool same = o.exists && earlier.exists ? same_file(o.info, earlier.info)
                                                          : normalized(output) == normalized(*earlier.path);
             if (same) fail(op, ": the outputs ", *earlier.path, " and ", output, " are the same file; give two paths");
@@ -147,6 +205,16 @@ void check_outputs(const char* op, const std::vector<std::string>& inputs, const
 
 OutputFile::OutputFile(const std::string& path, const char* op) : path_(path), op_(op) {
     if (path.empty()) fail(op, ": the output path is empty");
+    if (const int fd = descriptor_named_by(path); fd >= 0) {
+        struct stat info {};
+        if (::fstat(fd, &info) != 0) fail(op, ": cannot write ", path, ": file descriptor ", fd, " is not open");
+        if (const char* kind = refused_kind(info.st_mode)) fail(op, ": cannot write ", path, ": it is ", kind);
+        refuse_terminal(op, path, fd);
+        fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (fd_ < 0) fail(op, ": cannot write ", path, ": ", std::strerror(errno));
+        stream_ = true;
+        return;
+    }
     struct stat info {};
     if (::stat(path.c_str(), &info) == 0) {
         if (const char* kind = refused_kind(info.st_mode))
@@ -156,24 +224,34 @@ OutputFile::OutputFile(const std::string& path, const char* op) : path_(path), o
             fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
             if (fd_ < 0) fail(op, ": cannot write ", path, ": ", std::strerror(errno));
             struct stat opened {};
-            if (::fstat(fd_, &opened) != 0 || !(S_ISCHR(opened.st_mode) || S_ISFIFO(opened.st_mode))) {
+            const bool still_a_stream = ::fstat(fd_, &opened) == 0 && (S_ISCHR(opened.st_mode) || S_ISFIFO(opened.st_mode));
+            const bool terminal = still_a_stream && ::isatty(fd_);
+            if (!still_a_stream || terminal) {
                 ::close(fd_);
                 fd_ = -1;
-                fail(op, ": cannot write ", path, ": it changed while being opened");
+                if (!still_a_stream) fail(op, ": cannot write ", path, ": it changed while being opened");
+                fail(op, ": the output ", path, " is a terminal; the bytes would go to the screen: redirect it to a file");
             }
             stream_ = true;
             return;
         }
     }
     check_name_length(op, path);
-    std::string name = temporary_template(path);
-    fd_ = ::mkostemp(name.data(), O_CLOEXEC);  // O_CREAT|O_EXCL: a new file, never a symlink's target
-    if (fd_ < 0)
-        fail(op, ": cannot write ", path, ": ", std::strerror(errno), " (creating a temporary file in its folder)");
-    temporary_ = name;
-    slot_ = take_slot(temporary_);
-    // mkostemp makes the file 0600; an output is an ordinary file (0666 less the umask).
-    ::fchmod(fd_, 0666 & ~current_umask());
+    // O_CREAT|O_EXCL: a new file of an unpredictable name, never a symlink's target.
+    for (int attempt = 0; fd_ < 0; ++attempt) {
+        std::string name = temporary_name(path);
+        slot_ = take_slot(name);
+        fd_ = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd_ >= 0) {
+            temporary_ = name;
+            break;
+        }
+        const int error = errno;
+        give_back_slot(slot_);
+        slot_ = -1;
+        if (error != EEXIST || attempt == 100)
+            fail(op, ": cannot write ", path, ": ", std::strerror(error), " (creating a temporary file in its folder)");
+    }
 }
 
 OutputFile::~OutputFile() {

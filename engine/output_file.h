@@ -8,18 +8,24 @@
 //   out.commit();                                         // now it is there
 //
 // What the output path is decides how it is written:
-//   - missing, a regular file, or a symlink to one: the bytes go to a new
-//     temporary file in the same folder, ".NAME.tmp-XXXXXX" (an unpredictable
-//     name, created with O_CREAT|O_EXCL, so never through a symlink), which
-//     commit() flushes, fsyncs and renames over NAME. A symlink at NAME is
-//     replaced by the new file; what it pointed at is never written.
-//     Until commit() the old NAME is untouched; an OutputFile destroyed
-//     without commit() (an error) removes its temporary file.
-//   - a character device or a FIFO (/dev/null, a named pipe, `>(cat)`): opened
-//     and written as a stream, never replaced.
-//   - a directory, a socket, a block device: refused (Error naming the path).
+//   - missing, a regular file, or a symlink to one (or a dangling one): the
+//     bytes go to a new temporary file in the same folder, ".NAME.tmp-" and
+//     12 random letters (created with O_CREAT|O_EXCL|O_NOFOLLOW, so never
+//     through a symlink), which commit() fsyncs and renames over NAME. A
+//     symlink at NAME is replaced by the new file; what it pointed at is
+//     never written. Until commit() the old NAME is untouched; an OutputFile
+//     destroyed without commit() (an error) removes its temporary file.
+//   - a character device or a FIFO (/dev/null, a named pipe, `>(cat)`), also
+//     through a symlink: opened and written as a stream, never replaced.
+//   - a name for an open file descriptor (/dev/stdout, /dev/stderr,
+//     /dev/fd/N, /proc/self/fd/N, or a symlink to one): written through that
+//     descriptor as a stream, whatever it is open on (`--output /dev/stdout
+//     > f` writes f), never replaced.
+//   - a directory, a socket, a block device: refused (Error naming the path);
+//     so is a terminal (bytes meant for a file would go to the screen).
 // SIGINT and SIGTERM while a temporary file exists remove it; the process
-// then ends by that signal as it would have (exit status 128 + signal).
+// then ends by that signal as it would have (exit status 128 + signal). A
+// stream whose reader goes away ends the process by SIGPIPE, as `cat` does.
 #pragma once
 
 #include <cstddef>
@@ -29,11 +35,14 @@
 
 namespace tinyformer {
 
-// Before any work: Error when an output path is a directory, socket or block
-// device; when an output is the same file as one of the inputs (same device
-// and inode once links are followed, so `./m`, symlinks and hard links count);
-// or when two outputs name the same file. Paths that do not exist yet are
-// compared by their absolute, normalized form. `op` starts the message.
+// Before any work: Error when an output path is empty, a directory, socket,
+// block device or terminal, or a new file whose folder is missing or not
+// writable; when an output is the same file as one of the inputs (same
+// device and inode once links are followed, so `./m`, symlinks and hard
+// links count); or when two outputs name the same file (paths that do not
+// exist yet are compared by their absolute, normalized form). Character
+// devices take part in neither comparison (/dev/null may be named twice).
+// `op` starts the message.
 void check_outputs(const char* op, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs);
 
 class OutputFile {

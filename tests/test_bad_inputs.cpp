@@ -615,7 +615,7 @@ const std::vector<BadInput> kCommandLine = {
      1, {"model-dir: is a directory, expected a .safetensors file"}},
     {"output in a folder that does not exist", [](const TempDirectory& d) {
          return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("no/such/out.safetensors")}; },
-     1, {"cannot write ", "no/such/out.safetensors: No such file or directory"}},
+     1, {"forward: cannot write ", "no/such/out.safetensors: its folder ", "No such file or directory"}},
     {"output path that is a directory", [](const TempDirectory& d) {
          std::filesystem::create_directory(d.file("out-dir"));
          return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("out-dir")}; },
@@ -683,7 +683,7 @@ const std::vector<BadInput> kCommandLine = {
     {"output path below a regular file (unwritable)", [](const TempDirectory& d) {
          std::ofstream(d.file("plain-file")) << "not a folder";
          return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output", d.file("plain-file/out.safetensors")}; },
-     1, {"cannot write ", "plain-file/out.safetensors: Not a directory"}},
+     1, {"forward: cannot write ", "plain-file/out.safetensors: ", "plain-file is not a folder"}},
     {"output file name too long (unwritable)", [](const TempDirectory& d) {
          return std::vector<std::string>{"forward", kModel, "--inputs", kInputs, "--output",
                                          d.file(std::string(300, 'o') + ".safetensors")}; },
@@ -695,7 +695,7 @@ const std::vector<BadInput> kCommandLine = {
     {"probe --png below a regular file (unwritable)", [](const TempDirectory& d) {
          std::ofstream(d.file("plain-file")) << "not a folder";
          return std::vector<std::string>{"probe", "data/models/sort.safetensors", "31415926", "--png", d.file("plain-file/p.png")}; },
-     1, {"write_png: cannot write", "plain-file/p.png: Not a directory"}},
+     1, {"probe: cannot write ", "plain-file/p.png: ", "plain-file is not a folder"}},
     {"attention on text outside the vocabulary, with an earlier output folder that must stay", [](const TempDirectory& d) {
          std::filesystem::create_directory(d.file("maps"));
          std::ofstream(d.file("maps/index.md")) << "an earlier picture index, to be kept";
@@ -705,7 +705,7 @@ const std::vector<BadInput> kCommandLine = {
     {"mask --png below a regular file (unwritable): nothing printed", [](const TempDirectory& d) {
          std::ofstream(d.file("plain-file")) << "not a folder";
          return std::vector<std::string>{"mask", "causal", "--len", "4", "--png", d.file("plain-file/m.png")}; },
-     1, {"write_png: cannot write", "plain-file/m.png: Not a directory"}},
+     1, {"mask: cannot write ", "plain-file/m.png: ", "plain-file is not a folder"}},
 };
 
 // ---- one output flag, pictures named .png ----

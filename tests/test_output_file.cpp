@@ -71,9 +71,9 @@ TEST_CASE("The old file stays until commit(); an OutputFile dropped without comm
         OutputFile out(path, "test");
         out.write("new bytes");
         const std::string temporary = std::filesystem::path(out.temporary_path()).filename().string();
-        // ".out.bin.tmp-" and six random characters, beside the target.
+        // ".out.bin.tmp-" and 12 random characters, beside the target.
         CHECK(temporary.starts_with(".out.bin.tmp-"));
-        CHECK(temporary.size() == std::string(".out.bin.tmp-").size() + 6);
+        CHECK(temporary.size() == std::string(".out.bin.tmp-").size() + 12);
         CHECK(std::filesystem::path(out.temporary_path()).parent_path() == dir.path());
         CHECK(read_file(path) == "old");
         CHECK(names_in(dir.path()).size() == 2);
@@ -341,46 +341,6 @@ TEST_CASE("tinyformer attention whose picture cannot be written exits 1 with one
     CHECK(run.err.find("wrote") == std::string::npos);
 }
 
-TEST_CASE("SIGINT during tinyformer trace's write removes its temporary file and the old output stays") {
-    // A trace of the largest reference model is written in pieces; the test
-    // waits until the temporary file appears, then interrupts, as Ctrl-C would.
-    TempDirectory dir;
-    const std::string out = dir.file("trace.safetensors");
-    write_text(out, "the old trace");
-    const std::string binary = std::filesystem::absolute(test_helpers::tinyformer_binary()).string();
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
-        const int null = ::open("/dev/null", O_WRONLY);
-        ::dup2(null, 1);
-        ::dup2(null, 2);
-        ::execl(binary.c_str(), binary.c_str(), "trace", "data/reference/do_d256_f16.model.safetensors", "--inputs",
-                "data/reference/do_d256_f16.inputs.safetensors", "--output", out.c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-    }
-    bool saw_temporary = false;
-    for (int i = 0; i < 300000 && !saw_temporary; ++i) {  // up to 300 s, in 1 ms steps
-        for (const std::string& name : names_in(dir.path()))
-            if (name.starts_with(".trace.safetensors.tmp-")) saw_temporary = true;
-        if (!saw_temporary) {
-            int status = 0;
-            if (::waitpid(child, &status, WNOHANG) == child) break;  // finished before we saw it
-            ::usleep(1000);
-        }
-    }
-    ::kill(child, SIGINT);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    if (!saw_temporary) {
-        MESSAGE("the trace was written before its temporary file was seen; the signal path is tested in-process above");
-        return;
-    }
-    CHECK(WIFSIGNALED(status));
-    CHECK(WTERMSIG(status) == SIGINT);
-    CHECK(read_file(out) == "the old trace");
-    CHECK(names_in(dir.path()) == std::set<std::string>{"trace.safetensors"});
-}
-
 TEST_CASE("tinyformer explore leaves a user's own x.html.tmp alone (it used to be its temporary name)") {
     TempDirectory dir;
     write_text(dir.file("x.html.tmp"), "my draft");
@@ -388,4 +348,62 @@ TEST_CASE("tinyformer explore leaves a user's own x.html.tmp alone (it used to b
     CHECK(read_file(dir.file("x.html.tmp")) == "my draft");
     CHECK(read_file(dir.file("x.html")).starts_with("<!DOCTYPE html>"));
     CHECK(names_in(dir.path()) == std::set<std::string>{"x.html", "x.html.tmp"});
+}
+
+TEST_CASE("A name for an open descriptor (/proc/self/fd/N, or a symlink to it) is written through it, never replaced") {
+    TempDirectory dir;
+    const std::string file = dir.file("shell-opened");
+    write_text(file, "");
+    const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, "first ", 6) == 6);
+    // A private stand-in for /dev/stdout: a symlink to /proc/self/fd/N.
+    std::filesystem::create_symlink("/proc/self/fd/" + std::to_string(fd), dir.file("stdout"));
+    {
+        OutputFile out(dir.file("stdout"), "test");
+        CHECK(out.is_stream());
+        out.write("second");
+        out.commit();
+    }
+    ::close(fd);
+    CHECK(read_file(file) == "first second");  // the descriptor's O_APPEND kept
+    CHECK(file_type(dir.file("stdout")) == S_IFLNK);
+    CHECK(names_in(dir.path()) == std::set<std::string>{"shell-opened", "stdout"});
+
+    CHECK_ERROR_CONTAINS(OutputFile("/proc/self/fd/987654", "test"), "file descriptor 987654 is not open");
+    CHECK_ERROR_CONTAINS(check_outputs("test", {}, {"/dev/fd/987654"}), "names file descriptor 987654, which is not open");
+}
+
+TEST_CASE("check_outputs refuses a descriptor's name that is open on an input") {
+    TempDirectory dir;
+    write_text(dir.file("m"), "model");
+    const int fd = ::open(dir.file("m").c_str(), O_WRONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    CHECK_ERROR_CONTAINS(check_outputs("forward", {dir.file("m")}, {"/proc/self/fd/" + std::to_string(fd)}),
+                         "is the input ", "(the same file)");
+    ::close(fd);
+}
+
+TEST_CASE("A terminal is refused as an output, by path and by descriptor") {
+    const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+    REQUIRE(master >= 0);
+    REQUIRE(::grantpt(master) == 0);
+    REQUIRE(::unlockpt(master) == 0);
+    const std::string terminal = ::ptsname(master);
+    CHECK_ERROR_CONTAINS(OutputFile(terminal, "forward"), "forward: the output ", "is a terminal");
+    const int slave = ::open(terminal.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    REQUIRE(slave >= 0);
+    CHECK_ERROR_CONTAINS(check_outputs("forward", {}, {"/proc/self/fd/" + std::to_string(slave)}), "is a terminal");
+    ::close(slave);
+    ::close(master);
+}
+
+TEST_CASE("check_outputs refuses a new file whose folder is missing or is a file, before any work") {
+    TempDirectory dir;
+    CHECK_ERROR_CONTAINS(check_outputs("forward", {}, {dir.file("missing/out")}), "forward: cannot write ",
+                         "missing/out: its folder ", "No such file or directory");
+    write_text(dir.file("plain"), "x");
+    CHECK_ERROR_CONTAINS(check_outputs("forward", {}, {dir.file("plain/out")}), "plain/out: ", "plain is not a folder");
+    CHECK_ERROR_CONTAINS(check_outputs("forward", {}, {""}), "forward: an output path is empty");
+    CHECK_NOTHROW(check_outputs("forward", {}, {"relative-name-in-cwd"}));
 }

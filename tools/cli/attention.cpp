@@ -277,7 +277,7 @@ int attention_command(const Arguments& args) {
     if (std::filesystem::is_directory(out, error))
         for (const auto& entry : std::filesystem::directory_iterator(out, error)) {
             const std::string name = entry.path().filename().string();
-            if (name == "index.md" || is_attention_picture(name)) check_outputs("attention", {path}, {entry.path().string()});
+            if (is_attention_picture(name)) check_outputs("attention", {path}, {entry.path().string()});
         }
     const Model model = Model::load(path);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "attention");
@@ -405,13 +405,13 @@ int attention_command(const Arguments& args) {
                      overview_panels.size(), kMaxOverviewPanels);
     }
 
+    std::filesystem::create_directories(out, error);
+    if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
     // Every file about to be written is a file we may write (not a folder, not the model).
     std::vector<std::string> files;
     for (const Picture& picture : pictures) files.push_back(picture.file);
     if (with_overview) files.push_back(out + "/overview.png");
     check_outputs("attention", {path}, files);
-    std::filesystem::create_directories(out, error);
-    if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
     for (const Picture& picture : pictures) {
         write_heatmap_grid_png(picture.grid, picture.file);
         add(picture.file, picture.shows);

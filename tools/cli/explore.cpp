@@ -236,9 +236,18 @@ int explore_command(const Arguments& args) {
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
     page = replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
-    if (parsed.has("--json")) write_file(parsed.value("--json"), data_text + "\n", "explore");
-    write_file(html_path, page, "explore");
-    std::printf("%s\n", html_path.c_str());
+    bool streamed = false;  // an output written as a stream may be stdout itself
+    if (parsed.has("--json")) {
+        OutputFile json_file(parsed.value("--json"), "explore");
+        json_file.write(data_text + "\n");
+        json_file.commit();
+        streamed = json_file.is_stream();
+    }
+    OutputFile page_file(html_path, "explore");
+    page_file.write(page);
+    page_file.commit();
+    streamed = streamed || page_file.is_stream();
+    if (!streamed) std::printf("%s\n", html_path.c_str());
     std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", shown.c_str(),
                  run.output.c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);
     return 0;
