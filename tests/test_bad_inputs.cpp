@@ -170,7 +170,7 @@ const std::vector<BadInput> kSafetensorsFrame = {
      1, {"deep-config.safetensors", "config nests arrays/objects 100000 deep; at most 2 are allowed here"}},
     {"header JSON but not an object", [](const TempDirectory& d) {
          return forward_model(d, raw_file(d, "array.safetensors", 7, "[1,2,3]")); },
-     1, {"array.safetensors", "the header must be a JSON object, got array"}},
+     1, {"array.safetensors", "the header starts with byte 0x5B ('['), not '{'; a header is one JSON object"}},
     {"tensor entry without dtype", [](const TempDirectory& d) {
          return forward_model(d, header_edited(d, "no-dtype.safetensors", kModel,
                                                [](json& h) { h["generator.bias"].erase("dtype"); })); },
