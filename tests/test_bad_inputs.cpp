@@ -215,7 +215,7 @@ const std::vector<BadInput> kMetadataAndConfig = {
     {"vocab not a JSON array of strings", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "vocab-number.safetensors", kModel,
                                         [](Contents& c) { c.metadata["vocab"] = "[\"<pad>\", 3]"; })); },
-     1, {"vocab-number.safetensors", "__metadata__ \"vocab\" holds a non-string: 3"}},
+     1, {"vocab-number.safetensors", "__metadata__ \"vocab\" entry 1 is not a string: 3"}},
     {"config missing", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "no-config.safetensors", kModel, [](Contents& c) { c.metadata.erase("config"); })); },
      1, {"no-config.safetensors", "__metadata__ has no \"config\""}},
