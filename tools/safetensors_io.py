@@ -16,9 +16,12 @@ What `write` produces, byte for byte (so equal inputs give identical files):
   file whose tensors all have one dtype this is plain name order;
 - written to a temporary name and renamed, so no half-written file is left.
 
-`read` checks the header strictly (known dtype, shape, offsets matching the
-shape, no overlap, no hole, nothing outside the file) and raises ValueError
-naming the tensor at fault.
+`read` checks the header strictly — docs/FORMAT.md's header rules, the same
+as engine/safetensors.cpp's and tested on the same table
+(tests/safetensors_headers.json): '{' first (no byte order mark), no NUL,
+valid UTF-8, one JSON object followed only by spaces, no key twice; then
+known dtype, shape, offsets matching the shape, no overlap, no hole, nothing
+outside the file — and raises ValueError naming the rule or the tensor at fault.
 
 Usage:
     write("x.safetensors", {"w": np.zeros((2, 3), np.float32)}, {"k": "v"})
