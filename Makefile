@@ -131,7 +131,8 @@ bench: deps
 
 # Regenerate the PyTorch references in a temporary folder with Debian's
 # python3-torch (installed if missing) and compare against those fresh numbers;
-# then test the exporter (tools/test_export.py: exported modules vs tinyformer)
+# then test the Python safetensors reader on the shared header table
+# (tools/test_safetensors_io.py, numpy only), the exporter (tools/test_export.py: exported modules vs tinyformer)
 # and the activation traces (tools/test_trace.py: `tinyformer trace` vs
 # tools/torch_trace.py, compared by tools/compare_trace.py).
 # Not part of `make test`, which uses the committed data/reference/.
@@ -143,6 +144,7 @@ parity: deps
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  /usr/bin/python3 tools/make_reference.py --out "$$dir" && \
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
+	/usr/bin/python3 tools/test_safetensors_io.py
 	/usr/bin/python3 tools/test_export.py
 	/usr/bin/python3 tools/test_trace.py
 

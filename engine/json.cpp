@@ -4,6 +4,8 @@
 #include "engine/memory.h"
 
 #include <algorithm>
+#include <set>
+#include <vector>
 
 namespace tinyformer {
 
@@ -31,6 +33,59 @@ int deepest_container(const std::string& text) {
     return deepest;
 }
 
+// A SAX pass that stops at the first key an object holds twice (nlohmann's
+// parser silently keeps one of the two values). Objects and arrays nest at
+// most max_depth + 1 deep here (parse_json checks that first).
+class DuplicateKeyFinder : public nlohmann::json_sax<nlohmann::json> {
+public:
+    bool found = false;
+    std::string duplicate;  // the key held twice, when found
+    std::string where;      // "at the top level" or "in \"<the enclosing key>\""
+
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override {
+        open_.push_back({{}, ""});
+        return true;
+    }
+    bool key(string_t& key) override {
+        Container& object = open_.back();
+        if (!object.keys.insert(key).second) {
+            found = true;
+            duplicate = key;
+            where = open_.size() == 1 ? "at the top level" : "in \"" + open_[open_.size() - 2].last_key + "\"";
+            return false;  // stops the parse
+        }
+        object.last_key = key;
+        return true;
+    }
+    bool end_object() override {
+        open_.pop_back();
+        return true;
+    }
+    bool start_array(std::size_t) override {
+        open_.push_back({{}, open_.empty() ? "" : open_.back().last_key});  // objects in an array: named by its key
+        return true;
+    }
+    bool end_array() override {
+        open_.pop_back();
+        return true;
+    }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+private:
+    struct Container {
+        std::set<std::string> keys;
+        std::string last_key;
+    };
+    std::vector<Container> open_;
+};
+
 }  // namespace
 
 nlohmann::json parse_json(const std::string& text, int max_depth, const std::string& what) {
@@ -45,6 +100,10 @@ nlohmann::json parse_json(const std::string& text, int max_depth, const std::str
                              kParsedJsonBytesPerByte, " bytes per byte,"));
     nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (value.is_discarded()) fail(what, " is not valid JSON");
+    DuplicateKeyFinder finder;
+    nlohmann::json::sax_parse(text, &finder);
+    if (finder.found)
+        fail(what, " has the key \"", finder.duplicate, "\" twice ", finder.where, "; no JSON object may repeat a key");
     return value;
 }
 

@@ -11,6 +11,9 @@
 //     found, {"a":[{},{},...]}, took about 38 bytes per byte (9 MB of it:
 //     362 MB peak, `tinyformer info` on such a header); parse_json refuses
 //     text unless kParsedJsonBytesPerByte times its size is available.
+//   * duplicate keys: nlohmann keeps one of two equal keys of an object
+//     silently, and another reader may keep the other; parse_json refuses
+//     any object that holds a key twice (docs/FORMAT.md).
 //   * message size: json_excerpt cuts a value's text for error messages.
 #pragma once
 
@@ -23,8 +26,9 @@ namespace tinyformer {
 
 constexpr uint64_t kParsedJsonBytesPerByte = 48;  // memory for parsed JSON, per byte of its text
 
-// Parses `text`; throws Error "<what> is not valid JSON" or "<what> nests
-// arrays/objects deeper than ...". Never returns a discarded value.
+// Parses `text`; throws Error "<what> is not valid JSON", "<what> nests
+// arrays/objects deeper than ..." or "<what> has the key "k" twice at the top
+// level" (or: in "<enclosing key>"). Never returns a discarded value.
 nlohmann::json parse_json(const std::string& text, int max_depth, const std::string& what);
 
 // value.dump(), cut to at most `limit` characters ("..." marks the cut).

@@ -4,6 +4,7 @@
 
 #include "engine/json.h"
 #include "engine/memory.h"
+#include "engine/utf8.h"
 
 #include <algorithm>
 #include <bit>
@@ -37,6 +38,16 @@ uint64_t little_endian_u64(const uint8_t* bytes) {
 }
 
 bool is_json_space(uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// "0x7B ('{')" for printable ASCII, else "0xEF".
+std::string byte_hex(uint8_t byte) {
+    char text[16];
+    if (byte >= 0x20 && byte < 0x7F)
+        std::snprintf(text, sizeof text, "0x%02X ('%c')", byte, static_cast<char>(byte));
+    else
+        std::snprintf(text, sizeof text, "0x%02X", byte);
+    return text;
+}
 
 // How many first bytes of a file refuse_other_formats looks at.
 constexpr uint64_t kSniffBytes = 256;
@@ -96,8 +107,61 @@ uint64_t checked_header_length(const std::string& path, uint64_t file_size, cons
     return header_length;
 }
 
+// The header's JSON object without the spaces that may pad it, after the
+// rules of docs/FORMAT.md section 1 ("The header") that come before JSON
+// parsing: at least 2 bytes, no byte order mark, '{' first, no NUL byte,
+// valid UTF-8, and after the object's closing '}' only spaces (0x20).
+// tools/safetensors_io.py applies the same rules; both are tested on
+// tests/safetensors_headers.json.
+std::string header_object(const std::string& path, const std::string& header) {
+    if (header.size() < 2)
+        fail(path, ": the header is ", header.size(), " bytes; the smallest header, {}, is 2");
+    if (header.starts_with("\xEF\xBB\xBF"))
+        fail(path, ": the header starts with a UTF-8 byte order mark (EF BB BF); a header starts with '{'");
+    if (header[0] != '{')
+        fail(path, ": the header starts with byte ", byte_hex(static_cast<uint8_t>(header[0])),
+             ", not '{'; a header is one JSON object");
+    const size_t nul = header.find('\0');
+    if (nul != std::string::npos)
+        fail(path, ": the header holds a NUL byte at offset ", nul, " (of ", header.size(),
+             "); only spaces may pad a header");
+    const size_t invalid = first_invalid_utf8(header);
+    if (invalid != std::string_view::npos)
+        fail(path, ": the header is not valid UTF-8 (byte ", byte_hex(static_cast<uint8_t>(header[invalid])),
+             " at offset ", invalid, ")");
+    // The object ends where its opening '{' closes (strings skipped); when it
+    // never closes, the JSON parser names the header as invalid.
+    size_t end = 0;
+    int depth = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < header.size() && end == 0; ++i) {
+        const char c = header[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            ++depth;
+        } else if ((c == '}' || c == ']') && --depth == 0) {
+            end = i + 1;
+        }
+    }
+    if (end == 0) return header;
+    const size_t other = header.find_first_not_of(' ', end);
+    if (other != std::string::npos)
+        fail(path, ": the header has ", header.size() - end, " bytes after its JSON object (byte ",
+             byte_hex(static_cast<uint8_t>(header[other])), " at offset ", other, "); only spaces may pad a header");
+    return header.substr(0, end);
+}
+
+// A JSON integer >= 0 (nlohmann reads -0 as a signed integer: it is 0).
+bool is_count(const json& value) {
+    return value.is_number_unsigned() || (value.is_number_integer() && value.get<int64_t>() == 0);
+}
+
 uint64_t parse_offset(const json& value, const std::string& where) {
-    if (!value.is_number_unsigned()) fail(where, ": data_offsets must be two non-negative integers");
+    if (!is_count(value)) fail(where, ": data_offsets must be two non-negative integers");
     return value.get<uint64_t>();
 }
 
@@ -172,7 +236,7 @@ SafetensorsFile SafetensorsFile::from_bytes(const std::string& name, std::span<c
 void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data_size) {
     const std::string& path = path_;
     // {"name": {"shape": [..]}}: arrays and objects nest at most 3 deep (depth 0..2).
-    const json header = parse_json(header_text, /*max_depth=*/2, path + ": the header");
+    const json header = parse_json(header_object(path, header_text), /*max_depth=*/2, path + ": the header");
     if (!header.is_object()) fail(path, ": the header must be a JSON object, got ", header.type_name());
 
     for (const auto& [name, entry] : header.items()) {
@@ -189,6 +253,11 @@ void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data
         if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
             !entry.contains("data_offsets"))
             fail(where, ": needs an object with dtype, shape and data_offsets");
+        if (entry.size() != 3) {
+            for (const auto& [key, unused] : entry.items())
+                if (key != "dtype" && key != "shape" && key != "data_offsets")
+                    fail(where, ": unknown key '", key, "'; an entry has exactly dtype, shape and data_offsets");
+        }
         StoredTensor stored;
         if (!entry["dtype"].is_string()) fail(where, ": dtype must be a string");
         stored.dtype = entry["dtype"].get<std::string>();
@@ -197,7 +266,7 @@ void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data
         if (!entry["shape"].is_array()) fail(where, ": shape must be an array");
         uint64_t count = 1;
         for (const json& size : entry["shape"]) {
-            if (!size.is_number_unsigned())
+            if (!is_count(size))
                 fail(where, ": shape must hold non-negative integers, got ", json_excerpt(entry["shape"]));
             const uint64_t axis = size.get<uint64_t>();
             if (axis > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||

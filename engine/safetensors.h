@@ -14,8 +14,12 @@
 // unless it could be safetensors: a header length that fits the file and a
 // header that starts like a JSON object are never called anything else.
 // Then: a header length past the file or above
-// kMaxHeaderBytes, a header that is not a JSON object, metadata values that
-// are not strings, an unknown dtype, a negative or overflowing shape, offsets
+// kMaxHeaderBytes; header bytes that break docs/FORMAT.md's header rules (at
+// least 2 bytes, '{' first — so a UTF-8 byte order mark is refused by name —,
+// no NUL, valid UTF-8, exactly one JSON object followed only by spaces, no
+// key twice in any object: the same rules as tools/safetensors_io.py, both
+// tested on tests/safetensors_headers.json); __metadata__ that is not an
+// object of strings, an unknown dtype, a negative or overflowing shape, offsets
 // reversed, outside the data, overlapping, or leaving holes (the safetensors
 // rule: the data must be indexed entirely), and a byte count that does not
 // match dtype x shape. The file is read once.

@@ -9,21 +9,27 @@ namespace tinyformer {
 
 namespace {
 
-// A JSON array of token strings from metadata `key`, as long as `expected`.
+// A JSON array of token strings from metadata `key`, as long as `expected`,
+// obeying the vocabulary rules for the tokenizer `kind` (check_vocabulary).
 std::vector<std::string> read_vocabulary(const std::string& path, const std::map<std::string, std::string>& metadata,
-                                         const std::string& key, int64_t expected, const char* size_key) {
+                                         const std::string& key, int64_t expected, const char* size_key,
+                                         TokenizerKind kind) {
     std::vector<std::string> tokens;
     auto found = metadata.find(key);
     if (found == metadata.end()) return tokens;
-    const nlohmann::json array = parse_json(found->second, /*max_depth=*/1, path + ": __metadata__ \"" + key + "\"");
-    if (!array.is_array()) fail(path, ": __metadata__ \"", key, "\" must be a JSON array of strings");
-    for (const auto& token : array) {
-        if (!token.is_string()) fail(path, ": __metadata__ \"", key, "\" holds a non-string: ", json_excerpt(token));
-        tokens.push_back(token.get<std::string>());
+    const std::string where = path + ": __metadata__ \"" + key + "\"";
+    const nlohmann::json array = parse_json(found->second, /*max_depth=*/1, where);
+    if (!array.is_array()) fail(where, " must be a JSON array of strings");
+    for (size_t index = 0; index < array.size(); ++index) {
+        if (!array[index].is_string())
+            fail(where, " entry ", index, " is not a string: ", json_excerpt(array[index]),
+                 " (docs/FORMAT.md, vocabulary rules)");
+        tokens.push_back(array[index].get<std::string>());
     }
     if (static_cast<int64_t>(tokens.size()) != expected)
-        fail(path, ": __metadata__ \"", key, "\" has ", tokens.size(), " tokens but the config's '", size_key, "' is ",
-             expected, " (docs/FORMAT.md)");
+        fail(where, " has ", tokens.size(), " tokens but the config's '", size_key, "' is ", expected,
+             " (docs/FORMAT.md)");
+    check_vocabulary(tokens, kind, where);
     return tokens;
 }
 
@@ -31,15 +37,8 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
                                 const ModelConfig& config) {
     const bool encoder_decoder = config.arch == Architecture::EncoderDecoder;
     TextMetadata text;
-    text.vocab = read_vocabulary(path, metadata, "vocab", encoder_decoder ? config.tgt_vocab_size : config.vocab_size,
-                                 encoder_decoder ? "tgt_vocab_size" : "vocab_size");
     auto has = [&](const char* key) { return metadata.count(key) != 0; };
-    if (has("src_vocab") && !encoder_decoder)
-        fail(path, ": __metadata__ \"src_vocab\" is for encoder_decoder models; this one is ", architecture_name(config.arch));
-    text.src_vocab = read_vocabulary(path, metadata, "src_vocab", config.src_vocab_size, "src_vocab_size");
-    if (encoder_decoder && !text.vocab.empty() && text.src_vocab.empty() && config.src_vocab_size != config.tgt_vocab_size)
-        fail(path, ": __metadata__ has a \"vocab\" of ", text.vocab.size(), " tokens for both sides, but 'src_vocab_size' is ",
-             config.src_vocab_size, "; give the source vocabulary as \"src_vocab\" (docs/FORMAT.md)");
+    // The tokenizer first: the vocabulary rules depend on it.
     if (has("tokenizer")) {
         try {
             text.tokenizer = tokenizer_kind(metadata.at("tokenizer"));
@@ -47,6 +46,15 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
             fail(path, ": __metadata__ \"tokenizer\": ", error.what());
         }
     }
+    text.vocab = read_vocabulary(path, metadata, "vocab", encoder_decoder ? config.tgt_vocab_size : config.vocab_size,
+                                 encoder_decoder ? "tgt_vocab_size" : "vocab_size", text.tokenizer);
+    if (has("src_vocab") && !encoder_decoder)
+        fail(path, ": __metadata__ \"src_vocab\" is for encoder_decoder models; this one is ", architecture_name(config.arch));
+    text.src_vocab =
+        read_vocabulary(path, metadata, "src_vocab", config.src_vocab_size, "src_vocab_size", text.tokenizer);
+    if (encoder_decoder && !text.vocab.empty() && text.src_vocab.empty() && config.src_vocab_size != config.tgt_vocab_size)
+        fail(path, ": __metadata__ has a \"vocab\" of ", text.vocab.size(), " tokens for both sides, but 'src_vocab_size' is ",
+             config.src_vocab_size, "; give the source vocabulary as \"src_vocab\" (docs/FORMAT.md)");
     if (has("prompt_suffix")) {
         if (config.arch != Architecture::DecoderOnly)
             fail(path, ": __metadata__ \"prompt_suffix\" is for decoder_only models; this one is ",
@@ -54,7 +62,8 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
         text.prompt_suffix = metadata.at("prompt_suffix");
         if (text.vocab.empty()) fail(path, ": __metadata__ \"prompt_suffix\" needs a \"vocab\" to be read with");
         try {
-            if (Tokenizer(text.vocab, text.tokenizer).encode(text.prompt_suffix).empty()) fail("it holds no token");
+            // Read as a user's text is, but never as <unk>: a suffix must be typeable.
+            if (Tokenizer(text.vocab, text.tokenizer).encode_exactly(text.prompt_suffix).empty()) fail("it holds no token");
         } catch (const Error& error) {
             fail(path, ": __metadata__ \"prompt_suffix\" \"", text.prompt_suffix, "\": ", error.what());
         }

@@ -20,9 +20,11 @@
 namespace tinyformer {
 
 // The metadata that says how text becomes the model's tokens. Checked on
-// load: vocabularies as long as the config's vocabulary sizes, src_vocab only
-// for encoder_decoder, prompt_suffix only for decoder_only and made of
-// vocabulary tokens, train_max_len a positive integer.
+// load: vocabularies as long as the config's vocabulary sizes and obeying
+// docs/FORMAT.md's vocabulary rules (check_vocabulary), src_vocab only for
+// encoder_decoder, prompt_suffix only for decoder_only and made of ordinary
+// tokens (Tokenizer::encode_exactly: never <unk>), train_max_len a positive
+// integer. `info` loads a model this way, so it refuses what `run` refuses.
 struct TextMetadata {
     std::vector<std::string> vocab;      // the target (encoder_decoder) or only vocabulary; may be empty
     std::vector<std::string> src_vocab;  // encoder_decoder: the source vocabulary when it differs; else empty

@@ -66,7 +66,7 @@ std::vector<int64_t> model_input(const Model& model, std::vector<int64_t> tokens
     if (config.arch == Architecture::DecoderOnly) {
         if (!model.text.prompt_suffix.empty()) {
             const std::vector<int64_t> suffix =
-                Tokenizer(model.text.vocab, model.text.tokenizer).encode(model.text.prompt_suffix);
+                Tokenizer(model.text.vocab, model.text.tokenizer).encode_exactly(model.text.prompt_suffix);
             if (tokens.size() < suffix.size() || !std::equal(suffix.rbegin(), suffix.rend(), tokens.rbegin()))
                 tokens.insert(tokens.end(), suffix.begin(), suffix.end());
         }

@@ -1,8 +1,11 @@
 #include "models/tokenizer.h"
 
 #include "engine/error.h"
+#include "engine/utf8.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string_view>
 
 namespace tinyformer {
 
@@ -32,9 +35,50 @@ size_t utf8_length(unsigned char lead) {
     return 1;
 }
 
-bool is_special(const std::string& token) { return token.size() > 1 && token.front() == '<'; }
-
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+bool is_control(char32_t code_point) { return code_point < 0x20 || (code_point >= 0x7F && code_point <= 0x9F); }
+
+// A token for a message: in double quotes, cut after 60 bytes (at a character boundary).
+std::string quoted(const std::string& token) {
+    constexpr size_t kShown = 60;
+    // Built with append: g++ 12 -O3 warns (-Wrestrict, wrongly) on "literal" + std::string.
+    std::string text("\"");
+    if (token.size() <= kShown) return text.append(token).append("\"");
+    size_t cut = kShown;
+    while (cut > 0 && (static_cast<unsigned char>(token[cut]) & 0xC0) == 0x80) --cut;
+    return text.append(token, 0, cut).append("\"... (").append(std::to_string(token.size())).append(" bytes)");
+}
+
+// The rule `token` breaks as the entry of a `kind` vocabulary, or "" when it
+// breaks none (duplicates are the caller's: they need the other entries).
+// The message shows the token only when it is text that prints as it is (no
+// control character, valid UTF-8); else the rule names the byte.
+std::string broken_rule(const std::string& token, TokenizerKind kind) {
+    if (token.empty()) return "\"\" is an empty string; every token needs at least one character";
+    size_t characters = 0, first_space = std::string::npos;
+    for (size_t at = 0; at < token.size(); ++characters) {
+        const Utf8Character character = utf8_character(token, at);
+        if (character.length == 0)
+            return text_of("is not valid UTF-8 (byte ", at, " of ", token.size(),
+                           " starts no character; a lone surrogate is invalid too); tokens are UTF-8 text");
+        if (is_control(character.code_point)) {
+            char code[16];
+            std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(character.code_point));
+            return text_of("holds the control character ", code, " at byte ", at, " of ", token.size(),
+                           "; no token may hold a control character (C0, DEL or C1)");
+        }
+        if (is_space(token[at]) && first_space == std::string::npos) first_space = at;
+        at += character.length;
+    }
+    if (kind == TokenizerKind::Whitespace && first_space != std::string::npos)
+        return text_of(quoted(token), " holds whitespace at byte ", first_space,
+                       "; the \"whitespace\" tokenizer splits text there, so no text could ever be read as it");
+    if (kind == TokenizerKind::Char && characters != 1 && !is_special_token(token))
+        return text_of(quoted(token), " is ", characters, " characters; a \"char\" vocabulary's tokens are one character each, "
+                       "special tokens (\"<\" + [a-z0-9_]+ + \">\") excepted; use tokenizer \"whitespace\" for words");
+    return "";
+}
 
 }  // namespace
 
@@ -46,22 +90,38 @@ TokenizerKind tokenizer_kind(const std::string& name) {
 
 const char* tokenizer_kind_name(TokenizerKind kind) { return kind == TokenizerKind::Char ? "char" : "whitespace"; }
 
-Tokenizer::Tokenizer(std::vector<std::string> vocab, TokenizerKind kind) : vocab_(std::move(vocab)), kind_(kind) {
-    if (vocab_.empty()) fail("tokenizer: the checkpoint has no vocabulary (__metadata__ \"vocab\")");
-    for (size_t id = 0; id < vocab_.size(); ++id) {
-        if (vocab_[id].empty()) fail("tokenizer: vocabulary entry ", id, " is an empty string");
-        if (!ids_.emplace(vocab_[id], static_cast<int64_t>(id)).second)
-            fail("tokenizer: vocabulary entry ", id, " '", vocab_[id], "' appears twice");
+bool is_special_token(const std::string& token) {
+    if (token.size() < 3 || token.front() != '<' || token.back() != '>') return false;
+    return std::all_of(token.begin() + 1, token.end() - 1,
+                       [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
+}
+
+void check_vocabulary(const std::vector<std::string>& vocab, TokenizerKind kind, const std::string& where) {
+    if (vocab.empty()) fail(where, " has no entries; a vocabulary holds at least one token");
+    std::map<std::string_view, size_t> seen;
+    for (size_t index = 0; index < vocab.size(); ++index) {
+        const std::string& token = vocab[index];
+        const std::string rule = broken_rule(token, kind);
+        if (!rule.empty()) fail(where, " entry ", index, " ", rule, " (docs/FORMAT.md, vocabulary rules)");
+        auto [earlier, first_time] = seen.emplace(token, index);
+        if (!first_time)
+            fail(where, " entry ", index, " ", quoted(token), " is the same token as entry ", earlier->second,
+                 "; no two entries may be equal (docs/FORMAT.md, vocabulary rules)");
     }
 }
 
+Tokenizer::Tokenizer(std::vector<std::string> vocab, TokenizerKind kind) : vocab_(std::move(vocab)), kind_(kind) {
+    check_vocabulary(vocab_, kind_, "tokenizer: the vocabulary");
+    for (size_t id = 0; id < vocab_.size(); ++id) ids_.emplace(vocab_[id], static_cast<int64_t>(id));
+}
+
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown, int64_t* unknown_count) const {
-    if (kind_ == TokenizerKind::Whitespace) return encode_words(text, unknown_count);
+    if (kind_ == TokenizerKind::Whitespace) return encode_words(text, /*exactly=*/false, unknown_count);
     std::vector<int64_t> ids;
     for (size_t at = 0; at < text.size();) {
         const size_t length = std::min(utf8_length(static_cast<unsigned char>(text[at])), text.size() - at);
         auto found = ids_.find(text.substr(at, length));
-        if (found != ids_.end() && !is_special(found->first)) {
+        if (found != ids_.end() && !is_special_token(found->first)) {
             ids.push_back(found->second);
         } else if (map_unknown && contains("<unk>")) {
             ids.push_back(id_of("<unk>"));
@@ -75,7 +135,11 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown
     return ids;
 }
 
-std::vector<int64_t> Tokenizer::encode_words(const std::string& text, int64_t* unknown_count) const {
+std::vector<int64_t> Tokenizer::encode_exactly(const std::string& text) const {
+    return kind_ == TokenizerKind::Whitespace ? encode_words(text, /*exactly=*/true, nullptr) : encode(text);
+}
+
+std::vector<int64_t> Tokenizer::encode_words(const std::string& text, bool exactly, int64_t* unknown_count) const {
     std::vector<int64_t> ids;
     int64_t word_index = 0;
     for (size_t at = 0; at < text.size();) {
@@ -87,8 +151,12 @@ std::vector<int64_t> Tokenizer::encode_words(const std::string& text, int64_t* u
         while (end < text.size() && !is_space(text[end])) ++end;
         const std::string word = text.substr(at, end - at);
         auto found = ids_.find(word);
-        if (found != ids_.end() && !is_special(word)) {
+        if (found != ids_.end() && !is_special_token(word)) {
             ids.push_back(found->second);
+        } else if (exactly) {
+            fail("tokenizer: word '", word, "' (word ", word_index, ", at character ", at, " of \"", text, "\") is not ",
+                 found != ids_.end() ? "an ordinary token (special tokens are never read from text)"
+                                     : "in the model's vocabulary");
         } else if (contains("<unk>")) {
             ids.push_back(id_of("<unk>"));
             if (unknown_count) ++*unknown_count;

@@ -170,7 +170,7 @@ const std::vector<BadInput> kSafetensorsFrame = {
      1, {"deep-config.safetensors", "config nests arrays/objects 100000 deep; at most 2 are allowed here"}},
     {"header JSON but not an object", [](const TempDirectory& d) {
          return forward_model(d, raw_file(d, "array.safetensors", 7, "[1,2,3]")); },
-     1, {"array.safetensors", "the header must be a JSON object, got array"}},
+     1, {"array.safetensors", "the header starts with byte 0x5B ('['), not '{'; a header is one JSON object"}},
     {"tensor entry without dtype", [](const TempDirectory& d) {
          return forward_model(d, header_edited(d, "no-dtype.safetensors", kModel,
                                                [](json& h) { h["generator.bias"].erase("dtype"); })); },
@@ -215,7 +215,7 @@ const std::vector<BadInput> kMetadataAndConfig = {
     {"vocab not a JSON array of strings", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "vocab-number.safetensors", kModel,
                                         [](Contents& c) { c.metadata["vocab"] = "[\"<pad>\", 3]"; })); },
-     1, {"vocab-number.safetensors", "__metadata__ \"vocab\" holds a non-string: 3"}},
+     1, {"vocab-number.safetensors", "__metadata__ \"vocab\" entry 1 is not a string: 3"}},
     {"config missing", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "no-config.safetensors", kModel, [](Contents& c) { c.metadata.erase("config"); })); },
      1, {"no-config.safetensors", "__metadata__ has no \"config\""}},
@@ -1048,6 +1048,129 @@ void check_section(const std::vector<BadInput>& rows) {
     }
 }
 
+// ---- vocabulary rules and header rules: `run` and `info` refuse the same files ----
+// (docs/FORMAT.md "Vocabulary rules" and "The header"). Each bad file makes two
+// rows: `run FILE TEXT` and `info FILE`, with the same message pieces.
+struct BadFile {
+    const char* name;
+    std::function<std::string(const TempDirectory&)> write;  // writes the bad file, gives its path
+    const char* text;                                         // run's input
+    std::vector<std::string> message;
+};
+
+std::vector<BadInput> run_and_info(const std::vector<BadFile>& files) {
+    std::vector<BadInput> rows;
+    for (const BadFile& file : files) {
+        rows.push_back({file.name, [file](const TempDirectory& d) {
+                            return std::vector<std::string>{"run", file.write(d), file.text}; },
+                        1, file.message});
+        rows.push_back({file.name, [file](const TempDirectory& d) {
+                            return std::vector<std::string>{"info", file.write(d)}; },
+                        1, file.message});
+    }
+    return rows;
+}
+
+// A copy of `source` with vocabulary entry `index` set to `token` (and the tokenizer when given).
+std::string vocab_entry(const TempDirectory& d, const std::string& name, const std::string& source, size_t index,
+                        const std::string& token, const char* key = "vocab") {
+    return edited(d, name, source, [&](Contents& c) {
+        json vocab = json::parse(c.metadata.at(c.metadata.count(key) ? key : "vocab"));
+        vocab[index] = token;
+        c.metadata[key] = vocab.dump();
+    });
+}
+
+// kPrefixModel (decoder_only, 14 tokens) as a word-level model with these words.
+std::string word_model(const TempDirectory& d, const std::string& name, const json& words,
+                       const std::string& suffix = "") {
+    return edited(d, name, kPrefixModel, [&](Contents& c) {
+        c.metadata["vocab"] = words.dump();
+        c.metadata["tokenizer"] = std::string("whitespace");
+        if (!suffix.empty()) c.metadata["prompt_suffix"] = suffix;
+    });
+}
+
+// A copy of kReverse whose header bytes are changed by `edit` (the length field follows them).
+std::string header_bytes(const TempDirectory& d, const std::string& name,
+                         const std::function<std::string(std::string)>& edit) {
+    const std::string bytes = test_helpers::read_file(kReverse);
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
+    const std::string header = edit(bytes.substr(8, length));
+    return raw_file(d, name, header.size(), header, bytes.substr(8 + length));
+}
+
+// The header's object without its padding spaces.
+std::string unpadded(std::string header) { return header.erase(header.find_last_not_of(' ') + 1); }
+
+const std::vector<BadInput> kVocabularyAndHeaderRules = run_and_info({
+    {"vocab: an entry twice", [](const TempDirectory& d) { return vocab_entry(d, "twice.safetensors", kReverse, 5, "a"); },
+     "abc", {"twice.safetensors: __metadata__ \"vocab\" entry 5 \"a\" is the same token as entry 4"}},
+    {"vocab: an empty entry", [](const TempDirectory& d) { return vocab_entry(d, "empty.safetensors", kReverse, 7, ""); },
+     "abc", {"empty.safetensors: __metadata__ \"vocab\" entry 7 \"\" is an empty string"}},
+    {"vocab: a char token of two characters", [](const TempDirectory& d) {
+         return vocab_entry(d, "two-chars.safetensors", kReverse, 7, "xy"); },
+     "abc", {"two-chars.safetensors: __metadata__ \"vocab\" entry 7 \"xy\" is 2 characters", "one character each"}},
+    {"vocab: a char token that looks special but is not (<Eos>)", [](const TempDirectory& d) {
+         return vocab_entry(d, "not-special.safetensors", kReverse, 2, "<Eos>"); },
+     "abc", {"__metadata__ \"vocab\" entry 2 \"<Eos>\" is 5 characters"}},
+    {"vocab: an escape sequence as a char token", [](const TempDirectory& d) {
+         return vocab_entry(d, "escape.safetensors", kReverse, 7, "\x1b]0;TITLE\x07\x1b[2J"); },
+     "abc", {"escape.safetensors: __metadata__ \"vocab\" entry 7 holds the control character U+001B at byte 0 of 14"}},
+    {"vocab: a C1 control (U+009B, CSI)", [](const TempDirectory& d) {
+         return vocab_entry(d, "c1.safetensors", kReverse, 7, "\xc2\x9b"); },
+     "abc", {"__metadata__ \"vocab\" entry 7 holds the control character U+009B"}},
+    {"src_vocab: an entry twice", [](const TempDirectory& d) {
+         return edited(d, "src-twice.safetensors", kModel, [](Contents& c) {
+             c.metadata["vocab"] = json({"<pad>", "<bos>", "<eos>", "a", "b", "c", "d", "e", "f", "g", "h"}).dump();
+             c.metadata["src_vocab"] = json({"<pad>", "<bos>", "<eos>", "a", "b", "c", "d", "e", "f", "g", "h", "i", "a"}).dump(); }); },
+     "abc", {"src-twice.safetensors: __metadata__ \"src_vocab\" entry 12 \"a\" is the same token as entry 3"}},
+    {"vocab: a word holding a space", [](const TempDirectory& d) {
+         return word_model(d, "space-word.safetensors", {"<pad>", "<bos>", "<eos>", "the", "cat", "sat", "on", "mat",
+                                                         "a", "dog", "ran", "to", "big red", "hat"}); },
+     "the cat", {"space-word.safetensors: __metadata__ \"vocab\" entry 12 \"big red\" holds whitespace at byte 3"}},
+    {"prompt_suffix: a special token (<sep>), even with <unk> to map it to", [](const TempDirectory& d) {
+         return word_model(d, "sep.safetensors", {"<pad>", "<bos>", "<eos>", "<unk>", "<sep>", "the", "cat", "sat",
+                                                  "on", "mat", "a", "dog", "ran", "to"}, "<sep>"); },
+     "the cat", {"sep.safetensors: __metadata__ \"prompt_suffix\" \"<sep>\"", "word '<sep>'", "is not an ordinary token"}},
+    {"header: a UTF-8 byte order mark", [](const TempDirectory& d) {
+         return header_bytes(d, "bom.safetensors", [](std::string h) { return "\xEF\xBB\xBF" + h; }); },
+     "abc", {"bom.safetensors: the header starts with a UTF-8 byte order mark (EF BB BF)"}},
+    {"header: NUL padding", [](const TempDirectory& d) {
+         return header_bytes(d, "nul.safetensors", [](std::string h) { return unpadded(h) + std::string(6, '\0'); }); },
+     "abc", {"nul.safetensors: the header holds a NUL byte at offset", "only spaces may pad a header"}},
+    {"header: bytes hidden after a NUL", [](const TempDirectory& d) {
+         return header_bytes(d, "after-nul.safetensors",
+                             [](std::string h) { return unpadded(h) + std::string("\0{\"x\":1}", 8); }); },
+     "abc", {"after-nul.safetensors: the header holds a NUL byte at offset"}},
+    {"header: a newline after the object", [](const TempDirectory& d) {
+         return header_bytes(d, "newline.safetensors", [](std::string h) { return unpadded(h) + "\n"; }); },
+     "abc", {"newline.safetensors: the header has 1 bytes after its JSON object (byte 0x0A at offset"}},
+    {"header: a tensor name twice at the top level", [](const TempDirectory& d) {
+         return header_bytes(d, "twice-tensor.safetensors", [](std::string h) {
+             h = unpadded(h);
+             const size_t begin = h.find("\"generator.bias\":");
+             const std::string entry = h.substr(begin, h.find('}', begin) + 1 - begin);
+             return h.insert(h.size() - 1, "," + entry); }); },
+     "abc", {"twice-tensor.safetensors: the header has the key \"generator.bias\" twice at the top level"}},
+    {"header: a __metadata__ key twice", [](const TempDirectory& d) {
+         return header_bytes(d, "twice-meta.safetensors", [](std::string h) {
+             const std::string opening = "\"__metadata__\":{";
+             return h.insert(h.find(opening) + opening.size(), "\"vocab\":\"[]\","); }); },
+     "abc", {"twice-meta.safetensors: the header has the key \"vocab\" twice in \"__metadata__\""}},
+    {"header: invalid UTF-8 in a metadata string", [](const TempDirectory& d) {
+         return header_bytes(d, "utf8.safetensors", [](std::string h) {
+             const std::string opening = "\"__metadata__\":{";
+             return h.insert(h.find(opening) + opening.size(), "\"note\":\"\xff\","); }); },
+     "abc", {"utf8.safetensors: the header is not valid UTF-8 (byte 0xFF at offset"}},
+    {"header: a __metadata__ value that is a number", [](const TempDirectory& d) {
+         return header_bytes(d, "meta-number.safetensors", [](std::string h) {
+             const std::string opening = "\"__metadata__\":{";
+             return h.insert(h.find(opening) + opening.size(), "\"note\":1,"); }); },
+     "abc", {"meta-number.safetensors: __metadata__ value 'note' must be a string, got number"}},
+});
+
 }  // namespace
 
 namespace {
@@ -1150,3 +1273,6 @@ TEST_CASE("F16 and BF16 tensors count as float32 in the memory check: the wideni
 
 TEST_CASE("Bad inputs, outputs that are an input or not a file") { check_section(kWritingFiles); }
 TEST_CASE("Bad inputs, picture sizes: refused before any file is written") { check_section(kPictureSize); }
+TEST_CASE("Bad inputs, vocabulary and header rules: run and info refuse the same files") {
+    check_section(kVocabularyAndHeaderRules);
+}

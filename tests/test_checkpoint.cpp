@@ -8,6 +8,7 @@
 
 #include "models/forward.h"
 #include "tests/helpers.h"
+#include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
 
 #include <nlohmann/json.hpp>
@@ -154,7 +155,7 @@ TEST_CASE("Checkpoint metadata rules: config required and valid, vocab an array 
     SUBCASE("a \"vocab\" array holding a non-string") {
         contents.metadata["vocab"] = "[\"<pad>\", 3]";
         const std::string path = write_contents(dir, "vocab_number.safetensors", contents);
-        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "\"vocab\" holds a non-string: 3");
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "\"vocab\" entry 1 is not a string: 3");
     }
 }
 
@@ -395,4 +396,23 @@ TEST_CASE("run_forward refuses inputs that break FORMAT.md section 2, naming the
                 }
         }
     }
+}
+
+TEST_CASE("info shows the vocabulary's tokens beside its size: the first 40, then how many more") {
+    // dates: a char vocabulary of 41 tokens, <pad> <bos> <eos> <unk> first.
+    const std::vector<std::string> vocab =
+        nlohmann::json::parse(SafetensorsFile::read("data/models/dates.safetensors").metadata().at("vocab"));
+    REQUIRE(vocab.size() == 41);
+    std::string expected = "  tokens:";
+    for (size_t id = 0; id < 40; ++id) expected += " \"" + vocab[id] + "\"";
+    expected += " ... (1 more)\n";
+    const test_helpers::CliRun run = test_helpers::run_tinyformer_ok({"info", "data/models/dates.safetensors"});
+    CHECK(run.out.find("vocabulary of 41 tokens") != std::string::npos);
+    CHECK(run.out.find(expected) != std::string::npos);
+    CHECK(run.out.find("\"" + vocab[40] + "\"") == std::string::npos);
+    // Two vocabularies: each side listed, whole when short.
+    const test_helpers::CliRun two = test_helpers::run_tinyformer_ok({"info", "data/export/seq2seq.safetensors"});
+    CHECK(two.out.find("  source tokens: \"<unk>\" \"<pad>\" \"<bos>\" \"<eos>\" \"ein\"") != std::string::npos);
+    CHECK(two.out.find("  target tokens: \"<unk>\" \"<pad>\" \"<bos>\" \"<eos>\" \"a\" \"the\"") != std::string::npos);
+    CHECK(two.out.find("more)") == std::string::npos);
 }

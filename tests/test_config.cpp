@@ -388,3 +388,10 @@ TEST_CASE("Every size key refuses zero and negative values, naming the key and t
                                      expected_value.c_str());
             }
 }
+
+TEST_CASE("A config that holds a key twice is refused, naming the key: no reader may pick one of the two values") {
+    // nlohmann keeps one of the two silently, Python's json the last: both would read some d_model.
+    std::string text = encoder_decoder_config().dump();
+    text.insert(1, "\"d_model\":32,");
+    CHECK_ERROR_CONTAINS(parse_config(text), "config has the key \"d_model\" twice at the top level");
+}

@@ -9,6 +9,8 @@
 #include "engine/safetensors.h"
 #include "tests/helpers.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <csignal>
 #include <cstring>
@@ -243,7 +245,7 @@ TEST_CASE("A file that breaks a layout rule is refused, naming the file, the ten
     }
     SUBCASE("a header that is JSON but not an object") {
         const std::string path = write_raw(dir, "array.safetensors", "[1, 2]", "");
-        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "must be a JSON object, got array");
+        CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "the header starts with byte 0x5B ('['), not '{'");
     }
     SUBCASE("a header nested deeper than the format needs (dump() in a message would recurse per level)") {
         // One level too deep is refused by depth; a million levels as well, without a stack overflow.
@@ -566,7 +568,8 @@ TEST_CASE("A safetensors file whose first bytes look like a pickle, a zip or JSO
     // The first byte is the header length's lowest byte: 128 is a pickle's
     // first byte (0x80), 80 is 'P', 123 '{', 91 '[', 288 = 0x0120 ' '. 1152 =
     // 0x0480 starts like a protocol 4 pickle, and 66688 = 0x010480 has a third
-    // byte too. The header may start with whitespace.
+    // byte too. A header that starts with whitespace is refused by the header
+    // rules (its first byte must be '{'), with the safetensors message.
     TempDirectory dir;
     const std::string tensor = R"({"w": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})";
     for (const uint64_t length : {uint64_t{128}, uint64_t{80}, uint64_t{123}, uint64_t{91}, uint64_t{288},
@@ -578,6 +581,10 @@ TEST_CASE("A safetensors file whose first bytes look like a pickle, a zip or JSO
             REQUIRE(header.size() <= length);
             header.append(length - header.size(), ' ');
             const std::string path = write_raw(dir, "w.safetensors", header, std::string("\x01\x00", 2));
+            if (leading_space) {
+                CHECK_ERROR_CONTAINS(SafetensorsFile::read(path), path.c_str(), "the header starts with byte 0x0A, not '{'");
+                continue;
+            }
             const SafetensorsFile file = SafetensorsFile::read(path);
             CHECK(file.info("w").shape == std::vector<int64_t>{2});
             CHECK(file.read_bool("w").values == std::vector<uint8_t>{1, 0});
@@ -597,4 +604,42 @@ TEST_CASE("A broken safetensors file whose first byte looks like another format 
         CHECK(test_helpers::error_message([&] { SafetensorsFile::read(path); }) ==
               path + ": header length 1152 bytes runs past the end of the file (10 bytes)");
     }
+}
+
+TEST_CASE("Every header of tests/safetensors_headers.json is read or refused as the table says (as the Python reader does)") {
+    // The table is shared with tools/test_safetensors_io.py: one rule for both
+    // readers (docs/FORMAT.md section 1, "The header"). Each case's file is
+    // the header's length (8 bytes, little-endian), its bytes, data_bytes zeros.
+    const nlohmann::json cases = nlohmann::json::parse(read_all("tests/safetensors_headers.json"));
+    REQUIRE(cases.is_array());
+    REQUIRE(cases.size() >= 15);
+    int valid = 0, refused = 0;
+    for (const auto& c : cases) {
+        const std::string name = c.at("name").get<std::string>();
+        CAPTURE(name);
+        REQUIRE(!c.at("why").get<std::string>().empty());
+        const std::string hex = c.at("header_hex").get<std::string>();
+        REQUIRE(hex.size() % 2 == 0);
+        std::string bytes;
+        for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>(((hex.size() / 2) >> (8 * i)) & 0xFF));
+        for (size_t i = 0; i < hex.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+        bytes.append(c.at("data_bytes").get<size_t>(), '\0');
+        const auto span = std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+        std::string error;
+        try {
+            SafetensorsFile::from_bytes(name, span);
+        } catch (const Error& e) {
+            error = e.what();
+        }
+        INFO("error: ", error);
+        if (c.at("valid").get<bool>()) {
+            CHECK(error.empty());
+            ++valid;
+        } else {
+            CHECK(error.starts_with(name + ": "));  // refused by the reader's checks, naming the file
+            ++refused;
+        }
+    }
+    CHECK(valid >= 3);
+    CHECK(refused >= 10);
 }

@@ -175,3 +175,139 @@ TEST_CASE("length_warning names both lengths past train_max_len, and says nothin
     CHECK(length_warning(model, 4) == "the input is 4 tokens, longer than the 3 the model was trained on (train_max_len); its output may be wrong");
     CHECK(length_warning(Model::load(kDecoderOnly), 1000).empty());
 }
+
+TEST_CASE("A special token is exactly '<' + [a-z0-9_]+ + '>'; nothing else is special") {
+    for (const std::string special : {"<pad>", "<eos>", "<unk>", "<sep>", "<bos>", "<x>", "<mask_2>", "<0>"}) {
+        CAPTURE(special);
+        CHECK(is_special_token(special));
+    }
+    for (const std::string ordinary : {"<", ">", "<>", "<3", "<=", "<=>", "<Pad>", "<pad", "pad>", "<pa d>", "<é>", "<<pad>>", " <pad>"}) {
+        CAPTURE(ordinary);
+        CHECK_FALSE(is_special_token(ordinary));
+    }
+}
+
+TEST_CASE("A word starting with '<' that is not special is typed as it is: '<3' and '<=' encode from text") {
+    const Tokenizer words({"<pad>", "<unk>", "i", "<3", "<=", "you", "<sep>"}, TokenizerKind::Whitespace);
+    int64_t unknown = 0;
+    CHECK(words.encode("i <3 you", false, &unknown) == std::vector<int64_t>{2, 3, 5});
+    CHECK(words.encode("<= i") == std::vector<int64_t>{4, 2});
+    CHECK(unknown == 0);
+    // A special token typed as text is not read as itself: <unk>, counted.
+    CHECK(words.encode("i <sep>", false, &unknown) == std::vector<int64_t>{2, 1});
+    CHECK(unknown == 1);
+    // encode_exactly (how the prompt suffix is read) refuses it instead, and an unknown word too.
+    CHECK(words.encode_exactly("<3 you") == std::vector<int64_t>{3, 5});
+    CHECK_ERROR_CONTAINS(words.encode_exactly("i <sep>"), "word '<sep>' (word 1, at character 2 of \"i <sep>\") is not an ordinary token");
+    CHECK_ERROR_CONTAINS(words.encode_exactly("zebra"), "word 'zebra' (word 0, at character 0 of \"zebra\") is not in the model's vocabulary");
+    // The char tokenizer: "<" is one character like any other.
+    const Tokenizer chars({"<pad>", "<", "3"});
+    CHECK(chars.encode("<3") == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("check_vocabulary applies each vocabulary rule, naming where, the entry's index, the entry and the rule") {
+    struct Case {
+        std::string rule;
+        std::vector<std::string> vocab;
+        TokenizerKind kind;
+        std::vector<const char*> message;
+    };
+    const TokenizerKind kChar = TokenizerKind::Char, kWords = TokenizerKind::Whitespace;
+    const std::vector<Case> cases = {
+        {"no entries", {}, kChar, {"V: has no entries"}},
+        {"an empty entry", {"<pad>", "a", ""}, kChar, {"V: entry 2 \"\" is an empty string"}},
+        {"an empty word", {"<pad>", ""}, kWords, {"V: entry 1 \"\" is an empty string"}},
+        {"two equal entries", {"<pad>", "a", "b", "a"}, kChar, {"V: entry 3 \"a\" is the same token as entry 1", "no two entries may be equal"}},
+        {"two equal special tokens", {"<pad>", "<eos>", "<pad>"}, kWords, {"V: entry 2 \"<pad>\" is the same token as entry 0"}},
+        {"a char token of two characters", {"<pad>", "ab"}, kChar, {"V: entry 1 \"ab\" is 2 characters", "one character each"}},
+        {"a char token that only looks special", {"<pad>", "<3>x"}, kChar, {"V: entry 1 \"<3>x\" is 4 characters"}},
+        {"a char token '<Pad>' (not special: upper case)", {"<pad>", "<Pad>"}, kChar, {"V: entry 1 \"<Pad>\" is 5 characters"}},
+        {"a char token of a letter and a combining mark", {"e", "e\xcc\x81"}, kChar, {"V: entry 1 \"e\xcc\x81\" is 2 characters"}},
+        {"a word with a space", {"<pad>", "new york"}, kWords, {"V: entry 1 \"new york\" holds whitespace at byte 3", "splits text there"}},
+        {"a word of one space", {"<pad>", " "}, kWords, {"V: entry 1 \" \" holds whitespace at byte 0"}},
+        {"ESC (C0)", {"<pad>", "\x1b[2J"}, kWords, {"V: entry 1", "holds the control character U+001B at byte 0"}},
+        {"a newline in a char token", {"a", "\n"}, kChar, {"V: entry 1", "control character U+000A at byte 0"}},
+        {"a tab in a word", {"a", "b\tc"}, kWords, {"V: entry 1", "control character U+0009 at byte 1"}},
+        {"NUL", {"a", std::string("b\0", 2)}, kWords, {"V: entry 1", "control character U+0000 at byte 1"}},
+        {"DEL", {"a", "\x7f"}, kChar, {"V: entry 1", "control character U+007F"}},
+        {"a C1 control as UTF-8", {"a", "\xc2\x9b"}, kChar, {"V: entry 1 holds the control character U+009B at byte 0 of 2"}},
+        {"invalid UTF-8", {"a", "\xff"}, kChar, {"V: entry 1 is not valid UTF-8 (byte 0 of 1"}},
+        {"a lone surrogate written as UTF-8", {"a", "\xed\xa0\x80"}, kChar, {"V: entry 1", "is not valid UTF-8"}},
+        {"an overlong '/'", {"a", "\xc0\xaf"}, kChar, {"V: entry 1", "is not valid UTF-8"}},
+        {"a cut UTF-8 character", {"a", "\xe2\x82"}, kChar, {"V: entry 1", "is not valid UTF-8"}},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.rule);
+        const std::string message = test_helpers::error_message([&] { check_vocabulary(c.vocab, c.kind, "V:"); });
+        for (const char* piece : c.message) CHECK_MESSAGE(message.find(piece) != std::string::npos, message, " lacks ", piece);
+        // The Tokenizer refuses the same vocabulary: it applies the same function.
+        CHECK_THROWS_AS(Tokenizer(c.vocab, c.kind), Error);
+    }
+    // What the rules allow: one code point of any script, emoji, '<' alone,
+    // words with '<' in them, a space as a char token, special tokens in both.
+    check_vocabulary({"<pad>", "<eos>", "a", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "<", " ", "\xcc\x81"}, kChar, "V:");
+    check_vocabulary({"<pad>", "<sep>", "<3", "<=", "a<b", "caf\xc3\xa9", "\xe5\x9b\xbe"}, kWords, "V:");
+    // A long entry is cut in the message.
+    const std::string message = test_helpers::error_message(
+        [&] { check_vocabulary({"a", std::string(5000, 'x') + " y"}, kWords, "V:"); });
+    CHECK(message.find("(5002 bytes)") != std::string::npos);
+    CHECK(message.size() < 400);
+}
+
+TEST_CASE("The loader applies the vocabulary rules to vocab and src_vocab, naming the file, the key, the index and the rule") {
+    TempDirectory dir;
+    const auto refused = [&](const std::string& name, const std::string& source,
+                             const std::function<void(std::map<std::string, std::string>&)>& edit) {
+        return test_helpers::error_message([&] { with_metadata(dir, name, source, edit); });
+    };
+    // kDecoderOnly: vocabulary <pad> <bos> <eos> a..q (20 entries).
+    auto vocab_with = [](size_t index, const std::string& token) {
+        std::vector<std::string> vocab = {"<pad>", "<bos>", "<eos>"};
+        for (char c = 'a'; c <= 'q'; ++c) vocab.push_back(std::string(1, c));
+        vocab[index] = token;
+        return json(vocab).dump();
+    };
+    std::string message = refused("dup.safetensors", kDecoderOnly, [&](auto& m) { m["vocab"] = vocab_with(5, "a"); });
+    CHECK(message.find("dup.safetensors: __metadata__ \"vocab\" entry 5 \"a\" is the same token as entry 3") != std::string::npos);
+    message = refused("two-chars.safetensors", kDecoderOnly, [&](auto& m) { m["vocab"] = vocab_with(7, "ab"); });
+    CHECK(message.find("two-chars.safetensors: __metadata__ \"vocab\" entry 7 \"ab\" is 2 characters") != std::string::npos);
+    message = refused("space.safetensors", kDecoderOnly, [&](auto& m) {
+        m["vocab"] = vocab_with(7, "a b");
+        m["tokenizer"] = std::string("whitespace");
+    });
+    CHECK(message.find("space.safetensors: __metadata__ \"vocab\" entry 7 \"a b\" holds whitespace at byte 1") != std::string::npos);
+    message = refused("not-string.safetensors", kDecoderOnly, [&](auto& m) {
+        json vocab = json::parse(vocab_with(0, "<pad>"));
+        vocab[4] = 4;
+        m["vocab"] = vocab.dump();
+    });
+    CHECK(message.find("not-string.safetensors: __metadata__ \"vocab\" entry 4 is not a string: 4") != std::string::npos);
+    // src_vocab (encoder_decoder, 13 source tokens): the same rules, its own key.
+    message = refused("src.safetensors", kEncoderDecoder, [&](auto& m) {
+        m["vocab"] = json({"<pad>", "<bos>", "<eos>", "a", "b", "c", "d", "e", "f", "g", "h"}).dump();
+        m["src_vocab"] = json({"<pad>", "<bos>", "<eos>", "a", "b", "c", "d", "e", "f", "g", "h", "i", "\x1b"}).dump();
+    });
+    CHECK(message.find("src.safetensors: __metadata__ \"src_vocab\" entry 12") != std::string::npos);
+    CHECK(message.find("control character U+001B") != std::string::npos);
+}
+
+TEST_CASE("prompt_suffix must encode with the model's tokenizer as ordinary tokens: never a special token, never <unk>") {
+    TempDirectory dir;
+    const std::string words = json({"<pad>", "<bos>", "<eos>", "<unk>", "<sep>", "=", "<=", "a", "b", "c", "d", "e", "f",
+                                    "g", "h", "i", "j", "k", "l", "m"}).dump();
+    const auto load = [&](const std::string& name, const std::string& suffix) {
+        return with_metadata(dir, name, kDecoderOnly, [&](auto& m) {
+            m["vocab"] = words;
+            m["tokenizer"] = std::string("whitespace");
+            m["prompt_suffix"] = suffix;
+        });
+    };
+    // "<=" is an ordinary word: a fine suffix, appended as its id (6) after <bos> and the prompt.
+    const Model model = load("suffix-ok.safetensors", "<=");
+    CHECK(model_input(model, ModelText(model).encode_input("a b")) == std::vector<int64_t>{1, 7, 8, 6});
+    CHECK_ERROR_CONTAINS(load("suffix-sep.safetensors", "<sep>"), "suffix-sep.safetensors: __metadata__ \"prompt_suffix\" \"<sep>\"",
+                         "word '<sep>'", "is not an ordinary token");
+    CHECK_ERROR_CONTAINS(load("suffix-unk.safetensors", "zebra"), "__metadata__ \"prompt_suffix\" \"zebra\"",
+                         "word 'zebra'", "is not in the model's vocabulary");
+    CHECK_ERROR_CONTAINS(load("suffix-blank.safetensors", "  "), "\"prompt_suffix\" \"  \": it holds no token");
+}

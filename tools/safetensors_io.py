@@ -17,9 +17,12 @@ What `write` produces, byte for byte (so equal inputs give identical files):
 - written by tools/safe_write.py (a temporary file renamed into place, so no
   half-written file is left; a FIFO or character device written as a stream).
 
-`read` checks the header strictly (known dtype, shape, offsets matching the
-shape, no overlap, no hole, nothing outside the file) and raises ValueError
-naming the tensor at fault.
+`read` checks the header strictly — docs/FORMAT.md's header rules, the same
+as engine/safetensors.cpp's and tested on the same table
+(tests/safetensors_headers.json): '{' first (no byte order mark), no NUL,
+valid UTF-8, one JSON object followed only by spaces, no key twice; then
+known dtype, shape, offsets matching the shape, no overlap, no hole, nothing
+outside the file — and raises ValueError naming the rule or the tensor at fault.
 
 Usage:
     write("x.safetensors", {"w": np.zeros((2, 3), np.float32)}, {"k": "v"})
@@ -52,6 +55,8 @@ DTYPES = {
     "U16": np.dtype("<u2"),
     "U8": np.dtype("u1"),
     "BOOL": np.dtype("?"),
+    "F8_E4M3": np.dtype("u1"),   # no numpy dtype: read as raw bytes, as BF16 as raw uint16
+    "F8_E5M2": np.dtype("u1"),
 }
 
 _NUMPY_TO_NAME = {
@@ -69,7 +74,7 @@ _NUMPY_TO_NAME = {
     np.dtype("bool"): "BOOL",
 }
 
-MAX_HEADER_BYTES = 100 * 1024 * 1024
+MAX_HEADER_BYTES = 100_000_000     # as engine/safetensors.h's kMaxHeaderBytes (and the reference library)
 
 
 def bf16_bits_to_f32(bits):
@@ -140,6 +145,53 @@ def write(path, tensors, metadata=None, inputs=()):
     safe_write.write_bytes(path, encode(tensors, metadata), inputs)
 
 
+def _object_pairs(pairs):
+    """json object_pairs_hook: a dict, refusing a key held twice and strings
+    that are no text (an escaped lone surrogate such as "\\ud800")."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"header has the key {key!r} twice in one object; no JSON object may repeat a key")
+        for text in (key, value):
+            if isinstance(text, str) and any(0xD800 <= ord(c) <= 0xDFFF for c in text):
+                raise ValueError(f"header holds a lone surrogate in {text!r}, which is no character")
+        out[key] = value
+    return out
+
+
+def _refuse_constant(name):
+    raise ValueError(f"header holds {name}, which is not JSON")
+
+
+def _header_object(raw):
+    """The header bytes as a JSON object, after docs/FORMAT.md's header rules
+    (the same as engine/safetensors.cpp; both are tested on
+    tests/safetensors_headers.json): at least 2 bytes, no byte order mark,
+    '{' first, no NUL, valid UTF-8, one JSON object followed only by spaces,
+    no key twice in any object."""
+    if len(raw) < 2:
+        raise ValueError(f"header is {len(raw)} bytes; the smallest header, {{}}, is 2")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raise ValueError("header starts with a UTF-8 byte order mark (EF BB BF); a header starts with '{'")
+    if raw[:1] != b"{":
+        raise ValueError(f"header starts with byte 0x{raw[0]:02X}, not '{{'; a header is one JSON object")
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise ValueError(f"header holds a NUL byte at offset {nul}; only spaces may pad a header")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"header is not valid UTF-8 (byte 0x{raw[e.start]:02X} at offset {e.start})") from None
+    decoder = json.JSONDecoder(object_pairs_hook=_object_pairs, parse_constant=_refuse_constant)
+    try:
+        header, end = decoder.raw_decode(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"header is not valid JSON: {e}") from None
+    if text[end:].strip(" "):
+        raise ValueError(f"header has {len(text) - end} characters after its JSON object; only spaces may pad a header")
+    return header
+
+
 def parse_header(buf):
     """Validate the header of a whole file held in bytes.
     Returns (tensor entries sorted by name, metadata dict, data start)."""
@@ -148,10 +200,7 @@ def parse_header(buf):
     (n,) = struct.unpack("<Q", buf[:8])
     if n > MAX_HEADER_BYTES or 8 + n > len(buf):
         raise ValueError(f"header length {n} does not fit in the file ({len(buf)} bytes)")
-    try:
-        header = json.loads(buf[8:8 + n].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"header is not valid JSON: {e}") from None
+    header = _header_object(bytes(buf[8:8 + n]))
     if not isinstance(header, dict):
         raise ValueError("header is not a JSON object")
     metadata = header.pop("__metadata__", {})
@@ -162,7 +211,7 @@ def parse_header(buf):
     for name, e in header.items():
         if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
             raise ValueError(f"tensor {name!r}: entry must have exactly dtype, shape, data_offsets")
-        if e["dtype"] not in DTYPES:
+        if not isinstance(e["dtype"], str) or e["dtype"] not in DTYPES:
             raise ValueError(f"tensor {name!r}: unknown dtype {e['dtype']!r}")
         shape = e["shape"]
         if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
@@ -173,7 +222,13 @@ def parse_header(buf):
                 or not all(isinstance(o, int) and not isinstance(o, bool) for o in offs)):
             raise ValueError(f"tensor {name!r}: bad data_offsets {offs!r}")
         begin, end = offs
-        expected = int(np.prod(shape, dtype=np.int64)) * DTYPES[e["dtype"]].itemsize
+        itemsize = DTYPES[e["dtype"]].itemsize
+        count = 1                 # Python ints do not wrap: refused as engine/safetensors.cpp refuses,
+        for d in shape:           # an axis or a running byte count beyond 64 bits
+            if d >= 1 << 63 or (d != 0 and count * d * itemsize >= 1 << 64):
+                raise ValueError(f"tensor {name!r}: shape {shape} has too many elements")
+            count *= d
+        expected = count * itemsize
         if not 0 <= begin <= end <= data_len:
             raise ValueError(f"tensor {name!r}: data_offsets {offs} outside the data ({data_len} bytes)")
         if end - begin != expected:

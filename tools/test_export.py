@@ -521,6 +521,101 @@ class Refusals(Temp, unittest.TestCase):
                      attention="bidirectional")
 
 
+class EngineRulesBeforeWriting(Temp, unittest.TestCase):
+    """The exporter refuses, before writing, what tinyformer's loader would refuse:
+    the vocabulary rules (one function, te.check_vocabulary, the twin of
+    models/tokenizer.h's), the prompt suffix rule and the config's size limits."""
+
+    def refused(self, export, *pieces, **kwargs):
+        path = self.path()
+        with self.assertRaises(ValueError) as caught:
+            export(path, **kwargs)
+        message = str(caught.exception)
+        for piece in pieces:
+            self.assertIn(piece, message)
+        self.assertNotIn("\n", message)
+        self.assertFalse(os.path.exists(path), "nothing may be written when refusing")
+
+    def meta_parts(self, v):
+        """A decoder-only model on the meta device (no memory for its weights): the
+        limits are checked from the modules' sizes, before any value is read."""
+        layer = nn.TransformerEncoderLayer(2, 1, 2, dropout=0.0, batch_first=True, device="meta")
+        return {"layers": nn.TransformerEncoder(layer, 1), "embed": nn.Embedding(v, 2, device="meta"),
+                "lm_head": nn.Linear(2, v, device="meta")}
+
+    def test_max_len_above_the_engine_limit(self):
+        self.refused(te.export_decoder_only, "max_len = 33554432", "limit of 2^24 = 16777216", **single_parts(),
+                     pos_encoding="none", max_len=1 << 25)
+
+    def test_a_vocabulary_of_2_24_plus_1_entries(self):
+        self.refused(te.export_decoder_only, "embed.num_embeddings = 16777217", "limit of 2^24 = 16777216",
+                     **self.meta_parts((1 << 24) + 1), pos_encoding="none", max_len=8)
+
+    def test_train_max_len_above_the_engine_limit(self):
+        self.refused(te.export_decoder_only, "train_max_len = 16777217", **single_parts(), max_len=8,
+                     train_max_len=(1 << 24) + 1)
+
+    def test_a_lone_surrogate_token(self):
+        vocab = ["<pad>", "\ud800"] + list("abcdefghijklmno")
+        self.refused(te.export_decoder_only, "vocab[1] = '\\ud800'", "lone surrogate U+D800", **single_parts(),
+                     max_len=8, vocab=vocab)
+
+    def test_prompt_suffix_that_is_a_special_token(self):
+        vocab = ["<pad>", "<bos>", "<eos>", "<sep>"] + list("abcdefghijklm")
+        self.refused(te.export_decoder_only, "prompt_suffix = '<sep>'", "special token", **single_parts(),
+                     max_len=8, vocab=vocab, tokenizer="whitespace", prompt_suffix="<sep>")
+        self.refused(te.export_decoder_only, "prompt_suffix = '='", "needs a vocab", **single_parts(), max_len=8,
+                     prompt_suffix="=")
+
+    def test_typeable_words_starting_with_a_bracket(self):
+        path = self.path()
+        vocab = ["<pad>", "<bos>", "<eos>", "<3", "<=", "=>"] + list("abcdefghijk")
+        te.export_decoder_only(path, **single_parts(), max_len=8, vocab=vocab, tokenizer="whitespace",
+                               prompt_suffix="<=")
+        self.assertEqual(st.read_header(path)[1]["prompt_suffix"], "<=")
+
+    def test_the_exporter_and_the_engine_refuse_the_same_vocabularies(self):
+        """For each vocabulary: te.check_vocabulary accepts it iff `tinyformer info`
+        accepts a file holding it (written around the exporter, by safetensors_io)."""
+        base = self.path("base.safetensors")
+        te.export_decoder_only(base, **single_parts(), max_len=8)     # vocab_size 17, no vocabulary
+        tensors, meta = st.read(base)
+        letters = list("abcdefghijklmn")
+        cases = [
+            ("char", ["<pad>", "<eos>", "<unk>"] + letters, True),
+            ("char", ["<pad>", "<eos>", "<"] + letters, True),
+            ("char", ["<pad>", "\u00a0", "\U0001F600"] + letters, True),
+            ("whitespace", ["<pad>", "<3", "<="] + letters, True),
+            ("whitespace", ["<pad>", "a\u2003b", "caf\u00e9"] + letters, True),  # U+2003 is not what it splits on
+            ("char", ["<pad>", "a", "<eos>"] + letters, False),          # "a" twice
+            ("char", ["<pad>", "", "<eos>"] + letters, False),
+            ("char", ["<pad>", "ab", "<eos>"] + letters, False),
+            ("char", ["<pad>", "<Eos>", "<x>"] + letters, False),        # not special: 5 characters
+            ("char", ["<pad>", "e\u0301", "<x>"] + letters, False),     # two code points
+            ("whitespace", ["<pad>", "a b", "<x>"] + letters, False),
+            ("whitespace", ["<pad>", "\x1b[2J", "<x>"] + letters, False),
+            ("char", ["<pad>", "\x85", "<x>"] + letters, False),        # C1
+            ("char", ["<pad>", "\x7f", "<x>"] + letters, False),        # DEL
+            ("char", ["<pad>", "\udc00", "<x>"] + letters, False),      # lone surrogate
+        ]
+        for tokenizer, vocab, valid in cases:
+            with self.subTest(tokenizer=tokenizer, vocab=vocab[:3]):
+                self.assertEqual(len(vocab), 17)
+                try:
+                    te.check_vocabulary("vocab", vocab, tokenizer)
+                    exporter_accepts = True
+                except ValueError:
+                    exporter_accepts = False
+                path = self.path("case.safetensors")
+                st.write(path, tensors, dict(meta, vocab=json.dumps(vocab, ensure_ascii=False), tokenizer=tokenizer))
+                run = subprocess.run([te.tinyformer_binary(), "info", path], capture_output=True, text=True,
+                                     errors="replace")
+                self.assertEqual(exporter_accepts, valid)
+                self.assertEqual(run.returncode, 0 if valid else 1, run.stderr)
+                if not valid:     # the lone surrogate, escaped in the header's JSON, is refused with the header
+                    self.assertRegex(run.stderr, r'__metadata__ "vocab" entry [13] |the header is not valid JSON')
+
+
 # ----------------------------------------------------------------------------
 # Command line
 # ----------------------------------------------------------------------------

@@ -241,6 +241,36 @@ for _case in CASES:
     setattr(Agreement, "test_" + re.sub(r"\W+", "_", _case), _test)
 
 
+class AllPaddingRows(Temp, unittest.TestCase):
+    """FORMAT.md allows a batch row whose source and target are both all padding
+    (every query of it is padding, so seeing no key is defined: zeros)."""
+
+    def test_a_row_whose_source_and_target_are_all_padding(self):
+        model = self.path("model.safetensors")
+        cfg = export_case(model, "ed post-LN relu sinusoidal", seed=3)
+        rng = np.random.default_rng(3)
+        inputs = te._batch(rng, cfg, 0)
+        inputs["src_key_padding_mask"][1] = True
+        inputs["tgt_key_padding_mask"][1] = True
+        inputs["src_ids"][1] = cfg["pad_id"]
+        inputs["tgt_ids"][1] = cfg["pad_id"]
+        ours, in_path = self.ours_inputs(model, inputs)
+        theirs = self.path("torch.safetensors")
+        r = run([PY, str(TOOLS / "torch_trace.py"), model, "--inputs", in_path, "--output", theirs])
+        self.assertEqual(r.returncode, 0, r.stderr)       # was: "query (1, 0) sees no key but is not padding"
+        a, b = self.assert_agree(ours, theirs, "all-padding row")
+        for name in b:
+            self.assertFalse(np.isnan(b[name]).any(), name)
+        # The padded row's cross-attention weights and outputs are FORMAT's zeros on both sides.
+        for side in (a, b):
+            self.assertTrue((side["decoder.0.cross_attn.weights"][1] == 0).all())
+            self.assertTrue((side["decoder.0.cross_attn.output"][1] == 0).all())
+        # A cross-attention query that sees no key and is not padding is still refused.
+        inputs["tgt_key_padding_mask"][1] = False
+        with self.assertRaisesRegex(RuntimeError, r"cross_attn: query \(1, 0\) sees no key but is not padding"):
+            tt.trace_modules(cfg, tt.load_modules(model)[2], inputs)
+
+
 class OneExample(Temp, unittest.TestCase):
     """The --ids / TEXT form: the same framing on both sides."""
 

@@ -74,6 +74,7 @@ import hashlib
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import tempfile
@@ -324,20 +325,80 @@ def _check_vocab(name, vocab, size, size_path, tokenizer):
     vocab = list(vocab)
     if len(vocab) != size:
         _refuse(f"len({name})", len(vocab), f"does not match {size_path} = {size}")
+    check_vocabulary(name, vocab, tokenizer)
+    return vocab
+
+
+SPECIAL_TOKEN = re.compile(r"<[a-z0-9_]+>")   # FORMAT's special tokens: the whole token, fullmatch
+WHITESPACE = " \t\n\r\v\f"                    # what the "whitespace" tokenizer splits on (models/tokenizer.h)
+MAX_SIZE = 1 << 24                              # tinyformer's limit on every size of the config (models/config.cpp)
+SIZE_KEYS = ("d_model", "nhead", "dim_feedforward", "max_len", "num_encoder_layers", "num_decoder_layers",
+             "num_layers", "src_vocab_size", "tgt_vocab_size", "vocab_size")
+
+
+def is_special_token(token):
+    """'<' + one or more of [a-z0-9_] + '>' (docs/FORMAT.md): <pad>, <eos>, <sep>; not <3 or <=."""
+    return SPECIAL_TOKEN.fullmatch(token) is not None
+
+
+def check_vocabulary(name, vocab, tokenizer):
+    """docs/FORMAT.md's vocabulary rules, as the engine's loader applies them
+    (models/tokenizer.h, check_vocabulary): ValueError naming name[index], the
+    entry and the rule it breaks."""
+    if len(vocab) == 0:
+        _refuse(name, vocab, "a vocabulary holds at least one token")
     seen = {}
     for i, token in enumerate(vocab):
-        if not isinstance(token, str) or not token:
-            _refuse(f"{name}[{i}]", token, "every token must be a non-empty string")
-        if token in seen:
-            _refuse(f"{name}[{i}]", token, f"appears twice (also {name}[{seen[token]}])")
-        seen[token] = i
-        special = token.startswith("<") and token.endswith(">") and len(token) > 2
+        where = f"{name}[{i}]"
+        if not isinstance(token, str):
+            _refuse(where, token, "every token must be a string")
+        if not token:
+            _refuse(where, token, "every token needs at least one character")
+        for at, c in enumerate(token):
+            if 0xD800 <= ord(c) <= 0xDFFF:
+                _refuse(where, token, f"holds a lone surrogate U+{ord(c):04X} at character {at}, which is no "
+                                      f"character (tokens are UTF-8 text)")
+            if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F:
+                _refuse(where, token, f"holds the control character U+{ord(c):04X} at character {at}; no token may "
+                                      f"hold a control character (C0, DEL or C1)")
+        special = is_special_token(token)
         if tokenizer == "char" and len(token) != 1 and not special:
-            _refuse(f"{name}[{i}]", token, 'tokenizer "char" needs one character per token '
-                                           '(special tokens in angle brackets); use tokenizer="whitespace" for words')
-        if tokenizer == "whitespace" and any(c.isspace() for c in token):
-            _refuse(f"{name}[{i}]", token, 'tokenizer "whitespace" splits on whitespace; a token cannot hold any')
-    return vocab
+            _refuse(where, token, f'is {len(token)} characters; tokenizer "char" needs one character per token '
+                                  f'(special tokens: "<" + [a-z0-9_]+ + ">"); use tokenizer="whitespace" for words')
+        if tokenizer == "whitespace" and any(c in WHITESPACE for c in token):
+            _refuse(where, token, 'tokenizer "whitespace" splits on whitespace; a token cannot hold any')
+        if token in seen:
+            _refuse(where, token, f"appears twice (also {name}[{seen[token]}]); no two entries may be equal")
+        seen[token] = i
+
+
+def _check_prompt_suffix(prompt_suffix, vocab, tokenizer):
+    """The suffix must encode with the model's tokenizer into ordinary tokens
+    (never a special token, never <unk>), as the engine's loader requires."""
+    if vocab is None:
+        _refuse("prompt_suffix", prompt_suffix, "needs a vocab to be read with")
+    pieces = list(prompt_suffix) if tokenizer == "char" else re.split(f"[{re.escape(WHITESPACE)}]+", prompt_suffix)
+    pieces = [p for p in pieces if p]
+    if not pieces:
+        _refuse("prompt_suffix", prompt_suffix, "holds no token")
+    for piece in pieces:
+        if piece not in vocab:
+            _refuse("prompt_suffix", prompt_suffix, f"its token {piece!r} is not in the vocabulary")
+        if is_special_token(piece):
+            _refuse("prompt_suffix", prompt_suffix, f"its token {piece!r} is a special token, which text never "
+                                                    f"encodes to: the suffix could not be typed")
+
+
+def _check_engine_limits(config, meta, sources):
+    """The limits tinyformer's loader applies to a config (models/config.cpp) and
+    its metadata, checked before anything is written. sources: {config key: the
+    attribute or argument it was read from}, for the message."""
+    for key in SIZE_KEYS:
+        if key in config and not 1 <= config[key] <= MAX_SIZE:
+            _refuse(sources.get(key, key), config[key], f"above tinyformer's limit of 2^24 = {MAX_SIZE} "
+                                                        f"(config '{key}')")
+    if "train_max_len" in meta and int(meta["train_max_len"]) > MAX_SIZE:
+        _refuse("train_max_len", int(meta["train_max_len"]), f"above tinyformer's limit of 2^24 = {MAX_SIZE}")
 
 
 def _common_metadata(tokenizer, train_max_len):
@@ -518,6 +579,11 @@ def export_encoder_decoder(path, *, transformer, src_embed, tgt_embed, generator
         meta["vocab"] = json.dumps(vocab, ensure_ascii=False)
     if src_vocab is not None:
         meta["src_vocab"] = json.dumps(src_vocab, ensure_ascii=False)
+    _check_engine_limits(config, meta, {"src_vocab_size": "src_embed.num_embeddings",
+                                         "tgt_vocab_size": "tgt_embed.num_embeddings", "d_model": enc["d_model"][1],
+                                         "nhead": enc["nhead"][1], "dim_feedforward": enc["dim_feedforward"][1],
+                                         "num_encoder_layers": "len(transformer.encoder.layers)",
+                                         "num_decoder_layers": "len(transformer.decoder.layers)"})
     named = {"src_embed.weight": src_embed.weight, "tgt_embed.weight": tgt_embed.weight}
     if pos_encoding == "learned":
         named["pos_embed.weight"] = pos_embed.weight
@@ -550,12 +616,12 @@ def _export_single(path, arch, attention, layers, embed, head, head_name, pos_en
     if prompt_suffix is not None:
         if not isinstance(prompt_suffix, str) or not prompt_suffix:
             _refuse("prompt_suffix", prompt_suffix, "expected a non-empty string")
-        if vocab is not None:
-            pieces = list(prompt_suffix) if tokenizer == "char" else prompt_suffix.split()
-            for piece in pieces:
-                if piece not in vocab:
-                    _refuse("prompt_suffix", prompt_suffix, f"its token {piece!r} is not in the vocabulary")
+        _check_prompt_suffix(prompt_suffix, vocab, tokenizer)
         meta["prompt_suffix"] = prompt_suffix
+    _check_engine_limits(config, meta, {"vocab_size": "embed.num_embeddings", "d_model": settings["d_model"][1],
+                                        "nhead": settings["nhead"][1],
+                                        "dim_feedforward": settings["dim_feedforward"][1],
+                                        "num_layers": "len(layers.layers)"})
     named = {"embed.weight": embed.weight}
     if pos_encoding == "learned":
         named["pos_embed.weight"] = pos_embed.weight

@@ -205,11 +205,18 @@ class Capture:
     softmax (all -inf). Such a query must be padding (checked); its attention
     output row and weight row are set to 0, which is FORMAT.md's definition.
     Without this, the NaN rows of one layer poison every position of the row
-    in the next layer (0 * NaN = NaN in weights @ V)."""
+    in the next layer (0 * NaN = NaN in weights @ V).
 
-    def __init__(self, names, cfg=None, sanitize=False):
+    A self-attention's queries are padding where its key_padding_mask says so;
+    a cross-attention's queries are the target's, whose padding it is never
+    given: query_padding = {MultiheadAttention: [B, L] bool, True = padding}
+    supplies it (without it, a cross-attention query that sees no key, e.g.
+    a batch row whose source is all padding, is refused)."""
+
+    def __init__(self, names, cfg=None, sanitize=False, query_padding=None):
         if cfg is not None:
             names = attention_names(names, cfg)
+        self.query_padding = dict(query_padding or {})
         self.weights = {}
         self.fully_masked = {}     # name -> [(b, l), ...] queries with no visible key
         self.sanitize = sanitize
@@ -236,9 +243,9 @@ class Capture:
             if empty.any():
                 rows = [tuple(int(v) for v in r) for r in empty.nonzero()]
                 self.fully_masked[name] = rows
-                is_self = query is key
+                padded = key_padding_mask if query is key else self.query_padding.get(mha)   # [B, L] or None
                 for b, l in rows:
-                    if not (is_self and key_padding_mask is not None and bool(key_padding_mask[b, l])):
+                    if not (padded is not None and bool(padded[b, l])):
                         raise RuntimeError(f"{name}: query ({b}, {l}) sees no key but is not padding")
                 if self.sanitize:
                     rows_mask = empty[:, :, None] if mha.batch_first else empty.t()[:, :, None]

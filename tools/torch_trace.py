@@ -163,7 +163,7 @@ def trace_modules(cfg, parts, inputs):
         for i, layer in enumerate(stack.layers):
             for attr, attn_name in attns:
                 names[getattr(layer, attr)] = f"{stack_name}.{i}.{attn_name}"
-    capture = tm.Capture(names, sanitize=True)
+    capture = tm.Capture(names, sanitize=True, query_padding=_cross_query_padding(cfg, parts, inputs))
     handles = []
     try:
         for mha, prefix in names.items():
@@ -191,6 +191,17 @@ def trace_modules(cfg, parts, inputs):
         capture.remove()
     record("logits", logits)
     return record.names, record.tensors
+
+
+def _cross_query_padding(cfg, parts, inputs):
+    """{cross-attention: the target's padding [B, T]}: a cross-attention query
+    is padding where the target is (FORMAT.md section 1), so a batch row whose
+    source and target are both all padding is a valid batch."""
+    target = inputs.get("tgt_key_padding_mask")
+    if cfg["arch"] != "encoder_decoder" or target is None:
+        return {}
+    padded = torch.from_numpy(np.asarray(target)).bool()
+    return {layer.multihead_attn: padded for layer in parts["transformer"].decoder.layers}
 
 
 def _forward(cfg, parts, inputs):

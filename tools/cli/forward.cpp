@@ -29,8 +29,9 @@ const char* kForwardHelp =
 const char* kInfoHelp =
     "usage: tinyformer info MODEL.safetensors\n"
     "\n"
-    "Checks a checkpoint completely (as loading it would) and prints its config, parameter\n"
-    "counts by part, its tensors (name, shape, dtype) and the memory it takes.\n";
+    "Checks a checkpoint completely (as loading it would: the same rules, docs/FORMAT.md) and prints\n"
+    "its config, its vocabulary (the first 40 tokens, in quotes), parameter counts by part, its\n"
+    "tensors (name, shape, dtype) and the memory it takes.\n";
 
 // "transformer.encoder.layers.0.linear1.weight" -> "encoder"; "src_embed.weight" -> "src_embed".
 std::string part_of(const std::string& name) {
@@ -39,6 +40,16 @@ std::string part_of(const std::string& name) {
     if (name.starts_with("transformer.layers.")) return "layers";
     if (name.starts_with("transformer.norm.")) return "final norm";
     return name.substr(0, name.find('.'));
+}
+
+// The first kShownTokens tokens of a vocabulary, quoted, then "... (N more)".
+constexpr size_t kShownTokens = 40;
+std::string token_list(const std::vector<std::string>& vocab) {
+    std::string list;
+    for (size_t id = 0; id < vocab.size() && id < kShownTokens; ++id)
+        list.append(id ? " \"" : "\"").append(vocab[id]).append("\"");
+    if (vocab.size() > kShownTokens) list.append(" ... (").append(std::to_string(vocab.size() - kShownTokens)).append(" more)");
+    return list;
 }
 
 }  // namespace
@@ -106,6 +117,9 @@ int info_command(const Arguments& args) {
                     text.prompt_suffix.empty() ? "" : (", prompt suffix \"" + text.prompt_suffix + "\"").c_str(),
                     text.train_max_len ? ", trained on inputs of up to " : "",
                     text.train_max_len ? (std::to_string(text.train_max_len) + " tokens").c_str() : "");
+    if (!text.src_vocab.empty()) std::printf("  source tokens: %s\n", token_list(text.src_vocab).c_str());
+    if (!text.vocab.empty())
+        std::printf("  %s: %s\n", text.src_vocab.empty() ? "tokens" : "target tokens", token_list(text.vocab).c_str());
 
     std::map<std::string, int64_t> parameters_by_part;
     int64_t parameters = 0, stored_bytes = 0;
