@@ -44,7 +44,7 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
         try {
             text.tokenizer = tokenizer_kind(metadata.at("tokenizer"));
         } catch (const Error& error) {
-            fail(path, ": __metadata__ \"tokenizer\": ", error.what());
+            fail(path, ": __metadata__ \"tokenizer\": ", error.message());
         }
     }
     if (has("prompt_suffix")) {
@@ -56,7 +56,7 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
         try {
             if (Tokenizer(text.vocab, text.tokenizer).encode(text.prompt_suffix).empty()) fail("it holds no token");
         } catch (const Error& error) {
-            fail(path, ": __metadata__ \"prompt_suffix\" \"", text.prompt_suffix, "\": ", error.what());
+            fail(path, ": __metadata__ \"prompt_suffix\" \"", text.prompt_suffix, "\": ", error.message());
         }
     }
     if (has("train_max_len")) {
@@ -83,7 +83,7 @@ Checkpoint Checkpoint::open(const std::string& path) {
     try {
         checkpoint.config_ = parse_config(config->second);
     } catch (const Error& error) {
-        fail(path, ": ", error.what());
+        fail(path, ": ", error.message());
     }
     checkpoint.text_ = read_text_metadata(path, metadata, checkpoint.config_);
     return checkpoint;

@@ -3,6 +3,7 @@
 #include "engine/heatmap.h"
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/terminal_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -18,7 +19,7 @@ const char* kAttentionHelp =
     "usage: tinyformer attention MODEL.safetensors (TEXT | --ids 5,17,3) --output DIR\n"
     "                            [--target TEXT | --target-ids 4,9] [--layer L] [--head H]\n"
     "                            [--kind self|cross|all] [--average-heads] [--grids-only]\n"
-    "                            [--positions] [--scale N]\n"
+    "                            [--positions] [--scale N] [--unk]\n"
     "\n"
     "Runs the model once on TEXT (or on token ids, --ids: for any model, also one without\n"
     "a vocabulary; labels then show the ids) and writes its attention weights as PNG\n"
@@ -52,6 +53,8 @@ const char* kAttentionHelp =
     "--grids-only       only the all-heads pictures and the overview\n"
     "--positions        labels carry the position: 'l:3' is token l at position 3\n"
     "--scale N          text and cells N times larger, 1..8 (default 1: text 14 px tall)\n"
+    "--unk              read a character of TEXT outside the vocabulary as <unk>, with a\n"
+    "                   warning (as `run`)\n"
     "Cells adapt to the lengths, per axis: clamp(600 / S, 4, 40) * N px wide and\n"
     "clamp(600 / L, 4, 40) * N px tall; labels are thinned per axis so that they never\n"
     "overlap; column labels turn 90 degrees when one is wider than its cell.\n"
@@ -145,7 +148,7 @@ int attention_command(const Arguments& args) {
     const ParsedArguments parsed(args,
                                  {"--output", "--out", "--target", "--target-ids", "--ids", "--layer", "--head", "--kind",
                                   "--scale"},
-                                 {"--average-heads", "--grids-only", "--positions"}, "attention");
+                                 {"--average-heads", "--grids-only", "--positions", "--unk"}, "attention");
     if (parsed.help()) {
         std::printf("%s", kAttentionHelp);
         return 0;
@@ -205,7 +208,7 @@ int attention_command(const Arguments& args) {
         std::string alt;  // the title, with the brackets that would end the alt text escaped
         for (char c : shows) alt += (c == '[' || c == ']' || c == '\\') ? std::string("\\") + c : std::string(1, c);
         index += "\n## " + name + "\n\n" + shows + "\n\n![" + alt + "](" + name + ")\n";
-        std::printf("%s\n", file.c_str());
+        std::printf("%s\n", terminal_text(file).c_str());
         written.push_back(name);
     };
     for (const AttentionMap& map : run.maps) {
@@ -271,8 +274,9 @@ int attention_command(const Arguments& args) {
         }
     }
     std::ofstream(out + "/index.md") << index;
-    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %zu pictures and %s/index.md", input.c_str(),
-                 run.output.c_str(), written.size(), out.c_str());
+    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %zu pictures and %s/index.md",
+                 terminal_text(input).c_str(), terminal_text(run.output).c_str(), written.size(),
+                 terminal_text(out).c_str());
     if (removed) std::fprintf(stderr, "; removed %lld older pictures", static_cast<long long>(removed));
     std::fprintf(stderr, "\n");
     return 0;
