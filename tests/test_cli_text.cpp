@@ -208,3 +208,14 @@ TEST_CASE("No raw ESC, C1 or bidi control reaches the terminal from a hostile vo
     has(refused.err, "input \"" + escaped_input + " a\\u{202e}b");
     has(refused.err, "is longer than the model's max_len of 32");
 }
+
+TEST_CASE("trace --inputs with a file name that is not UTF-8 writes the trace, the name escaped in its metadata") {
+    TempDirectory dir;
+    const std::string inputs = dir.file("in\xff.safetensors");
+    std::filesystem::copy_file("data/reference/ed_post_relu_sin.inputs.safetensors", inputs);
+    const CliRun run = run_tinyformer_ok({"trace", kSeq2seq, "--inputs", inputs, "--output", dir.file("trace.safetensors")});
+    CHECK(test_helpers::terminal_problem(run.err) == "");
+    const tinyformer::SafetensorsFile trace = tinyformer::SafetensorsFile::read(dir.file("trace.safetensors"));
+    const std::string written = trace.metadata().at("inputs");
+    CHECK(written.ends_with("/in\\xff.safetensors"));
+}

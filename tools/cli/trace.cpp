@@ -69,7 +69,8 @@ int trace_command(const Arguments& args) {
         if (parsed.positional().size() > 1 || parsed.has("--ids") || parsed.has("--target") || parsed.has("--target-ids"))
             throw UsageError("trace: --inputs takes the whole batch; give no TEXT, --ids or target with it");
         forward_pass(model, SafetensorsFile::read(parsed.value("--inputs")), &trace);
-        metadata["inputs"] = parsed.value("--inputs");
+        // Metadata is JSON, so UTF-8: the path as terminal text (a name that is not valid UTF-8, escaped).
+        metadata["inputs"] = terminal_text(parsed.value("--inputs"));
     } else {
         const std::vector<int64_t> input = model_input(model, input_tokens(parsed, 1, model, "trace"));
         const std::vector<int64_t> target = target_or_greedy(model, input, target_tokens(parsed, model, "trace"));
