@@ -25,10 +25,10 @@ void print_warnings(const std::vector<std::string>& warnings) {
     for (const std::string& warning : warnings) std::fprintf(stderr, "%s\n", terminal_text(warning).c_str());
 }
 
-std::vector<int64_t> text_tokens(const Model& model, const std::string& text, bool map_unknown, const char* command,
-                                 std::vector<std::string>& warnings) {
+std::vector<int64_t> text_tokens(const ModelText& model_text, const std::string& text, bool map_unknown,
+                                 const char* command, std::vector<std::string>& warnings) {
     int64_t unknown = 0;
-    std::vector<int64_t> tokens = ModelText(model).encode_input(text, map_unknown, &unknown);
+    std::vector<int64_t> tokens = model_text.encode_input(text, map_unknown, &unknown);
     if (unknown)
         warnings.push_back(text_of("tinyformer ", command, ": warning: ", unknown, " token(s) of \"", text,
                                    "\" are not in the vocabulary; read as <unk>"));
@@ -43,7 +43,7 @@ std::vector<int64_t> input_tokens(const ParsedArguments& parsed, size_t text_ind
                          (has_text ? "not both" : "one of them") + " (see 'tinyformer " + command + " --help')");
     std::vector<std::string> warnings;
     const std::vector<int64_t> tokens =
-        has_text ? text_tokens(model, parsed.positional()[text_index], parsed.has("--unk"), command, warnings)
+        has_text ? text_tokens(ModelText(model), parsed.positional()[text_index], parsed.has("--unk"), command, warnings)
                  : ids_flag(parsed, "--ids", command);
     model_input(model, tokens);  // refuses first, so that a refused input prints no warning
     warn_if_long(model, static_cast<int64_t>(tokens.size()), command, warnings);

@@ -28,8 +28,8 @@ std::vector<int64_t> input_tokens(const ParsedArguments& parsed, size_t text_ind
 // the vocabulary becomes <unk> (a whitespace tokenizer's unknown word always
 // does when the vocabulary has <unk>); `warnings` then gets the line
 // "tinyformer COMMAND: warning: N token(s) of "TEXT" are not in the vocabulary; read as <unk>".
-std::vector<int64_t> text_tokens(const Model& model, const std::string& text, bool map_unknown, const char* command,
-                                 std::vector<std::string>& warnings);
+std::vector<int64_t> text_tokens(const ModelText& model_text, const std::string& text, bool map_unknown,
+                                 const char* command, std::vector<std::string>& warnings);
 
 // The target from --target TEXT or --target-ids (not both), or std::nullopt.
 std::optional<std::vector<int64_t>> target_tokens(const ParsedArguments& parsed, const Model& model, const char* command);

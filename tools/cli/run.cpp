@@ -104,7 +104,7 @@ int run_command(const Arguments& args) {
                        : std::vector<std::string>(parsed.positional().begin() + 1, parsed.positional().end());
         for (size_t i = 0; i < texts.size(); ++i) {
             try {
-                const std::vector<int64_t> tokens = text_tokens(model, texts[i], parsed.has("--unk"), "run", warnings);
+                const std::vector<int64_t> tokens = text_tokens(text, texts[i], parsed.has("--unk"), "run", warnings);
                 inputs.push_back(model_input(model, tokens));
                 warn_if_long(model, static_cast<int64_t>(tokens.size()), "run", warnings);
             } catch (const Error& error) {
