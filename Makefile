@@ -235,7 +235,9 @@ clean:
 build/tinyformer: $(CLI_OBJ) $(LIB_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
-build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ)
+# The tests and the fuzz harnesses also check the CLI's terminal text rule (tests/test_terminal_text.cpp, fuzz_text).
+TERMINAL_TEXT_OBJ := build/tools/cli/terminal_text.o
+build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ) $(TERMINAL_TEXT_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 build/tinyformer-bench: $(BENCH_OBJ) $(MEASURE_SRC:%.cpp=build/%.o) $(LIB_OBJ)
@@ -249,14 +251,15 @@ SANITIZE_ENV   := ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:exitcode=99 \
 build/sanitize/tinyformer: $(CLI_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%=build/sanitize/%)
 	$(CXX) $(REQUIRED_FLAGS) $(SANITIZE_FLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
-build/sanitize/tinyformer-tests: $(TEST_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%=build/sanitize/%)
+build/sanitize/tinyformer-tests: $(TEST_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%=build/sanitize/%) \
+                                 $(TERMINAL_TEXT_OBJ:build/%=build/sanitize/%)
 	$(CXX) $(REQUIRED_FLAGS) $(SANITIZE_FLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 FUZZ_CXX   := clang++-14
 FUZZ_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
               -DTINYFORMER_DATA_DIR='"$(CURDIR)/data"'
 FUZZ_BIN   := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp))
-build/fuzz/fuzz_%: build/fuzz/tests/fuzz/fuzz_%.o $(LIB_OBJ:build/%=build/fuzz/%)
+build/fuzz/fuzz_%: build/fuzz/tests/fuzz/fuzz_%.o $(LIB_OBJ:build/%=build/fuzz/%) $(TERMINAL_TEXT_OBJ:build/%=build/fuzz/%)
 	$(FUZZ_CXX) $(REQUIRED_FLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 build/fuzz/%.o: %.cpp

@@ -5,9 +5,12 @@
 // came, e.g.
 //   attention: key has Dk=32 but query has Dk=64 (query [2,4,64], key [2,6,32])
 // The CLI prints it as `tinyformer: error: <message>` and exits 1.
+// message() is the whole text; what() stops at a NUL byte the text may hold
+// (a file's tensor name, a line of input), so the CLI prints message().
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -17,7 +20,13 @@ namespace tinyformer {
 
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string& message) : std::runtime_error(message) {}
+    explicit Error(const std::string& message)
+        : std::runtime_error(message), message_(std::make_shared<const std::string>(message)) {}
+
+    const std::string& message() const noexcept { return *message_; }
+
+private:
+    std::shared_ptr<const std::string> message_;  // shared: copying an exception must not throw
 };
 
 // "[2,4,64]" — the one way shapes are written in messages, tests and docs.

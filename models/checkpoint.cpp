@@ -43,7 +43,7 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
         try {
             text.tokenizer = tokenizer_kind(metadata.at("tokenizer"));
         } catch (const Error& error) {
-            fail(path, ": __metadata__ \"tokenizer\": ", error.what());
+            fail(path, ": __metadata__ \"tokenizer\": ", error.message());
         }
     }
     text.vocab = read_vocabulary(path, metadata, "vocab", encoder_decoder ? config.tgt_vocab_size : config.vocab_size,
@@ -65,7 +65,7 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
             // Read as a user's text is, but never as <unk>: a suffix must be typeable.
             if (Tokenizer(text.vocab, text.tokenizer).encode_exactly(text.prompt_suffix).empty()) fail("it holds no token");
         } catch (const Error& error) {
-            fail(path, ": __metadata__ \"prompt_suffix\" \"", text.prompt_suffix, "\": ", error.what());
+            fail(path, ": __metadata__ \"prompt_suffix\" \"", text.prompt_suffix, "\": ", error.message());
         }
     }
     if (has("train_max_len")) {
@@ -92,7 +92,7 @@ Checkpoint Checkpoint::open(const std::string& path) {
     try {
         checkpoint.config_ = parse_config(config->second);
     } catch (const Error& error) {
-        fail(path, ": ", error.what());
+        fail(path, ": ", error.message());
     }
     checkpoint.text_ = read_text_metadata(path, metadata, checkpoint.config_);
     return checkpoint;

@@ -35,6 +35,38 @@ size_t utf8_length(unsigned char lead) {
     return 1;
 }
 
+// For the unknown character / word error: what the vocabulary can read. A
+// char vocabulary of up to 100 ordinary tokens is shown whole, in its order;
+// any other, by the (up to) 8 ordinary tokens nearest to `unknown` in sorted
+// (code point) order, e.g. "cat" "cats" "cow" for "catt".
+std::string vocabulary_hint(const std::vector<std::string>& vocab, const std::map<std::string, int64_t>& ids,
+                            const std::string& unknown, bool chars) {
+    std::vector<std::string> ordinary;
+    for (const std::string& token : vocab)
+        if (!is_special_token(token)) ordinary.push_back(token);
+    if (chars && ordinary.size() <= 100) {
+        std::string all;
+        for (const std::string& token : ordinary) all += token;
+        return text_of("; it reads the ", ordinary.size(), " characters \"", all, "\"");
+    }
+    std::vector<std::string> below, above;
+    for (auto it = ids.lower_bound(unknown); it != ids.end() && above.size() < 4; ++it)
+        if (!is_special_token(it->first)) above.push_back(it->first);
+    for (auto it = ids.lower_bound(unknown); it != ids.begin() && below.size() < 8 - above.size();)
+        if (!is_special_token((--it)->first)) below.insert(below.begin(), it->first);
+    std::string nearest;
+    for (const auto* side : {&below, &above})
+        for (const std::string& token : *side) nearest.append(nearest.empty() ? "'" : " '").append(token).append("'");
+    return text_of("; the nearest of its ", ordinary.size(), " ordinary tokens in sorted order: ", nearest);
+}
+
+// The character index of byte `at` of UTF-8 text (continuation bytes do not count).
+size_t character_index(const std::string& text, size_t at) {
+    size_t index = 0;
+    for (size_t i = 0; i < at; ++i) index += (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80;
+    return index;
+}
+
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 bool is_control(char32_t code_point) { return code_point < 0x20 || (code_point >= 0x7F && code_point <= 0x9F); }
@@ -127,8 +159,9 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown
             ids.push_back(id_of("<unk>"));
             if (unknown_count) ++*unknown_count;
         } else {
-            fail("tokenizer: character ", describe_character(text, at, length), " at position ", at, " of \"", text,
-                 "\" is not in the model's vocabulary");
+            fail("tokenizer: character ", describe_character(text, at, length), " at position ", ids.size(), " of \"",
+                 text, "\" is not in the model's vocabulary",
+                 vocabulary_hint(vocab_, ids_, text.substr(at, length), true));
         }
         at += length;
     }
@@ -161,8 +194,9 @@ std::vector<int64_t> Tokenizer::encode_words(const std::string& text, bool exact
             ids.push_back(id_of("<unk>"));
             if (unknown_count) ++*unknown_count;
         } else {
-            fail("tokenizer: word '", word, "' (word ", word_index, ", at character ", at, " of \"", text,
-                 "\") is not in the model's vocabulary, which has no <unk>");
+            fail("tokenizer: word '", word, "' (word ", word_index, ", at character ", character_index(text, at), " of \"",
+                 text, "\") is not in the model's vocabulary, which has no <unk>",
+                 vocabulary_hint(vocab_, ids_, word, false));
         }
         ++word_index;
         at = end;

@@ -4,7 +4,9 @@
 //   - exit status 1 (bad input) or 2 (bad usage), within the time limit;
 //   - one line on stderr, `tinyformer: error: <message>`, whose message names
 //     the problem: the file, the tensor / key / input / argument, and the
-//     expected and actual values where there are some;
+//     expected and actual values where there are some; the line is valid
+//     UTF-8 with no control character before its newline (no ESC, C1 or
+//     bidi control: the terminal text rule, tools/cli/terminal_text.h);
 //   - nothing on stdout, and no "nan" anywhere (a NaN leaking into a message);
 //   - the case's folder exactly as before: no output file created, an existing
 //     one unchanged, no temporary file left behind.
@@ -17,6 +19,7 @@
 #include "engine/memory.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
+#include "tests/terminal_checks.h"
 
 #include <nlohmann/json.hpp>
 
@@ -351,7 +354,7 @@ const std::vector<BadInput> kTensors = {
     {"tensor name with a C1 control (U+009B, CSI) and 100 kB long: escaped, the line cut", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "long-name.safetensors", kModel, [](Contents& c) {
              c.tensors.push_back(tinyformer::f32_tensor("csi\xc2\x9b" + std::string(100000, 'x'), Tensor({1}))); })); },
-     1, {"long-name.safetensors", "unknown tensor 'csi\\xc2\\x9bxxx", "xxx... (", " more bytes)"}},
+     1, {"long-name.safetensors", "unknown tensor 'csi\\u{009b}xxx", "xxx... (", " more bytes)"}},
     // From the review: finite weights near 3e38 overflowed to inf and NaN,
     // and forward wrote those logits with exit 0.
     {"finite weights so large that the logits overflow float32", [](const TempDirectory& d) {
@@ -1025,6 +1028,8 @@ void check_refused(const CliRun& run, int status, const std::vector<std::string>
     CHECK_MESSAGE(std::none_of(run.err.begin(), run.err.end() - 1,
                                [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; }),
                   "stderr must hold no control characters (escape sequences) before its newline");
+    const std::string problem = test_helpers::terminal_problem(run.err.substr(0, run.err.size() - 1), false);
+    CHECK_MESSAGE(problem.empty(), "stderr must be valid UTF-8 with no terminal control: ", problem);
     for (const std::string& piece : message)
         CHECK_MESSAGE(run.err.find(piece) != std::string::npos, "missing from the message: ", piece);
     CHECK(run.out.empty());
@@ -1216,6 +1221,112 @@ const std::vector<BadInput> kPictureSize = {
 // clang-format on
 }  // namespace
 
+namespace {
+
+// The words model of the "any vocabulary" rows with "café" as a word, no <unk>:
+// its 11 ordinary words in byte order are a big café cat dog mat on ran sat the to.
+std::string words_with_cafe(const TempDirectory& d) {
+    return edited(d, "cafe.safetensors", kPrefixModel, [](Contents& c) {
+        c.metadata["vocab"] = json({"<pad>", "<bos>", "<eos>", "the", "cat", "sat", "on", "mat", "a", "dog", "ran",
+                                    "to", "big", "caf\xc3\xa9"}).dump();
+        c.metadata["tokenizer"] = std::string("whitespace");
+    });
+}
+
+// clang-format off
+// ---- terminal text: what the user typed or a file holds comes back escaped, on one line ----
+const std::vector<BadInput> kTerminalText = {
+    {"run on text with an OSC escape: the character, its position and the vocabulary's characters", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "ab\x1b]0;TITLE\x07" "c"}; },
+     1, {"input \"ab\\x1b]0;TITLE\\x07c\": tokenizer: character '\\x1b' (bytes 1B) at position 2 of \"ab\\x1b]0;TITLE\\x07c\" "
+         "is not in the model's vocabulary; it reads the 26 characters \"abcdefghijklmnopqrstuvwxyz\""}},
+    {"run on text with a C1 control U+009B (CSI)", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "a\xc2\x9b" "31m"}; },
+     1, {"character '\\u{009b}' (bytes C2 9B) at position 1 of \"a\\u{009b}31m\""}},
+    {"run on text with a right-to-left override U+202E", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "ab\xe2\x80\xae" "cd"}; },
+     1, {"character '\\u{202e}' (bytes E2 80 AE) at position 2 of \"ab\\u{202e}cd\""}},
+    {"run on text with a left-to-right isolate U+2066", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "\xe2\x81\xa6" "ab"}; },
+     1, {"character '\\u{2066}' (bytes E2 81 A6) at position 0 of \"\\u{2066}ab\""}},
+    {"run on text with an invalid byte 0xFF", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "a\xff" "b"}; },
+     1, {"character '\\xff' (bytes FF) at position 1 of \"a\\xffb\""}},
+    {"run on text ending in a truncated 3-byte sequence", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "ab\xe2\x82"}; },
+     1, {"character '\\xe2\\x82' (bytes E2 82) at position 2 of \"ab\\xe2\\x82\""}},
+    {"run: a NUL in a line of standard input is shown, and the message goes on after it", [](const TempDirectory& d) {
+         std::ofstream(d.file("lines.txt"), std::ios::binary) << std::string("ab\0cd\n", 6);
+         return std::vector<std::string>{"run", kReverse}; },
+     1, {"standard input line 1: tokenizer: character '\\x00' (bytes 00) at position 2 of \"ab\\x00cd\" is not in the "
+         "model's vocabulary; it reads the 26 characters"}, "lines.txt"},
+    {"run --unk on an input that is then too long: the error line alone, no warning", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--unk", "\x1b" + std::string(40, 'a')}; },
+     1, {"input \"\\x1b" + std::string(40, 'a') + "\": an input of 41 tokens is longer than the model's max_len of 32"}},
+    {"attention --unk on an input that is then too long: the error line alone, no warning", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "--unk", "\x1b" + std::string(40, 'a'), "--out", d.file("maps")}; },
+     1, {"an input of 41 tokens is longer than the model's max_len of 32"}},
+    {"a word with an escape, after a word with a 2-byte character: its character position, the nearest words", [](const TempDirectory& d) {
+         return std::vector<std::string>{"run", words_with_cafe(d), "caf\xc3\xa9 c\x1b[0m"}; },
+     1, {"word 'c\\x1b[0m' (word 1, at character 5 of \"caf\xc3\xa9 c\\x1b[0m\") is not in the model's vocabulary, which "
+         "has no <unk>; the nearest of its 11 ordinary tokens in sorted order: 'a' 'big' 'caf\xc3\xa9' 'cat' 'dog' 'mat'"}},
+    {"a word after the last one in sorted order: the 8 words before it", [](const TempDirectory& d) {
+         return std::vector<std::string>{"run", words_with_cafe(d), "zebra"}; },
+     1, {"word 'zebra' (word 0, at character 0 of \"zebra\")",
+         "in sorted order: 'cat' 'dog' 'mat' 'on' 'ran' 'sat' 'the' 'to'"}},
+    {"an integer flag given an escape sequence", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--beam", "\x1b[31m", "abc"}; },
+     2, {"run: --beam needs an integer, got '\\x1b[31m'"}},
+    {"--ids holding an escape sequence", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--ids", "5,\x1b[2J"}; },
+     2, {"run: --ids: '\\x1b[2J' (item 1 of \"5,\\x1b[2J\") is not a token id"}},
+    {"a flag value with a bidi control", [](const TempDirectory&) {
+         return std::vector<std::string>{"attention", kReverse, "abc", "--kind", "se\xe2\x80\xae" "lf"}; },
+     2, {"attention: --kind must be self, cross or all, got 'se\\u{202e}lf'"}},
+    {"explore --html naming a file with an escape, not ending in .html", [](const TempDirectory& d) {
+         return std::vector<std::string>{"explore", kReverse, "abc", "--html", d.file("page\x1b[2J.htm")}; },
+     2, {"explore: --html must name a .html file, got '", "page\\x1b[2J.htm'"}},
+    {"an unknown flag made of an escape sequence", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "--\x1b[2J", "abc"}; },
+     2, {"run: unknown option '--\\x1b[2J'"}},
+    {"an unknown command that is a raw C1 byte and invalid UTF-8", [](const TempDirectory&) {
+         return std::vector<std::string>{"\x9b" "31m"}; },
+     2, {"unknown command '\\x9b31m'"}},
+    {"a missing model whose name holds an OSC escape", [](const TempDirectory& d) {
+         return std::vector<std::string>{"info", d.file("evil\x1b]0;x\x07.safetensors")}; },
+     1, {"evil\\x1b]0;x\\x07.safetensors: no such file"}},
+    {"a missing inputs file whose name holds a bidi control and an invalid byte", [](const TempDirectory& d) {
+         return forward(d, kModel, d.file("in\xe2\x80\xae\xff.safetensors")); },
+     1, {"in\\u{202e}\\xff.safetensors: no such file"}},
+    {"a model file whose name holds an escape and a C1 control, refused by name", [](const TempDirectory& d) {
+         const std::string path = d.file("eo\x1b[2J\xc2\x85.safetensors");
+         std::filesystem::copy_file("data/reference/eo_post_relu_learned_h1.model.safetensors", path);
+         return std::vector<std::string>{"run", path, "--ids", "3"}; },
+     1, {"eo\\x1b[2J\\u{0085}.safetensors: an encoder_only model generates no text"}},
+    {"a tensor name holding a NUL: the message goes on after it", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "nul-name.safetensors", kModel, [](Contents& c) {
+             c.tensors.push_back(tinyformer::f32_tensor(std::string("evil\0name", 9), Tensor({1}))); })); },
+     1, {"nul-name.safetensors", "unknown tensor 'evil\\x00name' [1]"}},
+    {"a config value holding a NUL: the message goes on after it", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "nul-config.safetensors", kModel, "activation", std::string("re\0lu", 5))); },
+     1, {"nul-config.safetensors: config: 'activation' is \"re\\x00lu\"; expected one of"}},
+    {"a 100 kB tensor name of 2-byte characters: the line is cut between characters", [](const TempDirectory& d) {
+         std::string name = "x";  // "x" here, "xx" below: in one of the two a cut at byte 2000 falls inside a character
+         for (int i = 0; i < 50000; ++i) name += "\xc3\xa9";
+         return forward_model(d, edited(d, "long-utf8.safetensors", kModel, [&](Contents& c) {
+             c.tensors.push_back(tinyformer::f32_tensor(name, Tensor({1}))); })); },
+     1, {"long-utf8.safetensors", "unknown tensor 'x\xc3\xa9\xc3\xa9", "\xc3\xa9... (", " more bytes)"}},
+    {"a 100 kB tensor name of 2-byte characters after 2 bytes: the line is cut between characters", [](const TempDirectory& d) {
+         std::string name = "xx";
+         for (int i = 0; i < 50000; ++i) name += "\xc3\xa9";
+         return forward_model(d, edited(d, "long-utf8-2.safetensors", kModel, [&](Contents& c) {
+             c.tensors.push_back(tinyformer::f32_tensor(name, Tensor({1}))); })); },
+     1, {"long-utf8-2.safetensors", "unknown tensor 'xx\xc3\xa9\xc3\xa9", "\xc3\xa9... (", " more bytes)"}},
+};
+// clang-format on
+
+}  // namespace
+
 // One test case per section of the catalogue, so that a failure names its section.
 TEST_CASE("Bad inputs, checkpoint: the safetensors frame") { check_section(kSafetensorsFrame); }
 TEST_CASE("Bad inputs, checkpoint: metadata and config") { check_section(kMetadataAndConfig); }
@@ -1275,4 +1386,7 @@ TEST_CASE("Bad inputs, outputs that are an input or not a file") { check_section
 TEST_CASE("Bad inputs, picture sizes: refused before any file is written") { check_section(kPictureSize); }
 TEST_CASE("Bad inputs, vocabulary and header rules: run and info refuse the same files") {
     check_section(kVocabularyAndHeaderRules);
+}
+TEST_CASE("Bad inputs, terminal text: control characters, bidi controls and invalid bytes come back escaped") {
+    check_section(kTerminalText);
 }

@@ -6,6 +6,7 @@
 
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
+#include "tests/terminal_checks.h"
 
 #include <nlohmann/json.hpp>
 
@@ -103,4 +104,118 @@ TEST_CASE("A word-level model reads and writes words of its vocabulary") {
     std::istringstream out(run.out);
     const std::set<std::string> known(words.begin(), words.end());
     for (std::string word; out >> word;) CHECK(known.count(word) == 1);
+}
+
+TEST_CASE("--unk reads a character outside the vocabulary as <unk> with one warning line in every command that reads TEXT") {
+    TempDirectory dir;
+    const std::vector<std::vector<std::string>> commands = {
+        {"run", kReverse, "hAllo"},
+        {"attention", kReverse, "hAllo", "--out", dir.file("maps")},
+        {"align", kReverse, "hAllo"},
+        {"probe", kReverse, "hAllo"},
+        {"explore", kReverse, "hAllo", "--html", dir.file("page.html")},
+        {"trace", kReverse, "hAllo", "--output", dir.file("trace.safetensors")},
+    };
+    for (const std::vector<std::string>& command : commands) {
+        CAPTURE(command[0]);
+        const CliRun refused = run_tinyformer(command);
+        CHECK(refused.status == 1);
+        CHECK(refused.err.find("character 'A' at position 1 of \"hAllo\" is not in the model's vocabulary") != std::string::npos);
+        std::vector<std::string> with_unk = command;
+        with_unk.push_back("--unk");
+        const CliRun run = run_tinyformer_ok(with_unk);
+        const std::string warning = "tinyformer " + command[0] +
+                                    ": warning: 1 token(s) of \"hAllo\" are not in the vocabulary; read as <unk>\n";
+        CHECK(run.err.starts_with(warning));
+        CHECK(run.err.find("warning", warning.size()) == std::string::npos);  // one warning line
+        const CliRun help = run_tinyformer_ok({command[0], "--help"});
+        CHECK(help.out.find("--unk") != std::string::npos);
+    }
+}
+
+TEST_CASE("No raw ESC, C1 or bidi control reaches the terminal from a hostile vocabulary or hostile input") {
+    // A whitespace copy of the reverse model whose words a..g hold characters that
+    // a vocabulary may hold (docs/FORMAT.md) but a terminal must not be given raw:
+    // the bidi controls U+202E, U+2066, U+200F, U+2069; and ones that stay as they
+    // are: a zero-width joiner U+200D, a combining acute U+0301, the euro sign.
+    TempDirectory dir;
+    std::vector<std::string> vocab = {"<pad>", "<bos>", "<eos>", "<unk>",
+                                      "a\u202Eb", "\u2066x", "y\u200F", "z\u200Dw", "e\u0301", "5\u20AC", "\u2069g"};
+    for (char c = 'h'; c <= 'z'; ++c) vocab.push_back(std::string(1, c));
+    REQUIRE(vocab.size() == 30);
+    const std::string model = edited(dir, "hostile.safetensors", kReverse, [&](Contents& c) {
+        c.metadata["vocab"] = json(vocab).dump();
+        c.metadata["tokenizer"] = std::string("whitespace");
+    });
+    // The reverse model reverses ids: words 4..9 ("abcdef" in the char model) come back as 9..4.
+    REQUIRE(run_tinyformer_ok({"run", kReverse, "abcdef"}).out == "fedcba\n");
+    const std::string words = "a\u202Eb \u2066x y\u200F z\u200Dw e\u0301 5\u20AC";
+    // Hostile input: words outside the vocabulary, read as <unk> with a warning that shows them.
+    const std::string hostile = words + " \x1b]0;TITLE\x07 \x1b[2J \xc2\x9b" "31m \xff\xfe \xe2\x80\xae";
+
+    auto clean = [](const CliRun& run) {
+        INFO("stdout: ", run.out);
+        INFO("stderr: ", run.err);
+        CHECK(test_helpers::terminal_problem(run.out) == "");
+        CHECK(test_helpers::terminal_problem(run.err) == "");
+    };
+    auto has = [](const std::string& text, const std::string& piece) {
+        INFO("missing: ", piece, " in ", text);
+        CHECK(text.find(piece) != std::string::npos);
+    };
+    const std::string escaped_input = "a\\u{202e}b \\u{2066}x y\\u{200f} z\u200Dw e\u0301 5\u20AC \\x1b]0;TITLE\\x07 "
+                                      "\\x1b[2J \\u{009b}31m \\xff\\xfe \\u{202e}";
+    const std::string unk_warning = "warning: 5 token(s) of \"" + escaped_input + "\" are not in the vocabulary; read as <unk>";
+
+    const CliRun run = run_tinyformer_ok({"run", model, words});
+    clean(run);
+    CHECK(run.out == "5\u20AC e\u0301 z\u200Dw y\\u{200f} \\u{2066}x a\\u{202e}b\n");
+    const CliRun run_unk = run_tinyformer_ok({"run", model, "--unk", hostile});
+    clean(run_unk);
+    has(run_unk.err, "tinyformer run: " + unk_warning);
+
+    const CliRun align = run_tinyformer_ok({"align", model, "--unk", hostile});
+    clean(align);
+    has(align.err, "tinyformer align: " + unk_warning);
+    has(align.out, "a\\u{202e}b");
+    has(align.out, "\\u{2066}x");
+
+    const CliRun probe = run_tinyformer_ok({"probe", model, "--unk", hostile});
+    clean(probe);
+    has(probe.err, "tinyformer probe: " + unk_warning);
+    // probe shows the input as the model read it: the unknown words as <unk>.
+    has(probe.out, "probe: hostile on \"a\\u{202e}b \\u{2066}x y\\u{200f} z\u200Dw e\u0301 5\u20AC <unk> <unk> <unk> <unk> <unk>\"");
+    has(probe.out, "y\\u{200f}");
+
+    const CliRun explore = run_tinyformer_ok({"explore", model, "--unk", hostile, "--html", dir.file("page\x1b[2J.html")});
+    clean(explore);
+    has(explore.out, "page\\x1b[2J.html");
+    has(explore.err, "tinyformer explore: " + unk_warning);
+    has(explore.err, "tinyformer explore: " + escaped_input + " -> ");
+
+    const CliRun attention = run_tinyformer_ok({"attention", model, "--unk", hostile, "--out", dir.file("maps\xe2\x80\xae")});
+    clean(attention);
+    has(attention.out, "maps\\u{202e}/");
+    has(attention.err, "tinyformer attention: " + escaped_input + " -> ");
+
+    // An error holding the model's words and the user's: still one escaped line.
+    std::string long_input = hostile;
+    for (int i = 0; i < 5; ++i) long_input += " " + words;
+    const CliRun refused = run_tinyformer({"run", model, long_input});
+    clean(refused);
+    CHECK(refused.status == 1);
+    CHECK(refused.err.find('\n') == refused.err.size() - 1);
+    has(refused.err, "input \"" + escaped_input + " a\\u{202e}b");
+    has(refused.err, "is longer than the model's max_len of 32");
+}
+
+TEST_CASE("trace --inputs with a file name that is not UTF-8 writes the trace, the name escaped in its metadata") {
+    TempDirectory dir;
+    const std::string inputs = dir.file("in\xff.safetensors");
+    std::filesystem::copy_file("data/reference/ed_post_relu_sin.inputs.safetensors", inputs);
+    const CliRun run = run_tinyformer_ok({"trace", kSeq2seq, "--inputs", inputs, "--output", dir.file("trace.safetensors")});
+    CHECK(test_helpers::terminal_problem(run.err) == "");
+    const tinyformer::SafetensorsFile trace = tinyformer::SafetensorsFile::read(dir.file("trace.safetensors"));
+    const std::string written = trace.metadata().at("inputs");
+    CHECK(written.ends_with("/in\\xff.safetensors"));
 }

@@ -70,3 +70,16 @@ TEST_CASE("Fuzz seeds: forward runs each valid seed on its model (ed-* reverse, 
               (valid ? 1 : 2));
     }
 }
+
+TEST_CASE("Fuzz seeds: text encodes every valid-* seed, refuses every bad-* one, and checks any-* either way") {
+    for (const Seed& seed : seeds("text")) {
+        INFO("seed: tests/fuzz/corpus/text/", seed.name);
+        const FuzzCounts before = fuzz_text_counts;
+        fuzz_text_one_input(seed.bytes.data(), seed.bytes.size());
+        const long long accepted = fuzz_text_counts.accepted - before.accepted;
+        const long long refused = fuzz_text_counts.refused - before.refused;
+        CHECK(accepted + refused == 1);
+        if (starts_with(seed.name, "valid-")) CHECK(accepted == 1);
+        if (starts_with(seed.name, "bad-")) CHECK(refused == 1);
+    }
+}

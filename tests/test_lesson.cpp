@@ -7,7 +7,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
+#include <sys/wait.h>
 
 using test_helpers::CliRun;
 using test_helpers::run_tinyformer;
@@ -247,4 +249,49 @@ TEST_CASE("lesson peeking: the causal model's logits up to t ignore what follows
     CHECK(peeking_random * 10 < log26);
     CHECK(number_after(out, "honest exact match:") > 95.0);
     CHECK(number_after(out, "peeking exact match:") < 20.0);
+}
+
+TEST_CASE("lesson NAME --help prints that lesson's help, and what it reads") {
+    const CliRun causal = run_tinyformer({"lesson", "causal", "--help"});
+    CHECK(causal.status == 0);
+    CHECK(causal.out == "usage: tinyformer lesson causal\n\n"
+                        "practice 2: the 3x3 causal example (2, 3, 14/3), then the reversed mask\n");
+    const CliRun peeking = run_tinyformer({"lesson", "peeking", "-h"});
+    CHECK(peeking.status == 0);
+    CHECK(has(peeking.out, "usage: tinyformer lesson peeking\n"));
+    CHECK(has(peeking.out, "data/models/reverse-causal.safetensors"));
+    CHECK(run_tinyformer({"lesson", "nope", "--help"}).status == 2);
+}
+
+TEST_CASE("lesson peeking finds its models from the binary's checkout when run elsewhere, and says when they are missing") {
+    test_helpers::TempDirectory dir;
+    const std::string binary = std::filesystem::absolute(test_helpers::tinyformer_binary()).string();
+    auto run_in = [&](const std::string& folder, const std::string& program, const std::string& lesson) {
+        const std::string command = "cd " + test_helpers::shell_quoted(folder) + " && OPENBLAS_NUM_THREADS=1 timeout 300 " +
+                                    test_helpers::shell_quoted(program) + " lesson " + lesson + " >" +
+                                    test_helpers::shell_quoted(dir.file("out")) + " 2>" +
+                                    test_helpers::shell_quoted(dir.file("err"));
+        const int raw = std::system(command.c_str());
+        return CliRun{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, test_helpers::read_file(dir.file("out")),
+                      test_helpers::read_file(dir.file("err"))};
+    };
+    const CliRun found = run_in(dir.path().string(), binary, "peeking");
+    INFO("stderr: ", found.err);
+    CHECK(found.status == 0);
+    CHECK(has(found.out, "data/models/reverse-peeking.safetensors: the same data"));
+
+    // A copy of the binary in a folder with no data/models/ above it: one line, before any output.
+    std::filesystem::create_directories(dir.file("elsewhere/build"));
+    std::filesystem::copy_file(binary, dir.file("elsewhere/build/tinyformer"));
+    for (const std::string lesson : {"peeking", "all"}) {
+        CAPTURE(lesson);
+        const CliRun missing = run_in(dir.file("elsewhere"), dir.file("elsewhere/build/tinyformer"), lesson);
+        CHECK(missing.status == 1);
+        CHECK(missing.out.empty());
+        CHECK(missing.err == "tinyformer: error: lesson: data/models/reverse-causal.safetensors is missing: not in the "
+                             "current folder, nor in the checkout of " +
+                             std::filesystem::canonical(dir.file("elsewhere/build/tinyformer")).string() +
+                             "; the lessons that read trained models (peeking) run from a tinyformer checkout that has "
+                             "data/models/\n");
+    }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the fuzzers' seed corpus, tests/fuzz/corpus/{safetensors,config,forward}/.
+"""Writes the fuzzers' seed corpus, tests/fuzz/corpus/{safetensors,config,forward,text}/.
 
     /usr/bin/python3 tools/make_fuzz_corpus.py        (from the repository root)
 
@@ -186,7 +186,44 @@ def forward_seeds():
     return seeds
 
 
+def text_seeds():
+    # tests/fuzz/fuzz_text.cpp: [flags: 1 whitespace, 2 map unknown][vocab entries, '\n'-separated] 0x00 [text].
+    letters = "\n".join(["<pad>", "<bos>", "<eos>", "<unk>"] + list("abcdefghijklmnopqrstuvwxyz"))
+    words = "\n".join(["<pad>", "<unk>", "the", "cat", "sat", "on", "mat", "<3"])
+    unicode = "\n".join(["<unk>", "5", "\u20ac", "z", "\u00e9", "r", "o", "\u4e2d", "\U0001F600", "\u202e", "\u2066",
+                          "\u200f", "\u200d", "\u0301"])
+
+    def seed(flags, vocab, text):
+        vocab = vocab.encode() if isinstance(vocab, str) else vocab
+        text = text.encode() if isinstance(text, str) else text
+        return bytes([flags]) + vocab + b"\0" + text
+
+    return {
+        "valid-chars": seed(0, letters, "hello"),
+        "valid-chars-unk": seed(2, letters, "h\u00e9llo \x1b[2J"),
+        "valid-unicode": seed(0, unicode, "5\u20acz\u00e9ro\u4e2d\U0001F600\u202e\u2066\u200f\u200dz\u0301"),
+        "valid-words": seed(1, words, "the  cat\tsat\non the mat"),
+        "valid-words-unk": seed(1, words, "the zebra <3 \x1b]0;TITLE\x07 \xff\xfe"),
+        "valid-words-lt": seed(1, words, "<3 the"),
+        "bad-unknown-char": seed(0, letters, "hello World"),
+        "bad-escape-in-text": seed(0, letters, "ab\x1b[31mc"),
+        "bad-nul-in-text": seed(0, letters, b"ab\0cd"),
+        "bad-c1-in-text": seed(0, letters, "a\u0085b\u009b"),
+        "bad-invalid-bytes": seed(0, letters, b"a\xff\xc0\xaf\xed\xa0\x80\xe2\x82"),
+        "bad-unknown-word": seed(1, "\n".join(["<pad>", "the", "cat"]), "the dog"),
+        "bad-duplicate": seed(0, "a\nb\na", "ab"),
+        "bad-empty-entry": seed(0, "a\n\nb", "ab"),
+        "bad-empty-vocabulary": b"\x00",
+        "bad-special-typed": seed(0, letters, "<eos>"),
+        "any-control-token": seed(0, "a\n\x1b\n\x7f\n\u0085", "a\x1b\x7f\u0085"),
+        "any-invalid-token": seed(0, b"a\n\xff\n\xed\xa0\x80", b"a\xff"),
+        "any-multi-char-token": seed(2, "<unk>\nab\nc", "abc"),
+        "any-space-word": seed(1, "<unk>\nthe cat\ndog", "the cat dog"),
+    }
+
+
 if __name__ == "__main__":
     write_all("safetensors", safetensors_seeds())
     write_all("config", config_seeds())
     write_all("forward", forward_seeds())
+    write_all("text", text_seeds())

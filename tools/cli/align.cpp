@@ -4,6 +4,7 @@
 
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/terminal_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -14,7 +15,7 @@ namespace {
 
 const char* kAlignHelp =
     "usage: tinyformer align MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
-    "                        [--layer L] [--top K]\n"
+    "                        [--layer L] [--top K] [--unk]\n"
     "\n"
     "Prints, for each output token of an encoder-decoder model (its greedy output, or\n"
     "--target, then <eos>), the source tokens its cross-attention gives the most weight,\n"
@@ -23,14 +24,19 @@ const char* kAlignHelp =
     "  '1'    <bos>   6:'1' 0.41  9:'9' 0.34  7:'9' 0.23\n"
     "'out' is the output token, 'reads' the decoder's input at that row: the row that reads\n"
     "<bos> writes the first output token. --top K shows K source tokens (1..16, default 3).\n"
+    "--unk reads a character outside the vocabulary as <unk>, with a warning (as `run`).\n"
     "These are weights, not causes: see 'tinyformer probe' and lesson 10.3, section 11.\n";
 
-std::string quoted(const std::string& token) { return token.size() == 1 ? "'" + token + "'" : token; }
+// A token as terminal text, a one-byte one in quotes: 'a', <eos>, '\x1b'.
+std::string quoted(const std::string& token) {
+    // appended: g++ 12 -O3 warns (-Wrestrict, wrongly) on "literal" + std::string
+    return token.size() == 1 ? std::string("'").append(terminal_text(token)).append("'") : terminal_text(token);
+}
 
 }  // namespace
 
 int align_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--target", "--target-ids", "--ids", "--layer", "--top"}, {}, "align");
+    const ParsedArguments parsed(args, {"--target", "--target-ids", "--ids", "--layer", "--top"}, {"--unk"}, "align");
     if (parsed.help()) {
         std::printf("%s", kAlignHelp);
         return 0;
@@ -50,7 +56,7 @@ int align_command(const Arguments& args) {
     const AttentionRun run = attention_maps(model, tokens, target_tokens(parsed, model, "align"));
     const CrossAlignment alignment = cross_alignment(run, layer);
     std::printf("cross-attention of decoder layer %lld, mean over %lld heads; output \"%s\"\n",
-                static_cast<long long>(layer), static_cast<long long>(model.config.nhead), run.output.c_str());
+                static_cast<long long>(layer), static_cast<long long>(model.config.nhead), terminal_text(run.output).c_str());
     std::printf("%-6s %-6s top source tokens (position:token weight)\n", "out", "reads");
     for (const OutputAlignment& row : alignment.rows) {
         std::printf("%-6s %-6s", quoted(row.output_token).c_str(), quoted(row.query_token).c_str());

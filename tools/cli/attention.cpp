@@ -4,6 +4,7 @@
 #include "engine/output_file.h"
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/terminal_text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -22,7 +23,7 @@ const char* kAttentionHelp =
     "usage: tinyformer attention MODEL.safetensors (TEXT | --ids 5,17,3) --output DIR\n"
     "                            [--target TEXT | --target-ids 4,9] [--layer L] [--head H]\n"
     "                            [--kind self|cross|all] [--average-heads] [--grids-only]\n"
-    "                            [--positions] [--scale N]\n"
+    "                            [--positions] [--scale N] [--unk]\n"
     "\n"
     "Runs the model once on TEXT (or on token ids, --ids: for any model, also one without\n"
     "a vocabulary; labels then show the ids) and writes its attention weights as PNG\n"
@@ -57,6 +58,8 @@ const char* kAttentionHelp =
     "--grids-only       only the all-heads pictures and the overview\n"
     "--positions        labels carry the position: 'l:3' is token l at position 3\n"
     "--scale N          text and cells N times larger, 1..8 (default 1: a line of text 20 px)\n"
+    "--unk              read a character of TEXT outside the vocabulary as <unk>, with a\n"
+    "                   warning (as `run`)\n"
     "Cells adapt to the lengths, per axis: clamp(600 / S, 4, 40) * N px wide and\n"
     "clamp(600 / L, 4, 40) * N px tall; labels are thinned per axis so that they never\n"
     "overlap; a column label turns 90 degrees when it is wider than its cell and a line.\n"
@@ -247,7 +250,7 @@ int attention_command(const Arguments& args) {
     const ParsedArguments parsed(args,
                                  {"--output", "--out", "--target", "--target-ids", "--ids", "--layer", "--head", "--kind",
                                   "--scale"},
-                                 {"--average-heads", "--grids-only", "--positions"}, "attention");
+                                 {"--average-heads", "--grids-only", "--positions", "--unk"}, "attention");
     if (parsed.help()) {
         std::printf("%s", kAttentionHelp);
         return 0;
@@ -315,7 +318,7 @@ int attention_command(const Arguments& args) {
         std::string alt;  // the title, with the brackets that would end the alt text escaped
         for (char c : shows) alt += (c == '[' || c == ']' || c == '\\') ? std::string("\\") + c : std::string(1, c);
         index += "\n## " + name + "\n\n" + shows + "\n\n![" + alt + "](" + name + ")\n";
-        std::printf("%s\n", file.c_str());
+        std::printf("%s\n", terminal_text(file).c_str());
         written.push_back(name);
     };
     // Every picture is laid out first (a single heatmap is a grid of one
@@ -433,14 +436,14 @@ int attention_command(const Arguments& args) {
     const std::string index_path = out + "/index.md";
     const bool index_ours = index_is_ours_or_absent(index_path);
     if (index_ours) write_file(index_path, index, "attention");
-    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %zu pictures", input.c_str(), run.output.c_str(),
-                 written.size());
-    if (index_ours) std::fprintf(stderr, " and %s", index_path.c_str());
+    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %zu pictures", terminal_text(input).c_str(),
+                 terminal_text(run.output).c_str(), written.size());
+    if (index_ours) std::fprintf(stderr, " and %s", terminal_text(index_path).c_str());
     if (removed) std::fprintf(stderr, "; removed %lld older pictures", static_cast<long long>(removed));
     std::fprintf(stderr, "\n");
     if (!index_ours)
         std::fprintf(stderr, "tinyformer attention: note: %s is not one this command wrote (no marker line): left "
-                     "alone, the pictures' index not written\n", index_path.c_str());
+                     "alone, the pictures' index not written\n", terminal_text(index_path).c_str());
     return 0;
 }
 

@@ -159,7 +159,7 @@ Settings parse_settings(const ParsedArguments& parsed) {
     try {
         check_cost_shape(settings.shape);
     } catch (const Error& error) {
-        throw UsageError(error.what());  // a bad flag value: exit 2
+        throw UsageError(error.message());  // a bad flag value: exit 2
     }
     return settings;
 }

@@ -10,6 +10,7 @@
 #include "engine/output_file.h"
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/terminal_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -27,7 +28,7 @@ using json = nlohmann::json;
 
 const char* kExploreHelp =
     "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
-    "                          [--beam K] --html FILE.html [--json FILE.json]\n"
+    "                          [--beam K] --html FILE.html [--json FILE.json] [--unk]\n"
     "\n"
     "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
     "--beam K, or --target) and writes ONE self-contained HTML file that opens from disk,\n"
@@ -42,7 +43,8 @@ const char* kExploreHelp =
     "  decoding view  each generated step's top-5 next tokens, the chosen path (beams with --beam)\n"
     "Every number is the engine's, from the trace of the pass (tinyformer trace). Keys: arrows\n"
     "move between heads (left/right) and layers (up/down). The data is also in the page as\n"
-    "JSON (<script id=\"tinyformer-data\">, docs/FORMAT.md section 4); --json writes it alone.\n";
+    "JSON (<script id=\"tinyformer-data\">, docs/FORMAT.md section 4); --json writes it alone.\n"
+    "--unk reads a character of TEXT outside the vocabulary as <unk>, with a warning (as `run`).\n";
 
 // A float as the shortest decimal that reads back as the same float32, so
 // that the JSON holds exactly the engine's number and stays small.
@@ -166,7 +168,7 @@ std::string replaced_once(std::string page, const std::string& placeholder, cons
 }  // namespace
 
 int explore_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--html", "--json", "--ids", "--target", "--target-ids", "--beam"}, {}, "explore");
+    const ParsedArguments parsed(args, {"--html", "--json", "--ids", "--target", "--target-ids", "--beam"}, {"--unk"}, "explore");
     if (parsed.help()) {
         std::printf("%s", kExploreHelp);
         return 0;
@@ -247,9 +249,9 @@ int explore_command(const Arguments& args) {
     page_file.write(page);
     page_file.commit();
     streamed = streamed || page_file.is_stream();
-    if (!streamed) std::printf("%s\n", html_path.c_str());
-    std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", shown.c_str(),
-                 run.output.c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);
+    if (!streamed) std::printf("%s\n", terminal_text(html_path).c_str());
+    std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", terminal_text(shown).c_str(),
+                 terminal_text(run.output).c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);
     return 0;
 }
 

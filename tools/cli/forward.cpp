@@ -3,6 +3,7 @@
 #include "engine/output_file.h"
 #include "models/forward.h"
 #include "tools/cli/arguments.h"
+#include "tools/cli/terminal_text.h"
 
 #include <cstdio>
 #include <map>
@@ -71,7 +72,7 @@ int forward_command(const Arguments& args) {
     std::vector<TensorToWrite> tensors;
     for (const auto& [name, tensor] : outputs) tensors.push_back(f32_tensor(name, tensor));
     write_safetensors(output, tensors);
-    std::fprintf(stderr, "tinyformer forward: wrote %zu tensor(s) to %s\n", tensors.size(), output.c_str());
+    std::fprintf(stderr, "tinyformer forward: wrote %zu tensor(s) to %s\n", tensors.size(), terminal_text(output).c_str());
     return 0;
 }
 
@@ -88,7 +89,7 @@ int info_command(const Arguments& args) {
     const SafetensorsFile file = SafetensorsFile::read(path);
     const ModelConfig& c = model.config;
 
-    std::printf("%s\n\nconfig\n", path.c_str());
+    std::printf("%s\n\nconfig\n", terminal_text(path).c_str());
     std::printf("  arch %s, d_model D=%lld, nhead H=%lld (Dh=%lld), dim_feedforward F=%lld\n", architecture_name(c.arch),
                 (long long)c.d_model, (long long)c.nhead, (long long)(c.d_model / c.nhead), (long long)c.dim_feedforward);
     if (c.arch == Architecture::EncoderDecoder)
@@ -114,7 +115,7 @@ int info_command(const Arguments& args) {
         std::printf("  text: %s tokenizer, vocabulary of %zu tokens%s%s%s%s\n", tokenizer_kind_name(text.tokenizer),
                     text.vocab.size(),
                     text.src_vocab.empty() ? "" : (", source vocabulary of " + std::to_string(text.src_vocab.size())).c_str(),
-                    text.prompt_suffix.empty() ? "" : (", prompt suffix \"" + text.prompt_suffix + "\"").c_str(),
+                    text.prompt_suffix.empty() ? "" : (", prompt suffix \"" + terminal_text(text.prompt_suffix) + "\"").c_str(),
                     text.train_max_len ? ", trained on inputs of up to " : "",
                     text.train_max_len ? (std::to_string(text.train_max_len) + " tokens").c_str() : "");
     if (!text.src_vocab.empty()) std::printf("  source tokens: %s\n", token_list(text.src_vocab).c_str());
@@ -130,11 +131,12 @@ int info_command(const Arguments& args) {
         parameters_by_part[part_of(name)] += count;
         parameters += count;
         stored_bytes += static_cast<int64_t>(stored.end - stored.begin);
-        std::printf("  %-60s %-16s %s\n", name.c_str(), shape_string(stored.shape).c_str(), stored.dtype.c_str());
+        std::printf("  %-60s %-16s %s\n", terminal_text(name).c_str(), shape_string(stored.shape).c_str(),
+                    terminal_text(stored.dtype).c_str());
     }
     std::printf("\nparameters by part\n");
     for (const auto& [part, count] : parameters_by_part)
-        std::printf("  %-12s %12lld  (%5.1f%%)\n", part.c_str(), (long long)count, 100.0 * count / parameters);
+        std::printf("  %-12s %12lld  (%5.1f%%)\n", terminal_text(part).c_str(), (long long)count, 100.0 * count / parameters);
     std::printf("  %-12s %12lld\n", "total", (long long)parameters);
     std::printf("\nmemory: %.2f MiB stored, %.2f MiB as float32 weights when loaded\n", stored_bytes / 1048576.0,
                 parameters * 4 / 1048576.0);

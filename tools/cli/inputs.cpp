@@ -1,5 +1,7 @@
 #include "tools/cli/inputs.h"
 
+#include "tools/cli/terminal_text.h"
+
 #include <cstdio>
 
 namespace tinyformer::cli {
@@ -10,13 +12,27 @@ std::vector<int64_t> ids_flag(const ParsedArguments& parsed, const std::string& 
     } catch (const UsageError&) {
         throw;
     } catch (const Error& error) {
-        throw UsageError(std::string(command) + ": " + error.what());
+        throw UsageError(std::string(command) + ": " + error.message());
     }
 }
 
-void warn_if_long(const Model& model, int64_t tokens, const char* command) {
+void warn_if_long(const Model& model, int64_t tokens, const char* command, std::vector<std::string>& warnings) {
     const std::string warning = length_warning(model, tokens);
-    if (!warning.empty()) std::fprintf(stderr, "tinyformer %s: warning: %s\n", command, warning.c_str());
+    if (!warning.empty()) warnings.push_back(text_of("tinyformer ", command, ": warning: ", warning));
+}
+
+void print_warnings(const std::vector<std::string>& warnings) {
+    for (const std::string& warning : warnings) std::fprintf(stderr, "%s\n", terminal_text(warning).c_str());
+}
+
+std::vector<int64_t> text_tokens(const ModelText& model_text, const std::string& text, bool map_unknown,
+                                 const char* command, std::vector<std::string>& warnings) {
+    int64_t unknown = 0;
+    std::vector<int64_t> tokens = model_text.encode_input(text, map_unknown, &unknown);
+    if (unknown)
+        warnings.push_back(text_of("tinyformer ", command, ": warning: ", unknown, " token(s) of \"", text,
+                                   "\" are not in the vocabulary; read as <unk>"));
+    return tokens;
 }
 
 std::vector<int64_t> input_tokens(const ParsedArguments& parsed, size_t text_index, const Model& model,
@@ -25,10 +41,13 @@ std::vector<int64_t> input_tokens(const ParsedArguments& parsed, size_t text_ind
     if (has_text == parsed.has("--ids"))
         throw UsageError(std::string(command) + ": give the input as TEXT or as --ids, " +
                          (has_text ? "not both" : "one of them") + " (see 'tinyformer " + command + " --help')");
+    std::vector<std::string> warnings;
     const std::vector<int64_t> tokens =
-        has_text ? ModelText(model).encode_input(parsed.positional()[text_index]) : ids_flag(parsed, "--ids", command);
+        has_text ? text_tokens(ModelText(model), parsed.positional()[text_index], parsed.has("--unk"), command, warnings)
+                 : ids_flag(parsed, "--ids", command);
     model_input(model, tokens);  // refuses first, so that a refused input prints no warning
-    warn_if_long(model, static_cast<int64_t>(tokens.size()), command);
+    warn_if_long(model, static_cast<int64_t>(tokens.size()), command, warnings);
+    print_warnings(warnings);
     return tokens;
 }
 

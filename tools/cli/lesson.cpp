@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
 #include <string>
 
@@ -617,6 +618,38 @@ void lesson_permutation() {
 // Section 6: the causal mask keeps the answers out of training, on two trained models.
 constexpr const char* kHonestModel = "data/models/reverse-causal.safetensors";
 constexpr const char* kPeekingModel = "data/models/reverse-peeking.safetensors";
+constexpr const char* kLessonModels[] = {kHonestModel, kPeekingModel};
+
+// A lesson's model, `relative` to the checkout: from the current folder when
+// it is there, else from the checkout the running binary lives in
+// (build/tinyformer -> the folder above build/; /proc/self/exe, up to three
+// folders up), so that `tinyformer lesson all` runs from anywhere. Empty
+// when neither has it.
+std::string find_lesson_model(const std::string& relative) {
+    if (std::filesystem::is_regular_file(relative)) return relative;
+    std::error_code error;
+    std::filesystem::path folder = std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
+    for (int up = 0; !error && up < 4 && !folder.empty(); ++up) {
+        std::error_code missing;
+        if (std::filesystem::is_regular_file(folder / relative, missing)) return (folder / relative).string();
+        if (folder == folder.root_path()) break;
+        folder = folder.parent_path();
+    }
+    return "";
+}
+
+// find_lesson_model, or an Error naming where it was looked for.
+std::string lesson_model(const std::string& relative) {
+    const std::string found = find_lesson_model(relative);
+    if (found.empty()) {
+        std::error_code error;
+        const std::string binary = std::filesystem::read_symlink("/proc/self/exe", error).string();
+        fail("lesson: ", relative, " is missing: not in the current folder, nor in the checkout of ",
+             error ? "the tinyformer binary" : binary,
+             "; the lessons that read trained models (peeking) run from a tinyformer checkout that has data/models/");
+    }
+    return found;
+}
 
 // A single-stack checkpoint's weights run with another self-attention: the
 // peeking model read the way it was trained (bidirectional), not the way its
@@ -670,7 +703,7 @@ void add_teacher_forced_loss(const SingleStackModel& model, const std::vector<in
 
 void lesson_peeking() {
     heading("peeking: the causal mask keeps the answers out of training (section 6)");
-    const Model honest = Model::load(kHonestModel);
+    const Model honest = Model::load(lesson_model(kHonestModel));
     const ModelText text(honest);
     const SingleStackModel& causal = *honest.single_stack;
 
@@ -687,7 +720,7 @@ void lesson_peeking() {
     const Tensor logits_a = logits_of(causal, a), logits_b = logits_of(causal, b);
     std::printf("  causal mask:        largest |logits A - logits B| at positions <= t: %g   at positions > t: %.3f\n",
                 largest_difference(logits_a, logits_b, 0, t), largest_difference(logits_a, logits_b, t + 1, last));
-    const SingleStackModel bidirectional_honest = single_stack_with_attention(kHonestModel, SelfAttentionKind::Bidirectional);
+    const SingleStackModel bidirectional_honest = single_stack_with_attention(lesson_model(kHonestModel), SelfAttentionKind::Bidirectional);
     std::printf("  the same weights without the mask: at positions <= t: %.3f   at positions > t: %.3f\n",
                 largest_difference(logits_of(bidirectional_honest, a), logits_of(bidirectional_honest, b), 0, t),
                 largest_difference(logits_of(bidirectional_honest, a), logits_of(bidirectional_honest, b), t + 1, last));
@@ -696,8 +729,9 @@ void lesson_peeking() {
                 "whole sequence, its own label (the next token) included.\n\n");
 
     // 2. A model trained without the mask, on the same fresh examples.
-    const Model peeking = Model::load(kPeekingModel);
-    const SingleStackModel as_trained = single_stack_with_attention(kPeekingModel, SelfAttentionKind::Bidirectional);
+    const Model peeking = Model::load(lesson_model(kPeekingModel));
+    const SingleStackModel as_trained =
+        single_stack_with_attention(lesson_model(kPeekingModel), SelfAttentionKind::Bidirectional);
     const ToyTask& task = toy_task("reverse");
     const int64_t n = 200;
     Random random(1);
@@ -773,6 +807,7 @@ struct Lesson {
     const char* name;
     const char* summary;
     void (*run)();
+    bool reads_models = false;  // reads kLessonModels (found with lesson_model)
 };
 
 const Lesson kLessons[] = {
@@ -796,7 +831,7 @@ const Lesson kLessons[] = {
     {"positions", "permuting tokens: equivariant without positions, not with sinusoidal or learned ones",
      lesson_positions},
     {"peeking", "trained models: the causal mask keeps later tokens out; one trained without it peeks",
-     lesson_peeking},
+     lesson_peeking, true},
 };
 
 void print_lessons(std::FILE* out) {
@@ -805,24 +840,42 @@ void print_lessons(std::FILE* out) {
     std::fprintf(out, "  %-16s every one of the above, in order\n", "all");
 }
 
+// `tinyformer lesson NAME --help`: what the lesson shows and what it reads.
+void print_lesson_help(const Lesson& lesson) {
+    std::printf("usage: tinyformer lesson %s\n\n%s\n", lesson.name, lesson.summary);
+    if (lesson.reads_models)
+        std::printf("Reads the trained models\n  %s\n  %s\nfrom the current folder or else from the "
+                    "checkout the tinyformer binary was built in.\n",
+                    kHonestModel, kPeekingModel);
+}
+
+bool is_help(const std::string& arg) { return arg == "--help" || arg == "-h"; }
+
 }  // namespace
 
 int lesson_command(const Arguments& args) {
-    if (args.empty()) {
+    if (args.empty() || is_help(args[0])) {
         print_lessons(stdout);
         return 0;
     }
-    if (args[0] == "--help" || args[0] == "-h") {
-        print_lessons(stdout);
+    std::vector<const Lesson*> chosen;
+    for (const Lesson& lesson : kLessons)
+        if (args[0] == "all" || args[0] == lesson.name) chosen.push_back(&lesson);
+    if (chosen.empty()) throw UsageError("unknown lesson '" + args[0] + "' (run 'tinyformer lesson' for the list)");
+    if (args.size() == 2 && is_help(args[1])) {
+        if (args[0] == "all") {
+            print_lessons(stdout);
+            return 0;
+        }
+        print_lesson_help(*chosen[0]);
         return 0;
     }
     if (args.size() > 1) throw UsageError("lesson takes one NAME, got " + std::to_string(args.size()) + " arguments");
-    for (const Lesson& lesson : kLessons)
-        if (args[0] == "all" || args[0] == lesson.name) lesson.run();
-    if (args[0] == "all") return 0;
-    for (const Lesson& lesson : kLessons)
-        if (args[0] == lesson.name) return 0;
-    throw UsageError("unknown lesson '" + args[0] + "' (run 'tinyformer lesson' for the list)");
+    // The trained models are looked for before anything is printed: a missing one is the only line.
+    if (std::any_of(chosen.begin(), chosen.end(), [](const Lesson* lesson) { return lesson->reads_models; }))
+        for (const char* model : kLessonModels) lesson_model(model);
+    for (const Lesson* lesson : chosen) lesson->run();
+    return 0;
 }
 
 }  // namespace tinyformer::cli

@@ -4,12 +4,13 @@
 #include "engine/memory.h"
 #include "tools/blas_restart.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/terminal_text.h"
 
 #include <cstdio>
 #include <exception>
 #include <iostream>
-#include <cstring>
 #include <new>
+#include <string_view>
 
 namespace tinyformer::cli {
 namespace {
@@ -70,28 +71,18 @@ int dispatch(const Arguments& args) {
 }
 
 // The error line, printed as one line whatever the message holds: a tensor
-// name or a config value comes from the file, so control characters (C0,
-// DEL, and C1 as raw bytes or as UTF-8 U+0080..U+009F) are written as \xNN
-// and cannot break the line or reach the terminal as escape sequences, and
-// the line stops after kMaxErrorBytes. Written piece by piece, allocating
+// name or a config value comes from the file, an input from the user, so the
+// message is written by the terminal text rule (tools/cli/terminal_text.h:
+// a NUL, a newline or an escape sequence as \xNN, C1 and bidi controls as
+// \u{XXXX}, valid UTF-8 as it is), and the line stops after the whole
+// characters within kMaxErrorBytes. Written piece by piece, allocating
 // nothing, so that it also works after std::bad_alloc.
 constexpr size_t kMaxErrorBytes = 2000;
 
-void print_error(const char* message) {
+void print_error(std::string_view message) {
     std::fputs("tinyformer: error: ", stderr);
-    const size_t length = std::strlen(message);
-    for (size_t i = 0; i < length && i < kMaxErrorBytes; ++i) {
-        const auto byte = static_cast<unsigned char>(message[i]);
-        const bool utf8_c1 = byte == 0xC2 && i + 1 < length && (static_cast<unsigned char>(message[i + 1]) & 0xE0) == 0x80;
-        if (utf8_c1) {  // U+0080..U+009F: the two bytes C2 80..C2 9F
-            std::fprintf(stderr, "\\xc2\\x%02x", static_cast<unsigned char>(message[++i]));
-        } else if (byte < 0x20 || (byte >= 0x7F && byte <= 0x9F)) {
-            std::fprintf(stderr, "\\x%02x", byte);
-        } else {
-            std::fputc(byte, stderr);
-        }
-    }
-    if (length > kMaxErrorBytes) std::fprintf(stderr, "... (%zu more bytes)", length - kMaxErrorBytes);
+    const size_t written = write_terminal_text(stderr, message, kMaxErrorBytes);
+    if (written < message.size()) std::fprintf(stderr, "... (%zu more bytes)", message.size() - written);
     std::fputc('\n', stderr);
 }
 
@@ -105,10 +96,10 @@ int main(int argc, char** argv) {
     try {
         return dispatch(Arguments(argv + 1, argv + argc));
     } catch (const UsageError& error) {
-        print_error(error.what());
+        print_error(error.message());
         return 2;
     } catch (const tinyformer::Error& error) {
-        print_error(error.what());
+        print_error(error.message());
         return 1;
     } catch (const std::bad_alloc&) {
         print_error("out of memory");

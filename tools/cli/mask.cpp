@@ -6,6 +6,7 @@
 #include "engine/output_file.h"
 #include "models/masks.h"
 #include "tools/cli/arguments.h"
+#include "tools/cli/terminal_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -214,7 +215,7 @@ int mask_command(const Arguments& args) {
             write_heatmap_png(grid.panels.front(), path);
         else
             write_heatmap_grid_png(grid, path);
-        std::fprintf(stderr, "tinyformer mask: wrote %s\n", path.c_str());
+        std::fprintf(stderr, "tinyformer mask: wrote %s\n", terminal_text(path).c_str());
     }
     // Printed after the picture is written, so that a failed write prints nothing but the error.
     std::printf("%s\n", heading.c_str());

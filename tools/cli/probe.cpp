@@ -5,6 +5,7 @@
 #include "engine/output_file.h"
 #include "models/probe.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/terminal_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +18,7 @@ namespace {
 
 const char* kProbeHelp =
     "usage: tinyformer probe MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
-    "                        [--with TOKEN | --with-id N] [--output FILE.png] [--scale N]\n"
+    "                        [--with TOKEN | --with-id N] [--output FILE.png] [--scale N] [--unk]\n"
     "\n"
     "Is a high attention weight an explanation? Scores the model's output on TEXT (its\n"
     "greedy output, or --target) by the teacher-forced log-probability of the target and\n"
@@ -44,12 +45,17 @@ const char* kProbeHelp =
     "Decoder-only models read TEXT as the prompt: probe data/models/reverse-causal.safetensors abc=\n"
     "--ids, --target-ids and --with-id give the input, the target and the replacement as\n"
     "token ids (for any model, also one without a vocabulary: labels then show the ids).\n"
+    "--unk reads a character of TEXT outside the vocabulary as <unk>, with a warning (as `run`).\n"
     "The model's config needs bos_id and eos_id (the target is scored with <eos>).\n"
     "A weight is one head's coefficient of its value mixture (lesson 10.3, section 11).\n";
 
-std::string quoted_token(const std::string& token) { return token.size() == 1 ? "'" + token + "'" : token; }
+// Model and user text in the table is terminal text (tools/cli/terminal_text.h).
+std::string quoted_token(const std::string& token) {
+    // appended: g++ 12 -O3 warns (-Wrestrict, wrongly) on "literal" + std::string
+    return token.size() == 1 ? std::string("'").append(terminal_text(token)).append("'") : terminal_text(token);
+}
 
-std::string shown(const std::string& output) { return output.empty() ? "(empty)" : output; }
+std::string shown(const std::string& output) { return output.empty() ? "(empty)" : terminal_text(output); }
 
 std::string head_label(const HeadProbe& head) {
     std::string label = head.stack;
@@ -58,26 +64,26 @@ std::string head_label(const HeadProbe& head) {
 }
 
 void print_report(const std::string& model_name, const ProbeReport& report) {
-    std::printf("probe: %s on \"%s\"\n", model_name.c_str(), report.text.c_str());
-    std::printf("target \"%s\" (%s); log p(target, <eos>) = %.4g over %lld tokens\n", report.target.c_str(),
+    std::printf("probe: %s on \"%s\"\n", terminal_text(model_name).c_str(), terminal_text(report.text).c_str());
+    std::printf("target \"%s\" (%s); log p(target, <eos>) = %.4g over %lld tokens\n", terminal_text(report.target).c_str(),
                 report.target_given ? "given" : "the greedy output", report.log_prob,
                 static_cast<long long>(report.scored_tokens));
-    if (report.target_given) std::printf("greedy output \"%s\"\n", report.greedy_output.c_str());
+    if (report.target_given) std::printf("greedy output \"%s\"\n", terminal_text(report.greedy_output).c_str());
 
     std::printf("\nhead ablation: the head's output set to 0 before W_O at every position\n");
     std::printf("%-16s %4s %9s  %-16s %10s  %-8s %s\n", "attention", "head", "mean max", "top key (share)", "d log p",
                 "changed", "greedy output");
     for (const HeadProbe& head : report.heads) {
-        char top[64];
-        std::snprintf(top, sizeof top, "%s@%lld (%.2f)", quoted_token(head.top_key).c_str(),
-                      static_cast<long long>(head.top_key_position), head.top_key_share);
+        char share[32];  // a string, not a fixed buffer: a long token must not be cut inside a character
+        std::snprintf(share, sizeof share, " (%.2f)", head.top_key_share);
+        const std::string top = quoted_token(head.top_key) + "@" + std::to_string(head.top_key_position) + share;
         std::printf("%-16s %4lld %9.3f  %-16s %10.4f  %-8s %s\n", head_label(head).c_str(),
-                    static_cast<long long>(head.head), head.mean_max_weight, top, head.delta_log_prob,
+                    static_cast<long long>(head.head), head.mean_max_weight, top.c_str(), head.delta_log_prob,
                     head.output_changed ? "changed" : "", shown(head.greedy_output).c_str());
     }
 
     std::printf("\ntoken perturbation: the token replaced by %s; share = mean %s weight it receives\n",
-                report.replacement.c_str(), report.share_source.c_str());
+                terminal_text(report.replacement).c_str(), report.share_source.c_str());
     std::printf("%4s  %-6s %7s %10s  %-8s %s\n", "pos", "token", "share", "d log p", "changed", "greedy output");
     for (const TokenProbe& token : report.tokens)
         std::printf("%4lld  %-6s %7.3f %10.4f  %-8s %s\n", static_cast<long long>(token.position),
@@ -152,7 +158,7 @@ HeatmapGrid probe_picture(const std::string& model_name, const ProbeReport& repo
 
 int probe_command(const Arguments& args) {
     const ParsedArguments parsed(
-        args, {"--target", "--target-ids", "--ids", "--with", "--with-id", "--output", "--png", "--scale"}, {}, "probe");
+        args, {"--target", "--target-ids", "--ids", "--with", "--with-id", "--output", "--png", "--scale"}, {"--unk"}, "probe");
     if (parsed.help()) {
         std::printf("%s", kProbeHelp);
         return 0;
@@ -183,7 +189,7 @@ int probe_command(const Arguments& args) {
         write_heatmap_grid_png(grid, picture);
     }
     print_report(model_name, report);
-    if (!picture.empty()) std::fprintf(stderr, "tinyformer probe: wrote %s\n", picture.c_str());
+    if (!picture.empty()) std::fprintf(stderr, "tinyformer probe: wrote %s\n", terminal_text(picture).c_str());
     return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include "models/toy_tasks.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/terminal_text.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -29,8 +30,9 @@ const char* kRunHelp =
     "  --max-len N  generate at most N tokens (default: as many as the model's max_len allows,\n"
     "               at most 1024; a file's config could otherwise ask for 16M decoding steps)\n"
     "  --unk        map characters outside the vocabulary to <unk> with a warning; without it\n"
-    "               such a character is an error naming it (a whitespace tokenizer always\n"
-    "               reads an unknown word as <unk> when the vocabulary has one)\n"
+    "               such a character is an error naming it, its position and the\n"
+    "               vocabulary (a whitespace tokenizer always reads an unknown word as\n"
+    "               <unk> when the vocabulary has one)\n"
     "An input longer than the model was trained on (its train_max_len) still runs, with a\n"
     "warning naming both lengths. Special tokens in an output are shown as themselves, e.g. <unk>.\n";
 
@@ -87,12 +89,14 @@ int run_command(const Arguments& args) {
     const Model model = load_for_run(parsed.positional()[0]);
     const ModelText text(model);
 
-    // Every input is read and framed before anything is decoded or printed.
+    // Every input is read and framed before anything is decoded or printed,
+    // warnings included: a refused input prints its error line alone.
     std::vector<std::vector<int64_t>> inputs;
+    std::vector<std::string> warnings;
     if (parsed.has("--ids")) {
         const std::vector<int64_t> tokens = ids_flag(parsed, "--ids", "run");
         inputs.push_back(model_input(model, tokens));
-        warn_if_long(model, static_cast<int64_t>(tokens.size()), "run");
+        warn_if_long(model, static_cast<int64_t>(tokens.size()), "run", warnings);
     } else {
         const bool from_stdin = parsed.positional().size() == 1;
         const std::vector<std::string> texts =
@@ -100,21 +104,19 @@ int run_command(const Arguments& args) {
                        : std::vector<std::string>(parsed.positional().begin() + 1, parsed.positional().end());
         for (size_t i = 0; i < texts.size(); ++i) {
             try {
-                int64_t unknown = 0;
-                const std::vector<int64_t> tokens = text.encode_input(texts[i], parsed.has("--unk"), &unknown);
-                if (unknown)
-                    std::fprintf(stderr, "tinyformer run: warning: %lld token(s) of \"%s\" are not in the vocabulary; read as <unk>\n",
-                                 static_cast<long long>(unknown), texts[i].c_str());
+                const std::vector<int64_t> tokens = text_tokens(text, texts[i], parsed.has("--unk"), "run", warnings);
                 inputs.push_back(model_input(model, tokens));
-                warn_if_long(model, static_cast<int64_t>(tokens.size()), "run");
+                warn_if_long(model, static_cast<int64_t>(tokens.size()), "run", warnings);
             } catch (const Error& error) {
-                if (from_stdin) fail("standard input line ", i + 1, ": ", error.what());
-                fail("input \"", texts[i], "\": ", error.what());
+                if (from_stdin) fail("standard input line ", i + 1, ": ", error.message());
+                fail("input \"", texts[i], "\": ", error.message());
             }
         }
     }
+    print_warnings(warnings);
+    // One line per output, as terminal text: a token's control or bidi character is shown escaped.
     for (const auto& output : generate(model, inputs, beam, options))
-        std::printf("%s\n", text.decode_output(output).c_str());
+        std::printf("%s\n", terminal_text(text.decode_output(output)).c_str());
     return 0;
 }
 
@@ -136,15 +138,16 @@ int eval_command(const Arguments& args) {
     const Model model = load_for_run(parsed.positional()[0]);
     const Evaluation evaluation = evaluate(model, task, n, static_cast<uint64_t>(seed), beam);
     std::printf("%s on %lld fresh %s examples (seed %lld, %s): exact match %lld/%lld = %.2f%%\n",
-                parsed.positional()[0].c_str(), static_cast<long long>(n), task.name.c_str(),
+                terminal_text(parsed.positional()[0]).c_str(), static_cast<long long>(n), task.name.c_str(),
                 static_cast<long long>(seed), beam > 1 ? ("beam " + std::to_string(beam)).c_str() : "greedy",
                 static_cast<long long>(evaluation.correct), static_cast<long long>(evaluation.total),
                 100.0 * evaluation.accuracy());
     const size_t shown = std::min<size_t>(evaluation.failures.size(), 5);
     if (shown) std::printf("first %zu failure(s):\n", shown);
     for (size_t i = 0; i < shown; ++i)
-        std::printf("  %-27s expected %-18s got %s\n", evaluation.failures[i].input.c_str(),
-                    evaluation.failures[i].expected.c_str(), evaluation.failures[i].output.c_str());
+        std::printf("  %-27s expected %-18s got %s\n", terminal_text(evaluation.failures[i].input).c_str(),
+                    terminal_text(evaluation.failures[i].expected).c_str(),
+                    terminal_text(evaluation.failures[i].output).c_str());
     return 0;
 }
 

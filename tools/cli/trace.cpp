@@ -5,6 +5,7 @@
 #include "models/forward.h"
 #include "models/teacher_forcing.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/terminal_text.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,7 +17,7 @@ namespace {
 
 const char* kTraceHelp =
     "usage: tinyformer trace MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
-    "                        --output TRACE.safetensors\n"
+    "                        --output TRACE.safetensors [--unk]\n"
     "       tinyformer trace MODEL.safetensors --inputs IN.safetensors --output TRACE.safetensors\n"
     "\n"
     "Runs the model once and writes every intermediate of that pass, by name\n"
@@ -36,7 +37,8 @@ const char* kTraceHelp =
     "model's greedy output or --target (B = 1). With --inputs: the pass `forward` runs on a\n"
     "batch of its inputs file, padding included (padded positions follow docs/FORMAT.md).\n"
     "Compare two traces with tools/compare_trace.py A B: it names the first activation\n"
-    "where they part.\n";
+    "where they part. --unk reads a character of TEXT outside the vocabulary as <unk>, with\n"
+    "a warning (as `run`).\n";
 
 std::vector<TensorToWrite> trace_tensors(const Trace& trace) {
     std::vector<TensorToWrite> tensors;
@@ -53,7 +55,7 @@ std::vector<TensorToWrite> trace_tensors(const Trace& trace) {
 }  // namespace
 
 int trace_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--output", "--inputs", "--ids", "--target", "--target-ids"}, {}, "trace");
+    const ParsedArguments parsed(args, {"--output", "--inputs", "--ids", "--target", "--target-ids"}, {"--unk"}, "trace");
     if (parsed.help()) {
         std::printf("%s", kTraceHelp);
         return 0;
@@ -71,7 +73,8 @@ int trace_command(const Arguments& args) {
         if (parsed.positional().size() > 1 || parsed.has("--ids") || parsed.has("--target") || parsed.has("--target-ids"))
             throw UsageError("trace: --inputs takes the whole batch; give no TEXT, --ids or target with it");
         forward_pass(model, SafetensorsFile::read(parsed.value("--inputs")), &trace);
-        metadata["inputs"] = parsed.value("--inputs");
+        // Metadata is JSON, so UTF-8: the path as terminal text (a name that is not valid UTF-8, escaped).
+        metadata["inputs"] = terminal_text(parsed.value("--inputs"));
     } else {
         const std::vector<int64_t> input = model_input(model, input_tokens(parsed, 1, model, "trace"));
         const std::vector<int64_t> target = target_or_greedy(model, input, target_tokens(parsed, model, "trace"));
@@ -82,7 +85,7 @@ int trace_command(const Arguments& args) {
     metadata["names"] = nlohmann::json(trace.names()).dump();
     const std::vector<TensorToWrite> tensors = trace_tensors(trace);
     write_safetensors(output, tensors, metadata);
-    std::fprintf(stderr, "tinyformer trace: wrote %zu activations to %s\n", tensors.size(), output.c_str());
+    std::fprintf(stderr, "tinyformer trace: wrote %zu activations to %s\n", tensors.size(), terminal_text(output).c_str());
     return 0;
 }
 
