@@ -759,6 +759,23 @@ class Safety(Temp, unittest.TestCase):
         os.mkdir(self.dir / "out-dir")
         self.refused(["--from-state-dict", "state.pt", *FLAGS, "--out", "out-dir"], 1, "--out out-dir: is a directory")
 
+    def test_out_on_stdout_gets_only_the_file(self):
+        _, module = self.state_dict_file()
+        out = self.dir / "stdout.safetensors"            # the child's stdout, never the real /dev/stdout
+        with open(out, "wb") as stdout:
+            run = subprocess.run([sys.executable, str(TOOLS / "tinyformer_export.py"), "--from-state-dict",
+                                  "state.pt", *FLAGS, "--out", "/proc/self/fd/1"], stdout=stdout,
+                                 stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stderr.count("\n"), 2, run.stderr)
+        self.assertIn("wrote /proc/self/fd/1: encoder_only", run.stderr)
+        self.assertIn("not checked: /proc/self/fd/1 is a stream", run.stderr)
+        tensors, metadata = st.read(str(out))             # nothing but the safetensors file on stdout
+        self.assertEqual(json.loads(metadata["config"])["arch"], "encoder_only")
+        for name, value in module.state_dict().items():
+            self.assertTrue(np.array_equal(tensors[name], value.numpy()), name)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["state.pt", "stdout.safetensors"])
+
     def test_data_parallel_prefix_is_read_without_it(self):
         _, module = self.state_dict_file(prefix="module.")
         run = subprocess.run([sys.executable, str(TOOLS / "tinyformer_export.py"), "--from-state-dict", "state.pt",
