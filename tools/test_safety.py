@@ -12,7 +12,14 @@ numpy only: no PyTorch, no build/tinyformer (`make test-tools`).
   (root) and a missing folder are refused by name; an output that is the same
   file as an input (also as ./NAME, a symlink or a hard link), or as another
   output, is refused; SIGTERM / SIGINT in the middle of a write remove the
-  temporary file, leave the old output and kill the process by that signal.
+  temporary file, leave the old output and kill the process by that signal
+  (a script catching KeyboardInterrupt goes on; an ignored signal stays
+  ignored); /proc/self/fd/N, /dev/fd/N and links to them are written to that
+  descriptor (a child's stdout redirected to a file, never the real
+  /dev/stdout), a closed one and a terminal (a private pty) are refused;
+  every stat error is an OutputError; a 250-byte name is written, a 256-byte
+  one refused; `a` and `./a` are one output; a FIFO swapped for a file after
+  the check is not overwritten; a folder not writable is refused.
 - compare_trace: says how many values it compared; all positions padding is
   refused (nothing to agree about); a name listed twice is refused by name.
 Every refusal: its exit status, one line on stderr, nothing on stdout, the
