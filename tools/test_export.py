@@ -24,11 +24,13 @@ import io
 import json
 import os
 import pickle
+import stat
 import subprocess
 import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import torch
@@ -853,6 +855,50 @@ class Safety(Temp, unittest.TestCase):
                      "--out ./vocab.json: is the same file as the input --vocab vocab.json")
         os.mkdir(self.dir / "out-dir")
         self.refused(["--from-state-dict", "state.pt", *FLAGS, "--out", "out-dir"], 1, "--out out-dir: is a directory")
+
+    def test_out_on_stdout_gets_only_the_file(self):
+        _, module = self.state_dict_file()
+        out = self.dir / "stdout.safetensors"            # the child's stdout, never the real /dev/stdout
+        with open(out, "wb") as stdout:
+            run = subprocess.run([sys.executable, str(TOOLS / "tinyformer_export.py"), "--from-state-dict",
+                                  "state.pt", *FLAGS, "--out", "/proc/self/fd/1"], stdout=stdout,
+                                 stderr=subprocess.PIPE, text=True, cwd=self.dir)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(run.stderr.count("\n"), 2, run.stderr)
+        self.assertIn("wrote /proc/self/fd/1: encoder_only", run.stderr)
+        self.assertIn("not checked: /proc/self/fd/1 is a stream", run.stderr)
+        tensors, metadata = st.read(str(out))             # nothing but the safetensors file on stdout
+        self.assertEqual(json.loads(metadata["config"])["arch"], "encoder_only")
+        for name, value in module.state_dict().items():
+            self.assertTrue(np.array_equal(tensors[name], value.numpy()), name)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["state.pt", "stdout.safetensors"])
+
+    def test_train_toy_reexport_writes_through_safe_write(self):
+        import train_toy
+        committed = REPO / "data" / "models" / "reverse.safetensors"
+        models = self.dir / "models"
+        models.mkdir()
+        (models / "reverse.safetensors").write_bytes(committed.read_bytes())
+        during_export = []
+        real_export = train_toy.export
+
+        def export(*args, **kwargs):                      # what the models folder holds while it exports
+            real_export(*args, **kwargs)
+            during_export.append(sorted(os.listdir(models)))
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), mock.patch.object(train_toy, "export", export), \
+                mock.patch.object(train_toy.safe_write, "write_bytes", wraps=train_toy.safe_write.write_bytes) as w:
+            train_toy.reexport("reverse", models, run_check=False)
+        self.assertIn("bit-identical after re-export", out.getvalue())
+        self.assertEqual(during_export, [["reverse.safetensors"]], "staged outside the models folder")
+        self.assertEqual([c.args[0] for c in w.call_args_list][-1], str(models / "reverse.safetensors"),
+                         "the committed file is written by safe_write")
+        self.assertEqual((models / "reverse.safetensors").read_bytes(), committed.read_bytes())
+        self.assertEqual(os.listdir(models), ["reverse.safetensors"], "nothing else left in the folder")
+        mask = os.umask(0)
+        os.umask(mask)
+        self.assertEqual(stat.S_IMODE(os.stat(models / "reverse.safetensors").st_mode), 0o666 & ~mask)
 
     def test_data_parallel_prefix_is_read_without_it(self):
         _, module = self.state_dict_file(prefix="module.")

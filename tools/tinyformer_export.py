@@ -1101,9 +1101,9 @@ disagrees with them is an error.
 --from-state-dict loads the file with torch.load(weights_only=True): tensors only, nothing
 in it runs; a file that needs more (a pickled module, other objects) is refused.
 Names saved by nn.DataParallel (module. in front of each) are read without the prefix.
---out is written to a temporary file in its folder and renamed into place (a FIFO or a
-device is written as a stream); it may not be one of the inputs (also under another name
-or a link).
+--out is written to a temporary file in its folder and renamed into place (a FIFO, a
+device or /dev/stdout is written as a stream, and then the "wrote" line goes to stderr);
+it may not be one of the inputs (also under another name or a link).
 
 examples (from any folder; paths are taken as given):
   /usr/bin/python3 tools/tinyformer_export.py --check data/models/reverse.safetensors
@@ -1160,15 +1160,19 @@ check) is described in the module's docstring: pydoc3 tools/tinyformer_export.py
                   if value is not None]
         try:
             safe_write.check_outputs([("--out", args.out)], inputs)      # before any work
+            stream = safe_write.is_stream(args.out)
             config = from_state_dict(args)
         except (ValueError, RuntimeError, OSError) as e:
             print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
             return 1
-        print(f"wrote {args.out}: {config['arch']}, d_model {config['d_model']}, nhead {config['nhead']}")
+        status = sys.stderr if stream else sys.stdout      # a stream may be our own stdout: keep it the file's
+        print(f"wrote {args.out}: {config['arch']}, d_model {config['d_model']}, nhead {config['nhead']}",
+              file=status)
         if args.no_check:
             return 0
-        if safe_write.is_stream(args.out):
-            print(f"not checked: {args.out} is a FIFO or a device, it cannot be read back")
+        if stream:
+            print(f"not checked: {args.out} is a stream (a FIFO, a device or a file descriptor), it cannot be "
+                  f"read back", file=status)
             return 0
         path = args.out
     try:

@@ -56,7 +56,6 @@ import argparse
 import datetime
 import json
 import math
-import os
 import random
 import sys
 import tempfile
@@ -288,10 +287,8 @@ def reexport(task, models_dir, run_check):
     model = build_module(config)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in before.items()}, strict=True)
     model.eval()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{task}.reexport-", suffix=".safetensors")
-    os.close(fd)
-    tmp = Path(tmp)
-    try:
+    with tempfile.TemporaryDirectory(prefix=f"{task}.reexport-") as staging:   # private (0700), removed after
+        tmp = Path(staging) / path.name
         export(model, config, vocab, tmp, TASKS[task].get("max_chars", MAX_CHARS))
         after, after_meta = st.read(str(tmp), widen_bf16=False)
         entries_before, entries_after = st.read_header(str(path))[0], st.read_header(str(tmp))[0]
@@ -314,10 +311,7 @@ def reexport(task, models_dir, run_check):
             worst = tinyformer_export.check(str(tmp), n_batches=3, seed=0)
             print(f"{task}: tinyformer_export.check: worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g} (OK)",
                   flush=True)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        safe_write.write_bytes(str(path), tmp.read_bytes())     # the committed file, only now
 
 
 def train(task, steps, out_dir, seed, batch_size):
