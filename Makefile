@@ -119,10 +119,11 @@ demo: deps
 	./build/tinyformer explore data/models/sort.safetensors 31415926 --html build/demo/explore-sort.html
 	./build/tinyformer explore data/models/reverse-prefixlm.safetensors attention --html build/demo/explore-reverse-prefixlm.html
 	./build/tinyformer explore data/models/reverse-causal.safetensors attention --html build/demo/explore-reverse-causal.html
+	./build/tinyformer explore data/models/dates.safetensors "thursday 3 may 1979" --html build/demo/explore-dates.html
 	@echo "== lesson 10.3: the 3x3 causal example (all lessons: build/tinyformer lesson all) =="
 	./build/tinyformer lesson causal
 	@echo "Pictures: docs/ (shown in README.md) and build/demo/ (every layer and head; see index.md there)."
-	@echo "Explorer pages: build/demo/explore-reverse.html, explore-sort.html, explore-reverse-prefixlm.html, explore-reverse-causal.html"
+	@echo "Explorer pages: build/demo/explore-reverse.html, explore-sort.html, explore-reverse-prefixlm.html, explore-reverse-causal.html, explore-dates.html"
 
 # Build and run the benchmarks (measured, never asserted).
 bench: deps
