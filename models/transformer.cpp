@@ -52,13 +52,16 @@ DecoderLayer load_decoder_layer(Checkpoint& checkpoint, const std::string& prefi
             config.norm_first};
 }
 
-Tensor load_position_table(Checkpoint& checkpoint, const ModelConfig& config) {
-    switch (config.pos_encoding) {
-        case PositionalEncoding::Sinusoidal: return sinusoidal_table(config.max_len, config.d_model);
-        case PositionalEncoding::Learned: return checkpoint.take("pos_embed.weight", {config.max_len, config.d_model});
-        case PositionalEncoding::None: return Tensor();
-    }
-    return Tensor();
+// An embedding of `token_weight` with the config's positions: a learned
+// table, or sinusoidal rows computed as a pass reads them (no [max_len, D]
+// table: a 5 kB file may declare max_len 2^24).
+Embedding load_embedding(Checkpoint& checkpoint, Tensor token_weight, const ModelConfig& config) {
+    Embedding embedding{std::move(token_weight), Tensor(), config.embed_scale};
+    if (config.pos_encoding == PositionalEncoding::Learned)
+        embedding.position_table = checkpoint.take("pos_embed.weight", {config.max_len, config.d_model});
+    if (config.pos_encoding == PositionalEncoding::Sinusoidal)
+        embedding.sinusoidal = SinusoidalPositions(config.max_len, config.d_model);
+    return embedding;
 }
 
 // Rows of x [B, T, C] at padded positions become exactly 0.
@@ -143,9 +146,10 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& 
     if (config.arch != Architecture::EncoderDecoder)
         fail("EncoderDecoderModel: the config's arch is ", architecture_name(config.arch));
     const int64_t D = config.d_model;
-    const Tensor positions = load_position_table(checkpoint, config);
-    source_embedding_ = {checkpoint.take("src_embed.weight", {config.src_vocab_size, D}), positions, config.embed_scale};
-    target_embedding_ = {checkpoint.take("tgt_embed.weight", {config.tgt_vocab_size, D}), positions, config.embed_scale};
+    source_embedding_ = load_embedding(checkpoint, checkpoint.take("src_embed.weight", {config.src_vocab_size, D}), config);
+    // One pos_embed.weight for both sides (taken once): the source's.
+    target_embedding_ = {checkpoint.take("tgt_embed.weight", {config.tgt_vocab_size, D}),
+                         source_embedding_.position_table, config.embed_scale, source_embedding_.sinusoidal};
     for (int64_t i = 0; i < config.num_encoder_layers; ++i)
         encoder_layers_.push_back(load_encoder_layer(checkpoint, "transformer.encoder.layers." + std::to_string(i), config));
     encoder_norm_ = load_layer_norm(checkpoint, "transformer.encoder.norm", config);
@@ -264,8 +268,7 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
     : config_(config), final_norm_(config.final_norm) {
     if (config.arch == Architecture::EncoderDecoder)
         fail("SingleStackModel: the config's arch is encoder_decoder");
-    embedding_ = {checkpoint.take("embed.weight", {config.vocab_size, config.d_model}),
-                  load_position_table(checkpoint, config), config.embed_scale};
+    embedding_ = load_embedding(checkpoint, checkpoint.take("embed.weight", {config.vocab_size, config.d_model}), config);
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config));
     if (final_norm_) norm_ = load_layer_norm(checkpoint, "transformer.norm", config);
