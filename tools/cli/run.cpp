@@ -92,6 +92,7 @@ int run_command(const Arguments& args) {
     if (parsed.has("--ids")) {
         const std::vector<int64_t> tokens = ids_flag(parsed, "--ids", "run");
         inputs.push_back(model_input(model, tokens));
+        refuse_inputs_without_room(model, {inputs.back()});
         warn_if_long(model, static_cast<int64_t>(tokens.size()), "run");
     } else {
         const bool from_stdin = parsed.positional().size() == 1;
@@ -106,6 +107,7 @@ int run_command(const Arguments& args) {
                     std::fprintf(stderr, "tinyformer run: warning: %lld token(s) of \"%s\" are not in the vocabulary; read as <unk>\n",
                                  static_cast<long long>(unknown), texts[i].c_str());
                 inputs.push_back(model_input(model, tokens));
+                refuse_inputs_without_room(model, {inputs.back()});  // before anything is decoded
                 warn_if_long(model, static_cast<int64_t>(tokens.size()), "run");
             } catch (const Error& error) {
                 if (from_stdin) fail("standard input line ", i + 1, ": ", error.what());
