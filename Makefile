@@ -119,10 +119,11 @@ demo: deps
 	./build/tinyformer explore data/models/sort.safetensors 31415926 --html build/demo/explore-sort.html
 	./build/tinyformer explore data/models/reverse-prefixlm.safetensors attention --html build/demo/explore-reverse-prefixlm.html
 	./build/tinyformer explore data/models/reverse-causal.safetensors attention --html build/demo/explore-reverse-causal.html
+	./build/tinyformer explore data/models/dates.safetensors "thursday 3 may 1979" --html build/demo/explore-dates.html
 	@echo "== lesson 10.3: the 3x3 causal example (all lessons: build/tinyformer lesson all) =="
 	./build/tinyformer lesson causal
 	@echo "Pictures: docs/ (shown in README.md) and build/demo/ (every layer and head; see index.md there)."
-	@echo "Explorer pages: build/demo/explore-reverse.html, explore-sort.html, explore-reverse-prefixlm.html, explore-reverse-causal.html"
+	@echo "Explorer pages: build/demo/explore-reverse.html, explore-sort.html, explore-reverse-prefixlm.html, explore-reverse-causal.html, explore-dates.html"
 
 # Build and run the benchmarks (measured, never asserted).
 bench: deps
@@ -195,18 +196,22 @@ deps-browser:
 	fi
 
 # The pages to test: EXPLORE_PAGES (space-separated .html files) or, by
-# default, the four toy models' pages written by `tinyformer explore` (the
-# reverse model's with --beam 3) and three sample pages made from hand-made
+# default, the five toy models' pages written by `tinyformer explore` (the
+# reverse model's with --beam 3) and four sample pages made from hand-made
 # data by tests/browser/make_sample_page.mjs (an encoder-decoder; a padded
-# decoder-only prefix-LM with beam search; an encoder-decoder with 32 tokens).
+# decoder-only prefix-LM with beam search; an encoder-decoder with 32 tokens;
+# one whose input, tokens and model name hold a U+202E).
 EXPLORE_PAGES ?=
 TOY_PAGES    := build/browser/explore-reverse.html build/browser/explore-sort.html \
-                build/browser/explore-reverse-prefixlm.html build/browser/explore-reverse-causal.html
-SAMPLE_PAGES := build/browser/sample-encdec.html build/browser/sample-decoder.html build/browser/sample-long.html
+                build/browser/explore-reverse-prefixlm.html build/browser/explore-reverse-causal.html \
+                build/browser/explore-dates.html
+SAMPLE_PAGES := build/browser/sample-encdec.html build/browser/sample-decoder.html build/browser/sample-long.html \
+                build/browser/sample-bidi.html
 EXPLORE_ARGS_reverse          := attention --beam 3
 EXPLORE_ARGS_sort             := 31415926
 EXPLORE_ARGS_reverse-prefixlm := attention
 EXPLORE_ARGS_reverse-causal   := attention
+EXPLORE_ARGS_dates            := "thursday 3 may 1979"
 build/browser/explore-%.html: build/tinyformer data/models/%.safetensors
 	@mkdir -p $(dir $@)
 	./build/tinyformer explore data/models/$*.safetensors $(EXPLORE_ARGS_$*) --html $@

@@ -7,21 +7,31 @@
 
 namespace tinyformer {
 
+SinusoidalPositions::SinusoidalPositions(int64_t max_len, int64_t d_model) : max_len_(max_len), d_model_(d_model) {
+    if (max_len < 1 || d_model < 1)
+        fail("sinusoidal positions: max_len and d_model must be >= 1, got ", max_len, " and ", d_model);
+    for (int64_t i = 0; 2 * i < d_model; ++i)
+        divisors_.push_back(std::pow(10000.0, static_cast<double>(2 * i) / d_model));
+}
+
+void SinusoidalPositions::add_to(int64_t pos, float* row) const {
+    for (size_t i = 0; i < divisors_.size(); ++i) {
+        // pos / 10000^(2i/D), in double so that far positions stay exact to float
+        const double angle = static_cast<double>(pos) / divisors_[i];
+        row[2 * i] += static_cast<float>(std::sin(angle));
+        if (static_cast<int64_t>(2 * i + 1) < d_model_) row[2 * i + 1] += static_cast<float>(std::cos(angle));
+    }
+}
+
 Tensor sinusoidal_table(int64_t max_len, int64_t d_model) {
     if (max_len < 1 || d_model < 1)
         fail("sinusoidal_table: max_len and d_model must be >= 1, got ", max_len, " and ", d_model);
-    // The one tensor a config alone sizes (parse_config bounds it by 2^27 numbers, 512 MiB).
     require_available(static_cast<double>(max_len) * static_cast<double>(d_model) * sizeof(float),
                       text_of("sinusoidal_table: a [", max_len, ",", d_model, "] float table needs ", max_len, " x ",
                              d_model, " x 4 bytes"));
-    Tensor table({max_len, d_model});
-    for (int64_t pos = 0; pos < max_len; ++pos)
-        for (int64_t i = 0; 2 * i < d_model; ++i) {
-            // pos / 10000^(2i/D), in double so that long tables stay exact to float
-            const double angle = static_cast<double>(pos) / std::pow(10000.0, static_cast<double>(2 * i) / d_model);
-            table.at({pos, 2 * i}) = static_cast<float>(std::sin(angle));
-            if (2 * i + 1 < d_model) table.at({pos, 2 * i + 1}) = static_cast<float>(std::cos(angle));
-        }
+    const SinusoidalPositions positions(max_len, d_model);
+    Tensor table({max_len, d_model});  // zeros
+    for (int64_t pos = 0; pos < max_len; ++pos) positions.add_to(pos, table.data() + pos * d_model);
     return table;
 }
 
@@ -36,12 +46,13 @@ Tensor embed(const Embedding& embedding, const TokenIds& ids, FirstOf first_of) 
     if (ids.batch < 0 || ids.length < 0 || static_cast<int64_t>(ids.values.size()) != ids.batch * ids.length)
         fail("embedding: ids must be [B,T]; got [", ids.batch, ",", ids.length, "] with ", ids.values.size(),
              " values");
+    // Positions 0..max_len-1 exist (learned or sinusoidal); with none, any position.
+    const int64_t max_len = !position_table.empty() ? position_table.dim(0) : embedding.sinusoidal.max_len();
     for (int64_t b = 0; b < ids.batch; ++b) {
         const int64_t first_position = first_of(b);
-        if (first_position < 0 || (!position_table.empty() && first_position + ids.length > position_table.dim(0)))
+        if (first_position < 0 || (max_len > 0 && first_position + ids.length > max_len))
             fail("embedding: positions ", first_position, "..", first_position + ids.length - 1,
-                 " exceed max_len = ", position_table.empty() ? 0 : position_table.dim(0), " (ids [", ids.batch, ",",
-                 ids.length, "])");
+                 " exceed max_len = ", max_len, " (ids [", ids.batch, ",", ids.length, "])");
     }
     const float factor = embedding.scale ? std::sqrt(static_cast<float>(D)) : 1.0f;
     Tensor x({ids.batch, ids.length, D});
@@ -55,6 +66,7 @@ Tensor embed(const Embedding& embedding, const TokenIds& ids, FirstOf first_of) 
             const float* position = position_table.empty() ? nullptr : position_table.data() + pos * D;
             float* out = x.data() + (b * ids.length + t) * D;
             for (int64_t d = 0; d < D; ++d) out[d] = token[d] * factor + (position ? position[d] : 0.0f);
+            if (embedding.sinusoidal.max_len() > 0) embedding.sinusoidal.add_to(pos, out);
         }
     return x;
 }

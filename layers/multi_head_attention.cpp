@@ -27,7 +27,8 @@ void check_shape(const Tensor& t, const Shape& expected, const char* name) {
 
 }  // namespace
 
-MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads) : heads_(heads) {
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name)
+    : heads_(heads), name_(std::move(name)) {
     if (weights.out_proj_weight.rank() != 2)
         fail("MultiHeadAttention: out_proj.weight must be [D,D], got ", shape_string(weights.out_proj_weight.shape()));
     d_model_ = weights.out_proj_weight.dim(0);
@@ -95,7 +96,13 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
         observer->record("v", value_tensor());  // [B, S, D]
     }
     // Heads are column blocks of Q, K, V: the engine reads them as views.
-    AttentionResult result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, asked);
+    AttentionResult result;
+    try {
+        result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, asked);
+    } catch (const Error& error) {
+        if (name_.empty()) throw;
+        fail(name_, ": ", error.what());  // which layer's attention, e.g. an overflow in its values
+    }
     const int64_t head_dim = d_model_ / heads_;
     for (int64_t head : zeroed_heads_)  // ablation: the head's columns of Concat(heads) [B, L, D]
         for (int64_t row = 0; row < result.output.dim(0) * result.output.dim(1); ++row) {

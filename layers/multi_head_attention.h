@@ -21,6 +21,11 @@
 // Their weights are still computed and returned. None by default; the
 // setting belongs to the module, so it holds for every caller until reset.
 //
+// A module loaded from a checkpoint carries its tensor prefix as its name
+// ("transformer.decoder.layers.1.self_attn"), and an Error of the attention
+// it runs starts with that name: an overflow names the layer and the tensor
+// ("...: attention: value holds a non-finite number ...").
+//
 // Observing (layers/observer.h): with an observer, the call hands out
 // "weights" (and, when it wants everything, q, k, v, scores, mask, z and
 // output); weights and scores are then computed whatever the options say.
@@ -31,6 +36,7 @@
 #include "layers/kv_cache.h"
 #include "layers/observer.h"
 
+#include <string>
 #include <vector>
 
 namespace tinyformer {
@@ -44,7 +50,8 @@ struct MultiHeadAttentionWeights {
 
 class MultiHeadAttention {
 public:
-    MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads);
+    // name: the module's tensor prefix in the checkpoint, or empty.
+    MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name = "");
 
     // x_q [B, L, D], x_kv [B, S, D] -> output [B, L, D] (+ weights [B, H, L, S]).
     AttentionResult forward(const Tensor& x_q, const Tensor& x_kv, const Mask& mask = Mask(),
@@ -76,6 +83,7 @@ public:
 
     int64_t d_model() const { return d_model_; }
     int64_t heads() const { return heads_; }
+    const std::string& name() const { return name_; }
 
     // Head ablation (see the top of this file): head indices 0..H-1, Error
     // for any other; {} restores the module.
@@ -90,6 +98,7 @@ private:
                                  KeyTensor key_tensor, ValueTensor value_tensor) const;
 
     int64_t d_model_, heads_;
+    std::string name_;
     std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
     Tensor project(const Tensor& x, int64_t part) const;  // x W^T + b with W_Q, W_K or W_V (part 0, 1, 2)
     Tensor w_in_, b_in_;  // in_proj_weight [3D, D] = W_Q; W_K; W_V, and in_proj_bias [3D]

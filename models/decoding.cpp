@@ -309,6 +309,20 @@ int64_t argmax(const float* values, int64_t n) {
 
 }  // namespace
 
+void refuse_inputs_without_room(const Model& model, const std::vector<std::vector<int64_t>>& inputs) {
+    const int64_t max_len = model.config.max_len;
+    for (size_t b = 0; b < inputs.size(); ++b) {
+        // The positions a row holds before its first step: the prompt, or <bos>.
+        const int64_t held = model.encoder_decoder ? 1 : static_cast<int64_t>(inputs[b].size());
+        if (held < max_len) continue;
+        const std::string which = inputs.size() == 1 ? std::string("the input") : text_of("input ", b);
+        if (model.encoder_decoder)
+            fail("decode: the model's max_len is 1, so <bos> fills the target and nothing is left to generate");
+        fail("decode: ", which, " (", held, " tokens) already fills max_len = ", max_len,
+             " positions; nothing is left to generate");
+    }
+}
+
 double log_sum_exp(const float* logits, int64_t n) {
     double max_logit = logits[0];
     for (int64_t i = 1; i < n; ++i) max_logit = std::max(max_logit, static_cast<double>(logits[i]));
@@ -327,6 +341,7 @@ std::vector<double> log_softmax(const float* logits, int64_t n) {
 Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
                          const GenerationOptions& options) {
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
+    refuse_inputs_without_room(model, inputs);  // before the prompts' pass
     std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options, /*reserve=*/true);
     Generation result;
     result.tokens.resize(inputs.size());
@@ -334,9 +349,6 @@ Generation greedy_decode(const Model& model, const std::vector<std::vector<int64
     result.log_probs.assign(inputs.size(), 0.0);
     std::vector<int64_t> active(inputs.size());  // stepper row -> input row
     for (size_t b = 0; b < inputs.size(); ++b) active[b] = static_cast<int64_t>(b);
-    for (size_t b = 0; b < inputs.size(); ++b)
-        if (stepper->length(static_cast<int64_t>(b)) >= max_len)
-            fail("decode: input ", b, " already fills max_len = ", max_len, " positions");
 
     std::vector<int64_t> keep, tokens;  // made once: a step allocates nothing
     while (!active.empty()) {
@@ -380,8 +392,8 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
                        const GenerationOptions& options) {
     if (width < 1) fail("beam_search: width must be >= 1, got ", width);
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
+    refuse_inputs_without_room(model, {input});  // before the prompt's pass
     std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options, /*reserve=*/false);
-    if (stepper->length(0) >= max_len) fail("decode: the input already fills max_len = ", max_len, " positions");
 
     struct Alive {
         std::vector<int64_t> tokens;

@@ -58,6 +58,13 @@ struct Generation {
     std::vector<Hypothesis> hypotheses;        // beam search: every ended hypothesis, best score first
 };
 
+// Error, before any pass, when an input leaves no position to generate into:
+// a decoder-only prompt already holding max_len tokens or more (an
+// encoder-decoder's target starts as <bos>, one position, so only max_len 1
+// leaves it none). The message names the input (its index when there are
+// several), its length and max_len. greedy_decode and beam_search ask it first.
+void refuse_inputs_without_room(const Model& model, const std::vector<std::vector<int64_t>>& inputs);
+
 Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
                          const GenerationOptions& options = {});
 

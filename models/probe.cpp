@@ -111,6 +111,8 @@ ProbeExample probe_example(const Model& model, const std::vector<int64_t>& token
     check_probe_model(model);
     ProbeExample example;
     example.input = model_input(model, tokens);
+    if (!target) refuse_inputs_without_room(model, {example.input});  // before any pass
+    refuse_teacher_forced_beyond_memory(model, example.input, target ? static_cast<int64_t>(target->size()) : 0);
     example.target = target ? *target : greedy_output(model, example.input);
     check_output_ids(model, example.target);
     const auto input = static_cast<int64_t>(example.input.size()), output = static_cast<int64_t>(example.target.size());

@@ -2,6 +2,8 @@
 
 #include "models/decoding.h"
 
+#include <algorithm>
+
 namespace tinyformer {
 
 namespace {
@@ -10,17 +12,37 @@ TokenIds one_row(const std::vector<int64_t>& ids) { return {1, static_cast<int64
 
 }  // namespace
 
+void refuse_teacher_forced_beyond_memory(const Model& model, const std::vector<int64_t>& input, int64_t target_length) {
+    const ModelConfig& config = model.config;
+    const auto S = static_cast<int64_t>(input.size());
+    try {
+        if (model.encoder_decoder) {  // as encode() and decode() check it
+            const int64_t T = (config.bos_id >= 0 ? 1 : 0) + target_length;
+            refuse_pass_beyond_memory("encode", config, 1, S, S, config.num_encoder_layers, true, 0);
+            refuse_pass_beyond_memory("decode", config, 1, T, std::max(T, S), 2 * config.num_decoder_layers, true,
+                                      config.tgt_vocab_size);
+        } else {  // as forward() checks it
+            const int64_t T = S + target_length;
+            refuse_pass_beyond_memory("forward", config, 1, T, T, config.num_layers, true, config.vocab_size);
+        }
+    } catch (const Error& error) {
+        fail("the input of ", S, " tokens", target_length > 0 ? text_of(" and its target of ", target_length, " tokens") : "",
+             " is too long for the recorded teacher-forced pass: ", error.what());
+    }
+}
+
 std::vector<int64_t> target_or_greedy(const Model& model, const std::vector<int64_t>& input,
                                      const std::optional<std::vector<int64_t>>& target) {
     if (target) return *target;
     const ModelConfig& config = model.config;
-    if (model.encoder_decoder) {
-        if (config.bos_id < 0 || config.eos_id < 0)
-            fail("the model's config has no ", config.bos_id < 0 ? "bos_id" : "eos_id",
-                 ", so it cannot generate a target; give the decoder's tokens with --target or --target-ids");
-        return greedy_decode(model, {input}).tokens[0];
-    }
-    if (config.arch == Architecture::EncoderOnly || config.eos_id < 0) return {};  // the given tokens only
+    if (model.encoder_decoder && (config.bos_id < 0 || config.eos_id < 0))
+        fail("the model's config has no ", config.bos_id < 0 ? "bos_id" : "eos_id",
+             ", so it cannot generate a target; give the decoder's tokens with --target or --target-ids");
+    if (!model.encoder_decoder && (config.arch == Architecture::EncoderOnly || config.eos_id < 0))
+        return {};  // the given tokens only
+    // Before decoding, not after: room to generate, and memory for the pass that follows.
+    refuse_inputs_without_room(model, {input});
+    refuse_teacher_forced_beyond_memory(model, input, 0);
     return greedy_decode(model, {input}).tokens[0];
 }
 

@@ -27,7 +27,16 @@ struct TeacherForced {
     int64_t first_prediction = 0;   // the logits row that predicts target token 0 (-1: none does)
 };
 
-// The target of an example: the one given, or the model's greedy output.
+// Error, before any work, when the recorded teacher-forced pass over
+// `input` and a target of at least `target_length` tokens would not fit in
+// memory (the pass's own check, refuse_pass_beyond_memory, asked early): an
+// input of 60 000 tokens is refused at once, naming its length, instead of
+// after decoding a continuation for it.
+void refuse_teacher_forced_beyond_memory(const Model& model, const std::vector<int64_t>& input, int64_t target_length);
+
+// The target of an example: the one given, or the model's greedy output
+// (after refuse_inputs_without_room and refuse_teacher_forced_beyond_memory
+// on the input).
 // A model that cannot generate — encoder_only, or without an eos_id to stop
 // at — gets an empty target (a decoder-only one is read on its input alone),
 // except an encoder_decoder one, whose decoder needs tokens: Error asking for

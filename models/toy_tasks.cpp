@@ -159,6 +159,7 @@ const ToyTask& toy_task(const std::string& name) {
 std::vector<std::vector<int64_t>> generate(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
                                            int64_t beam_width, const GenerationOptions& options) {
     std::vector<std::vector<int64_t>> outputs;
+    refuse_inputs_without_room(model, inputs);  // every input, before the first batch is decoded
     if (beam_width > 1) {
         for (const auto& input : inputs) outputs.push_back(beam_search(model, input, beam_width, 1.0, options).tokens[0]);
         return outputs;

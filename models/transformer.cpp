@@ -28,7 +28,7 @@ MultiHeadAttention load_attention(Checkpoint& checkpoint, const std::string& pre
                                       checkpoint.take(prefix + ".in_proj_bias", {3 * D}),
                                       checkpoint.take(prefix + ".out_proj.weight", {D, D}),
                                       checkpoint.take(prefix + ".out_proj.bias", {D})};
-    return MultiHeadAttention(weights, config.nhead);
+    return MultiHeadAttention(weights, config.nhead, prefix);
 }
 
 FeedForward load_feed_forward(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
@@ -52,13 +52,16 @@ DecoderLayer load_decoder_layer(Checkpoint& checkpoint, const std::string& prefi
             config.norm_first};
 }
 
-Tensor load_position_table(Checkpoint& checkpoint, const ModelConfig& config) {
-    switch (config.pos_encoding) {
-        case PositionalEncoding::Sinusoidal: return sinusoidal_table(config.max_len, config.d_model);
-        case PositionalEncoding::Learned: return checkpoint.take("pos_embed.weight", {config.max_len, config.d_model});
-        case PositionalEncoding::None: return Tensor();
-    }
-    return Tensor();
+// An embedding of `token_weight` with the config's positions: a learned
+// table, or sinusoidal rows computed as a pass reads them (no [max_len, D]
+// table: a 5 kB file may declare max_len 2^24).
+Embedding load_embedding(Checkpoint& checkpoint, Tensor token_weight, const ModelConfig& config) {
+    Embedding embedding{std::move(token_weight), Tensor(), config.embed_scale};
+    if (config.pos_encoding == PositionalEncoding::Learned)
+        embedding.position_table = checkpoint.take("pos_embed.weight", {config.max_len, config.d_model});
+    if (config.pos_encoding == PositionalEncoding::Sinusoidal)
+        embedding.sinusoidal = SinusoidalPositions(config.max_len, config.d_model);
+    return embedding;
 }
 
 // Rows of x [B, T, C] at padded positions become exactly 0.
@@ -77,35 +80,15 @@ void check_padding(const char* what, const Padding& padding, const TokenIds& ids
 
 // Finite weights can still overflow float32 on the way (weights near 3e38
 // multiply to inf, inf - inf is NaN): refuse such logits by position rather
-// than hand them on. Every model output passes here.
-void refuse_non_finite(const Tensor& logits) {
+// than hand them on, naming the head (generator, lm_head). Every model
+// output passes here.
+void refuse_non_finite(const Tensor& logits, const char* head) {
     const int64_t T = logits.dim(1), V = logits.dim(2);
     for (int64_t i = 0; i < logits.numel(); ++i)
         if (!std::isfinite(logits.data()[i]))
             fail("model: the logits hold ", std::isnan(logits.data()[i]) ? "NaN" : "inf", " at [", i / (T * V), ",",
-                 i / V % T, ",", i % V, "]; the weights are finite, but on this input the activations overflow "
-                 "float32 (weights too large?)");
-}
-
-// A whole-sequence pass over B sequences of `queries` tokens attending
-// `keys`, refused before allocating when its memory (models/cost.h's
-// pass_memory: mask, recorded weights, scores, activations, logits) would not
-// fit. A file of token ids a megabyte long can otherwise ask for
-// terabytes: the mask and the weights grow with L x S. Passes under 64 MiB
-// are not checked (measured: the check on every step cut toy KV-cache
-// decoding from 18.4k to 7.0k tokens/s).
-constexpr double kUncheckedPassBytes = 64.0 * 1024 * 1024;
-
-void refuse_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries, int64_t keys,
-                          int64_t attentions, bool recording, int64_t vocabulary) {
-    const CostShape shape{batch, config.d_model, config.nhead, config.dim_feedforward};
-    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary);
-    // Asking the system (/proc/meminfo, cgroup files) costs more than a toy
-    // decoding step, and a pass this small cannot be what exhausts memory.
-    if (memory.total() < kUncheckedPassBytes) return;
-    require_available(memory.total(), text_of(what, ": B=", batch, " sequences of ", queries, " tokens attending ",
-                                              keys, " keys need about ", memory.total(), " bytes (mask ", memory.mask,
-                                              ", recorded attention weights ", memory.recorded_weights, ")"));
+                 i / V % T, ",", i % V, "] (the output of ", head, "); the weights are finite, but on this input the "
+                 "activations overflow float32 (weights too large?)");
 }
 
 // The observer of part `prefix` of the pass ("decoder.1."), or nullptr.
@@ -126,6 +109,24 @@ void record_everything(Observer* observer, const char* name, const Tensor& value
 
 }  // namespace
 
+// A file of token ids a megabyte long can otherwise ask for terabytes: the
+// mask and the weights grow with L x S. Passes under 64 MiB are not checked
+// (measured: the check on every step cut toy KV-cache decoding from 18.4k to
+// 7.0k tokens/s).
+constexpr double kUncheckedPassBytes = 64.0 * 1024 * 1024;
+
+void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries,
+                               int64_t keys, int64_t attentions, bool recording, int64_t vocabulary) {
+    const CostShape shape{batch, config.d_model, config.nhead, config.dim_feedforward};
+    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary);
+    // Asking the system (/proc/meminfo, cgroup files) costs more than a toy
+    // decoding step, and a pass this small cannot be what exhausts memory.
+    if (memory.total() < kUncheckedPassBytes) return;
+    require_available(memory.total(), text_of(what, ": B=", batch, " sequences of ", queries, " tokens attending ",
+                                              keys, " keys need about ", memory.total(), " bytes (mask ", memory.mask,
+                                              ", recorded attention weights ", memory.recorded_weights, ")"));
+}
+
 AttentionName parse_attention_name(const std::string& name) {
     const std::string prefix = "attention.";
     if (!name.starts_with(prefix)) fail("'", name, "' is not an attention name (attention.<stack>.<layer>[.<kind>])");
@@ -143,9 +144,10 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& 
     if (config.arch != Architecture::EncoderDecoder)
         fail("EncoderDecoderModel: the config's arch is ", architecture_name(config.arch));
     const int64_t D = config.d_model;
-    const Tensor positions = load_position_table(checkpoint, config);
-    source_embedding_ = {checkpoint.take("src_embed.weight", {config.src_vocab_size, D}), positions, config.embed_scale};
-    target_embedding_ = {checkpoint.take("tgt_embed.weight", {config.tgt_vocab_size, D}), positions, config.embed_scale};
+    source_embedding_ = load_embedding(checkpoint, checkpoint.take("src_embed.weight", {config.src_vocab_size, D}), config);
+    // One pos_embed.weight for both sides (taken once): the source's.
+    target_embedding_ = {checkpoint.take("tgt_embed.weight", {config.tgt_vocab_size, D}),
+                         source_embedding_.position_table, config.embed_scale, source_embedding_.sinusoidal};
     for (int64_t i = 0; i < config.num_encoder_layers; ++i)
         encoder_layers_.push_back(load_encoder_layer(checkpoint, "transformer.encoder.layers." + std::to_string(i), config));
     encoder_norm_ = load_layer_norm(checkpoint, "transformer.encoder.norm", config);
@@ -157,7 +159,7 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& 
 
 Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source_padding, Observer* observer) const {
     check_padding("source", source_padding, source);
-    refuse_beyond_memory("encode", config_, source.batch, source.length, source.length, config_.num_encoder_layers,
+    refuse_pass_beyond_memory("encode", config_, source.batch, source.length, source.length, config_.num_encoder_layers,
                          observer != nullptr, 0);
     MaskInputs inputs;
     inputs.batch = source.batch;
@@ -199,7 +201,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
         fail("decode: source padding is [", source_padding.batch(), ",", source_padding.length(), "] but memory is ",
              shape_string(memory.shape()));
     const int64_t first = cache ? cache->length : 0;  // position of target's first token
-    refuse_beyond_memory("decode", config_, target.batch, target.length,
+    refuse_pass_beyond_memory("decode", config_, target.batch, target.length,
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
     // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: models/masks.h.
@@ -235,7 +237,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     record_everything(observer, "decoder.norm.output", x);
     Tensor logits = generator_.forward(x);  // [B, n, V]
     zero_padded_rows(logits, target_padding);
-    refuse_non_finite(logits);
+    refuse_non_finite(logits, "generator");
     record_everything(observer, "logits", logits);
     return logits;
 }
@@ -264,8 +266,7 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
     : config_(config), final_norm_(config.final_norm) {
     if (config.arch == Architecture::EncoderDecoder)
         fail("SingleStackModel: the config's arch is encoder_decoder");
-    embedding_ = {checkpoint.take("embed.weight", {config.vocab_size, config.d_model}),
-                  load_position_table(checkpoint, config), config.embed_scale};
+    embedding_ = load_embedding(checkpoint, checkpoint.take("embed.weight", {config.vocab_size, config.d_model}), config);
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config));
     if (final_norm_) norm_ = load_layer_norm(checkpoint, "transformer.norm", config);
@@ -276,7 +277,7 @@ Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, co
                                  Observer* observer) const {
     check_padding("input", padding, ids);
     if (ids.length < 1) fail("forward: the sequence is empty (ids [", ids.batch, ",", ids.length, "])");
-    refuse_beyond_memory("forward", config_, ids.batch, ids.length, ids.length, config_.num_layers, observer != nullptr,
+    refuse_pass_beyond_memory("forward", config_, ids.batch, ids.length, ids.length, config_.num_layers, observer != nullptr,
                          config_.vocab_size);
     if (config_.attention == SelfAttentionKind::PrefixLm && static_cast<int64_t>(prefix_lengths.size()) != ids.batch)
         fail("forward: a prefix_lm model needs prefix_len [B] = [", ids.batch, "], got ", prefix_lengths.size(),
@@ -310,7 +311,7 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
     }
     Tensor logits = lm_head_.forward(x);  // [B, n, V]
     zero_padded_rows(logits, padding);
-    refuse_non_finite(logits);
+    refuse_non_finite(logits, "lm_head");
     record_everything(observer, "logits", logits);
     return logits;
 }

@@ -1327,6 +1327,119 @@ const std::vector<BadInput> kTerminalText = {
 
 }  // namespace
 
+namespace {
+
+// ---- refused before the work: limits that the arguments and the config already show ----
+// Each row has its own time limit: the refusal must come before the work,
+// which took minutes and gigabytes before (numbers in each row's comment).
+struct TimedBadInput {
+    BadInput row;
+    int seconds;  // the time limit of the run
+};
+
+// N token ids "3,3,...,3" (3 is in every vocabulary used here).
+std::string many_ids(size_t n) {
+    std::string list;
+    for (size_t i = 0; i < n; ++i) list.append(i ? ",3" : "3");
+    return list;
+}
+
+// kNoPositionModel (decoder_only, no positions) with max_len 2^20: an input
+// of 60 000 tokens passes every length rule; its recorded pass needs 177 GB.
+std::string long_unpositioned_model(const TempDirectory& d) {
+    return config_with(d, "long-none.safetensors", kNoPositionModel, "max_len", 1 << 20);
+}
+const std::vector<std::string> kTooLongForTheRecordedPass = {
+    "the input of 60001 tokens is too long for the recorded teacher-forced pass",
+    "forward: B=1 sequences of 60001 tokens attending 60001 keys need about",
+    "bytes of memory are available; refused before allocating"};
+
+// The reverse model with max_len 2000 and eos_id 0 (<pad>, which it never
+// predicts): greedy decoding runs 1024 steps, and its page was 178 MB (42.6 s).
+std::string never_ending_reverse(const TempDirectory& d, int64_t max_len) {
+    return edited(d, "never-ending.safetensors", kReverse, [max_len](Contents& c) {
+        json config = c.config();
+        config["max_len"] = max_len;
+        config["eos_id"] = 0;
+        c.set_config(config);
+    });
+}
+
+// clang-format off
+const std::vector<TimedBadInput> kBeforeTheWork = {
+    // Before: the 20 000-token prompt's pass ran (3 min 49 s on a busy 2-core machine) before this refusal.
+    {{"trace on 60 000 --ids of a model without positions whose max_len is 8: refused before decoding", [](const TempDirectory& d) {
+         return std::vector<std::string>{"trace", kNoPositionModel, "--ids", many_ids(60000), "--output", d.file("t.safetensors")}; },
+      1, {"decode: the input (60001 tokens) already fills max_len = 8 positions; nothing is left to generate"}}, 10},
+    {{"run on a prompt that fills the decoder-only model's max_len, named by its text", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", "data/models/reverse-prefixlm.safetensors", std::string(38, 'a')}; },
+      1, {"input \"aaaaaaaaaa", "decode: the input (40 tokens) already fills max_len = 40 positions"}}, 10},
+    {{"run --beam 2 on a prompt that fills max_len, on standard input line 2", [](const TempDirectory& d) {
+         std::ofstream(d.file("lines.txt")) << "abc\n" << std::string(38, 'a') << "\n";
+         return std::vector<std::string>{"run", "data/models/reverse-causal.safetensors", "--beam", "2"}; },
+      1, {"standard input line 2: decode: the input (40 tokens) already fills max_len = 40 positions"}, "lines.txt"}, 10},
+    // Before: 135 s and 7.05 GB decoding a continuation, then this refusal at the recorded pass.
+    {{"attention on 60 000 --ids: its pictures alone would be too large, refused before decoding", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", long_unpositioned_model(d), "--ids", many_ids(60000), "--output", d.file("maps")}; },
+      1, {"attention: layers-layer0-self-head0.png would be more than the limit of 64 megapixels",
+          "(known before the pass: the input has 60000 tokens); nothing was run or written"}}, 10},
+    {{"trace on 60 000 --ids whose recorded pass cannot fit: refused before decoding", [](const TempDirectory& d) {
+         return std::vector<std::string>{"trace", long_unpositioned_model(d), "--ids", many_ids(60000), "--output", d.file("t.safetensors")}; },
+      1, kTooLongForTheRecordedPass}, 10},
+    {{"probe on 60 000 --ids whose recorded pass cannot fit: refused before decoding", [](const TempDirectory& d) {
+         return std::vector<std::string>{"probe", long_unpositioned_model(d), "--ids", many_ids(60000), "--with-id", "3"}; },
+      1, kTooLongForTheRecordedPass}, 10},
+    {{"explore on 60 000 --ids: the page alone is above 8 MiB, refused before decoding", [](const TempDirectory& d) {
+         return std::vector<std::string>{"explore", long_unpositioned_model(d), "--ids", many_ids(60000), "--html", d.file("e.html")}; },
+      1, {"explore: the page for the input --ids (60000 tokens) would be at least", "MiB, above the limit of 8 MiB",
+          "nothing was written; give --max-page-mb"}}, 10},
+    // Before: 191 s and 7.05 GB of beam search, then the refusal at the recorded pass.
+    {{"explore --beam 2 on 60 000 --ids with the page limit raised: the recorded pass cannot fit, refused before the beam search", [](const TempDirectory& d) {
+         return std::vector<std::string>{"explore", long_unpositioned_model(d), "--ids", many_ids(60000), "--beam", "2",
+                                         "--max-page-mb", "1048576", "--html", d.file("e.html")}; },
+      1, kTooLongForTheRecordedPass}, 10},
+    {{"explore: a model that never emits <eos> decodes 1024 tokens; the page is refused before the pass, with --json too", [](const TempDirectory& d) {
+         return std::vector<std::string>{"explore", never_ending_reverse(d, 2000), "attention", "--html", d.file("e.html"),
+                                         "--json", d.file("e.json")}; },
+      1, {"explore: the page for the input \"attention\" (9 tokens) and its target of 1024 tokens would be at least",
+          "MiB, above the limit of 8 MiB; nothing was written; give --max-page-mb"}}, 20},
+    {{"explore: a page the lengths do not show is measured before it is written (--max-page-mb 2)", [](const TempDirectory& d) {
+         return std::vector<std::string>{"explore", never_ending_reverse(d, 200), "attention", "--max-page-mb", "2",
+                                         "--html", d.file("e.html"), "--json", d.file("e.json")}; },
+      1, {"explore: the page for the input \"attention\" (9 tokens) and its target of 199 tokens would be ",
+          "MiB, above the limit of 2 MiB; nothing was written; give --max-page-mb"}}, 60},
+    {{"explore --max-page-mb 0", [](const TempDirectory& d) {
+         return std::vector<std::string>{"explore", kReverse, "abc", "--max-page-mb", "0", "--html", d.file("e.html")}; },
+      2, {"explore: --max-page-mb must be in 1..1048576, got 0"}}, 10},
+    // The overflow's message names the attention module (its tensors' prefix) and the tensor.
+    {{"values that overflow float32 in decoder layer 1's self-attention: the layer is named", [](const TempDirectory& d) {
+         const std::string model = edited(d, "huge-values.safetensors", kReverse, [](Contents& c) {
+             tinyformer::TensorToWrite& weight = c.tensor("transformer.decoder.layers.1.self_attn.in_proj_weight");
+             for (size_t i = 2 * 64 * 64; i < 3 * 64 * 64; ++i) set_float(weight, i, 3e38f); });  // W_V rows 2D..3D-1
+         return std::vector<std::string>{"run", model, "hello"}; },
+      1, {"transformer.decoder.layers.1.self_attn: attention: value holds a non-finite number"}}, 10},
+};
+// clang-format on
+
+// check_section, each row within its own time limit.
+void check_timed_section(const std::vector<TimedBadInput>& rows) {
+    REQUIRE(!rows.empty());
+    for (const TimedBadInput& timed : rows) {
+        const BadInput& row = timed.row;
+        const std::string name = row.name;
+        CAPTURE(name);
+        TempDirectory dir;
+        const std::vector<std::string> args = row.setup(dir);
+        const auto before = snapshot(dir.path());
+        const CliRun run = test_helpers::run_tinyformer(args, 1, timed.seconds,
+                                                        row.stdin_file ? dir.file(row.stdin_file) : "/dev/null");
+        check_refused(run, row.status, row.message);
+        CHECK_MESSAGE(snapshot(dir.path()) == before, "the run created or changed a file in its folder");
+    }
+}
+
+}  // namespace
+
 // One test case per section of the catalogue, so that a failure names its section.
 TEST_CASE("Bad inputs, checkpoint: the safetensors frame") { check_section(kSafetensorsFrame); }
 TEST_CASE("Bad inputs, checkpoint: metadata and config") { check_section(kMetadataAndConfig); }
@@ -1389,4 +1502,7 @@ TEST_CASE("Bad inputs, vocabulary and header rules: run and info refuse the same
 }
 TEST_CASE("Bad inputs, terminal text: control characters, bidi controls and invalid bytes come back escaped") {
     check_section(kTerminalText);
+}
+TEST_CASE("Bad inputs, refused before the work: decoding length, the recorded pass, the explorer page, overflow") {
+    check_timed_section(kBeforeTheWork);
 }

@@ -17,6 +17,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 
 using tinyformer::Model;
@@ -415,4 +416,41 @@ TEST_CASE("info shows the vocabulary's tokens beside its size: the first 40, the
     CHECK(two.out.find("  source tokens: \"<unk>\" \"<pad>\" \"<bos>\" \"<eos>\" \"ein\"") != std::string::npos);
     CHECK(two.out.find("  target tokens: \"<unk>\" \"<pad>\" \"<bos>\" \"<eos>\" \"a\" \"the\"") != std::string::npos);
     CHECK(two.out.find("more)") == std::string::npos);
+}
+
+namespace {
+
+// This process's resident memory now (VmRSS of /proc/self/status), in bytes.
+double resident_bytes() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.starts_with("VmRSS:")) return std::stod(line.substr(6)) * 1024.0;  // "VmRSS:   123 kB"
+    FAIL("no VmRSS line in /proc/self/status");
+    return 0;
+}
+
+}  // namespace
+
+TEST_CASE("A sinusoidal config of 2^27 numbers loads without a [max_len, D] table and gives the same logits") {
+    // ed_post_relu_sin with max_len 2^23 (x D 16 = 2^27, the config limit): a
+    // table would be 512 MiB. Positions are computed as the pass reads them, so
+    // loading grows the process by far less, and its logits on the reference
+    // inputs (T <= 16) are exactly those of the max_len 16 file.
+    TempDirectory dir;
+    const std::string path = test_helpers::edited(dir, "long.safetensors", kEncoderDecoder + ".model.safetensors", [](Contents& c) {
+        nlohmann::json config = c.config();
+        config["max_len"] = int64_t{1} << 23;
+        c.set_config(config);
+    });
+    const double before = resident_bytes();
+    const Model model = Model::load(path);
+    const double grown = resident_bytes() - before;
+    MESSAGE("loading grew the process by ", grown / (1 << 20), " MiB");
+    CHECK(grown < 32.0 * (1 << 20));
+    CHECK(model.config.max_len == 8388608);
+    const SafetensorsFile inputs = SafetensorsFile::read(kEncoderDecoder + ".inputs.safetensors");
+    const Tensor logits = tinyformer::run_forward(model, inputs, false).at("logits");
+    const Tensor expected = logits_of(kEncoderDecoder + ".model.safetensors", kEncoderDecoder + ".inputs.safetensors");
+    REQUIRE(logits.shape() == expected.shape());
+    CHECK(logits.values() == expected.values());
 }

@@ -122,6 +122,45 @@ TEST_CASE("sinusoidal_table puts sin(pos / 10000^(2i/D)) in even columns and cos
     }
 }
 
+TEST_CASE("SinusoidalPositions computes the row a pass reads, even at the end of a 2^24-position range") {
+    // A config may declare max_len 2^24: the rows are computed when read, never held as a table.
+    const SinusoidalPositions positions(int64_t{1} << 24, 4);
+    CHECK(positions.max_len() == 16777216);
+    SUBCASE("row 1 is added to what the row holds") {
+        // P[1] = [sin 1, cos 1, sin 0.01, cos 0.01] = [0.84147098, 0.54030231, 0.00999983, 0.99995000]
+        // (as in the table test above); added to [1, 2, 3, 4].
+        std::vector<float> row = {1, 2, 3, 4};
+        positions.add_to(1, row.data());
+        CHECK(row[0] == doctest::Approx(1.84147098).epsilon(1e-7));
+        CHECK(row[1] == doctest::Approx(2.54030231).epsilon(1e-7));
+        CHECK(row[2] == doctest::Approx(3.00999983).epsilon(1e-7));
+        CHECK(row[3] == doctest::Approx(4.99995000).epsilon(1e-7));
+    }
+    SUBCASE("the last position, 2^24 - 1 = 16777215") {
+        // angles 16777215 and 167772.15 (in double): sin 16777215 = -0.94823267,
+        // cos 16777215 = -0.31757646, sin 167772.15 = -0.99431040, cos 167772.15 = 0.10652153
+        // (Python's math.sin / math.cos).
+        std::vector<float> row(4, 0.0f);
+        positions.add_to(16777215, row.data());
+        CHECK(row[0] == doctest::Approx(-0.94823267).epsilon(1e-6));
+        CHECK(row[1] == doctest::Approx(-0.31757646).epsilon(1e-6));
+        CHECK(row[2] == doctest::Approx(-0.99431040).epsilon(1e-6));
+        CHECK(row[3] == doctest::Approx(0.10652153).epsilon(1e-6));
+    }
+    SUBCASE("an Embedding with them: E[id] + P[pos], and positions past max_len refused") {
+        // E = [[0.5, -1, 0, 2]]; at position 1000: angles 1000 and 10,
+        // sin 1000 = 0.82687954, cos 1000 = 0.56237908, sin 10 = -0.54402111, cos 10 = -0.83907153.
+        Embedding embedding{Tensor({1, 4}, {0.5f, -1, 0, 2}), Tensor(), false};
+        embedding.sinusoidal = SinusoidalPositions(1001, 4);
+        const Tensor x = embedding.forward(TokenIds{1, 1, {0}}, 1000);
+        check_row(x, 0, {0.5 + 0.82687954, -1 + 0.56237908, -0.54402111, 2 - 0.83907153}, 1e-6);
+        CHECK_ERROR_CONTAINS(embedding.forward(TokenIds{1, 2, {0, 0}}, 1000), "positions 1000..1001 exceed max_len = 1001");
+    }
+    SUBCASE("sizes below 1 are refused") {
+        CHECK_ERROR_CONTAINS(SinusoidalPositions(0, 4), "max_len and d_model must be >= 1, got 0 and 4");
+    }
+}
+
 TEST_CASE("Embedding adds the position row to the token row scaled by sqrt(D)") {
     // V = 3, D = 2, learned positions with max_len = 2:
     //   E = [[0.5, -1], [2, 0], [1, 3]],   P = [[0.1, 0.2], [0.3, 0.4]]

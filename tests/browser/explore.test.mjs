@@ -9,17 +9,19 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { inflateSync } from "node:zlib";
 import { launch, openPage, showView } from "./browser.mjs";
-import { assemblePage, decoderOnlySample, encoderDecoderSample, longSample } from "./make_sample_page.mjs";
+import { assemblePage, bidiSample, decoderOnlySample, encoderDecoderSample, longSample } from "./make_sample_page.mjs";
 
 const SHOTS = "build/browser";
 mkdirSync(SHOTS, { recursive: true });
 
 let pages = (process.env.EXPLORE_PAGES || "").split(/\s+/).filter(Boolean);
 if (!pages.length) {
-  pages = [join(SHOTS, "sample-encdec.html"), join(SHOTS, "sample-decoder.html"), join(SHOTS, "sample-long.html")];
+  pages = [join(SHOTS, "sample-encdec.html"), join(SHOTS, "sample-decoder.html"), join(SHOTS, "sample-long.html"),
+    join(SHOTS, "sample-bidi.html")];
   writeFileSync(pages[0], assemblePage(encoderDecoderSample()));
   writeFileSync(pages[1], assemblePage(decoderOnlySample()));
   writeFileSync(pages[2], assemblePage(longSample()));
+  writeFileSync(pages[3], assemblePage(bidiSample()));
 }
 
 // The data as the file holds it, read without the page's own code.
@@ -31,8 +33,8 @@ function readData(file) {
 }
 
 // A small PNG reader (8-bit RGB/RGBA, not interlaced: what Chromium writes):
-// the number of distinct colours, to tell a picture from a blank.
-function distinctColours(png) {
+// every row's RGB pixels.
+function decodePng(png) {
   assert.equal(png.readUInt32BE(12), 0x49484452, "PNG without IHDR");
   const width = png.readUInt32BE(16), height = png.readUInt32BE(20);
   const depth = png[24], type = png[25], interlace = png[28];
@@ -48,7 +50,8 @@ function distinctColours(png) {
   }
   const raw = inflateSync(Buffer.concat(idat));
   const stride = width * channels;
-  let prev = Buffer.alloc(stride), colours = new Set();
+  let prev = Buffer.alloc(stride);
+  const rows = [];
   for (let y = 0; y < height; ++y) {
     const filter = raw[y * (stride + 1)];
     const line = Buffer.from(raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1)));
@@ -64,12 +67,53 @@ function distinctColours(png) {
       }
       line[i] = (line[i] + add) & 255;
     }
-    for (let x = 0; x < width && colours.size < 1000; x += 1) {
-      colours.add((line[x * channels] << 16) | (line[x * channels + 1] << 8) | line[x * channels + 2]);
-    }
+    rows.push(Array.from({ length: width }, (_, x) => [line[x * channels], line[x * channels + 1], line[x * channels + 2]]));
     prev = line;
   }
+  return { width, height, rows };
+}
+
+// The number of distinct colours, to tell a picture from a blank.
+function distinctColours(png) {
+  const colours = new Set();
+  for (const row of decodePng(png).rows) for (const [r, g, b] of row) colours.add((r << 16) | (g << 8) | b);
   return colours.size;
+}
+
+// Bidi controls that reorder text (embeddings, overrides, isolate openers
+// other than the page's own U+2068) found outside an isolate: in text nodes,
+// title attributes, <option>s, SVG text and document.title. Returns
+// {bad: [...], seen: count of such controls found}.
+function unisolatedBidiControls() {
+  const OVERRIDES = /[\u202a-\u202e\u2066\u2067]/;
+  let seen = 0;
+  const bad = [];
+  const isolatedByStyle = (element) => {
+    for (let e = element; e && e.nodeType === 1; e = e.parentElement) {
+      const u = getComputedStyle(e).unicodeBidi;
+      if (u === "isolate" || u === "isolate-override" || u === "plaintext") return true;
+    }
+    return false;
+  };
+  const check = (text, where, element) => {
+    let depth = 0;
+    for (const c of text) {
+      if (c === "\u2068") depth += 1;
+      else if (c === "\u2069") depth = Math.max(0, depth - 1);
+      else if (OVERRIDES.test(c)) {
+        seen += 1;
+        if (depth === 0 && !(element && isolatedByStyle(element))) bad.push(where + ": " + JSON.stringify(text.slice(0, 60)));
+      }
+    }
+  };
+  check(document.title, "document.title", null);
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (node.parentElement && node.parentElement.closest("script")) continue;
+    check(node.textContent, "text in <" + node.parentElement.tagName.toLowerCase() + ">", node.parentElement);
+  }
+  for (const e of document.querySelectorAll("[title]")) check(e.getAttribute("title"), "title attribute", null);
+  return { bad, seen };
 }
 
 const near = (a, b, tol) => Math.abs(a - b) <= tol;
@@ -304,6 +348,101 @@ for (const file of pages) {
         await page.keyboard.press("ArrowUp");
         assert.equal(await page.getAttribute("body", "data-attention"), first.name);
       }
+    });
+
+    test("every model or user string is bidi-isolated, in the header and the title too", async () => {
+      const hasOverride = JSON.stringify(data).match(/[\u202a-\u202e]/) !== null;
+      let seen = 0;
+      for (const view of ["model", "head", "matrix", "step", "decoding"]) {
+        await showView(page, view);
+        const found = await page.evaluate(unisolatedBidiControls);
+        assert.deepEqual(found.bad, [], `${view} view: bidi controls outside an isolate`);
+        seen += found.seen;
+      }
+      if (hasOverride) assert.ok(seen > 0, "the page's U+202E was not found in the page at all");
+      // The header line keeps its order: the target's label after the isolated input.
+      if (data.input && data.input.target !== null && data.input.target !== undefined) {
+        const order = await page.evaluate(() => {
+          const input = document.getElementById("input-text");
+          const label = Array.from(document.getElementById("input-summary").childNodes).find((n) => n.nodeType === 3 && /target/.test(n.textContent));
+          if (!input || !label) return null;
+          const range = document.createRange();
+          range.selectNodeContents(label);
+          return { inputRight: input.getBoundingClientRect().right, labelLeft: range.getBoundingClientRect().left };
+        });
+        assert.ok(order, "the header has no isolated input (#input-text) followed by the target's label");
+        assert.ok(order.labelLeft >= order.inputRight - 1, `"target:" at x=${order.labelLeft}, before the input's end at x=${order.inputRight}`);
+      }
+      const title = await page.title();
+      if (/[\u202a-\u202e]/.test(data.input.text || "")) assert.ok(title.includes("\u2068" + data.input.text + "\u2069"), `title ${JSON.stringify(title)}`);
+    });
+
+    test("the matrix prints every weight in one format, 0.00 to 1.00, each on one line", async () => {
+      const a = atts.find((x) => x.mask.some((row) => row.includes(0))) || atts[0];
+      await open(a.name, 0);
+      const cells = await page.$$eval("#matrix td.cell", (xs) => xs.map((x) => {
+        const range = document.createRange();
+        range.selectNodeContents(x);
+        return { q: Number(x.dataset.q), k: Number(x.dataset.k), text: x.textContent, lines: x.textContent ? range.getClientRects().length : 0, kind: x.className };
+      }));
+      const big = await page.$eval("#matrix", (x) => x.classList.contains("big"));
+      for (const c of cells) {
+        if (!big || !/allowed/.test(c.kind)) { assert.equal(c.text, "", `q${c.q} k${c.k} (${c.kind}) prints ${c.text}`); continue; }
+        assert.match(c.text, /^[01]\.\d\d$/, `q${c.q} k${c.k} prints ${c.text}`);
+        assert.ok(near(Number(c.text), a.weights[0][c.q][c.k], 0.0051), `q${c.q} k${c.k}: ${c.text} vs ${a.weights[0][c.q][c.k]}`);
+        assert.equal(c.lines, 1, `q${c.q} k${c.k}: ${c.text} on ${c.lines} lines`);
+      }
+    });
+
+    test("masked cells are hatched like the PNG pictures (black lines on light grey), not a flat grey", async () => {
+      const a = atts.find((x) => x.mask.some((row, q) => row.some((m, k) => !m && !(data.padding[x.queries] || [])[q] && !(data.padding[x.keys] || [])[k])));
+      if (!a) return;
+      await open(a.name, 0);
+      const shot = decodePng(await page.locator('#matrix td.cell.masked').first().screenshot());
+      const lum = shot.rows.flat().map(([r, g, b]) => 0.299 * r + 0.587 * g + 0.114 * b);
+      assert.ok(lum.some((x) => x < 60), "a masked cell has no dark hatch line");
+      assert.ok(lum.some((x) => x > 220), "a masked cell has no light background");
+      // The model view's thumbnail draws the same hatch in its canvas.
+      await showView(page, "model");
+      const colours = await page.$eval(`#view-model .thumb[data-attention="${a.name}"][data-head="0"] canvas`, (canvas, mask) => {
+        const px = canvas.width / mask[0].length, ctx = canvas.getContext("2d"), seen = new Set();
+        mask.forEach((row, q) => row.forEach((m, k) => {
+          if (m) return;
+          const d = ctx.getImageData(k * px, q * px, px, px).data;
+          for (let i = 0; i < d.length; i += 4) seen.add(d[i] + "," + d[i + 1] + "," + d[i + 2]);
+        }));
+        return Array.from(seen);
+      }, a.mask);
+      assert.ok(colours.includes("0,0,0") && colours.includes("240,240,240"), `masked thumbnail colours ${colours.slice(0, 6)}`);
+    });
+
+    // Opens `file` at `viewport`, clicks the thumbnail of `a` (head 0), shows `view`, runs `check(page)`.
+    async function atViewport(viewport, a, view, check) {
+      const opened = await openPage(browser, file, viewport);
+      try {
+        await opened.page.click(`#view-model .thumb[data-attention="${a.name}"][data-head="0"]`);
+        await showView(opened.page, view);
+        await check(opened.page);
+      } finally {
+        await opened.context.close();
+      }
+    }
+    const widest = atts.reduce((x, y) => (y.mask[0].length > x.mask[0].length ? y : x));
+
+    test("above 16 tokens the matrix still fills a 1400x900 screen (not ~330x350 px)", async () => {
+      if (widest.mask[0].length <= 16) return;
+      await atViewport({ width: 1400, height: 900 }, widest, "matrix", async (p) => {
+        const box = await p.locator("#matrix").boundingBox();
+        assert.ok(box.width >= 700 && box.height >= 450, `${widest.mask[0].length} keys: the matrix is ${Math.round(box.width)}x${Math.round(box.height)} px`);
+      });
+    });
+
+    test("at 1280x720 the step view's softmax table starts above the fold", async () => {
+      await atViewport({ width: 1280, height: 720 }, widest, "step", async (p) => {
+        const box = await p.locator("#step-chain").boundingBox();
+        assert.equal(await p.evaluate(() => window.scrollY), 0);
+        assert.ok(box.y < 720, `the softmax table starts at y=${Math.round(box.y)}, below the fold at 720`);
+      });
     });
 
     test("a screenshot of each view is not blank", async () => {

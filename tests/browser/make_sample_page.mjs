@@ -2,13 +2,15 @@
 // tools/explore/page.{html,css,js} exactly as `tinyformer explore` does:
 // each placeholder line replaced once, every `<` in the JSON written as `\u003c`.
 //
-//   node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder|long]
+//   node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder|long|bidi]
 //
 // encdec (default): an encoder-decoder, 2+2 layers, 4 heads, D=16, source
 // "hello", target "olleh", greedy decoding. decoder: a decoder-only model,
 // 2 layers, prefix-LM mask, two padding positions, beam search, and text
 // containing "</script>" (the escaping must hold). long: the encoder-decoder
-// at the size limit of the issue, 32 source tokens, 33 target tokens, D=64. q, k, v are random
+// at the size limit of the issue, 32 source tokens, 33 target tokens, D=64. bidi: the
+// encoder-decoder on "ab\u202ecd\u05d0" (a U+202E RIGHT-TO-LEFT OVERRIDE token and a Hebrew
+// letter), from a model named with a U+202E too: the page must isolate them. q, k, v are random
 // (seeded); scores, weights and z are computed from them as the engine does
 // (float32 values, masked softmax, padded query rows all 0).
 import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
@@ -122,7 +124,7 @@ export function encoderDecoderSample(text = "hello", D = 16, seed = 12) {
     attentions.push(attention(rand, { name: `decoder.${l}.cross_attn`, stack: "decoder", layer: l, attn: "cross_attn", group: "cross",
       queries: "target", keys: "source", maskName: "none (bidirectional)", mask: full(Lt, Ls), qPad: noPad(Lt), H, D }));
   }
-  const vocab = ["<pad>", "<bos>", "<eos>", "<unk>", ..."abcdefghijklmnopqrstuvwxyz"];
+  const vocab = ["<pad>", "<bos>", "<eos>", "<unk>", ..."abcdefghijklmnopqrstuvwxyz", ...source.filter((t) => !/[a-z]/.test(t))];
   const generated = [...reversed, "<eos>"];
   return {
     format: "tinyformer-explore/1",
@@ -137,6 +139,12 @@ export function encoderDecoderSample(text = "hello", D = 16, seed = 12) {
       hypotheses: [{ tokens: reversed, log_p: -0.0123, score: -0.00205, best: true }],
     },
   };
+}
+
+export function bidiSample() {
+  const data = encoderDecoderSample("ab\u202ecd\u05d0", 16, 78);
+  data.model.name = "sample-\u202ebidi";
+  return data;
 }
 
 export function longSample() {
@@ -179,11 +187,12 @@ export function decoderOnlySample() {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const out = process.argv[2];
   const kind = process.argv[3] || "encdec";
-  if (!out || !["encdec", "decoder", "long"].includes(kind)) {
-    console.error("usage: node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder|long]");
+  if (!out || !["encdec", "decoder", "long", "bidi"].includes(kind)) {
+    console.error("usage: node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder|long|bidi]");
     process.exit(2);
   }
-  const data = kind === "encdec" ? encoderDecoderSample() : kind === "long" ? longSample() : decoderOnlySample();
+  const samples = { encdec: encoderDecoderSample, decoder: decoderOnlySample, long: longSample, bidi: bidiSample };
+  const data = samples[kind]();
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, assemblePage(data));
   console.log(`wrote ${out} (${kind})`);

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -29,6 +30,7 @@ using json = nlohmann::json;
 const char* kExploreHelp =
     "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
     "                          [--beam K] --html FILE.html [--json FILE.json] [--unk]\n"
+    "                          [--max-page-mb N]\n"
     "\n"
     "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
     "--beam K, or --target) and writes ONE self-contained HTML file that opens from disk,\n"
@@ -44,7 +46,10 @@ const char* kExploreHelp =
     "Every number is the engine's, from the trace of the pass (tinyformer trace). Keys: arrows\n"
     "move between heads (left/right) and layers (up/down). The data is also in the page as\n"
     "JSON (<script id=\"tinyformer-data\">, docs/FORMAT.md section 4); --json writes it alone.\n"
-    "--unk reads a character of TEXT outside the vocabulary as <unk>, with a warning (as `run`).\n";
+    "--unk reads a character of TEXT outside the vocabulary as <unk>, with a warning (as `run`).\n"
+    "  --max-page-mb N  refuse a page above N MiB (default 8: a bigger page opens slowly, if\n"
+    "                 at all): before the pass when the lengths already show it, else once the\n"
+    "                 page is made; a refused page writes nothing (and no --json file either)\n";
 
 // A float as the shortest decimal that reads back as the same float32, so
 // that the JSON holds exactly the engine's number and stays small.
@@ -158,6 +163,47 @@ std::string escape_for_script(const std::string& text) {
     return out;
 }
 
+// The page's size in bytes at least, from the lengths alone (before the
+// pass): every attention call's JSON numbers (mask, q, k, v, scores and
+// weights per head, z), each at least two bytes ("0,"). input: the model's
+// input as model_input frames it; target: the target's length.
+double page_bytes_at_least(const Model& model, int64_t input, int64_t target) {
+    const ModelConfig& config = model.config;
+    const double D = static_cast<double>(config.d_model), H = static_cast<double>(config.nhead);
+    auto call = [&](double L, double S) { return L * S * (1 + 2 * H) + (2 * L + 2 * S) * D; };  // numbers of one call
+    double numbers = 0;
+    if (model.encoder_decoder) {
+        const double S = static_cast<double>(input), T = static_cast<double>((config.bos_id >= 0 ? 1 : 0) + target);
+        numbers = static_cast<double>(config.num_encoder_layers) * call(S, S) +
+                  static_cast<double>(config.num_decoder_layers) * (call(T, T) + call(T, S));
+    } else {
+        const double n = static_cast<double>(input + target);
+        numbers = static_cast<double>(config.num_layers) * call(n, n);
+    }
+    return 2 * numbers + static_cast<double>(std::strlen(kExplorePageHtml) + std::strlen(kExplorePageCss) +
+                                             std::strlen(kExplorePageJs));
+}
+
+// The input as a message names it: "hello" (7 tokens), or the ids by count.
+std::string input_name(const ParsedArguments& parsed, int64_t tokens) {
+    const std::string tokens_text = text_of(" (", tokens, " tokens)");
+    if (parsed.has("--ids")) return "--ids" + tokens_text;
+    const std::string& text = parsed.positional()[1];
+    return "\"" + (text.size() <= 40 ? text : text.substr(0, 40) + "...") + "\"" + tokens_text;
+}
+
+// Error when a page of `bytes` (or of at least that many) is above the limit.
+void refuse_large_page(double bytes, bool at_least, int64_t limit_mib, const std::string& input, int64_t target) {
+    const double mib = bytes / (1024.0 * 1024.0);
+    if (mib <= static_cast<double>(limit_mib)) return;
+    char size[32];
+    std::snprintf(size, sizeof size, "%.1f", mib);
+    fail("explore: the page for the input ", input, target > 0 ? text_of(" and its target of ", target, " tokens") : "",
+         " would be ", at_least ? "at least " : "", size, " MiB, above the limit of ", limit_mib,
+         " MiB; nothing was written; give --max-page-mb ", static_cast<int64_t>(std::ceil(mib)),
+         at_least ? " or more" : "", " to write it");
+}
+
 std::string replaced_once(std::string page, const std::string& placeholder, const std::string& content) {
     const size_t at = page.find(placeholder);
     if (at == std::string::npos || page.find(placeholder, at + 1) != std::string::npos)
@@ -168,7 +214,8 @@ std::string replaced_once(std::string page, const std::string& placeholder, cons
 }  // namespace
 
 int explore_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--html", "--json", "--ids", "--target", "--target-ids", "--beam"}, {"--unk"}, "explore");
+    const ParsedArguments parsed(
+        args, {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb"}, {"--unk"}, "explore");
     if (parsed.help()) {
         std::printf("%s", kExploreHelp);
         return 0;
@@ -178,6 +225,7 @@ int explore_command(const Arguments& args) {
     const std::string& html_path = parsed.value("--html");
     if (!html_path.ends_with(".html")) throw UsageError("explore: --html must name a .html file, got '" + html_path + "'");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
+    const int64_t page_limit_mib = parsed.integer("--max-page-mb", 8, 1, 1 << 20);
     const std::string& path = parsed.positional()[0];
     std::vector<std::string> outputs = {html_path};
     if (parsed.has("--json")) outputs.push_back(parsed.value("--json"));
@@ -186,11 +234,27 @@ int explore_command(const Arguments& args) {
     const ModelText text(model);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "explore");
     std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "explore");
+    const bool target_given = target.has_value();
     if (target && beam > 1) throw UsageError("explore: --beam decodes a target; give --target or --beam, not both");
+
+    // Refused before any pass when the lengths already show it: the page,
+    // and the recorded pass's memory (with the target's length when it is
+    // given, else at least the input's); and again once a decoding has
+    // chosen the target, before the pass.
+    const std::vector<int64_t> input = model_input(model, tokens);
+    const std::string named = input_name(parsed, static_cast<int64_t>(tokens.size()));
+    auto refuse_before_pass = [&](int64_t target_length) {
+        refuse_large_page(page_bytes_at_least(model, static_cast<int64_t>(input.size()), target_length), true,
+                          page_limit_mib, named, target_length);
+        refuse_teacher_forced_beyond_memory(model, input, target_length);
+    };
+    if (!target && model.config.arch != Architecture::EncoderOnly && model.config.eos_id >= 0)
+        refuse_inputs_without_room(model, {input});  // a decoding comes first
+    refuse_before_pass(target ? static_cast<int64_t>(target->size()) : 0);
 
     json decoding = {{"mode", target ? "none" : "greedy"}, {"beam", beam}, {"hypotheses", json::array()}};
     if (beam > 1) {
-        const Generation generation = beam_search(model, model_input(model, tokens), beam, 1.0, {});
+        const Generation generation = beam_search(model, input, beam, 1.0, {});
         for (size_t i = 0; i < generation.hypotheses.size(); ++i) {
             const Hypothesis& h = generation.hypotheses[i];
             json labels = json::array();
@@ -199,9 +263,12 @@ int explore_command(const Arguments& args) {
         }
         target = generation.tokens[0];
         decoding["mode"] = "beam";
+    } else if (!target && model.config.arch != Architecture::EncoderOnly) {
+        target = target_or_greedy(model, input, std::nullopt);
     }
+    if (target) refuse_before_pass(static_cast<int64_t>(target->size()));
     const AttentionRun run = attention_maps(model, tokens, target, Trace::Detail::Everything);
-    if (!target && (model.config.arch == Architecture::EncoderOnly || run.target.empty())) decoding["mode"] = "none";
+    if (!target_given && beam == 1 && run.target.empty()) decoding["mode"] = "none";
     decoding["steps"] = decoding_steps(model, run, text);
 
     const ModelConfig& config = model.config;
@@ -226,7 +293,7 @@ int explore_command(const Arguments& args) {
           {"head_dim", config.d_model / config.nhead},
           {"norm_first", config.norm_first},
           {"attention", model.encoder_decoder ? json(nullptr) : json(attention_kind_name(config.attention))}}},
-        {"input", {{"text", shown}, {"target", run.output}, {"target_given", parsed.has("--target") || parsed.has("--target-ids")}}},
+        {"input", {{"text", shown}, {"target", run.output}, {"target_given", target_given}}},
         {"sequences", sequences},
         {"ids", ids},
         {"padding", padding},
@@ -238,6 +305,7 @@ int explore_command(const Arguments& args) {
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
     page = replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
+    refuse_large_page(static_cast<double>(page.size()), false, page_limit_mib, named, static_cast<int64_t>(run.target.size()));
     bool streamed = false;  // an output written as a stream may be stdout itself
     if (parsed.has("--json")) {
         OutputFile json_file(parsed.value("--json"), "explore");

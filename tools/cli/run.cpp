@@ -96,6 +96,7 @@ int run_command(const Arguments& args) {
     if (parsed.has("--ids")) {
         const std::vector<int64_t> tokens = ids_flag(parsed, "--ids", "run");
         inputs.push_back(model_input(model, tokens));
+        refuse_inputs_without_room(model, {inputs.back()});
         warn_if_long(model, static_cast<int64_t>(tokens.size()), "run", warnings);
     } else {
         const bool from_stdin = parsed.positional().size() == 1;
@@ -106,6 +107,7 @@ int run_command(const Arguments& args) {
             try {
                 const std::vector<int64_t> tokens = text_tokens(text, texts[i], parsed.has("--unk"), "run", warnings);
                 inputs.push_back(model_input(model, tokens));
+                refuse_inputs_without_room(model, {inputs.back()});  // before anything is decoded
                 warn_if_long(model, static_cast<int64_t>(tokens.size()), "run", warnings);
             } catch (const Error& error) {
                 if (from_stdin) fail("standard input line ", i + 1, ": ", error.message());

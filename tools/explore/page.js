@@ -46,9 +46,11 @@
   function inkOn(t) {
     return t > 0.6 ? "#141414" : "#ffffff";
   }
-  const MASKED = "rgb(176,176,176)";   // engine/heatmap.cpp kMaskedColour
-  const PAD_BG = "rgb(232,232,232)";   // kPaddingColour
-  const PAD_HATCH = "rgb(120,120,120)"; // kPaddingHatchColour
+  // Masked and padded cells are hatched as in the PNG pictures (engine/heatmap.cpp):
+  // light grey with black lines 2 px wide every 8 px, "/" for masked, "/" and "\" for padding.
+  const HATCH_BG = "rgb(240,240,240)"; // kMaskedColour, kPaddingColour
+  const HATCH_INK = "rgb(0,0,0)";      // kMaskedHatchColour, kPaddingHatchColour
+  const HATCH_PERIOD = 8, HATCH_LINE = 2;
   const HEAD_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
     "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   function headColour(h) {
@@ -76,7 +78,10 @@
       if (value === undefined || value === null || value === false) continue;
       if (key === "text") node.textContent = String(value);
       else if (key === "class") node.setAttribute("class", value);
-      else if (key === "style" && typeof value === "object") Object.assign(node.style, value);
+      else if (key === "style" && typeof value === "object") {
+        // setProperty: custom properties (--cell, --chip) cannot be assigned as fields
+        for (const name of Object.keys(value)) node.style.setProperty(name.startsWith("--") ? name : name.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase()), value[name]);
+      }
       else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
       else node.setAttribute(key, value === true ? "" : String(value));
     }
@@ -165,11 +170,25 @@
   function range(n) {
     return Array.from({ length: n }, (_, i) => i);
   }
-  function shown(token) {
-    // Whitespace made visible; a label never wraps (CSS white-space: nowrap).
+  // A model's or a user's string inside text: bidi-isolated (U+2068 FIRST
+  // STRONG ISOLATE ... U+2069 POP DIRECTIONAL ISOLATE), so that a U+202E or
+  // a right-to-left token never reorders the text around it: labels, tables,
+  // tooltips, <option>s, SVG and the title (plain text, no <bdi> possible).
+  function iso(text) {
+    return "\u2068" + text + "\u2069";
+  }
+  // A token as a label: whitespace made visible, isolated; never wraps (CSS white-space: nowrap).
+  function bare(token) {
     if (token === " ") return "\u2423";
     if (token === "") return "\u2205";
     return token.replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
+  }
+  function shown(token) {
+    return iso(bare(token));
+  }
+  // A string quoted, as JSON writes it, and isolated.
+  function quoted(text) {
+    return iso(JSON.stringify(text === undefined ? "" : text));
   }
   // A token's label, with "(pad)" when it is padding and does not say so.
   function padLabel(token, pad) {
@@ -232,14 +251,21 @@
     const parts = [model.name, model.arch, "D=" + model.d_model, "H=" + model.nhead, "dk=" + model.head_dim];
     if (model.norm_first !== undefined) parts.push(model.norm_first ? "pre-LN" : "post-LN");
     if (model.attention) parts.push(model.attention + " mask");
-    $("#model-summary").textContent = parts.filter((p) => p !== undefined).join(" \u00b7 ");
+    const summary = clear($("#model-summary"));
+    parts.filter((p) => p !== undefined).forEach((p, i) => {
+      if (i) summary.appendChild(document.createTextNode(" \u00b7 "));
+      summary.appendChild(i === 0 ? el("bdi", { text: String(p) }) : document.createTextNode(String(p)));
+    });
     const input = data.input || {};
-    const bits = ["input: " + JSON.stringify(input.text === undefined ? "" : input.text)];
+    const line = clear($("#input-summary"));
+    line.appendChild(document.createTextNode("input: "));
+    line.appendChild(el("bdi", { id: "input-text", text: JSON.stringify(input.text === undefined ? "" : input.text) }));
     if (input.target !== undefined && input.target !== null) {
-      bits.push("target: " + JSON.stringify(input.target) + (input.target_given ? " (given)" : " (generated)"));
+      line.appendChild(document.createTextNode("   target: "));
+      line.appendChild(el("bdi", { id: "input-target", text: JSON.stringify(input.target) }));
+      line.appendChild(document.createTextNode(input.target_given ? " (given)" : " (generated)"));
     }
-    $("#input-summary").textContent = bits.join("   ");
-    document.title = "tinyformer explore \u2014 " + (model.name || "model") + ": " + (input.text === undefined ? "" : input.text);
+    document.title = "tinyformer explore \u2014 " + iso(model.name || "model") + ": " + iso(input.text === undefined ? "" : input.text);
   }
 
   function renderControls() {
@@ -281,7 +307,7 @@
     }, "all"));
     const summary = $("#selection-summary");
     summary.textContent = a.name + " \u00b7 head " + state.head + " \u00b7 query " + state.query +
-      " " + JSON.stringify(a.qTokens[state.query] === undefined ? "" : a.qTokens[state.query]) + " \u00b7 mask: " + a.mask_name;
+      " " + quoted(a.qTokens[state.query]) + " \u00b7 mask: " + a.mask_name;
     document.body.dataset.attention = a.name;
     document.body.dataset.head = String(state.head);
     document.body.dataset.query = String(state.query);
@@ -299,22 +325,29 @@
       ctx.fillRect(x, 0, 1, 12);
     }
     const hatch = el("canvas", { width: 14, height: 14, class: "swatch" });
-    fillHatch(hatch.getContext("2d"), 0, 0, 14, 14);
+    fillHatch(hatch.getContext("2d"), 0, 0, 14, 14, "padding");
+    const maskedHatch = el("canvas", { width: 14, height: 14, class: "swatch" });
+    fillHatch(maskedHatch.getContext("2d"), 0, 0, 14, 14, "masked");
     return el("div", { class: "legend" }, [
       el("span", { class: "legend-scale" }, [
         el("span", { text: "weight 0" }), bar, el("span", { text: "1" }),
       ]),
       el("span", { class: "legend-ticks", "aria-hidden": "true" }, [el("span", { text: "0" }), el("span", { text: "0.5" }), el("span", { text: "1" })]),
-      el("span", { class: "legend-item" }, [el("span", { class: "swatch masked" }), "masked (blocked: \u2212\u221e, never weight 0)"]),
+      el("span", { class: "legend-item" }, [maskedHatch, "masked (blocked: \u2212\u221e, never weight 0)"]),
       el("span", { class: "legend-item" }, [hatch, "padding"]),
     ]);
   }
-  function fillHatch(ctx, x0, y0, w, h) {
-    ctx.fillStyle = PAD_BG;
+  // The PNG's hatch in canvas coordinates (continuous across neighbouring cells).
+  function fillHatch(ctx, x0, y0, w, h, kind) {
+    ctx.fillStyle = HATCH_BG;
     ctx.fillRect(x0, y0, w, h);
-    ctx.fillStyle = PAD_HATCH;
+    ctx.fillStyle = HATCH_INK;
     for (let y = y0; y < y0 + h; ++y) {
-      for (let x = x0; x < x0 + w; ++x) if ((x + y) % 6 < 2) ctx.fillRect(x, y, 1, 1);
+      for (let x = x0; x < x0 + w; ++x) {
+        const rising = (x + y) % HATCH_PERIOD < HATCH_LINE;
+        const falling = (((x - y) % HATCH_PERIOD) + HATCH_PERIOD) % HATCH_PERIOD < HATCH_LINE;
+        if (rising || (kind === "padding" && falling)) ctx.fillRect(x, y, 1, 1);
+      }
     }
   }
   function cellKind(a, q, k) {
@@ -329,11 +362,11 @@
     for (let q = 0; q < a.L; ++q) {
       for (let k = 0; k < a.S; ++k) {
         const kind = cellKind(a, q, k);
-        if (kind === "padding") {
-          fillHatch(ctx, k * px, q * px, px, px);
+        if (kind !== "allowed") {
+          fillHatch(ctx, k * px, q * px, px, px, kind);
           continue;
         }
-        ctx.fillStyle = kind === "masked" ? MASKED : viridis(w[q][k]);
+        ctx.fillStyle = viridis(w[q][k]);
         ctx.fillRect(k * px, q * px, px, px);
       }
     }
@@ -392,7 +425,8 @@
       "aria-label": "attention lines of " + a.name });
     const defs = svg("defs");
     const pattern = svg("pattern", { id: "hatch", width: 6, height: 6, patternUnits: "userSpaceOnUse", patternTransform: "rotate(45)" }, [
-      svg("rect", { width: 6, height: 6, fill: PAD_BG }), svg("rect", { width: 2, height: 6, fill: PAD_HATCH }),
+      svg("rect", { width: 6, height: 6, fill: HATCH_BG }), svg("rect", { width: 1.5, height: 6, fill: HATCH_INK }),
+      svg("rect", { width: 6, height: 1.5, fill: HATCH_INK }),
     ]);
     defs.appendChild(pattern);
     graph.appendChild(defs);
@@ -426,7 +460,7 @@
       g.appendChild(svg("text", { x: isQ ? x - 6 : x + 6, y: y + 4, "text-anchor": isQ ? "end" : "start", class: "label" },
         padLabel(tok, pad)));
       g.appendChild(svg("text", { x: isQ ? x - 116 : x + 116, y: y + 4, "text-anchor": isQ ? "end" : "start", class: "tag" }, ""));
-      g.appendChild(svg("title", {}, (isQ ? "query " : "key ") + i + ": " + tok + (pad ? " (padding)" : "")));
+      g.appendChild(svg("title", {}, (isQ ? "query " : "key ") + i + ": " + iso(tok) + (pad ? " (padding)" : "")));
       g.addEventListener("mouseenter", () => hoverToken(side, i));
       g.addEventListener("focus", () => hoverToken(side, i));
       g.addEventListener("mouseleave", () => hoverToken(null));
@@ -470,7 +504,7 @@
     const root = clear($("#head-detail"));
     if (!a.L) return;
     const heads = Array.from(state.heads).sort();
-    root.appendChild(el("h3", { text: "query " + q + " " + JSON.stringify(a.qTokens[q]) + (a.qPad[q] ? " (padding: attends to nothing, row all 0)" : "") }));
+    root.appendChild(el("h3", { text: "query " + q + " " + quoted(a.qTokens[q]) + (a.qPad[q] ? " (padding: attends to nothing, row all 0)" : "") }));
     const table = el("table", { class: "numbers", id: "head-weights" });
     table.appendChild(el("tr", {}, [el("th", { text: "key" })].concat(heads.map((h) =>
       el("th", {}, [el("span", { class: "dot", style: { background: headColour(h) } }), "head " + h])))));
@@ -492,20 +526,26 @@
     const a = current();
     const h = state.head;
     const wrap = clear($("#matrix-wrap"));
-    const big = Math.max(a.L, a.S) <= 16;
-    const table = el("table", { class: "matrix" + (big ? " big" : " small"), id: "matrix", "data-attention": a.name, "data-head": h });
+    // Cells as large as the width allows (34 px at most, 16 at least), so a
+    // long sequence's matrix still fills the screen; numbers in cells of 28 px or more.
+    // (The window's width: a hidden view has none of its own.)
+    const room = Math.max(320, document.documentElement.clientWidth - 32 - 360 - 140);
+    const cell = Math.max(16, Math.min(34, Math.floor(room / Math.max(a.S, 1))));
+    const big = cell >= 28;
+    const table = el("table", { class: "matrix" + (big ? " big" : " small"), id: "matrix", "data-attention": a.name, "data-head": h,
+      "data-cell": cell, style: { "--cell": cell + "px" } });
     const headRow = el("tr", {}, [el("th", { class: "corner", text: "query \\ key" })]);
     for (let k = 0; k < a.S; ++k) {
       const label = shown(a.kTokens[k]);
-      const sideways = label.length > (big ? 3 : 1);
-      headRow.appendChild(el("th", { class: "col" + (a.kPad[k] ? " pad" : ""), scope: "col", "data-k": k, title: "key " + k + ": " + a.kTokens[k] },
+      const sideways = [...bare(a.kTokens[k])].length > (big ? 3 : 1);
+      headRow.appendChild(el("th", { class: "col" + (a.kPad[k] ? " pad" : ""), scope: "col", "data-k": k, title: "key " + k + ": " + iso(a.kTokens[k]) },
         el("span", { class: sideways ? "sideways" : "upright", text: label })));
     }
     table.appendChild(el("thead", {}, headRow));
     const body = el("tbody");
     for (let q = 0; q < a.L; ++q) {
       const row = el("tr", { class: q === state.query ? "current" : "" }, [
-        el("th", { class: "row" + (a.qPad[q] ? " pad" : ""), scope: "row", "data-q": q, title: "query " + q + ": " + a.qTokens[q] + " \u2014 click to step through",
+        el("th", { class: "row" + (a.qPad[q] ? " pad" : ""), scope: "row", "data-q": q, title: "query " + q + ": " + iso(a.qTokens[q]) + " \u2014 click to step through",
           onclick: () => { select({ query: q, head: h }); showView("step"); } }, q + " " + shown(a.qTokens[q])),
       ]);
       for (let k = 0; k < a.S; ++k) {
@@ -513,9 +553,10 @@
         const w = a.weights[h][q][k];
         const what = a.mask[q][k] ? "weight " + fmt(w, 6) : "masked";
         const attrs = { "data-q": q, "data-k": k, "data-weight": w, "data-mask": a.mask[q][k] ? 1 : 0, class: "cell " + kind,
-          title: "q" + q + " " + a.qTokens[q] + " \u2192 k" + k + " " + a.kTokens[k] + ": " + what + (kind === "padding" ? " (padding)" : "") };
+          title: "q" + q + " " + iso(a.qTokens[q]) + " \u2192 k" + k + " " + iso(a.kTokens[k]) + ": " + what + (kind === "padding" ? " (padding)" : "") };
         if (kind === "allowed") attrs.style = { background: viridis(w), color: inkOn(w) };
-        row.appendChild(el("td", attrs, big && kind !== "padding" ? (kind === "masked" ? "\u00d7" : fmt(w, 2)) : ""));
+        // One format for every weight: two decimals, 0.00 .. 1.00 (the exact number on hover).
+        row.appendChild(el("td", attrs, big && kind === "allowed" ? w.toFixed(2) : ""));
       }
       body.appendChild(row);
     }
@@ -547,7 +588,7 @@
     const score = a.scores[h][q][k];
     const w = a.weights[h][q][k];
     const rows = [
-      ["cell", "query " + q + " " + JSON.stringify(a.qTokens[q]) + " \u2192 key " + k + " " + JSON.stringify(a.kTokens[k])],
+      ["cell", "query " + q + " " + quoted(a.qTokens[q]) + " \u2192 key " + k + " " + quoted(a.kTokens[k])],
       ["weight (engine)", a.qPad[q] ? fmt(w, 6) + " (padding query: row all 0)" : allowed ? fmt(w, 6) : "masked (" + fmt(w, 6) + " after softmax)"],
       ["raw score q\u00b7k", [fmt(dot, 6), " ", check(dot / Math.sqrt(a.dk), score, scale / Math.sqrt(a.dk))]],
       ["scaled score q\u00b7k/\u221a" + a.dk + " (engine)", fmt(score, 6)],
@@ -573,7 +614,7 @@
     const root = clear($("#step-body"));
     if (!a.L) return;
     root.appendChild(el("p", { class: "note" }, [
-      "Head " + h + " of " + a.name + ", query " + q + " " + JSON.stringify(a.qTokens[q]) + " (" + a.queries + "), against " + a.S +
+      "Head " + h + " of " + a.name + ", query " + q + " " + quoted(a.qTokens[q]) + " (" + a.queries + "), against " + a.S +
       " keys (" + a.keys + "); dk = " + dk + ", mask: " + a.mask_name + ". The results are the engine's numbers; ",
       el("span", { class: "check ok", text: "\u2713" }), " marks where this page's recomputation agrees to 1e-4 (relative)."]));
     if (a.qPad[q]) {
@@ -592,8 +633,9 @@
     for (let k = 0; k < a.S; ++k) {
       kTable.appendChild(el("tr", { class: a.mask[q][k] ? "" : "masked-row" }, [el("th", { class: "tokcell", text: k + " " + padLabel(a.kTokens[k], a.kPad[k]) })].concat(vectorCells(headSlice(a.k[k], h, dk)))));
     }
-    root.appendChild(el("h3", { text: "2. every k_h" }));
-    root.appendChild(el("div", { class: "scroll" }, kTable));
+    root.appendChild(el("details", { id: "step-keys" }, [
+      el("summary", {}, el("h3", { text: "2. every k_h (" + a.S + " keys): click to show" })),
+      el("div", { class: "scroll" }, kTable)]));
 
     // the chain
     const scores = a.scores[h][q], weights = a.weights[h][q];
@@ -736,6 +778,7 @@
   }
   $("#pick-attention").addEventListener("change", (event) => select({ att: Number(event.target.value), head: state.head }));
   $("#pick-query").addEventListener("change", (event) => select({ query: Number(event.target.value), heads: state.heads }));
+  window.addEventListener("resize", () => { if (attentions.length) renderMatrix(); });
   for (const slot of document.querySelectorAll(".legend-slot")) slot.appendChild(legend());
   renderHeader();
   renderModel();
