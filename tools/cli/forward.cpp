@@ -48,7 +48,7 @@ constexpr size_t kShownTokens = 40;
 std::string token_list(const std::vector<std::string>& vocab) {
     std::string list;
     for (size_t id = 0; id < vocab.size() && id < kShownTokens; ++id)
-        list.append(id ? " \"" : "\"").append(vocab[id]).append("\"");
+        list.append(id ? " \"" : "\"").append(terminal_text(vocab[id])).append("\"");
     if (vocab.size() > kShownTokens) list.append(" ... (").append(std::to_string(vocab.size() - kShownTokens)).append(" more)");
     return list;
 }
