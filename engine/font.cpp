@@ -4,6 +4,7 @@
 #include "engine/font.h"
 
 #include "engine/error.h"
+#include "engine/utf8.h"
 
 #include <stb_truetype.h>
 
@@ -27,71 +28,15 @@ namespace {
 
 // ---------------------------------------------------------------- code points
 
-bool is_bidi_control(uint32_t c) {
-    return c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
-}
-
-// The next code point of `text` at `at`, or -1 for a byte that does not start
-// valid UTF-8 (then `length` is 1).
-int64_t next_code_point(const std::string& text, size_t at, size_t* length) {
-    const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-    const unsigned char first = byte(at);
-    *length = 1;
-    if (first < 0x80) return first;
-    size_t count = 0;
-    uint32_t code = 0, least = 0;
-    if (first >= 0xC2 && first <= 0xDF) count = 1, code = first & 0x1F, least = 0x80;
-    else if (first >= 0xE0 && first <= 0xEF) count = 2, code = first & 0x0F, least = 0x800;
-    else if (first >= 0xF0 && first <= 0xF4) count = 3, code = first & 0x07, least = 0x10000;
-    else return -1;
-    if (at + count >= text.size()) return -1;  // cut short
-    for (size_t i = 1; i <= count; ++i) {
-        if ((byte(at + i) & 0xC0) != 0x80) return -1;
-        code = (code << 6) | (byte(at + i) & 0x3F);
-    }
-    if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return -1;
-    *length = count + 1;
-    return code;
-}
-
-void append_utf8(std::string& out, uint32_t c) {
-    if (c < 0x80) {
-        out.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-        out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-        out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-        out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-        out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-}
-
-// The code points draw_text draws for `text`: escapes spelled out.
+// The code points draw_text draws for `text`: its shown form (engine/utf8.h:
+// controls, bidi controls and invalid bytes spelled out as escapes).
 std::vector<uint32_t> code_points(const std::string& text) {
+    const std::string shown = shown_text(text);
     std::vector<uint32_t> out;
-    const auto spell = [&out](const char* escaped) {
-        for (const char* c = escaped; *c; ++c) out.push_back(static_cast<unsigned char>(*c));
-    };
-    char escaped[16];
-    for (size_t at = 0; at < text.size();) {
-        size_t length = 1;
-        const int64_t code = next_code_point(text, at, &length);
-        if (code < 0 || code < 0x20 || code == 0x7F) {
-            std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(text[at])));
-            spell(escaped);
-        } else if ((code >= 0x80 && code <= 0x9F) || is_bidi_control(static_cast<uint32_t>(code))) {
-            std::snprintf(escaped, sizeof escaped, "\\u{%04x}", static_cast<unsigned>(code));
-            spell(escaped);
-        } else {
-            out.push_back(static_cast<uint32_t>(code));
-        }
-        at += length;
+    for (size_t at = 0; at < shown.size();) {
+        const Utf8Character c = utf8_character(shown, at);
+        out.push_back(static_cast<uint32_t>(c.code_point));
+        at += c.length ? c.length : 1;  // shown text is valid UTF-8; the guard keeps the loop finite
     }
     return out;
 }
@@ -180,11 +125,7 @@ Line lay_out(const std::string& text, int64_t scale) {
 
 }  // namespace
 
-std::string displayed_text(const std::string& text) {
-    std::string out;
-    for (uint32_t code : code_points(text)) append_utf8(out, code);
-    return out;
-}
+std::string displayed_text(const std::string& text) { return shown_text(text); }
 
 int64_t text_width(const std::string& text, int64_t scale) { return text.empty() ? 0 : lay_out(text, scale).width; }
 

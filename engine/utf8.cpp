@@ -35,4 +35,16 @@ size_t first_invalid_utf8(std::string_view text) {
     return std::string_view::npos;
 }
 
+bool shown_escaped(char32_t c) {
+    return (c >= 0x80 && c <= 0x9F) || c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
+           (c >= 0x2066 && c <= 0x2069);
+}
+
+std::string shown_text(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    show_text(text, text.size(), [&](const char* piece, size_t length) { out.append(piece, length); });
+    return out;
+}
+
 }  // namespace tinyformer

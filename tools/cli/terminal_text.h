@@ -1,19 +1,11 @@
-// Text from a model or a user, made safe and true for a terminal. The one
+// Text from a model or a user, made safe and true for a terminal: the one
 // rule for every line the CLI prints that holds such text (results,
-// warnings, summaries, errors; README "Bad inputs"):
+// warnings, summaries, errors; README "Bad inputs"). The rule itself is
+// engine/utf8.h's show_text, which the pictures' labels follow too:
 //   - valid UTF-8 is printed as it is: é, €, CJK, emoji, combining marks;
-//   - C0 controls U+0000..U+001F and DEL U+007F become \xNN (lower-case hex):
-//     ESC -> \x1b, NUL -> \x00, newline -> \x0a;
-//   - C1 code points U+0080..U+009F and the bidi controls U+061C, U+200E,
-//     U+200F, U+202A..U+202E, U+2066..U+2069 become \u{XXXX} (4 lower-case
-//     hex digits): U+0085 -> \u{0085}, U+202E -> \u{202e};
-//   - every byte of invalid UTF-8 becomes \xNN: a stray continuation byte, a
-//     lead byte without its continuation bytes (a truncated sequence), an
-//     overlong encoding (C0 AF -> \xc0\xaf), a surrogate (ED A0 80 ->
-//     \xed\xa0\x80), anything above U+10FFFF, the bytes F5..FF.
-// A backslash stays a backslash: the escapes are for reading, not parsing.
-// So the result is valid UTF-8 holding no control character: it cannot end
-// a line, move the cursor, retitle the window or reorder what follows it.
+//   - C0 controls and DEL become \xNN (ESC -> \x1b, NUL -> \x00);
+//   - C1 code points and the bidi controls become \u{XXXX} (U+202E -> \u{202e});
+//   - every byte of invalid UTF-8 becomes \xNN.
 #pragma once
 
 #include <cstddef>
