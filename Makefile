@@ -153,11 +153,14 @@ parity: deps
 deps-python:
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="python3-numpy"
 
-# The Python tools' tests that need no PyTorch and no build: tools/test_safety.py
-# (tools/safe_write.py, the one writer of every Python output, and
-# compare_trace.py's refusals), with Debian's /usr/bin/python3.
+# The Python tools' tests that need no PyTorch and no build, with Debian's
+# /usr/bin/python3: tools/test_safety.py (tools/safe_write.py, the one writer
+# of every Python output, and compare_trace.py's refusals) and
+# tools/test_safetensors_io.py (the Python reader against the header table
+# the C++ reader is tested on, tests/safetensors_headers.json).
 test-tools: deps-python
 	/usr/bin/python3 tools/test_safety.py
+	/usr/bin/python3 tools/test_safetensors_io.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js})
