@@ -8,6 +8,8 @@
 #include "tests/helpers.h"
 #include "tests/run_cli.h"
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +18,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -47,6 +50,50 @@ mode_t file_type(const std::string& path) {
     REQUIRE(::lstat(path.c_str(), &info) == 0);
     return info.st_mode & S_IFMT;
 }
+
+// Reads a FIFO in a thread until every writer has closed it, or 60 s pass,
+// so that a writer that replaced the FIFO instead of writing into it fails
+// the test instead of hanging it. The reader holds a writing end of its own
+// until finish(), so that the pipe shows no end of file before the writer
+// under test has come.
+class FifoReader {
+public:
+    explicit FifoReader(const std::string& path) {
+        read_fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        REQUIRE(read_fd_ >= 0);
+        hold_fd_ = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        REQUIRE(hold_fd_ >= 0);
+        thread_ = std::thread([this] {
+            const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+            char buffer[65536];
+            while (std::chrono::steady_clock::now() < deadline) {
+                pollfd ready{read_fd_, POLLIN, 0};
+                if (::poll(&ready, 1, 100) <= 0) continue;
+                const ssize_t got = ::read(read_fd_, buffer, sizeof buffer);
+                if (got > 0) received_.append(buffer, static_cast<size_t>(got));
+                if (got == 0 && released_.load()) break;  // every writer has closed the pipe
+                if (got == 0) ::usleep(1000);
+            }
+        });
+    }
+    ~FifoReader() {
+        if (thread_.joinable()) finish();
+    }
+    // What came through, once the writer under test is done.
+    std::string finish() {
+        released_.store(true);
+        ::close(hold_fd_);
+        thread_.join();
+        ::close(read_fd_);
+        return received_;
+    }
+
+private:
+    int read_fd_ = -1, hold_fd_ = -1;
+    std::atomic<bool> released_{false};
+    std::string received_;
+    std::thread thread_;
+};
 
 }  // namespace
 
@@ -122,8 +169,7 @@ TEST_CASE("A FIFO is written as a stream and stays a FIFO") {
     TempDirectory dir;
     const std::string fifo = dir.file("pipe");
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    std::string received;
-    std::thread reader([&] { received = read_file(fifo); });  // opening blocks until the writer opens
+    FifoReader reader(fifo);
     const std::string bytes(100000, 'x');                      // more than a pipe's buffer
     {
         OutputFile out(fifo, "test");
@@ -131,8 +177,7 @@ TEST_CASE("A FIFO is written as a stream and stays a FIFO") {
         out.write(bytes);
         out.commit();
     }
-    reader.join();
-    CHECK(received == bytes);
+    CHECK(reader.finish() == bytes);
     CHECK(file_type(fifo) == S_IFIFO);
     CHECK(names_in(dir.path()) == std::set<std::string>{"pipe"});
 }
@@ -258,10 +303,9 @@ TEST_CASE("tinyformer forward --output FIFO streams the whole file into the pipe
     TempDirectory dir;
     const std::string fifo = dir.file("pipe");
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    std::string received;
-    std::thread reader([&] { received = read_file(fifo); });
+    FifoReader reader(fifo);
     const auto run = test_helpers::run_tinyformer({"forward", kModel, "--inputs", kInputs, "--output", fifo});
-    reader.join();
+    const std::string received = reader.finish();
     INFO("stderr: ", run.err);
     CHECK(run.status == 0);
     CHECK(file_type(fifo) == S_IFIFO);
