@@ -853,7 +853,7 @@ Image render_heatmap_grid(const HeatmapGrid& grid) {
 }
 
 void write_png(const Image& image, const std::string& path) {
-    if (!path.ends_with(".png"))
+    if (!path.ends_with(".png") && !is_stream_output(path))
         fail("write_png: ", path, " does not end in .png; the picture is PNG, so its name must say so");
     if (image.width < 1 || image.height < 1 || static_cast<int64_t>(image.rgb.size()) != image.width * image.height * 3)
         fail("write_png: ", path, ": image is ", image.width, "x", image.height, " with ", image.rgb.size(),

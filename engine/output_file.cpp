@@ -302,6 +302,18 @@ void OutputFile::commit() {
     }
 }
 
+bool is_stream_output(const std::string& path) {
+    if (descriptor_named_by(path) >= 0) return true;
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 && (S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode));
+}
+
+bool is_standard_output(const std::string& path) {
+    if (descriptor_named_by(path) == STDOUT_FILENO) return true;
+    struct stat out {}, info {};
+    return ::fstat(STDOUT_FILENO, &out) == 0 && ::stat(path.c_str(), &info) == 0 && same_file(out, info);
+}
+
 void write_file(const std::string& path, std::string_view bytes, const char* op) {
     OutputFile out(path, op);
     out.write(bytes);

@@ -69,6 +69,15 @@ private:
     bool stream_ = false;
 };
 
+// Whether OutputFile writes `path` as a stream (a FIFO, a character device,
+// a descriptor's name): such a path needs no file-name ending (`--output
+// /dev/null` for a picture).
+bool is_stream_output(const std::string& path);
+// Whether `path` is the file standard output is open on (`--output
+// /dev/stdout`, `/dev/fd/1`): then a command prints its report to stderr, so
+// that the report and the file never mix.
+bool is_standard_output(const std::string& path);
+
 // A whole file at once through OutputFile.
 void write_file(const std::string& path, std::string_view bytes, const char* op);
 

@@ -27,14 +27,6 @@ std::string describe_character(const std::string& text, size_t at, size_t length
     return described.append(")");
 }
 
-// Bytes in the UTF-8 character starting with `lead` (1 for anything invalid).
-size_t utf8_length(unsigned char lead) {
-    if (lead >= 0xF0 && lead < 0xF8) return 4;
-    if (lead >= 0xE0) return lead < 0xF0 ? 3 : 1;
-    if (lead >= 0xC0) return 2;
-    return 1;
-}
-
 // For the unknown character / word error: what the vocabulary can read. A
 // char vocabulary of up to 100 ordinary tokens is shown whole, in its order;
 // any other, by the (up to) 8 ordinary tokens nearest to `unknown` in sorted
@@ -151,7 +143,8 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown
     if (kind_ == TokenizerKind::Whitespace) return encode_words(text, /*exactly=*/false, unknown_count);
     std::vector<int64_t> ids;
     for (size_t at = 0; at < text.size();) {
-        const size_t length = std::min(utf8_length(static_cast<unsigned char>(text[at])), text.size() - at);
+        // One character (engine/utf8.h's decoder); a byte that starts none is one unknown "character" of its own.
+        const size_t length = std::max<size_t>(utf8_character(text, at).length, 1);
         auto found = ids_.find(text.substr(at, length));
         if (found != ids_.end() && !is_special_token(found->first)) {
             ids.push_back(found->second);

@@ -1240,6 +1240,9 @@ const std::vector<BadInput> kTerminalText = {
          return std::vector<std::string>{"run", kReverse, "ab\x1b]0;TITLE\x07" "c"}; },
      1, {"input \"ab\\x1b]0;TITLE\\x07c\": tokenizer: character '\\x1b' (bytes 1B) at position 2 of \"ab\\x1b]0;TITLE\\x07c\" "
          "is not in the model's vocabulary; it reads the 26 characters \"abcdefghijklmnopqrstuvwxyz\""}},
+    {"run on text with a broken UTF-8 sequence in the middle: the broken byte alone, the valid 'c' after it not swallowed", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "ab\xe2\x82" "cd"}; },
+     1, {"tokenizer: character '\\xe2' (bytes E2) at position 2 of \"ab\\xe2\\x82cd\" is not in the model's vocabulary"}},
     {"run on text with a C1 control U+009B (CSI)", [](const TempDirectory&) {
          return std::vector<std::string>{"run", kReverse, "a\xc2\x9b" "31m"}; },
      1, {"character '\\u{009b}' (bytes C2 9B) at position 1 of \"a\\u{009b}31m\""}},

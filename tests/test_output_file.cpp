@@ -451,3 +451,26 @@ TEST_CASE("check_outputs refuses a new file whose folder is missing or is a file
     CHECK_ERROR_CONTAINS(check_outputs("forward", {}, {""}), "forward: an output path is empty");
     CHECK_NOTHROW(check_outputs("forward", {}, {"relative-name-in-cwd"}));
 }
+
+TEST_CASE("A picture or a page can go to a stream: --output /dev/stdout puts only the PNG on stdout, the report on stderr") {
+    // /dev/stdout of the child is the test's capture file: written through the descriptor, never replaced.
+    auto run = test_helpers::run_tinyformer_ok({"mask", "causal", "--len", "4", "--output", "/dev/stdout"});
+    CHECK(run.out.starts_with("\x89PNG\r\n\x1a\n"));
+    CHECK(run.err.find("causal mask, T=4") != std::string::npos);
+    run = test_helpers::run_tinyformer_ok({"probe", "data/models/sort.safetensors", "314", "--output", "/dev/stdout"});
+    CHECK(run.out.starts_with("\x89PNG\r\n\x1a\n"));
+    CHECK(run.err.find("head ablation") != std::string::npos);
+    run = test_helpers::run_tinyformer_ok({"explore", "data/models/reverse.safetensors", "abc", "--html", "/dev/stdout"});
+    CHECK(run.out.starts_with("<!DOCTYPE html>"));
+    CHECK(run.out.find("/dev/stdout\n") == std::string::npos);  // no path line mixed into the page
+    // And into a FIFO, whose name has no .png ending.
+    TempDirectory dir;
+    const std::string fifo = dir.file("pipe");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    FifoReader reader(fifo);
+    run = test_helpers::run_tinyformer({"mask", "causal", "--len", "4", "--output", fifo});
+    const std::string received = reader.finish();
+    CHECK(run.status == 0);
+    CHECK(received.starts_with("\x89PNG\r\n\x1a\n"));
+    CHECK(run.out.find("causal mask, T=4") != std::string::npos);  // stdout is not the picture: the report stays there
+}

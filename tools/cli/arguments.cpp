@@ -1,5 +1,7 @@
 #include "tools/cli/arguments.h"
 
+#include "engine/output_file.h"
+
 #include <charconv>
 
 namespace tinyformer::cli {
@@ -64,7 +66,7 @@ std::string ParsedArguments::output(const std::string& alias) const {
 
 std::string ParsedArguments::picture_output(const std::string& alias) const {
     std::string path = output(alias);
-    if (!path.empty() && (!path.ends_with(".png") || path == ".png" || path.ends_with("/.png")))
+    if (!path.empty() && !is_stream_output(path) && (!path.ends_with(".png") || path == ".png" || path.ends_with("/.png")))
         throw UsageError(std::string(command_) + ": the picture path '" + path +
                          "' does not end in .png; tinyformer writes PNG pictures, name them NAME.png");
     return path;

@@ -189,7 +189,9 @@ std::string input_name(const ParsedArguments& parsed, int64_t tokens) {
     const std::string tokens_text = text_of(" (", tokens, " tokens)");
     if (parsed.has("--ids")) return "--ids" + tokens_text;
     const std::string& text = parsed.positional()[1];
-    return "\"" + (text.size() <= 40 ? text : text.substr(0, 40) + "...") + "\"" + tokens_text;
+    size_t cut = std::min<size_t>(text.size(), 40);
+    while (cut < text.size() && cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // whole characters
+    return "\"" + (cut == text.size() ? text : text.substr(0, cut) + "...") + "\"" + tokens_text;
 }
 
 // Error when a page of `bytes` (or of at least that many) is above the limit.
@@ -223,7 +225,7 @@ int explore_command(const Arguments& args) {
     if (parsed.positional().empty() || parsed.positional().size() > 2)
         throw UsageError("explore: expected MODEL and TEXT, or MODEL and --ids (see 'tinyformer explore --help')");
     const std::string& html_path = parsed.value("--html");
-    if (!html_path.ends_with(".html")) throw UsageError("explore: --html must name a .html file, got '" + html_path + "'");
+    if (!html_path.ends_with(".html") && !is_stream_output(html_path)) throw UsageError("explore: --html must name a .html file, got '" + html_path + "'");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
     const int64_t page_limit_mib = parsed.integer("--max-page-mb", 8, 1, 1 << 20);
     const std::string& path = parsed.positional()[0];

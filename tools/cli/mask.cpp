@@ -217,12 +217,14 @@ int mask_command(const Arguments& args) {
             write_heatmap_grid_png(grid, path);
         std::fprintf(stderr, "tinyformer mask: wrote %s\n", terminal_text(path).c_str());
     }
-    // Printed after the picture is written, so that a failed write prints nothing but the error.
-    std::printf("%s\n", heading.c_str());
+    // Printed after the picture is written, so that a failed write prints nothing but the error;
+    // on stderr when the picture itself goes to stdout (--output /dev/stdout).
+    std::FILE* out = !picture.empty() && is_standard_output(picture) ? stderr : stdout;
+    std::fprintf(out, "%s\n", heading.c_str());
     for (const MaskView& view : views) {
-        if (views.size() > 1) std::printf("\n%s", view.title.c_str());
-        std::printf("%sMask %s, true = may attend; rows are queries:\n%s", views.size() > 1 ? ", " : "",
-                    shape_string(view.mask.shape()).c_str(), ascii_with_padding(view).c_str());
+        if (views.size() > 1) std::fprintf(out, "\n%s", view.title.c_str());
+        std::fprintf(out, "%sMask %s, true = may attend; rows are queries:\n%s", views.size() > 1 ? ", " : "",
+                     shape_string(view.mask.shape()).c_str(), ascii_with_padding(view).c_str());
     }
     return 0;
 }

@@ -63,30 +63,30 @@ std::string head_label(const HeadProbe& head) {
     return label;
 }
 
-void print_report(const std::string& model_name, const ProbeReport& report) {
-    std::printf("probe: %s on \"%s\"\n", terminal_text(model_name).c_str(), terminal_text(report.text).c_str());
-    std::printf("target \"%s\" (%s); log p(target, <eos>) = %.4g over %lld tokens\n", terminal_text(report.target).c_str(),
+void print_report(std::FILE* out, const std::string& model_name, const ProbeReport& report) {
+    std::fprintf(out, "probe: %s on \"%s\"\n", terminal_text(model_name).c_str(), terminal_text(report.text).c_str());
+    std::fprintf(out, "target \"%s\" (%s); log p(target, <eos>) = %.4g over %lld tokens\n", terminal_text(report.target).c_str(),
                 report.target_given ? "given" : "the greedy output", report.log_prob,
                 static_cast<long long>(report.scored_tokens));
-    if (report.target_given) std::printf("greedy output \"%s\"\n", terminal_text(report.greedy_output).c_str());
+    if (report.target_given) std::fprintf(out, "greedy output \"%s\"\n", terminal_text(report.greedy_output).c_str());
 
-    std::printf("\nhead ablation: the head's output set to 0 before W_O at every position\n");
-    std::printf("%-16s %4s %9s  %-16s %10s  %-8s %s\n", "attention", "head", "mean max", "top key (share)", "d log p",
+    std::fprintf(out, "\nhead ablation: the head's output set to 0 before W_O at every position\n");
+    std::fprintf(out, "%-16s %4s %9s  %-16s %10s  %-8s %s\n", "attention", "head", "mean max", "top key (share)", "d log p",
                 "changed", "greedy output");
     for (const HeadProbe& head : report.heads) {
         char share[32];  // a string, not a fixed buffer: a long token must not be cut inside a character
         std::snprintf(share, sizeof share, " (%.2f)", head.top_key_share);
         const std::string top = quoted_token(head.top_key) + "@" + std::to_string(head.top_key_position) + share;
-        std::printf("%-16s %4lld %9.3f  %-16s %10.4f  %-8s %s\n", head_label(head).c_str(),
+        std::fprintf(out, "%-16s %4lld %9.3f  %-16s %10.4f  %-8s %s\n", head_label(head).c_str(),
                     static_cast<long long>(head.head), head.mean_max_weight, top.c_str(), head.delta_log_prob,
                     head.output_changed ? "changed" : "", shown(head.greedy_output).c_str());
     }
 
-    std::printf("\ntoken perturbation: the token replaced by %s; share = mean %s weight it receives\n",
+    std::fprintf(out, "\ntoken perturbation: the token replaced by %s; share = mean %s weight it receives\n",
                 terminal_text(report.replacement).c_str(), report.share_source.c_str());
-    std::printf("%4s  %-6s %7s %10s  %-8s %s\n", "pos", "token", "share", "d log p", "changed", "greedy output");
+    std::fprintf(out, "%4s  %-6s %7s %10s  %-8s %s\n", "pos", "token", "share", "d log p", "changed", "greedy output");
     for (const TokenProbe& token : report.tokens)
-        std::printf("%4lld  %-6s %7.3f %10.4f  %-8s %s\n", static_cast<long long>(token.position),
+        std::fprintf(out, "%4lld  %-6s %7.3f %10.4f  %-8s %s\n", static_cast<long long>(token.position),
                     quoted_token(token.token).c_str(), token.attention_share, token.delta_log_prob,
                     token.output_changed ? "changed" : "", shown(token.greedy_output).c_str());
 }
@@ -188,7 +188,8 @@ int probe_command(const Arguments& args) {
                  " input tokens at --scale ", scale, "); nothing was written: choose a smaller --scale or a shorter input");
         write_heatmap_grid_png(grid, picture);
     }
-    print_report(model_name, report);
+    // The report on stdout, unless the picture itself goes there (--output /dev/stdout).
+    print_report(!picture.empty() && is_standard_output(picture) ? stderr : stdout, model_name, report);
     if (!picture.empty()) std::fprintf(stderr, "tinyformer probe: wrote %s\n", terminal_text(picture).c_str());
     return 0;
 }
