@@ -1217,6 +1217,9 @@ const std::vector<BadInput> kPictureSize = {
          return std::vector<std::string>{"mask", "seq2seq", "--len", "1024", "--src-len", "1024", "--scale", "4",
                                          "--output", d.file("seq2seq.png")}; },
      1, {"mask: the picture would be ", "(--len 1024, --src-len 1024 at --scale 4)"}},
+    {"attention --unk on an input whose pictures are then refused: the one error line, no --unk warning before it", [](const TempDirectory& d) {
+         return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnoA", "--unk", "--scale", "8", "--output", d.file("maps")}; },
+     1, {"attention: encoder-layer0-self-heads.png would be more than the limit of 64 megapixels"}},
 };
 // clang-format on
 }  // namespace
@@ -1257,7 +1260,7 @@ const std::vector<BadInput> kTerminalText = {
      1, {"character '\\xff' (bytes FF) at position 1 of \"a\\xffb\""}},
     {"run on text ending in a truncated 3-byte sequence", [](const TempDirectory&) {
          return std::vector<std::string>{"run", kReverse, "ab\xe2\x82"}; },
-     1, {"character '\\xe2\\x82' (bytes E2 82) at position 2 of \"ab\\xe2\\x82\""}},
+     1, {"character '\\xe2' (bytes E2) at position 2 of \"ab\\xe2\\x82\""}},
     {"run: a NUL in a line of standard input is shown, and the message goes on after it", [](const TempDirectory& d) {
          std::ofstream(d.file("lines.txt"), std::ios::binary) << std::string("ab\0cd\n", 6);
          return std::vector<std::string>{"run", kReverse}; },

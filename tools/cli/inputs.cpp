@@ -25,6 +25,22 @@ void print_warnings(const std::vector<std::string>& warnings) {
     for (const std::string& warning : warnings) std::fprintf(stderr, "%s\n", terminal_text(warning).c_str());
 }
 
+namespace {
+std::vector<std::string>& deferred() {
+    static std::vector<std::string> warnings;
+    return warnings;
+}
+}  // namespace
+
+void defer_warnings(const std::vector<std::string>& warnings) {
+    deferred().insert(deferred().end(), warnings.begin(), warnings.end());
+}
+
+void print_deferred_warnings() {
+    print_warnings(deferred());
+    deferred().clear();
+}
+
 std::vector<int64_t> text_tokens(const ModelText& model_text, const std::string& text, bool map_unknown,
                                  const char* command, std::vector<std::string>& warnings) {
     int64_t unknown = 0;
@@ -45,9 +61,9 @@ std::vector<int64_t> input_tokens(const ParsedArguments& parsed, size_t text_ind
     const std::vector<int64_t> tokens =
         has_text ? text_tokens(ModelText(model), parsed.positional()[text_index], parsed.has("--unk"), command, warnings)
                  : ids_flag(parsed, "--ids", command);
-    model_input(model, tokens);  // refuses first, so that a refused input prints no warning
+    model_input(model, tokens);  // refuses first
     warn_if_long(model, static_cast<int64_t>(tokens.size()), command, warnings);
-    print_warnings(warnings);
+    defer_warnings(warnings);  // printed once the command has done its work: a refusal later prints no warning
     return tokens;
 }
 

@@ -3,8 +3,9 @@
 // --target TEXT or --target-ids. models/text.h frames them for the model.
 // With --unk (a switch of run, attention, align, explore, probe and trace) a
 // character outside the vocabulary is read as <unk>, with one warning line.
-// Warnings are printed only once the input has been accepted, so a refused
-// input prints its one error line and nothing else; every warning line goes
+// Warnings are printed only once the command has done its work (main prints
+// the deferred ones after a command returns), so a command refused at any
+// point prints its one error line and nothing else; every warning line goes
 // through the terminal text rule (tools/cli/terminal_text.h).
 #pragma once
 
@@ -19,8 +20,8 @@ namespace tinyformer::cli {
 
 // The user's input tokens: from positional()[text_index] (with --unk when
 // given) or from --ids, exactly one of the two (UsageError otherwise, or for
-// ids that are not whole numbers). Checks them with model_input, then prints
-// the --unk and train_max_len warnings when there are some.
+// ids that are not whole numbers). Checks them with model_input, then defers
+// the --unk and train_max_len warnings (defer_warnings) when there are some.
 std::vector<int64_t> input_tokens(const ParsedArguments& parsed, size_t text_index, const Model& model,
                                   const char* command);
 
@@ -42,5 +43,9 @@ void warn_if_long(const Model& model, int64_t tokens, const char* command, std::
 
 // Each warning line on stderr, as terminal text.
 void print_warnings(const std::vector<std::string>& warnings);
+// Warnings kept until the command has succeeded; main() prints them after
+// the command returns and drops them when it fails.
+void defer_warnings(const std::vector<std::string>& warnings);
+void print_deferred_warnings();
 
 }  // namespace tinyformer::cli

@@ -4,6 +4,7 @@
 #include "engine/memory.h"
 #include "tools/blas_restart.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
 
 #include <cstdio>
@@ -94,7 +95,9 @@ int main(int argc, char** argv) {
     tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/blas.h)
     tinyformer::keep_freed_memory();  // see engine/memory.h
     try {
-        return dispatch(Arguments(argv + 1, argv + argc));
+        const int status = dispatch(Arguments(argv + 1, argv + argc));
+        print_deferred_warnings();  // after the work: a refused command prints only its error line
+        return status;
     } catch (const UsageError& error) {
         print_error(error.message());
         return 2;
