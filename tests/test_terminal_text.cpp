@@ -104,3 +104,15 @@ TEST_CASE("Terminal text: the streaming twin stops before max_bytes, never insid
     CHECK(streamed("a\xe2\x80\xae", 3) == std::pair<std::string, size_t>("a", 1));
     CHECK(streamed("abc", 0) == std::pair<std::string, size_t>("", 0));
 }
+
+TEST_CASE("A token for a table: one character in quotes (also a 2-byte one), a longer token as it is, both escaped") {
+    using tinyformer::cli::token_for_table;
+    CHECK(token_for_table("a") == "'a'");
+    CHECK(token_for_table("\xc3\xa9") == "'\xc3\xa9'");  // é, one character of two bytes
+    CHECK(token_for_table(" ") == "' '");
+    CHECK(token_for_table("\x1b") == "'\\x1b'");
+    CHECK(token_for_table("<eos>") == "<eos>");
+    CHECK(token_for_table("ab") == "ab");
+    CHECK(token_for_table("\xe2\x80\xae" "x") == "\\u{202e}x");  // two characters: U+202E and x
+    CHECK(token_for_table("") == "");
+}

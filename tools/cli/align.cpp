@@ -27,11 +27,6 @@ const char* kAlignHelp =
     "--unk reads a character outside the vocabulary as <unk>, with a warning (as `run`).\n"
     "These are weights, not causes: see 'tinyformer probe' and lesson 10.3, section 11.\n";
 
-// A token as terminal text, a one-byte one in quotes: 'a', <eos>, '\x1b'.
-std::string quoted(const std::string& token) {
-    // appended: g++ 12 -O3 warns (-Wrestrict, wrongly) on "literal" + std::string
-    return token.size() == 1 ? std::string("'").append(terminal_text(token)).append("'") : terminal_text(token);
-}
 
 }  // namespace
 
@@ -59,12 +54,12 @@ int align_command(const Arguments& args) {
                 static_cast<long long>(layer), static_cast<long long>(model.config.nhead), terminal_text(run.output).c_str());
     std::printf("%-6s %-6s top source tokens (position:token weight)\n", "out", "reads");
     for (const OutputAlignment& row : alignment.rows) {
-        std::printf("%-6s %-6s", quoted(row.output_token).c_str(), quoted(row.query_token).c_str());
+        std::printf("%-6s %-6s", token_for_table(row.output_token).c_str(), token_for_table(row.query_token).c_str());
         const auto shown = std::min<size_t>(static_cast<size_t>(top), row.by_weight.size());
         for (size_t i = 0; i < shown; ++i) {
             const int64_t s = row.by_weight[i];
             std::printf("  %lld:%s %.2f", static_cast<long long>(s),
-                        quoted(alignment.source_tokens[static_cast<size_t>(s)]).c_str(),
+                        token_for_table(alignment.source_tokens[static_cast<size_t>(s)]).c_str(),
                         static_cast<double>(row.weights[static_cast<size_t>(s)]));
         }
         std::printf("\n");

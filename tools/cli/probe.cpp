@@ -49,11 +49,6 @@ const char* kProbeHelp =
     "The model's config needs bos_id and eos_id (the target is scored with <eos>).\n"
     "A weight is one head's coefficient of its value mixture (lesson 10.3, section 11).\n";
 
-// Model and user text in the table is terminal text (tools/cli/terminal_text.h).
-std::string quoted_token(const std::string& token) {
-    // appended: g++ 12 -O3 warns (-Wrestrict, wrongly) on "literal" + std::string
-    return token.size() == 1 ? std::string("'").append(terminal_text(token)).append("'") : terminal_text(token);
-}
 
 std::string shown(const std::string& output) { return output.empty() ? "(empty)" : terminal_text(output); }
 
@@ -76,7 +71,7 @@ void print_report(std::FILE* out, const std::string& model_name, const ProbeRepo
     for (const HeadProbe& head : report.heads) {
         char share[32];  // a string, not a fixed buffer: a long token must not be cut inside a character
         std::snprintf(share, sizeof share, " (%.2f)", head.top_key_share);
-        const std::string top = quoted_token(head.top_key) + "@" + std::to_string(head.top_key_position) + share;
+        const std::string top = token_for_table(head.top_key) + "@" + std::to_string(head.top_key_position) + share;
         std::fprintf(out, "%-16s %4lld %9.3f  %-16s %10.4f  %-8s %s\n", head_label(head).c_str(),
                     static_cast<long long>(head.head), head.mean_max_weight, top.c_str(), head.delta_log_prob,
                     head.output_changed ? "changed" : "", shown(head.greedy_output).c_str());
@@ -87,7 +82,7 @@ void print_report(std::FILE* out, const std::string& model_name, const ProbeRepo
     std::fprintf(out, "%4s  %-6s %7s %10s  %-8s %s\n", "pos", "token", "share", "d log p", "changed", "greedy output");
     for (const TokenProbe& token : report.tokens)
         std::fprintf(out, "%4lld  %-6s %7.3f %10.4f  %-8s %s\n", static_cast<long long>(token.position),
-                    quoted_token(token.token).c_str(), token.attention_share, token.delta_log_prob,
+                    token_for_table(token.token).c_str(), token.attention_share, token.delta_log_prob,
                     token.output_changed ? "changed" : "", shown(token.greedy_output).c_str());
 }
 

@@ -25,4 +25,9 @@ std::string terminal_text(std::string_view text);
 // and returns how many bytes of `text` that was.
 size_t write_terminal_text(std::FILE* out, std::string_view text, size_t max_bytes = SIZE_MAX);
 
+// A token for a table: terminal text, and a one-character token in quotes
+// ('a', 'é', '\x1b') so that a space or a digit reads as a token; a longer
+// one (<eos>, a word) as it is.
+std::string token_for_table(std::string_view token);
+
 }  // namespace tinyformer::cli
