@@ -163,6 +163,18 @@ def _refuse_constant(name):
     raise ValueError(f"header holds {name}, which is not JSON")
 
 
+def metadata_json(metadata, key):
+    """The JSON value a metadata entry holds (`config`, `vocab`, ...), read
+    by the header's JSON rules, as the engine reads it: no key twice in any
+    object (the engine refuses a config that names "activation" twice; a
+    plain json.loads would take the last), no lone surrogate as an object's
+    key or value, no NaN (a vocabulary's entries: check_vocabulary)."""
+    try:
+        return json.loads(metadata[key], object_pairs_hook=_object_pairs, parse_constant=_refuse_constant)
+    except ValueError as e:  # json.JSONDecodeError is one
+        raise ValueError(f"__metadata__ {key!r}: {e}") from None
+
+
 def _header_object(raw):
     """The header bytes as a JSON object, after docs/FORMAT.md's header rules
     (the same as engine/safetensors.cpp; both are tested on

@@ -77,5 +77,24 @@ class SharedHeaderTable(unittest.TestCase):
                                                  b'"data_offsets":[0,0]}}'))
 
 
+class MetadataJson(unittest.TestCase):
+    """A metadata entry's JSON (the config) by the header's rules, as the engine reads it."""
+
+    def test_a_key_twice_in_the_config_is_refused_naming_it(self):
+        with self.assertRaises(ValueError) as caught:
+            st.metadata_json({"config": '{"activation": "relu", "activation": "gelu"}'}, "config")
+        self.assertIn("'config'", str(caught.exception))
+        self.assertIn("'activation' twice", str(caught.exception))
+
+    def test_nan_and_a_lone_surrogate_are_refused(self):
+        for text in ('{"layer_norm_eps": NaN}', '{"prompt_suffix": "\\ud800"}'):
+            with self.assertRaises(ValueError):
+                st.metadata_json({"vocab": text}, "vocab")
+
+    def test_a_good_config_reads_as_json(self):
+        self.assertEqual(st.metadata_json({"config": '{"d_model": 16, "nested": {"a": [1, 2]}}'}, "config"),
+                         {"d_model": 16, "nested": {"a": [1, 2]}})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -828,7 +828,10 @@ def check(path, *, n_batches=3, seed=0, verbose=False):
     tensors, metadata = st.decode(raw)
     if "config" not in metadata:
         raise CheckError(f"{path}: no config in __metadata__; not a tinyformer checkpoint")
-    cfg = json.loads(metadata["config"])
+    try:
+        cfg = st.metadata_json(metadata, "config")
+    except ValueError as e:
+        raise CheckError(f"{path}: {e}") from None
     if not isinstance(n_batches, int) or n_batches < 1:
         raise ValueError(f"n_batches = {n_batches!r}: expected a positive int")
     entry = _REGISTRY.get(os.path.realpath(path))

@@ -228,7 +228,10 @@ def load_modules(model_path):
     tensors, metadata = st.read(model_path)
     if "config" not in metadata:
         raise TraceError(f"{model_path}: no config in __metadata__; not a tinyformer checkpoint")
-    cfg = json.loads(metadata["config"])
+    try:
+        cfg = st.metadata_json(metadata, "config")
+    except ValueError as e:
+        raise TraceError(f"{model_path}: {e}") from None
     parts = te._modules_from_file(tensors, cfg)     # the exporter's own loader: stock modules, strict state_dict
     for module in parts.values():
         if module is not None:
@@ -263,7 +266,7 @@ def _suffix_ids(metadata):
         return []
     if "vocab" not in metadata:
         raise TraceError("the model declares a prompt_suffix but has no vocabulary to read it with")
-    vocab = json.loads(metadata["vocab"])
+    vocab = st.metadata_json(metadata, "vocab")
     pieces = list(suffix) if metadata.get("tokenizer", "char") == "char" else suffix.split()
     index = {token: i for i, token in enumerate(vocab)}
     missing = [p for p in pieces if p not in index]
