@@ -1389,6 +1389,13 @@ const std::vector<TimedBadInput> kBeforeTheWork = {
          return std::vector<std::string>{"attention", long_unpositioned_model(d), "--ids", many_ids(60000), "--output", d.file("maps")}; },
       1, {"attention: layers-layer0-self-head0.png would be more than the limit of 64 megapixels",
           "(known before the pass: the input has 60000 tokens); nothing was run or written"}}, 10},
+    {{"probe --output on 500 --ids at --scale 8: the picture's lower bound is too large, refused before the probe (5.5 s before)", [](const TempDirectory& d) {
+         return std::vector<std::string>{"probe", long_unpositioned_model(d), "--ids", many_ids(500), "--with-id", "3",
+                                         "--scale", "8", "--output", d.file("p.png")}; },
+      1, {"probe: the picture would be at least ", "(8 heads, 500 input tokens at --scale 8; known before the probe); nothing was run or written"}}, 10},
+    {{"probe --output on 2000 --ids: more rows than a picture holds, refused before the probe", [](const TempDirectory& d) {
+         return std::vector<std::string>{"probe", long_unpositioned_model(d), "--ids", many_ids(2000), "--with-id", "3", "--output", d.file("p.png")}; },
+      1, {"probe: the picture shows one row per input token and per head, at most 1024; this input has 2000 tokens"}}, 10},
     {{"trace on 60 000 --ids whose recorded pass cannot fit: refused before decoding", [](const TempDirectory& d) {
          return std::vector<std::string>{"trace", long_unpositioned_model(d), "--ids", many_ids(60000), "--output", d.file("t.safetensors")}; },
       1, kTooLongForTheRecordedPass}, 10},

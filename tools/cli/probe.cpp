@@ -41,7 +41,8 @@ const char* kProbeHelp =
     "heads (mean max weight | |d log p| / the largest) and tokens (share / the largest |\n"
     "|d log p| / the largest). --png is another name for --output; a name not ending in\n"
     ".png is refused. --scale N draws text and cells N times larger (1..8, default 1).\n"
-    "A picture over 64 megapixels is refused, and then nothing is printed or written.\n"
+    "A picture over 64 megapixels is refused, and then nothing is printed or written; when\n"
+    "its heads and input tokens alone make it too large, before the probe runs.\n"
     "Decoder-only models read TEXT as the prompt: probe data/models/reverse-causal.safetensors abc=\n"
     "--ids, --target-ids and --with-id give the input, the target and the replacement as\n"
     "token ids (for any model, also one without a vocabulary: labels then show the ids).\n"
@@ -149,6 +150,46 @@ HeatmapGrid probe_picture(const std::string& model_name, const ProbeReport& repo
     return grid;
 }
 
+// Before the probe runs: the picture of a report with every head and every
+// input token the probe will have (their effects not known yet, the output
+// not known yet, so the title is shorter) is a lower bound of the real one;
+// above the limit, nothing needs to run.
+void refuse_picture_before_the_probe(const Model& model, const std::string& model_name, const std::vector<int64_t>& tokens,
+                                     int64_t scale) {
+    const ModelText text(model);
+    ProbeReport bound;
+    bound.text = text.decode_input(tokens);  // as the report will show it
+    const ModelConfig& c = model.config;
+    const auto add_heads = [&](const char* stack, const char* kind, int64_t layers) {
+        for (int64_t layer = 0; layer < layers; ++layer)
+            for (int64_t head = 0; head < c.nhead; ++head) {
+                HeadProbe probe;
+                probe.stack = stack, probe.kind = kind, probe.layer = layer, probe.head = head;
+                bound.heads.push_back(probe);
+            }
+    };
+    if (c.arch == Architecture::EncoderDecoder) {
+        add_heads("encoder", "self", c.num_encoder_layers);
+        add_heads("decoder", "self", c.num_decoder_layers);
+        add_heads("decoder", "cross", c.num_decoder_layers);
+    } else {
+        add_heads("layers", "self", c.num_layers);
+    }
+    constexpr size_t kMaxRows = 1024;  // a heatmap's rows (engine/heatmap.h)
+    if (tokens.size() > kMaxRows || bound.heads.size() > kMaxRows)
+        fail("probe: the picture shows one row per input token and per head, at most ", kMaxRows, "; this input has ",
+             tokens.size(), " tokens and the model ", bound.heads.size(), " heads; nothing was run or written: probe a "
+             "shorter input, or leave out --output");
+    for (size_t i = 0; i < tokens.size(); ++i)
+        bound.tokens.push_back({static_cast<int64_t>(i), text.input_label(tokens[i]), 0.0, 0.0, "", false});
+    const HeatmapSize size = heatmap_grid_size(probe_picture(model_name, bound, scale));
+    if (size.pixels() > kMaxHeatmapPixels)
+        fail("probe: the picture would be at least ", size.width, "x", size.height, " pixels, more than the limit of ",
+             kMaxHeatmapPixels >> 20, " megapixels (", bound.heads.size(), " heads, ", tokens.size(),
+             " input tokens at --scale ", scale, "; known before the probe); nothing was run or written: choose a "
+             "smaller --scale or a shorter input");
+}
+
 }  // namespace
 
 int probe_command(const Arguments& args) {
@@ -172,8 +213,10 @@ int probe_command(const Arguments& args) {
     options.target = target_tokens(parsed, model, "probe");
     options.replacement = parsed.value_or("--with", options.replacement);
     if (parsed.has("--with-id")) options.replacement_id = parsed.integer("--with-id", 0, 0, INT64_MAX);
-    const ProbeReport report = probe(model, tokens, options);
     const std::string model_name = std::filesystem::path(path).stem().string();
+    if (!picture.empty())
+        refuse_picture_before_the_probe(model, model_name, tokens, scale);
+    const ProbeReport report = probe(model, tokens, options);
     if (!picture.empty()) {  // first: a failure prints no table
         const HeatmapGrid grid = probe_picture(model_name, report, scale);
         const HeatmapSize size = heatmap_grid_size(grid);
