@@ -101,7 +101,7 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
         result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, asked);
     } catch (const Error& error) {
         if (name_.empty()) throw;
-        fail(name_, ": ", error.what());  // which layer's attention, e.g. an overflow in its values
+        fail(name_, ": ", error.message());  // which layer's attention, e.g. an overflow in its values
     }
     const int64_t head_dim = d_model_ / heads_;
     for (int64_t head : zeroed_heads_)  // ablation: the head's columns of Concat(heads) [B, L, D]

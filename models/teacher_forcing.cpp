@@ -27,7 +27,7 @@ void refuse_teacher_forced_beyond_memory(const Model& model, const std::vector<i
         }
     } catch (const Error& error) {
         fail("the input of ", S, " tokens", target_length > 0 ? text_of(" and its target of ", target_length, " tokens") : "",
-             " is too long for the recorded teacher-forced pass: ", error.what());
+             " is too long for the recorded teacher-forced pass: ", error.message());
     }
 }
 

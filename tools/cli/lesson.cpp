@@ -90,7 +90,7 @@ void lesson_shapes() {
     try {
         scaled_dot_product_attention(query, random.normal_tensor({2, 6, 7}), value);
     } catch (const Error& error) {
-        std::printf("%s\n", error.what());
+        std::printf("%s\n", error.message().c_str());
     }
 }
 
@@ -152,7 +152,7 @@ void lesson_conventions() {
     try {
         scaled_dot_product_attention(zeros, zeros, value, migrated, with_weights());
     } catch (const Error& error) {
-        std::printf("-> %s\n", error.what());
+        std::printf("-> %s\n", error.message().c_str());
     }
 }
 
@@ -174,7 +174,7 @@ void lesson_empty_row() {
     try {
         scaled_dot_product_attention(zeros, zeros, value, keys, with_weights());
     } catch (const Error& error) {
-        std::printf("%s\n", error.what());
+        std::printf("%s\n", error.message().c_str());
     }
     std::printf("\nIf query 2 is padding, its result is DEFINED: output and weight row exactly 0.\n"
                 "Masking padded keys alone never does this; padded queries must be marked too:\n\n");
@@ -297,7 +297,7 @@ void lesson_multihead() {
     try {
         MultiHeadAttention(weights, 3);
     } catch (const Error& error) {
-        std::printf("%s\n", error.what());
+        std::printf("%s\n", error.message().c_str());
     }
 }
 
@@ -456,7 +456,7 @@ void lesson_nan_history() {
         scaled_dot_product_attention(Tensor({1, 3, 2}), Tensor({1, 3, 2}), Tensor({1, 3, 1}, {2.0f, 4.0f, 8.0f}), migrated);
         std::printf("no error?\n");
     } catch (const Error& error) {
-        std::printf("%s\n", error.what());
+        std::printf("%s\n", error.message().c_str());
     }
     std::printf("\nThe right answers are 2, 3, 14/3 (`lesson causal`). With NaN the bug shows at once (and\n"
                 "spreads: 0 * NaN = NaN in the next layer); with a silent 0 every number is finite and\n"
