@@ -334,17 +334,27 @@ class CheckCatchesWrongExports(Temp, unittest.TestCase):
 # ----------------------------------------------------------------------------
 
 
-class Refusals(Temp, unittest.TestCase):
+class RefusedBeforeWriting:
+    """refused(export, *pieces, **kwargs): export(path, **kwargs) raises one
+    ValueError line holding every piece, and writes nothing."""
+    refused_defaults = {}
+
     def refused(self, export, *pieces, **kwargs):
-        kwargs.setdefault("max_len", 16)
+        for key, value in self.refused_defaults.items():
+            kwargs.setdefault(key, value)
         path = self.path()
         with self.assertRaises(ValueError) as caught:
             export(path, **kwargs)
         message = str(caught.exception)
         for piece in pieces:
             self.assertIn(piece, message)
+        self.assertNotIn("\n", message)
         self.assertFalse(os.path.exists(path), "nothing may be written when refusing")
         return message
+
+
+class Refusals(RefusedBeforeWriting, Temp, unittest.TestCase):
+    refused_defaults = {"max_len": 16}
 
     def test_refuse_custom_activation(self):
         p = single_parts()
@@ -523,20 +533,10 @@ class Refusals(Temp, unittest.TestCase):
                      attention="bidirectional")
 
 
-class EngineRulesBeforeWriting(Temp, unittest.TestCase):
+class EngineRulesBeforeWriting(RefusedBeforeWriting, Temp, unittest.TestCase):
     """The exporter refuses, before writing, what tinyformer's loader would refuse:
     the vocabulary rules (one function, te.check_vocabulary, the twin of
     models/tokenizer.h's), the prompt suffix rule and the config's size limits."""
-
-    def refused(self, export, *pieces, **kwargs):
-        path = self.path()
-        with self.assertRaises(ValueError) as caught:
-            export(path, **kwargs)
-        message = str(caught.exception)
-        for piece in pieces:
-            self.assertIn(piece, message)
-        self.assertNotIn("\n", message)
-        self.assertFalse(os.path.exists(path), "nothing may be written when refusing")
 
     def meta_parts(self, v):
         """A decoder-only model on the meta device (no memory for its weights): the
