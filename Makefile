@@ -19,12 +19,14 @@ JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
 DEBIAN_PACKAGES := libopenblas-dev doctest-dev libstb-dev nlohmann-json3-dev pkg-config fonts-dejavu-core
 
-ENGINE_SRC := $(wildcard engine/*.cpp)
+ENGINE_SRC := $(wildcard engine/*.cpp engine/*/*.cpp)
 LAYERS_SRC := $(wildcard layers/*.cpp)
 MODELS_SRC := $(wildcard models/*.cpp)
 LIB_SRC    := $(ENGINE_SRC) $(LAYERS_SRC) $(MODELS_SRC)
 MEASURE_SRC := $(wildcard tools/measure/*.cpp)
-CLI_SRC    := $(wildcard tools/cli/*.cpp) $(MEASURE_SRC)
+# The PNG renderer and its font: only the programs draw.
+PICTURES_SRC := $(wildcard tools/pictures/*.cpp)
+CLI_SRC    := $(wildcard tools/cli/*.cpp) $(MEASURE_SRC) $(PICTURES_SRC)
 # The fuzz harnesses also go into the test program, which runs the committed
 # seeds through them (tests/test_fuzz_corpus.cpp); there they are built
 # without their libFuzzer entry points.
@@ -133,9 +135,9 @@ bench: deps
 # Regenerate the PyTorch references in a temporary folder with Debian's
 # python3-torch (installed if missing) and compare against those fresh numbers;
 # then test the Python safetensors reader on the shared header table
-# (tools/test_safetensors_io.py, numpy only), the exporter (tools/test_export.py: exported modules vs tinyformer)
-# and the activation traces (tools/test_trace.py: `tinyformer trace` vs
-# tools/torch_trace.py, compared by tools/compare_trace.py).
+# (tests/python/test_safetensors_io.py, numpy only), the exporter (tests/python/test_export.py: exported modules vs tinyformer)
+# and the activation traces (tests/python/test_trace.py: `tinyformer trace` vs
+# tools/python/torch_trace.py, compared by tools/python/compare_trace.py).
 # Not part of `make test`, which uses the committed data/reference/.
 parity: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
@@ -143,24 +145,24 @@ parity: deps
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch python3-numpy; }
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-tests
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
-	  /usr/bin/python3 tools/make_reference.py --out "$$dir" && \
+	  /usr/bin/python3 tools/python/make_reference.py --out "$$dir" && \
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
-	/usr/bin/python3 tools/test_safetensors_io.py
-	/usr/bin/python3 tools/test_export.py
-	/usr/bin/python3 tools/test_trace.py
+	/usr/bin/python3 tests/python/test_safetensors_io.py
+	/usr/bin/python3 tests/python/test_export.py
+	/usr/bin/python3 tests/python/test_trace.py
 
 # Debian's python3-numpy (installed if missing), for test-tools.
 deps-python:
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="python3-numpy"
 
 # The Python tools' tests that need no PyTorch and no build, with Debian's
-# /usr/bin/python3: tools/test_safety.py (tools/safe_write.py, the one writer
+# /usr/bin/python3: tests/python/test_safety.py (tools/python/safe_write.py, the one writer
 # of every Python output, and compare_trace.py's refusals) and
-# tools/test_safetensors_io.py (the Python reader against the header table
+# tests/python/test_safetensors_io.py (the Python reader against the header table
 # the C++ reader is tested on, tests/safetensors_headers.json).
 test-tools: deps-python
-	/usr/bin/python3 tools/test_safety.py
-	/usr/bin/python3 tools/test_safetensors_io.py
+	/usr/bin/python3 tests/python/test_safety.py
+	/usr/bin/python3 tests/python/test_safetensors_io.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js})
@@ -243,9 +245,10 @@ clean:
 build/tinyformer: $(CLI_OBJ) $(LIB_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
-# The tests and the fuzz harnesses also check the CLI's terminal text rule (tests/test_terminal_text.cpp, fuzz_text).
-TERMINAL_TEXT_OBJ := build/tools/cli/terminal_text.o
-build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ) $(TERMINAL_TEXT_OBJ)
+# The tests and the fuzz harnesses also check parts of the program: its terminal
+# text rule (tests/test_terminal_text.cpp, fuzz_text) and its pictures (tests/test_heatmap.cpp).
+TESTED_TOOL_OBJ := build/tools/cli/terminal_text.o $(PICTURES_SRC:%.cpp=build/%.o)
+build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ) $(TESTED_TOOL_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 build/tinyformer-bench: $(BENCH_OBJ) $(MEASURE_SRC:%.cpp=build/%.o) $(LIB_OBJ)
@@ -260,14 +263,14 @@ build/sanitize/tinyformer: $(CLI_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%
 	$(CXX) $(REQUIRED_FLAGS) $(SANITIZE_FLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 build/sanitize/tinyformer-tests: $(TEST_OBJ:build/%=build/sanitize/%) $(LIB_OBJ:build/%=build/sanitize/%) \
-                                 $(TERMINAL_TEXT_OBJ:build/%=build/sanitize/%)
+                                 $(TESTED_TOOL_OBJ:build/%=build/sanitize/%)
 	$(CXX) $(REQUIRED_FLAGS) $(SANITIZE_FLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 FUZZ_CXX   := clang++-14
 FUZZ_FLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
               -DTINYFORMER_DATA_DIR='"$(CURDIR)/data"'
 FUZZ_BIN   := $(patsubst tests/fuzz/%.cpp,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.cpp))
-build/fuzz/fuzz_%: build/fuzz/tests/fuzz/fuzz_%.o $(LIB_OBJ:build/%=build/fuzz/%) $(TERMINAL_TEXT_OBJ:build/%=build/fuzz/%)
+build/fuzz/fuzz_%: build/fuzz/tests/fuzz/fuzz_%.o $(LIB_OBJ:build/%=build/fuzz/%) $(TESTED_TOOL_OBJ:build/%=build/fuzz/%)
 	$(FUZZ_CXX) $(REQUIRED_FLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 build/fuzz/%.o: %.cpp

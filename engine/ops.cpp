@@ -1,6 +1,6 @@
 #include "engine/ops.h"
 
-#include "engine/kernels.h"
+#include "engine/cpu/kernels.h"
 
 #include <bit>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 namespace tinyformer {
 
-// The loops run in engine/kernels.*, in the variant this CPU runs best
+// The loops run in engine/cpu/kernels.*, in the variant this CPU runs best
 // (baseline x86-64, AVX2+FMA or AVX-512).
 float exp_shifted_sum(float* row, int64_t n, float shift) { return kernels::table().exp_shifted_sum(row, n, shift); }
 
@@ -56,7 +56,7 @@ Tensor relu(Tensor x) {
 }
 
 Tensor gelu(Tensor x) {
-    kernels::table().gelu(x.data(), x.numel());  // x (1 + erf(x / sqrt 2)) / 2, engine/kernels.inc
+    kernels::table().gelu(x.data(), x.numel());  // x (1 + erf(x / sqrt 2)) / 2, engine/cpu/kernels.inc
     return x;
 }
 

@@ -1,10 +1,10 @@
 #include "engine/safetensors.h"
 
-#include "engine/output_file.h"
+#include "engine/io/output_file.h"
 
-#include "engine/json.h"
-#include "engine/memory.h"
-#include "engine/utf8.h"
+#include "engine/io/json.h"
+#include "engine/memory/memory.h"
+#include "engine/io/utf8.h"
 
 #include <algorithm>
 #include <bit>
@@ -111,7 +111,7 @@ uint64_t checked_header_length(const std::string& path, uint64_t file_size, cons
 // rules of docs/FORMAT.md section 1 ("The header") that come before JSON
 // parsing: at least 2 bytes, no byte order mark, '{' first, no NUL byte,
 // valid UTF-8, and after the object's closing '}' only spaces (0x20).
-// tools/safetensors_io.py applies the same rules; both are tested on
+// tools/python/safetensors_io.py applies the same rules; both are tested on
 // tests/safetensors_headers.json.
 std::string header_object(const std::string& path, const std::string& header) {
     if (header.size() < 2)

@@ -17,7 +17,7 @@
 // kMaxHeaderBytes; header bytes that break docs/FORMAT.md's header rules (at
 // least 2 bytes, '{' first — so a UTF-8 byte order mark is refused by name —,
 // no NUL, valid UTF-8, exactly one JSON object followed only by spaces, no
-// key twice in any object: the same rules as tools/safetensors_io.py, both
+// key twice in any object: the same rules as tools/python/safetensors_io.py, both
 // tested on tests/safetensors_headers.json); __metadata__ that is not an
 // object of strings, an unknown dtype, a negative or overflowing shape, offsets
 // reversed, outside the data, overlapping, or leaving holes (the safetensors
@@ -30,11 +30,11 @@
 // which for F16 / BF16 includes the widening — and refuses, naming both
 // numbers, when that is more than available_memory_bytes(). So reading a
 // file never allocates more than its size plus the model's declared weights,
-// plus the parsed JSON header, which parse_json (engine/json.h) bounds by
+// plus the parsed JSON header, which parse_json (engine/io/json.h) bounds by
 // kParsedJsonBytesPerByte per header byte and checks before parsing; and
 // arrays and objects in the header nest at most 3 deep, as the format needs.
 //
-// Writing goes through engine/output_file.h (a temporary file in the same
+// Writing goes through engine/io/output_file.h (a temporary file in the same
 // folder, renamed into place; a FIFO or character device as a stream), so an
 // interrupted or failed write leaves no half-written file.
 #pragma once
@@ -58,7 +58,7 @@ constexpr uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;  // 100 MB, as in the
 // PyTorch model becomes a checkpoint.
 constexpr const char* kNotSafetensorsHint =
     "tinyformer reads safetensors files (docs/FORMAT.md); a PyTorch model is exported with "
-    "tools/tinyformer_export.py";
+    "tools/python/tinyformer_export.py";
 
 // A stored tensor's description, as the header gives it.
 struct StoredTensor {

@@ -1,6 +1,6 @@
 // Tensor — contiguous, row-major float32 with a shape of rank 1..4, last axis
 // contiguous, axes in NumPy/PyTorch order. Value semantics: copying a Tensor
-// copies its numbers. The numbers live in a FloatBuffer (engine/float_buffer.h),
+// copies its numbers. The numbers live in a FloatBuffer (engine/memory/float_buffer.h),
 // whose memory is recycled from tensor to tensor.
 //
 // The dimension vocabulary used everywhere (code, comments, tests, messages):
@@ -16,7 +16,7 @@
 #pragma once
 
 #include "engine/error.h"
-#include "engine/float_buffer.h"
+#include "engine/memory/float_buffer.h"
 
 #include <algorithm>
 #include <array>

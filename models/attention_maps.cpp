@@ -1,6 +1,6 @@
 #include "models/attention_maps.h"
 
-#include "models/masks.h"
+#include "models/mask_policy.h"
 
 #include <algorithm>
 #include <numeric>
@@ -51,7 +51,7 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
     for (const std::string& name : model.attention_names()) {  // in the order they run
         AttentionMap map = describe(name, std::move(record.at(name)));
         const int64_t L = map.weights.dim(2);
-        // Each map's mask is the one the pass used (models/masks.h): one row, no padding.
+        // Each map's mask is the one the pass used (models/mask_policy.h): one row, no padding.
         MaskInputs inputs;
         inputs.length = L;
         inputs.source_length = map.weights.dim(3);

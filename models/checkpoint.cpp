@@ -1,6 +1,6 @@
 #include "models/checkpoint.h"
 
-#include "engine/json.h"
+#include "engine/io/json.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,6 +1,6 @@
 #include "models/config.h"
 
-#include "engine/json.h"
+#include "engine/io/json.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,7 +1,7 @@
 #include "models/decoding.h"
 
 #include "engine/ops.h"
-#include "models/masks.h"
+#include "models/mask_policy.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 #include "models/tokenizer.h"
 
 #include "engine/error.h"
-#include "engine/utf8.h"
+#include "engine/io/utf8.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -143,7 +143,7 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown
     if (kind_ == TokenizerKind::Whitespace) return encode_words(text, /*exactly=*/false, unknown_count);
     std::vector<int64_t> ids;
     for (size_t at = 0; at < text.size();) {
-        // One character (engine/utf8.h's decoder); a byte that starts none is one unknown "character" of its own.
+        // One character (engine/io/utf8.h's decoder); a byte that starts none is one unknown "character" of its own.
         const size_t length = std::max<size_t>(utf8_character(text, at).length, 1);
         auto found = ids_.find(text.substr(at, length));
         if (found != ids_.end() && !is_special_token(found->first)) {

@@ -1,8 +1,8 @@
 #include "models/transformer.h"
 
-#include "engine/memory.h"
+#include "engine/memory/memory.h"
 #include "models/cost.h"
-#include "models/masks.h"
+#include "models/mask_policy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -166,7 +166,7 @@ Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source
     inputs.length = source.length;
     inputs.source_length = source.length;
     inputs.source_padding = source_padding;
-    const Mask mask = attention_mask(config_, AttentionCall::EncoderSelf, inputs);  // [B,1,1,S], models/masks.h
+    const Mask mask = attention_mask(config_, AttentionCall::EncoderSelf, inputs);  // [B,1,1,S], models/mask_policy.h
     Tensor x = source_embedding_.forward(source);           // [B, S, D]
     record_everything(observer, "src_embed.output", x);
     for (size_t i = 0; i < encoder_layers_.size(); ++i) {
@@ -204,7 +204,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     refuse_pass_beyond_memory("decode", config_, target.batch, target.length,
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
-    // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: models/masks.h.
+    // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: models/mask_policy.h.
     auto make_masks = [&] {
         MaskInputs inputs;
         inputs.batch = target.batch;
@@ -287,7 +287,7 @@ Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, co
     inputs.length = ids.length;
     inputs.padding = padding;
     inputs.prefix_lengths = prefix_lengths;
-    const Mask mask = attention_mask(config_, AttentionCall::Self, inputs);  // models/masks.h
+    const Mask mask = attention_mask(config_, AttentionCall::Self, inputs);  // models/mask_policy.h
     return run(ids, std::vector<int64_t>(static_cast<size_t>(ids.batch), 0), mask, padding, observer, nullptr);
 }
 

@@ -16,7 +16,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/safetensors.h"
-#include "engine/memory.h"
+#include "engine/memory/memory.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
 #include "tests/terminal_checks.h"
@@ -897,7 +897,7 @@ const std::vector<BadInput> kNotSafetensors = {
              << std::string("\x10\x00\x00\x00", 4) << "archive/data.pkl" << std::string("\x80\x02}q\x00.", 6);
          return std::vector<std::string>{"info", d.file("model.pt")}; },
      1, {"model.pt: is a PyTorch torch.save file (a zip archive), not safetensors; tinyformer reads safetensors "
-         "files (docs/FORMAT.md); a PyTorch model is exported with tools/tinyformer_export.py"}},
+         "files (docs/FORMAT.md); a PyTorch model is exported with tools/python/tinyformer_export.py"}},
     {"a torch.save file as the forward inputs", [](const TempDirectory& d) {
          std::ofstream(d.file("inputs.pt"), std::ios::binary)
              << std::string("PK\x03\x04\x14\x00\x00\x00\x00\x00", 10) << std::string(16, '\0')
@@ -910,12 +910,12 @@ const std::vector<BadInput> kNotSafetensors = {
              << std::string("\x80\x04\x95\x0b\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01w\x94K\x01u.", 22);
          return forward_model(d, d.file("old.pt")); },
      1, {"old.pt: is a Python pickle (e.g. an old torch.save file), not safetensors",
-         "a PyTorch model is exported with tools/tinyformer_export.py"}},
+         "a PyTorch model is exported with tools/python/tinyformer_export.py"}},
     {"an empty model.pt, through info", [](const TempDirectory& d) {
          std::ofstream(d.file("model.pt")).flush();
          return std::vector<std::string>{"info", d.file("model.pt")}; },
      1, {"model.pt: file is 0 bytes (empty), not safetensors", "8-byte header length",
-         "a PyTorch model is exported with tools/tinyformer_export.py"}},
+         "a PyTorch model is exported with tools/python/tinyformer_export.py"}},
     {"a JSON file as the model, through info", [](const TempDirectory& d) {
          std::ofstream(d.file("config.json")) << "{\n  \"d_model\": 16,\n  \"nhead\": 4\n}\n";
          return std::vector<std::string>{"info", d.file("config.json")}; },

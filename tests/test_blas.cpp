@@ -1,6 +1,6 @@
-// Tests for engine/blas.*: the core decision as a table of inputs and plans,
+// Tests for engine/cpu/blas.*: the core decision as a table of inputs and plans,
 // the sgemm self-check on the core in use, and `tinyformer version`.
-#include "engine/blas.h"
+#include "engine/cpu/blas.h"
 #include "tests/run_cli.h"
 
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // Tests for models/checkpoint.*, Model::load and run_forward's input rules
 // (FORMAT.md sections 1 and 2). Each test starts from a valid checkpoint in
-// data/reference/ (made by tools/make_reference.py from stock PyTorch
+// data/reference/ (made by tools/python/make_reference.py from stock PyTorch
 // modules), rewrites a copy with one rule broken into a temporary folder, and
 // checks that the Error names the file and the tensor, input or config key,
 // with the expected and actual values where there are some.

@@ -4,7 +4,7 @@
 // weights: they generate long, varied sequences, which is what these
 // properties need); tests/test_toy_models.cpp checks the trained models.
 
-#include "engine/float_buffer.h"
+#include "engine/memory/float_buffer.h"
 #include "models/decoding.h"
 #include "tests/helpers.h"
 

@@ -1,8 +1,8 @@
-// A model written by tools/tinyformer_export.py, checked without PyTorch:
+// A model written by tools/python/tinyformer_export.py, checked without PyTorch:
 // data/export/ holds a tiny seq2seq model (stock nn.Transformer with
 // batch_first=False, pre-LN, GELU, sinusoidal positions, word vocabularies,
 // generator tied to the target embedding), a padded batch and PyTorch's
-// outputs computed from the modules themselves (tools/make_export_fixture.py,
+// outputs computed from the modules themselves (tools/python/make_export_fixture.py,
 // data/export/README.md). tinyformer must match them as FORMAT.md defines
 // (tests/compare_outputs.h), and the file must carry the metadata the
 // exporter was given.
@@ -23,7 +23,7 @@ namespace {
 const std::string kDir = "data/export/";
 const std::string kModel = kDir + "seq2seq.safetensors";
 
-// As tools/make_export_fixture.py defines them.
+// As tools/python/make_export_fixture.py defines them.
 const std::vector<std::string> kSourceVocab = {"<unk>", "<pad>", "<bos>", "<eos>", "ein",   "eine",  "der",  "die",
                                                "das",   "hund",  "katze", "haus",  "sieht", "klein", "gross", "rot"};
 const std::vector<std::string> kTargetVocab = {"<unk>", "<pad>", "<bos>", "<eos>", "a",     "the", "dog",
@@ -31,7 +31,7 @@ const std::vector<std::string> kTargetVocab = {"<unk>", "<pad>", "<bos>", "<eos>
 
 }  // namespace
 
-TEST_CASE("A model exported by tools/tinyformer_export.py matches PyTorch's modules within 1e-4 + 1e-4|b|") {
+TEST_CASE("A model exported by tools/python/tinyformer_export.py matches PyTorch's modules within 1e-4 + 1e-4|b|") {
     const Model model = Model::load(kModel);
     const SafetensorsFile inputs = SafetensorsFile::read(kDir + "seq2seq.inputs.safetensors");
     const SafetensorsFile expected = SafetensorsFile::read(kDir + "seq2seq.expected.safetensors");

@@ -1,9 +1,9 @@
-// Tests for engine/float_buffer.*: a FloatBuffer is n zeros, copies and moves
+// Tests for engine/memory/float_buffer.*: a FloatBuffer is n zeros, copies and moves
 // behave as std::vector<float>'s, and a freed buffer's memory is taken again
 // by the next buffer of its size class — zeroed, never showing old numbers —
 // within the pool's bounds. Decoding: after the first step a step takes every
 // buffer from the pool (tests/test_decoding.cpp's "a decoding step" case).
-#include "engine/float_buffer.h"
+#include "engine/memory/float_buffer.h"
 
 #include <doctest/doctest.h>
 

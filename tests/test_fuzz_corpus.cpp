@@ -1,5 +1,5 @@
 // The fuzzers' committed seeds (tests/fuzz/corpus/, from
-// tools/make_fuzz_corpus.py), run through the same harness code that
+// tools/python/make_fuzz_corpus.py), run through the same harness code that
 // `make fuzz` runs under libFuzzer, so that every seed — and every finding
 // that is added to the corpus — is checked by `make test` and, under ASan and
 // UBSan, by `make sanitize`. A harness aborts on a finding (a crash, NaN in an

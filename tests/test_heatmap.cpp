@@ -1,12 +1,12 @@
-// Tests for engine/heatmap.* and the masks `tinyformer mask` prints. Pictures
+// Tests for tools/pictures/heatmap.* and the masks `tinyformer mask` prints. Pictures
 // are written as PNG, read back with stb_image and checked pixel by pixel at
 // the places heatmap_layout() reports: the centre of cell (l, s) is
 //     (matrix_x + s*cell + cell/2, matrix_y + l*cell + cell/2).
 #include <doctest/doctest.h>
 
 #include "engine/attention.h"
-#include "engine/font.h"
-#include "engine/heatmap.h"
+#include "tools/pictures/font.h"
+#include "tools/pictures/heatmap.h"
 #include "engine/mask.h"
 #include "engine/random.h"
 #include "tests/helpers.h"
@@ -546,7 +546,7 @@ TEST_CASE("Label bands, the title and the colour bar's numbers contain drawn pix
 }
 
 TEST_CASE("The font's numbers the layout tests use are those of the installed DejaVu Sans") {
-    // Read with stb_truetype directly, not through engine/font.*.
+    // Read with stb_truetype directly, not through tools/pictures/font.*.
     const std::string bytes = test_helpers::read_file(tinyformer::kFontPath);
     REQUIRE_MESSAGE(!bytes.empty(), tinyformer::kFontPath, " is missing: install ", tinyformer::kFontPackage);
     stbtt_fontinfo font;

@@ -1,6 +1,6 @@
-// Tests for engine/kernels.*: every variant this CPU runs against naive
+// Tests for engine/cpu/kernels.*: every variant this CPU runs against naive
 // references written in double, and the variants against each other.
-#include "engine/kernels.h"
+#include "engine/cpu/kernels.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 

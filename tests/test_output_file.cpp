@@ -1,10 +1,10 @@
-// engine/output_file: the one way tinyformer writes a file. Each kind of
+// engine/io/output_file: the one way tinyformer writes a file. Each kind of
 // output path (missing, regular, symlink, FIFO, character device, directory,
 // socket, block device), outputs over inputs, and a signal mid-write.
 #include <doctest/doctest.h>
 
 #include "engine/error.h"
-#include "engine/output_file.h"
+#include "engine/io/output_file.h"
 #include "tests/helpers.h"
 #include "tests/run_cli.h"
 

@@ -1,5 +1,5 @@
 // Parity with PyTorch: every case in data/reference/ (made by
-// tools/make_reference.py from stock nn.Transformer / nn.TransformerEncoder)
+// tools/python/make_reference.py from stock nn.Transformer / nn.TransformerEncoder)
 // run through the same code as `tinyformer forward --attention`.
 // |ours - torch| <= 1e-4 + 1e-4 |torch| at non-padding positions; exactly 0
 // at padding positions; no NaN anywhere (tests/compare_outputs.h).

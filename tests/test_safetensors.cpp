@@ -499,7 +499,7 @@ TEST_CASE("write_safetensors is atomic: a failed write leaves no file and change
 namespace {
 
 const std::string kHint =
-    "tinyformer reads safetensors files (docs/FORMAT.md); a PyTorch model is exported with tools/tinyformer_export.py";
+    "tinyformer reads safetensors files (docs/FORMAT.md); a PyTorch model is exported with tools/python/tinyformer_export.py";
 
 // The first bytes of a zip archive whose first entry is `name` (a local file
 // header: signature, version 20, no flags, stored, times, CRC and sizes 0,
@@ -607,7 +607,7 @@ TEST_CASE("A broken safetensors file whose first byte looks like another format 
 }
 
 TEST_CASE("Every header of tests/safetensors_headers.json is read or refused as the table says (as the Python reader does)") {
-    // The table is shared with tools/test_safetensors_io.py: one rule for both
+    // The table is shared with tests/python/test_safetensors_io.py: one rule for both
     // readers (docs/FORMAT.md section 1, "The header"). Each case's file is
     // the header's length (8 bytes, little-endian), its bytes, data_bytes zeros.
     const nlohmann::json cases = nlohmann::json::parse(read_all("tests/safetensors_headers.json"));

@@ -1,4 +1,4 @@
-// The shipped toy models of data/models/ (tools/train_toy.py) really work:
+// The shipped toy models of data/models/ (tools/python/train_toy.py) really work:
 // exact-match accuracy on fresh C++-generated examples above each target,
 // and tinyformer's greedy outputs equal PyTorch's on the committed held-out
 // examples, token for token. The dates task's calendar, and where the dates

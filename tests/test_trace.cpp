@@ -7,10 +7,10 @@
 //     weights = softmax of the allowed scores (rows sum to 1, masked cells
 //     exactly 0), z = weights v_h, padded rows exactly 0; the mask is the
 //     causal / prefix-LM / padding rule written out here;
-//   - compare_traces (tests/trace_compare.h, the rule of tools/compare_trace.py)
+//   - compare_traces (tests/trace_compare.h, the rule of tools/python/compare_trace.py)
 //     finds an injected difference at the right name, the first in forward
 //     order, and skips padded positions.
-// tools/test_trace.py (make parity) compares the traces with PyTorch's.
+// tests/python/test_trace.py (make parity) compares the traces with PyTorch's.
 
 #include "models/forward.h"
 #include "models/text.h"

@@ -1,8 +1,8 @@
-// engine/utf8.h: the UTF-8 decoder under the header and vocabulary rules.
+// engine/io/utf8.h: the UTF-8 decoder under the header and vocabulary rules.
 // Code points worked out by hand from the bytes (RFC 3629's table).
 #include <doctest/doctest.h>
 
-#include "engine/utf8.h"
+#include "engine/io/utf8.h"
 
 #include <string>
 

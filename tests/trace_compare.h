@@ -1,6 +1,6 @@
 // Reading and comparing activation traces (`tinyformer trace`,
-// tools/torch_trace.py; docs/FORMAT.md section 3) — the rule of
-// tools/compare_trace.py, in C++ for the tests:
+// tools/python/torch_trace.py; docs/FORMAT.md section 3) — the rule of
+// tools/python/compare_trace.py, in C++ for the tests:
 //   - names in A's forward order (metadata "names"); a name B lacks, or a
 //     shape that differs, is a divergence;
 //   - U8 tensors (attention masks) must be equal cell by cell;

@@ -48,7 +48,7 @@ using measure::seconds_since;
 // The "model name" line of /proc/cpuinfo, or a note that there is none.
 std::string cpu_model();
 // One line every suite prints: OpenBLAS (config), the core in use and why,
-// and the BLAS thread count (engine/blas.h).
+// and the BLAS thread count (engine/cpu/blas.h).
 std::string blas_line();
 
 // --- Python tools (common.cpp) ---

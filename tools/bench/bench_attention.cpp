@@ -10,7 +10,7 @@
 // either. The materialized path should show L*S floats of scores; the
 // streaming path one tile of them.
 #include "engine/attention.h"
-#include "engine/float_buffer.h"
+#include "engine/memory/float_buffer.h"
 #include "engine/matmul.h"
 #include "engine/random.h"
 #include "tools/bench/bench.h"
@@ -51,7 +51,7 @@ struct Call {
 
 Call timed_call(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask,
                 const AttentionOptions& options) {
-    // The tensor pool (engine/float_buffer.h) emptied before and after: the
+    // The tensor pool (engine/memory/float_buffer.h) emptied before and after: the
     // call takes its scratch from the heap, and the scratch it gives back to
     // the pool is handed to the heap before the count, so it is not taken
     // for memory the call still holds.

@@ -1,4 +1,4 @@
-// Suite "cores": does the core tinyformer runs on by default (engine/blas.h)
+// Suite "cores": does the core tinyformer runs on by default (engine/cpu/blas.h)
 // come within 5% of the best core one could force with OPENBLAS_CORETYPE?
 //
 // OpenBLAS picks its core when it loads, so each configuration runs in a
@@ -14,7 +14,7 @@
 //   X           OPENBLAS_CORETYPE=X for Haswell, SkylakeX, Cooperlake (those this CPU runs)
 // Each child measures, on one BLAS thread: sgemm 1024x1024x1024 GFLOP/s and
 // the encoder suite's 6-layer forward at B=8, T=128 in tokens per second.
-#include "engine/blas.h"
+#include "engine/cpu/blas.h"
 #include "engine/matmul.h"
 #include "engine/random.h"
 #include "tools/bench/bench.h"

@@ -1,11 +1,11 @@
-// Suite "kernels": the row kernels of engine/kernels.* in every variant this
+// Suite "kernels": the row kernels of engine/cpu/kernels.* in every variant this
 // CPU runs, in the same run: softmax (softmax_row over [64, 2048]) and
 // LayerNorm (layer_norm on [256, 512]) in nanoseconds per element — 512 KiB
 // each, in the L2 cache, so that the arithmetic shows rather than memory — the
 // baseline x86-64 variant (what the build did before the variants) beside
 // AVX2+FMA and AVX-512; and GELU (on [256, 512]) beside the scalar std::erf
 // loop it replaced. The calls of the variants alternate.
-#include "engine/kernels.h"
+#include "engine/cpu/kernels.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "tools/bench/bench.h"
@@ -20,7 +20,7 @@ namespace tinyformer::bench {
 
 void run_kernels_suite(const Settings&) {
     using kernels::Variant;
-    std::printf("row kernels (engine/kernels.*): ns per element, median of 15 calls per variant; variants alternate\n");
+    std::printf("row kernels (engine/cpu/kernels.*): ns per element, median of 15 calls per variant; variants alternate\n");
     std::printf("variant in use: %s (the best this CPU runs)\n", kernels::variant_name(kernels::active_variant()));
     const Variant before = kernels::active_variant();
     std::vector<Variant> variants;

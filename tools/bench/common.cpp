@@ -1,6 +1,6 @@
 #include "tools/bench/bench.h"
 
-#include "engine/blas.h"
+#include "engine/cpu/blas.h"
 #include "engine/matmul.h"
 
 #include <unistd.h>

@@ -6,11 +6,11 @@
 // number without its machine means little. Nothing is asserted: targets are
 // printed as information and the exit status is 0 whatever they say.
 // Exit 2 for bad usage, 1 for an error while running.
-#include "engine/blas.h"
-#include "engine/kernels.h"
+#include "engine/cpu/blas.h"
+#include "engine/cpu/kernels.h"
 #include "engine/matmul.h"
-#include "engine/memory.h"
-#include "tools/blas_restart.h"
+#include "engine/memory/memory.h"
+#include "engine/cpu/blas_restart.h"
 #include "tools/bench/bench.h"
 
 #include <charconv>
@@ -155,8 +155,8 @@ void print_machine() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/blas.h)
-    tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory.h
+    tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/cpu/blas.h)
+    tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory/memory.h
     if (argc == 2 && std::string_view(argv[1]) == "--probe") {  // a child of the "cores" suite
         tinyformer::bench::run_probe();
         return 0;

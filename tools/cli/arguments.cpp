@@ -1,6 +1,6 @@
 #include "tools/cli/arguments.h"
 
-#include "engine/output_file.h"
+#include "engine/io/output_file.h"
 
 #include <charconv>
 

@@ -1,7 +1,7 @@
 // `tinyformer attention`: a trained model's attention, drawn as PNG heatmaps.
 
-#include "engine/heatmap.h"
-#include "engine/output_file.h"
+#include "tools/pictures/heatmap.h"
+#include "engine/io/output_file.h"
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
@@ -165,7 +165,7 @@ bool is_attention_picture(const std::string& name) {
     return what && rest == ".png";
 }
 
-// The side of n cells along one axis of a matrix (engine/heatmap.h):
+// The side of n cells along one axis of a matrix (tools/pictures/heatmap.h):
 // exact for a known length, else the least it can be for any length >= n.
 int64_t matrix_extent(int64_t n, bool exact, int64_t matrix_size, int64_t scale) {
     const auto extent = [&](int64_t m) { return m * std::clamp<int64_t>(matrix_size / m, 4, 40) * scale; };
@@ -241,7 +241,7 @@ void refuse_before_the_pass(const Model& model, const std::vector<int64_t>& toke
 
 constexpr size_t kMaxOverviewPanels = 64;
 // The all-heads picture's panels: smaller than a single head's 600, so that
-// two fit side by side on a slide (engine/heatmap.h chooses the columns).
+// two fit side by side on a slide (tools/pictures/heatmap.h chooses the columns).
 constexpr int64_t kGridMatrixSize = 480;
 
 }  // namespace

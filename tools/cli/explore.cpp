@@ -7,7 +7,7 @@
 // id="tinyformer-data"> (docs/FORMAT.md section 4), with every '<' written \u003c.
 
 #include "build/generated/explore_page.h"
-#include "engine/output_file.h"
+#include "engine/io/output_file.h"
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"

@@ -1,6 +1,6 @@
 // `tinyformer forward` (FORMAT.md section 2) and `tinyformer info`.
 
-#include "engine/output_file.h"
+#include "engine/io/output_file.h"
 #include "models/forward.h"
 #include "tools/cli/arguments.h"
 #include "tools/cli/terminal_text.h"

@@ -677,7 +677,7 @@ double largest_difference(const Tensor& a, const Tensor& b, int64_t first, int64
     return worst;
 }
 
-// Teacher forcing as in training (tools/train_toy.py): the model reads
+// Teacher forcing as in training (tools/python/train_toy.py): the model reads
 // prompt + target; the row of the prompt's last token ('=') predicts target
 // token 0, ..., the row of the last target token predicts <eos> (scored only
 // with `score_eos`). The summed cross-entropy (nats) of those tokens, and their count.

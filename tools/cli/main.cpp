@@ -1,8 +1,8 @@
-#include "engine/blas.h"
-#include "engine/kernels.h"
+#include "engine/cpu/blas.h"
+#include "engine/cpu/kernels.h"
 #include "engine/matmul.h"
-#include "engine/memory.h"
-#include "tools/blas_restart.h"
+#include "engine/memory/memory.h"
+#include "engine/cpu/blas_restart.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
@@ -31,7 +31,7 @@ const Command kCommands[] = {
     {"lesson", "run the lesson's worked examples and practices (lesson 10.3)", lesson_command},
     {"forward", "run a model on a safetensors file of inputs, write logits (and attention)", forward_command},
     {"explore", "write one offline HTML file to explore a model's attention, head by head and step by step", explore_command},
-    {"trace", "write every named activation of one forward pass (compare with tools/compare_trace.py)", trace_command},
+    {"trace", "write every named activation of one forward pass (compare with tools/python/compare_trace.py)", trace_command},
     {"info", "check a checkpoint and show its config, parameters and tensors", info_command},
     {"mask", "print a mask as the lesson draws it (causal, prefix-lm, seq2seq, ...), --output to draw it", mask_command},
     {"version", "what runs: OpenBLAS version and core (chosen, in use, why), the CPU, the kernels", nullptr},
@@ -56,13 +56,13 @@ int dispatch(const Arguments& args) {
     if (args[0] == "--version" || args[0] == "version") {
         if (args.size() > 1 && (args[1] == "--help" || args[1] == "-h")) {
             std::printf("usage: tinyformer version\nPrints the OpenBLAS version and configuration, the CPU and its "
-                        "features, the core OpenBLAS chose by itself, the core in use and why (engine/blas.h), and "
+                        "features, the core OpenBLAS chose by itself, the core in use and why (engine/cpu/blas.h), and "
                         "the result of the sgemm self-check.\n");
             return 0;
         }
         if (args.size() > 1) throw UsageError("version takes no arguments");
         std::printf("tinyformer 0.1 (C++20, g++ %s)\n%s", __VERSION__, format_blas_report(blas_report()).c_str());
-        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU: engine/kernels.h)\n",
+        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU: engine/cpu/kernels.h)\n",
                     kernels::variant_name(kernels::active_variant()));
         return 0;
     }
@@ -92,8 +92,8 @@ void print_error(std::string_view message) {
 
 int main(int argc, char** argv) {
     using namespace tinyformer::cli;
-    tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/blas.h)
-    tinyformer::keep_freed_memory();  // see engine/memory.h
+    tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/cpu/blas.h)
+    tinyformer::keep_freed_memory();  // see engine/memory/memory.h
     try {
         const int status = dispatch(Arguments(argv + 1, argv + argc));
         print_deferred_warnings();  // after the work: a refused command prints only its error line

@@ -1,10 +1,10 @@
 // `tinyformer mask KIND`: a mask the way lesson 10.3 draws it, one line per
-// query (`q2: k0 k1 k2`), and with --png as a picture (engine/heatmap.h).
+// query (`q2: k0 k1 k2`), and with --png as a picture (tools/pictures/heatmap.h).
 
-#include "engine/heatmap.h"
+#include "tools/pictures/heatmap.h"
 #include "engine/mask.h"
-#include "engine/output_file.h"
-#include "models/masks.h"
+#include "engine/io/output_file.h"
+#include "models/mask_policy.h"
 #include "tools/cli/arguments.h"
 #include "tools/cli/terminal_text.h"
 
@@ -131,7 +131,7 @@ int mask_command(const Arguments& args) {
     std::string title;    // the picture's, shorter
     if (kind == "seq2seq") {
         const Padding source = last_padded(source_length, pad);
-        // The masks an encoder-decoder model uses (models/masks.h): one batch row, the target unpadded.
+        // The masks an encoder-decoder model uses (models/mask_policy.h): one batch row, the target unpadded.
         ModelConfig config;
         config.arch = Architecture::EncoderDecoder;
         MaskInputs inputs;
@@ -148,7 +148,7 @@ int mask_command(const Arguments& args) {
         views.push_back({"cross-attention [T,S]", masks.cross, length, source_length, {}, padding_flags(source, 0),
                          "query: decoder input", "key: source position", 0});
     } else {
-        // causal and prefix-lm: the mask a decoder-only model with that config uses (models/masks.h)
+        // causal and prefix-lm: the mask a decoder-only model with that config uses (models/mask_policy.h)
         const auto model_mask = [&](SelfAttentionKind attention, std::vector<int64_t> prefix_lengths) {
             ModelConfig config;
             config.arch = Architecture::DecoderOnly;

@@ -1,8 +1,8 @@
 // `tinyformer probe`: attention weights beside two interventions — head
 // ablation and token perturbation — on a trained model (models/probe.h).
 
-#include "engine/heatmap.h"
-#include "engine/output_file.h"
+#include "tools/pictures/heatmap.h"
+#include "engine/io/output_file.h"
 #include "models/probe.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
@@ -175,7 +175,7 @@ void refuse_picture_before_the_probe(const Model& model, const std::string& mode
     } else {
         add_heads("layers", "self", c.num_layers);
     }
-    constexpr size_t kMaxRows = 1024;  // a heatmap's rows (engine/heatmap.h)
+    constexpr size_t kMaxRows = 1024;  // a heatmap's rows (tools/pictures/heatmap.h)
     if (tokens.size() > kMaxRows || bound.heads.size() > kMaxRows)
         fail("probe: the picture shows one row per input token and per head, at most ", kMaxRows, "; this input has ",
              tokens.size(), " tokens and the model ", bound.heads.size(), " heads; nothing was run or written: probe a "

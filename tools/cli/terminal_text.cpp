@@ -1,6 +1,6 @@
 #include "tools/cli/terminal_text.h"
 
-#include "engine/utf8.h"
+#include "engine/io/utf8.h"
 
 namespace tinyformer::cli {
 

@@ -1,7 +1,7 @@
 // `tinyformer trace`: every named activation of one forward pass, written
 // as safetensors (docs/FORMAT.md section 3; models/trace.h records it).
 
-#include "engine/output_file.h"
+#include "engine/io/output_file.h"
 #include "models/forward.h"
 #include "models/teacher_forcing.h"
 #include "tools/cli/inputs.h"
@@ -36,7 +36,7 @@ const char* kTraceHelp =
     "With TEXT or --ids: the teacher-forced pass that `attention` and `probe` read, on the\n"
     "model's greedy output or --target (B = 1). With --inputs: the pass `forward` runs on a\n"
     "batch of its inputs file, padding included (padded positions follow docs/FORMAT.md).\n"
-    "Compare two traces with tools/compare_trace.py A B: it names the first activation\n"
+    "Compare two traces with tools/python/compare_trace.py A B: it names the first activation\n"
     "where they part. --unk reads a character of TEXT outside the vocabulary as <unk>, with\n"
     "a warning (as `run`).\n";
 

@@ -12,7 +12,7 @@
 (function () {
   "use strict";
 
-  // ---- viridis: matplotlib's table, 256 entries, as engine/heatmap.cpp ----
+  // ---- viridis: matplotlib's table, 256 entries, as tools/pictures/heatmap.cpp ----
   const VIRIDIS_HEX =
     "44015444025645045745055946075a46085c460a5d460b5e470d60470e61471063471164471365481467481668481769" +
     "48186a481a6c481b6d481c6e481d6f481f70482071482173482374482475482576482677482878482979472a7a472c7a" +
@@ -46,7 +46,7 @@
   function inkOn(t) {
     return t > 0.6 ? "#141414" : "#ffffff";
   }
-  // Masked and padded cells are hatched as in the PNG pictures (engine/heatmap.cpp):
+  // Masked and padded cells are hatched as in the PNG pictures (tools/pictures/heatmap.cpp):
   // light grey with black lines 2 px wide every 8 px, "/" for masked, "/" and "\" for padding.
   const HATCH_BG = "rgb(240,240,240)"; // kMaskedColour, kPaddingColour
   const HATCH_INK = "rgb(0,0,0)";      // kMaskedHatchColour, kPaddingHatchColour

@@ -1,6 +1,6 @@
 #include "tools/measure/measure.h"
 
-#include "engine/float_buffer.h"
+#include "engine/memory/float_buffer.h"
 #include "engine/random.h"
 
 #include <malloc.h>

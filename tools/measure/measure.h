@@ -5,7 +5,7 @@
 // Peak memory of one attention call: the call runs in a forked child process
 // (so nothing the parent holds counts and nothing leaks back), once to warm
 // up OpenBLAS's buffers and threads, then with the tensor pool emptied
-// (engine/float_buffer.h) and freed pages returned to the system
+// (engine/memory/float_buffer.h) and freed pages returned to the system
 // (malloc_trim) and the peak resident set VmHWM reset
 // (/proc/self/clear_refs, Linux >= 4.0) around the second call. The growth
 // of VmHWM is the measured peak: whole 4 KiB pages, everything the call

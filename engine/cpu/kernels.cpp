@@ -1,0 +1,106 @@
+#include "engine/cpu/kernels.h"
+
+#include "engine/cpu/blas.h"
+#include "engine/error.h"
+
+#include <atomic>
+
+// Three compilations of engine/cpu/kernels.inc: the baseline, AVX2+FMA, AVX-512.
+#define KERNEL_NS baseline
+#define KERNEL_TARGET
+#include "engine/cpu/kernels.inc"
+#undef KERNEL_NS
+#undef KERNEL_TARGET
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TINYFORMER_KERNEL_VARIANTS 1
+#define KERNEL_NS avx2
+#define KERNEL_TARGET __attribute__((target("avx2,fma")))
+#include "engine/cpu/kernels.inc"
+#undef KERNEL_NS
+#undef KERNEL_TARGET
+#define KERNEL_NS avx512
+#define KERNEL_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
+#include "engine/cpu/kernels.inc"
+#undef KERNEL_NS
+#undef KERNEL_TARGET
+#endif
+
+namespace tinyformer::kernels {
+
+namespace {
+
+#define TINYFORMER_TABLE(NS) \
+    Table { NS::exp_shifted_sum, NS::row_max, NS::scale, NS::layer_norm_row, NS::add, NS::relu, NS::gelu }
+
+const Table kBaseline = TINYFORMER_TABLE(baseline);
+#ifdef TINYFORMER_KERNEL_VARIANTS
+const Table kAvx2 = TINYFORMER_TABLE(avx2);
+// LayerNorm: GCC 12's AVX-512 code for the eight-lane sums measured twice as
+// slow as its AVX2 code (tinyformer-bench kernels), so the AVX-512 table
+// keeps the AVX2 LayerNorm.
+const Table kAvx512{avx512::exp_shifted_sum, avx512::row_max, avx512::scale, avx2::layer_norm_row, avx512::add,
+                    avx512::relu, avx512::gelu};
+#endif
+
+const Table& table_of(Variant variant) {
+#ifdef TINYFORMER_KERNEL_VARIANTS
+    if (variant == Variant::Avx512) return kAvx512;
+    if (variant == Variant::Avx2) return kAvx2;
+#else
+    (void)variant;
+#endif
+    return kBaseline;
+}
+
+std::atomic<const Table*>& active() {
+    static std::atomic<const Table*> table{&table_of(best_variant())};
+    return table;
+}
+
+}  // namespace
+
+bool variant_supported(Variant variant) {
+#ifdef TINYFORMER_KERNEL_VARIANTS
+    const CpuFeatures f = cpu_features();
+    switch (variant) {
+        case Variant::Baseline: return true;
+        case Variant::Avx2: return f.avx2 && f.fma;
+        case Variant::Avx512: return f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.avx2 && f.fma;
+    }
+    return false;
+#else
+    return variant == Variant::Baseline;
+#endif
+}
+
+Variant best_variant() {
+    if (variant_supported(Variant::Avx512)) return Variant::Avx512;
+    if (variant_supported(Variant::Avx2)) return Variant::Avx2;
+    return Variant::Baseline;
+}
+
+const Table& table() { return *active().load(std::memory_order_relaxed); }
+
+Variant active_variant() {
+    const Table* now = active().load(std::memory_order_relaxed);
+    for (Variant v : {Variant::Avx512, Variant::Avx2, Variant::Baseline})
+        if (now == &table_of(v)) return v;
+    return Variant::Baseline;
+}
+
+void set_variant(Variant variant) {
+    if (!variant_supported(variant)) fail("kernels: this CPU cannot run the ", variant_name(variant), " variant");
+    active().store(&table_of(variant), std::memory_order_relaxed);
+}
+
+const char* variant_name(Variant variant) {
+    switch (variant) {
+        case Variant::Baseline: return "baseline x86-64";
+        case Variant::Avx2: return "avx2+fma";
+        case Variant::Avx512: return "avx512";
+    }
+    return "unknown";
+}
+
+}  // namespace tinyformer::kernels

@@ -1,0 +1,154 @@
+#include "engine/memory/float_buffer.h"
+
+#include <algorithm>
+#include <array>
+#include <bit>
+
+namespace tinyformer {
+
+namespace {
+
+// ASan must see every free to catch a use after it. g++ says so with
+// __SANITIZE_ADDRESS__, clang with __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+#define TINYFORMER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TINYFORMER_ASAN 1
+#endif
+#endif
+#if defined(TINYFORMER_ASAN)
+constexpr bool kPoolEnabled = false;
+#else
+constexpr bool kPoolEnabled = true;
+#endif
+
+constexpr size_t kClasses = std::bit_width(FloatBuffer::kLargestPooled);  // classes 0..20: 2^0 .. 2^20 floats
+
+// The class a request for `count` floats takes from: the smallest c with 2^c >= count.
+size_t class_for_request(size_t count) { return count <= 1 ? 0 : std::bit_width(count - 1); }
+// The class a buffer of `capacity` floats is filed under: the largest c with 2^c <= capacity.
+size_t class_for_capacity(size_t capacity) { return std::bit_width(capacity) - 1; }
+
+thread_local bool pool_gone = false;  // trivially destructible: still readable after the pool is destroyed
+
+struct Pool {
+    std::array<std::array<std::vector<float>, FloatBuffer::kPerClass>, kClasses> kept;
+    std::array<size_t, kClasses> count{};
+    size_t bytes = 0;
+    uint64_t reused = 0, allocated = 0;
+
+    ~Pool() { pool_gone = true; }  // tensors destroyed later on this thread go straight to the heap
+};
+
+Pool& pool() {
+    thread_local Pool instance;
+    return instance;
+}
+
+// `count` zeros in a buffer of the pool, or of the heap when it has none.
+std::vector<float> take(size_t count) {
+    if (!kPoolEnabled || count == 0 || pool_gone) return std::vector<float>(count);
+    Pool& p = pool();
+    if (count > FloatBuffer::kLargestPooled) {  // never pooled: from the heap each time, and counted
+        ++p.allocated;
+        return std::vector<float>(count);
+    }
+    const size_t c = class_for_request(count);
+    size_t found = FloatBuffer::kPerClass;  // none
+    size_t from = c;
+    if (p.count[c] > 0) {
+        found = p.count[c] - 1;  // any buffer of class c has room for 2^c >= count floats
+    } else if (c > 0) {  // a buffer of the class below may still be large enough (an exact-size one)
+        from = c - 1;
+        for (size_t i = 0; i < p.count[from] && found == FloatBuffer::kPerClass; ++i)
+            if (p.kept[from][i].capacity() >= count) found = i;
+    }
+    if (found == FloatBuffer::kPerClass) {
+        ++p.allocated;
+        std::vector<float> fresh;
+        // Small buffers get their whole class, so that a size that grows a
+        // little from call to call (the attention's scratch while decoding)
+        // still finds its buffer; large ones only what they need.
+        fresh.reserve(count <= FloatBuffer::kRoundUpBelow ? size_t{1} << c : count);
+        fresh.resize(count);
+        return fresh;
+    }
+    ++p.reused;
+    std::vector<float> values = std::move(p.kept[from][found]);
+    const size_t last = --p.count[from];
+    if (found != last) p.kept[from][found] = std::move(p.kept[from][last]);  // the last one fills the gap
+    p.bytes -= values.capacity() * sizeof(float);
+    values.resize(count);  // was cleared when kept: every number is a new 0
+    return values;
+}
+
+// Keeps `values`' memory for a later take, or frees it.
+void give_back(std::vector<float>& values) {
+    const size_t capacity = values.capacity();
+    if (!kPoolEnabled || capacity == 0 || capacity > FloatBuffer::kLargestPooled || pool_gone) return;
+    Pool& p = pool();
+    const size_t c = class_for_capacity(capacity);
+    if (p.count[c] == FloatBuffer::kPerClass) return;
+    // Over kPoolBytes: larger buffers make room for this one (a long prompt's
+    // large tensors must not keep a step's small ones out); if there are none,
+    // this one goes.
+    for (size_t larger = kClasses; p.bytes + capacity * sizeof(float) > FloatBuffer::kPoolBytes;) {
+        while (larger > c + 1 && p.count[larger - 1] == 0) --larger;
+        if (larger <= c + 1) return;
+        std::vector<float>& evicted = p.kept[larger - 1][--p.count[larger - 1]];
+        p.bytes -= evicted.capacity() * sizeof(float);
+        evicted = std::vector<float>();
+    }
+    values.clear();
+    p.bytes += capacity * sizeof(float);
+    p.kept[c][p.count[c]++] = std::move(values);
+}
+
+}  // namespace
+
+FloatBuffer::FloatBuffer(size_t count) : values_(take(count)) {}
+
+FloatBuffer::FloatBuffer(const FloatBuffer& other) : values_(take(other.size())) {
+    std::copy(other.begin(), other.end(), values_.begin());
+}
+
+FloatBuffer& FloatBuffer::operator=(const FloatBuffer& other) {
+    if (this == &other) return *this;
+    if (size() != other.size()) {
+        give_back(values_);
+        values_ = take(other.size());
+    }
+    std::copy(other.begin(), other.end(), values_.begin());
+    return *this;
+}
+
+FloatBuffer& FloatBuffer::operator=(FloatBuffer&& other) noexcept {
+    if (this == &other) return *this;
+    give_back(values_);
+    values_ = std::move(other.values_);
+    other.values_ = std::vector<float>();  // moved from: empty, as a moved-from std::vector
+    return *this;
+}
+
+FloatBuffer::~FloatBuffer() { give_back(values_); }
+
+bool float_buffer_pool_enabled() { return kPoolEnabled; }
+
+FloatBufferPoolStats float_buffer_pool_stats() {
+    if (pool_gone) return {};
+    const Pool& p = pool();
+    uint64_t kept = 0;
+    for (size_t c = 0; c < kClasses; ++c) kept += p.count[c];
+    return {p.reused, p.allocated, kept, p.bytes};
+}
+
+void clear_float_buffer_pool() {
+    if (pool_gone) return;
+    Pool& p = pool();
+    for (size_t c = 0; c < kClasses; ++c)
+        while (p.count[c] > 0) p.kept[c][--p.count[c]] = std::vector<float>();
+    p.bytes = 0;
+}
+
+}  // namespace tinyformer

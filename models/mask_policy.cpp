@@ -1,0 +1,51 @@
+#include "models/mask_policy.h"
+
+#include "engine/error.h"
+
+namespace tinyformer {
+
+namespace {
+
+Mask key_padding_or_all(const Padding& padding) { return padding.empty() ? Mask() : Mask::key_padding(padding); }
+
+// A step's rows of the causal mask: `length` queries at first.. over first+length keys.
+Mask causal_step(const MaskInputs& in) {
+    return in.length == 1 ? Mask() : Mask::causal(in.length, in.first + in.length);
+}
+
+}  // namespace
+
+Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInputs& in) {
+    if (in.batch < 1 || in.length < 1 || in.first < 0)
+        fail("attention_mask: need batch >= 1, length >= 1, first >= 0; got ", in.batch, ", ", in.length, ", ",
+             in.first);
+    const bool prefix_lm = call == AttentionCall::Self && config.attention == SelfAttentionKind::PrefixLm;
+    if (!in.prefix_lengths.empty() && (!prefix_lm || in.first > 0))
+        fail("forward: prefix_len is given but the model's attention is ", attention_kind_name(config.attention));
+    switch (call) {
+        case AttentionCall::EncoderSelf:  // every source position sees every real one
+            return key_padding_or_all(in.source_padding);
+        case AttentionCall::DecoderSelf:
+        case AttentionCall::Cross: {
+            if (in.first > 0)
+                return call == AttentionCall::Cross ? key_padding_or_all(in.source_padding) : causal_step(in);
+            // A whole target: the engine's seq2seq pair (what `tinyformer mask seq2seq` prints).
+            const Seq2SeqMasks masks = seq2seq_masks(in.length, in.padding, in.source_padding);
+            return call == AttentionCall::DecoderSelf ? masks.decoder_self : masks.cross;
+        }
+        case AttentionCall::Self: {
+            if (in.first > 0 && config.attention != SelfAttentionKind::Bidirectional)
+                return causal_step(in) & key_padding_or_all(in.padding);
+            Mask mask;  // bidirectional: nothing but the padding
+            switch (config.attention) {
+                case SelfAttentionKind::Causal: mask = Mask::causal(in.length); break;
+                case SelfAttentionKind::PrefixLm: mask = Mask::prefix_lm(in.prefix_lengths, in.length); break;
+                case SelfAttentionKind::Bidirectional: break;
+            }
+            return mask & key_padding_or_all(in.padding);
+        }
+    }
+    fail("attention_mask: unknown attention call");
+}
+
+}  // namespace tinyformer

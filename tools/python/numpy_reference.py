@@ -1,0 +1,275 @@
+"""The whole model on one page: docs/FORMAT.md's forward pass in float64 numpy.
+
+An independent implementation of what `tinyformer forward --attention`
+computes, written from FORMAT.md and the lesson's formulas only (numpy, no
+PyTorch), readable top to bottom. tools/python/make_reference.py runs it on every
+reference case to check PyTorch's float32 numbers far inside the parity
+tolerance; tools/python/make_export_fixture.py checks an exported model with it.
+
+Where each formula of the lesson lives (X is [B, T, D], one row per token):
+
+    sinusoidal_table   P[pos, 2i] = sin(pos / 10000^(2i/D)), P[pos, 2i+1] = cos(same)
+    embed              X = E[ids] * sqrt(D) (if embed_scale) + P[0..T-1]
+    linear             y = x W^T + b              (PyTorch's weight layout [out, in])
+    layer_norm         LayerNorm(x) = (x - mean) / sqrt(var + eps) * gamma + beta
+    activation         ReLU(x) = max(x, 0),  GELU(x) = x/2 * (1 + erf(x / sqrt(2)))
+    feed_forward       FFN(x) = W2 act(W1 x + b1) + b2
+    softmax            softmax over the key axis; -inf gets weight 0, a row that is
+                       all -inf (a query that may see no key) gets all zeros
+    attention          A = softmax(Q K^T / sqrt(dk) + M), O = A V, per head
+                       (M = 0 where the query may see the key, -inf where not)
+    multi_head_attention
+                       Q = Xq Wq^T + bq, K = Xkv Wk^T + bk, V = Xkv Wv^T + bv,
+                       split into H heads of dk = D/H, attention per head,
+                       MHA = Concat(O_1..O_H) Wo^T + bo
+    encoder_layer      post-LN: x = LN1(x + MHA(x)); x = LN2(x + FFN(x))
+                       pre-LN:  x = x + MHA(LN1(x)); x = x + FFN(LN2(x))
+    decoder_layer      the same with cross-attention to the encoder's memory
+                       between self-attention and the FFN (three norms)
+    allowed_keys, allowed_self
+                       the masks, as "query i may see key j" (True) before they
+                       become M: causal j <= i, prefix-LM j < prefix or j <= i,
+                       bidirectional all, and never a padded key
+    spec_forward       the model: embeddings, the layers, the final norm(s), the
+                       logits, and the per-head attention weights of every layer
+
+Padded queries get exactly 0 (attention rows and logits), as tinyformer gives
+them. Weights are the checkpoint's tensors by their FORMAT.md names
+(e.g. "transformer.layers.0.self_attn.in_proj_weight"), converted to float64.
+"""
+
+import math
+
+import numpy as np
+
+# ----------------------------------------------------------------------------
+# Embeddings and positions
+# ----------------------------------------------------------------------------
+
+
+def sinusoidal_table(length, d, dtype=np.float64):
+    """P[pos, 2i] = sin(pos / 10000^(2i/d)), P[pos, 2i+1] = cos(same); computed
+    in float64, then rounded to `dtype`."""
+    pos = np.arange(length, dtype=np.float64)[:, None]
+    two_i = np.arange(0, d, 2, dtype=np.float64)[None, :]
+    angle = pos / np.power(10000.0, two_i / d)
+    table = np.zeros((length, d), dtype=np.float64)
+    table[:, 0::2] = np.sin(angle)
+    table[:, 1::2] = np.cos(angle[:, : d // 2])
+    return table.astype(dtype)
+
+
+def embed(cfg, w, table, ids):
+    """X = E[ids] * sqrt(D) (if embed_scale) + P[0..T-1]; ids [B, T] -> [B, T, D]."""
+    d, t = cfg["d_model"], ids.shape[1]
+    x = w[table][ids] * (math.sqrt(d) if cfg["embed_scale"] else 1.0)
+    if cfg["pos_encoding"] == "learned":
+        x = x + w["pos_embed.weight"][:t]
+    elif cfg["pos_encoding"] == "sinusoidal":
+        x = x + sinusoidal_table(t, d)
+    return x
+
+
+# ----------------------------------------------------------------------------
+# The building blocks
+# ----------------------------------------------------------------------------
+
+
+def linear(w, p, x):
+    """y = x W^T + b, with W = w[p.weight] [out, in] and b = w[p.bias] [out]."""
+    return x @ w[p + ".weight"].T + w[p + ".bias"]
+
+
+def layer_norm(w, p, x, eps):
+    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis (biased variance)."""
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w[p + ".weight"] + w[p + ".bias"]
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def activation(x, kind):
+    """ReLU(x) = max(x, 0); GELU(x) = x/2 * (1 + erf(x / sqrt(2))) (exact, not tanh)."""
+    return np.maximum(x, 0) if kind == "relu" else 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def feed_forward(cfg, w, p, x):
+    """FFN(x) = linear2(act(linear1(x))): D -> dim_feedforward -> D."""
+    return linear(w, p + ".linear2", activation(linear(w, p + ".linear1", x), cfg["activation"]))
+
+
+# ----------------------------------------------------------------------------
+# Attention
+# ----------------------------------------------------------------------------
+
+
+def softmax(scores):
+    """softmax over the last (key) axis. A -inf score gets weight exactly 0; a
+    row that is all -inf (a query that may see no key) gets all zeros, FORMAT.md's
+    definition, where the textbook formula would give 0/0."""
+    row_max = scores.max(-1, keepdims=True)
+    row_max = np.where(np.isneginf(row_max), 0.0, row_max)   # all -inf: exp(-inf - 0) = 0
+    e = np.exp(scores - row_max)
+    total = e.sum(-1, keepdims=True)
+    return e / np.where(total == 0, 1, total)
+
+
+def attention(q, k, v, allowed, qpad):
+    """A = softmax(Q K^T / sqrt(dk) + M), O = A V for every batch row and head.
+    q [B, H, L, dk], k and v [B, H, S, dk]; allowed [B, L, S] True = the query
+    may see the key (M = 0), False = M = -inf; qpad [B, L] True = padded query,
+    whose row of A is set to 0. Returns (O [B, H, L, dk], A [B, H, L, S])."""
+    m = np.where(allowed[:, None], 0.0, -np.inf)              # [B, 1, L, S], the same for every head
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + m
+    a = softmax(scores)
+    a = np.where(qpad[:, None, :, None], 0.0, a)
+    return a @ v, a
+
+
+def multi_head_attention(cfg, w, p, xq, xkv, allowed, qpad):
+    """MHA(Xq, Xkv) = Concat(head_1..head_H) Wo^T + bo, head_h = attention(Q_h, K_h, V_h).
+    Wq, Wk, Wv are the three [D, D] blocks of in_proj_weight [3D, D] (PyTorch's
+    layout); head h uses columns h*dk .. (h+1)*dk of Q, K and V.
+    Returns (output [B, L, D], per-head weights [B, H, L, S])."""
+    d, h = cfg["d_model"], cfg["nhead"]
+    dk = d // h
+    if (~allowed.any(-1) & ~qpad).any():
+        raise RuntimeError(f"{p}: a non-padded query sees no key")
+    wi, bi = w[p + ".in_proj_weight"], w[p + ".in_proj_bias"]
+    q = xq @ wi[:d].T + bi[:d]
+    k = xkv @ wi[d:2 * d].T + bi[d:2 * d]
+    v = xkv @ wi[2 * d:].T + bi[2 * d:]
+    b, l, s = q.shape[0], q.shape[1], k.shape[1]
+    q = q.reshape(b, l, h, dk).transpose(0, 2, 1, 3)            # [B, H, L, dk]
+    k = k.reshape(b, s, h, dk).transpose(0, 2, 1, 3)            # [B, H, S, dk]
+    v = v.reshape(b, s, h, dk).transpose(0, 2, 1, 3)
+    o, weights = attention(q, k, v, allowed, qpad)
+    o = o.transpose(0, 2, 1, 3).reshape(b, l, d)                # Concat(heads)
+    return linear(w, p + ".out_proj", o), weights
+
+
+# ----------------------------------------------------------------------------
+# Layers: post-LN (norm_first false) and pre-LN (norm_first true)
+# ----------------------------------------------------------------------------
+
+
+def encoder_layer(cfg, w, p, x, allowed, pad):
+    """One nn.TransformerEncoderLayer (also each layer of decoder_only and
+    encoder_only models, whose mask decides causal / prefix-LM / bidirectional).
+    Returns (x, self-attention weights)."""
+    eps = cfg["layer_norm_eps"]
+    if cfg["norm_first"]:
+        y = layer_norm(w, p + ".norm1", x, eps)
+        a, wt = multi_head_attention(cfg, w, p + ".self_attn", y, y, allowed, pad)
+        x = x + a
+        x = x + feed_forward(cfg, w, p, layer_norm(w, p + ".norm2", x, eps))
+    else:
+        a, wt = multi_head_attention(cfg, w, p + ".self_attn", x, x, allowed, pad)
+        x = layer_norm(w, p + ".norm1", x + a, eps)
+        x = layer_norm(w, p + ".norm2", x + feed_forward(cfg, w, p, x), eps)
+    return x, wt
+
+
+def decoder_layer(cfg, w, p, x, mem, self_allowed, cross_allowed, pad):
+    """One nn.TransformerDecoderLayer: causal self-attention, cross-attention
+    (queries from x, keys and values from the encoder's memory), FFN.
+    Returns (x, self-attention weights, cross-attention weights)."""
+    eps = cfg["layer_norm_eps"]
+    if cfg["norm_first"]:
+        y = layer_norm(w, p + ".norm1", x, eps)
+        a, ws = multi_head_attention(cfg, w, p + ".self_attn", y, y, self_allowed, pad)
+        x = x + a
+        a, wc = multi_head_attention(cfg, w, p + ".multihead_attn", layer_norm(w, p + ".norm2", x, eps), mem,
+                                     cross_allowed, pad)
+        x = x + a
+        x = x + feed_forward(cfg, w, p, layer_norm(w, p + ".norm3", x, eps))
+    else:
+        a, ws = multi_head_attention(cfg, w, p + ".self_attn", x, x, self_allowed, pad)
+        x = layer_norm(w, p + ".norm1", x + a, eps)
+        a, wc = multi_head_attention(cfg, w, p + ".multihead_attn", x, mem, cross_allowed, pad)
+        x = layer_norm(w, p + ".norm2", x + a, eps)
+        x = layer_norm(w, p + ".norm3", x + feed_forward(cfg, w, p, x), eps)
+    return x, ws, wc
+
+
+# ----------------------------------------------------------------------------
+# Masks, as [B, L, S] "query may see key" (True = M is 0, False = M is -inf)
+# ----------------------------------------------------------------------------
+
+
+def allowed_keys(kpad, length):
+    """Each of `length` queries may see every key that is not padding (kpad [B, S]):
+    the encoder's self-attention and the decoder's cross-attention."""
+    b, s = kpad.shape
+    return np.broadcast_to(~kpad[:, None, :], (b, length, s))
+
+
+def allowed_self(attention_kind, pad, prefix=None):
+    """Self-attention of query i to key j: causal j <= i (the decoder of
+    encoder_decoder, decoder_only), prefix_lm j < prefix_len[b] or j <= i,
+    bidirectional (encoder_only) every key; never a padded key (pad [B, T])."""
+    b, t = pad.shape
+    i, j = np.arange(t)[:, None], np.arange(t)[None, :]
+    if attention_kind == "causal":
+        allowed = np.broadcast_to((j <= i)[None], (b, t, t))
+    elif attention_kind == "prefix_lm":
+        allowed = (j[None] < prefix[:, None, None]) | (j <= i)[None]
+    else:
+        allowed = np.ones((b, t, t), bool)
+    return allowed & ~pad[:, None, :]
+
+
+# ----------------------------------------------------------------------------
+# The model
+# ----------------------------------------------------------------------------
+
+
+def spec_forward(cfg, w, inputs):
+    """Outputs of `forward --attention` as FORMAT.md defines them, in float64,
+    from the checkpoint tensors `w` and input arrays (FORMAT.md section 2 names).
+    Padded queries get exactly 0 (attention rows and logits), as tinyformer
+    gives them. Returns (outputs, {output name: [B, L] True = padded query})."""
+    w = {k: v.astype(np.float64) for k, v in w.items()}
+    out = {}
+    if cfg["arch"] == "encoder_decoder":
+        src, tgt = inputs["src_ids"].astype(np.int64), inputs["tgt_ids"].astype(np.int64)
+        b, s, t = src.shape[0], src.shape[1], tgt.shape[1]
+        spad = inputs.get("src_key_padding_mask", np.zeros((b, s), bool)).astype(bool)
+        tpad = inputs.get("tgt_key_padding_mask", np.zeros((b, t), bool)).astype(bool)
+        enc_allowed = allowed_keys(spad, s)
+        dec_allowed = allowed_self("causal", tpad)
+        cross_allowed = allowed_keys(spad, t)
+        # the encoder, then its final norm: the memory
+        x = embed(cfg, w, "src_embed.weight", src)
+        for i in range(cfg["num_encoder_layers"]):
+            x, out[f"attention.encoder.{i}"] = encoder_layer(
+                cfg, w, f"transformer.encoder.layers.{i}", x, enc_allowed, spad)
+        mem = layer_norm(w, "transformer.encoder.norm", x, cfg["layer_norm_eps"])
+        # the decoder, its final norm, the generator
+        y = embed(cfg, w, "tgt_embed.weight", tgt)
+        for i in range(cfg["num_decoder_layers"]):
+            y, out[f"attention.decoder.{i}.self"], out[f"attention.decoder.{i}.cross"] = decoder_layer(
+                cfg, w, f"transformer.decoder.layers.{i}", y, mem, dec_allowed, cross_allowed, tpad)
+        y = layer_norm(w, "transformer.decoder.norm", y, cfg["layer_norm_eps"])
+        logits = linear(w, "generator", y)
+        qpad = tpad
+        qpads = {k: (spad if k.startswith("attention.encoder.") else tpad) for k in out}
+    else:
+        ids = inputs["ids"].astype(np.int64)
+        b, t = ids.shape
+        pad = inputs.get("key_padding_mask", np.zeros((b, t), bool)).astype(bool)
+        prefix = inputs["prefix_len"].astype(np.int64) if cfg["attention"] == "prefix_lm" else None
+        allowed = allowed_self(cfg["attention"], pad, prefix)
+        x = embed(cfg, w, "embed.weight", ids)
+        for n in range(cfg["num_layers"]):
+            x, out[f"attention.layers.{n}"] = encoder_layer(cfg, w, f"transformer.layers.{n}", x, allowed, pad)
+        if cfg["final_norm"]:
+            x = layer_norm(w, "transformer.norm", x, cfg["layer_norm_eps"])
+        logits = linear(w, "lm_head", x)
+        qpad = pad
+        qpads = {k: pad for k in out}
+    out["logits"] = np.where(qpad[:, :, None], 0.0, logits)
+    qpads["logits"] = qpad
+    return out, qpads

@@ -1,0 +1,1195 @@
+#!/usr/bin/python3
+"""Export stock PyTorch Transformer modules as a tinyformer checkpoint
+(docs/FORMAT.md) and check the file against PyTorch.
+
+Three functions, one per architecture, take the modules themselves:
+
+    export_encoder_decoder(path, transformer=..., src_embed=..., tgt_embed=..., generator=...,
+                           max_len=..., [pos_encoding, pos_embed, embed_scale, pad_id, bos_id,
+                           eos_id, vocab, src_vocab, tokenizer, train_max_len, dtype])
+    export_decoder_only(path, layers=..., embed=..., lm_head=..., max_len=..., [attention, ...,
+                        prompt_suffix])
+    export_encoder_only(path, layers=..., embed=..., head=..., max_len=..., [...])
+    check(path, n_batches=3, seed=0) -> worst normalised error (<= 1 passes); raises on failure
+
+`transformer` is a stock nn.Transformer, `layers` a stock nn.TransformerEncoder
+(decoder-only models run it with a causal or prefix-LM mask), embeddings are
+nn.Embedding, heads nn.Linear, `pos_embed` an nn.Embedding(max_len, d_model)
+when pos_encoding="learned". Everything the modules know is read from them:
+d_model, nhead, dim_feedforward, layer counts, activation, norm_first,
+layer_norm_eps, whether final norms exist, vocabulary sizes. What the modules
+do not know is asked: the positional encoding, embed_scale, max_len, special
+ids, vocabularies and tokenizer. What FORMAT cannot represent is refused with
+a ValueError naming the module attribute and its value (a custom activation,
+tanh-GELU, missing biases, add_bias_kv, add_zero_attn, kdim/vdim != d_model,
+per-layer differences, a final norm with another eps, an nn.Transformer
+without encoder/decoder norms, ...).
+
+Tied or shared weights (generator.weight is tgt_embed.weight, src_embed is
+tgt_embed, ...): FORMAT has no aliases, so each name gets its own copy of the
+values; the file is larger, the numbers are the same.
+
+Storage: float32 modules are written as F32, .half() modules as F16, bfloat16
+modules as BF16; dtype="F32"|"F16"|"BF16" forces one (values are rounded).
+
+check(path) loads the file, makes `n_batches` random batches with right and
+left padding (and different prefix lengths for prefix_lm), runs
+`build/tinyformer forward MODEL --inputs IN --output OUT --attention` (the
+binary is $TINYFORMER_BIN, default <repo>/build/tinyformer) and PyTorch's plain
+(non-fused) path on the modules the file was exported from (a float32 copy
+taken at export time, in this process: a file changed since is compared with
+them, not with itself) or, when the file was not exported in this process, on
+stock modules rebuilt from the file (tools/python/torch_modules.py).
+It compares the logits and every per-head attention weight at non-padding
+positions with FORMAT's tolerance |a-b| <= 1e-4 + 1e-4|b| (b = PyTorch), and
+requires tinyformer's padded rows to be exactly 0. It returns the worst
+|a-b| / (1e-4 + 1e-4|b|) and raises CheckError naming the first attention
+(in forward order) whose weights diverge, e.g.
+"attention.decoder.1.cross diverges first: ...".
+
+Importable from anywhere: sys.path.insert(0, "/path/to/checkout/tools/python"), then
+import tinyformer_export (its own modules and build/tinyformer are found next
+to this file, never through the working directory).
+
+Command line (from any folder; Debian's python3-torch):
+
+    /usr/bin/python3 tools/python/tinyformer_export.py --check MODEL.safetensors
+    /usr/bin/python3 tools/python/tinyformer_export.py --from-state-dict STATE.pt --arch encoder_decoder \\
+        --nhead 8 --activation relu --norm-first false --max-len 128 --vocab vocab.json \\
+        --pad-id 1 --bos-id 2 --eos-id 3 --out model.safetensors
+
+--from-state-dict converts a saved state_dict of a module with FORMAT's
+attribute names (src_embed, tgt_embed, pos_embed, transformer, generator /
+embed, pos_embed, transformer, lm_head): it builds stock modules, loads the
+state_dict strictly, exports them and checks the file (unless --no-check).
+The file is read with torch.load(weights_only=True) (load_state_dict_file):
+nothing in it can run; a file that needs more is refused. Every file written
+goes through tools/python/safe_write.py.
+Standard library, torch and numpy only.
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import safe_write  # noqa: E402
+import safetensors_io as st  # noqa: E402
+import torch_modules as tm  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+FORMAT_TAG = "tinyformer/1"
+ATOL = RTOL = 1e-4              # FORMAT.md: |a-b| <= 1e-4 + 1e-4*|b|
+TOKENIZERS = ("char", "whitespace")
+POS_ENCODINGS = ("sinusoidal", "learned", "none")
+STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+FLOAT32_MIN_NORMAL = float(np.finfo(np.float32).tiny)
+MAX_SINUSOIDAL_NUMBERS = 1 << 27  # tinyformer's limit on max_len * d_model
+
+__all__ = ["export_encoder_decoder", "export_decoder_only", "export_encoder_only", "check", "CheckError",
+           "load_state_dict_file"]
+
+
+class CheckError(RuntimeError):
+    """check(): tinyformer and PyTorch disagree, or tinyformer refused the file."""
+
+
+# ----------------------------------------------------------------------------
+# Reading the modules
+# ----------------------------------------------------------------------------
+
+
+def _refuse(path, value, why):
+    raise ValueError(f"{path} = {value!r}: {why}")
+
+
+def _describe(obj):
+    """A short, readable description of a module or callable for messages."""
+    if isinstance(obj, nn.Module):
+        return f"{type(obj).__name__}({obj.extra_repr()})"
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    return f"<{name}>" if name else repr(obj)
+
+
+class _Desc:
+    """Shows as the given text inside a {!r} (for _refuse with modules and callables)."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _require_module(obj, cls, path, check_forward=True):
+    """obj must be an instance of the stock class cls, whose forward it does not
+    replace (check_forward=False: nn.Transformer, whose own forward is not used)."""
+    if not isinstance(obj, cls):
+        _refuse(path, _Desc(_describe(obj) if obj is not None else "None"),
+                f"expected a stock nn.{cls.__name__}")
+    if check_forward and type(obj).forward is not cls.forward:
+        _refuse(path, _Desc(type(obj).__name__),
+                f"a subclass of nn.{cls.__name__} with its own forward cannot be represented "
+                f"(FORMAT describes what the stock nn.{cls.__name__} computes)")
+
+
+def _activation(act, path):
+    """'relu' or 'gelu' for what a stock layer stores as its activation."""
+    if act is F.relu or act is torch.relu or (isinstance(act, nn.ReLU) and type(act).forward is nn.ReLU.forward):
+        return "relu"
+    if act is F.gelu:
+        return "gelu"
+    if isinstance(act, nn.GELU) and type(act).forward is nn.GELU.forward:
+        if act.approximate != "none":
+            _refuse(path, _Desc(_describe(act)),
+                    'FORMAT\'s "gelu" is the exact erf GELU; approximate="tanh" cannot be represented')
+        return "gelu"
+    _refuse(path, _Desc(_describe(act)),
+            'a custom activation cannot be represented; FORMAT allows "relu" or "gelu" '
+            '(F.relu, F.gelu, nn.ReLU(), nn.GELU(), or the strings "relu"/"gelu" given to the constructor)')
+
+
+def _linear(lin, path, in_features, out_features=None):
+    _require_module(lin, nn.Linear, path)
+    if lin.bias is None:
+        _refuse(f"{path}.bias", None, "FORMAT needs every bias (bias=False cannot be represented)")
+    if lin.in_features != in_features:
+        _refuse(f"{path}.in_features", lin.in_features, f"expected d_model = {in_features}")
+    if out_features is not None and lin.out_features != out_features:
+        _refuse(f"{path}.out_features", lin.out_features, f"expected {out_features}")
+    return lin.out_features
+
+
+def _layer_norm(norm, path, d_model):
+    _require_module(norm, nn.LayerNorm, path)
+    if not norm.elementwise_affine:
+        _refuse(f"{path}.elementwise_affine", False, "FORMAT's LayerNorms have a weight and a bias")
+    if norm.weight is None:
+        _refuse(f"{path}.weight", None, "FORMAT's LayerNorms have a weight and a bias")
+    if norm.bias is None:
+        _refuse(f"{path}.bias", None, "FORMAT's LayerNorms have a weight and a bias")
+    if tuple(norm.normalized_shape) != (d_model,):
+        _refuse(f"{path}.normalized_shape", tuple(norm.normalized_shape), f"expected ({d_model},)")
+    return float(norm.eps)
+
+
+def _embedding(emb, path, d_model=None):
+    _require_module(emb, nn.Embedding, path)
+    if emb.max_norm is not None:
+        _refuse(f"{path}.max_norm", emb.max_norm, "max_norm rescales rows during forward; FORMAT's lookup does not")
+    if d_model is not None and emb.embedding_dim != d_model:
+        _refuse(f"{path}.embedding_dim", emb.embedding_dim, f"expected d_model = {d_model}")
+    return emb.num_embeddings
+
+
+def _attention(mha, path, d_model):
+    _require_module(mha, nn.MultiheadAttention, path)
+    if mha.embed_dim != d_model:
+        _refuse(f"{path}.embed_dim", mha.embed_dim, f"expected d_model = {d_model}")
+    if mha.kdim != d_model:
+        _refuse(f"{path}.kdim", mha.kdim, f"kdim must equal d_model = {d_model}")
+    if mha.vdim != d_model:
+        _refuse(f"{path}.vdim", mha.vdim, f"vdim must equal d_model = {d_model}")
+    if not mha._qkv_same_embed_dim or mha.in_proj_weight is None:
+        _refuse(f"{path}.in_proj_weight", None, "FORMAT stores q, k, v stacked in in_proj_weight")
+    if mha.in_proj_bias is None:
+        _refuse(f"{path}.in_proj_bias", None, "FORMAT needs the projection biases (bias=False cannot be represented)")
+    if mha.out_proj.bias is None:
+        _refuse(f"{path}.out_proj.bias", None, "FORMAT needs the projection biases (bias=False cannot be represented)")
+    if mha.bias_k is not None or mha.bias_v is not None:
+        _refuse(f"{path}.add_bias_kv", True, "extra key/value biases cannot be represented")
+    if mha.add_zero_attn:
+        _refuse(f"{path}.add_zero_attn", True, "an extra zero key/value cannot be represented")
+    _linear(mha.out_proj, f"{path}.out_proj", d_model, d_model)
+    return mha.num_heads
+
+
+def _layer(layer, path, decoder):
+    """The settings of one TransformerEncoderLayer / TransformerDecoderLayer, each with
+    the attribute it was read from: {key: (value, attribute path)}."""
+    _require_module(layer, nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer, path)
+    d = layer.self_attn.embed_dim
+    s = {"d_model": (d, f"{path}.self_attn.embed_dim")}
+    s["nhead"] = (_attention(layer.self_attn, f"{path}.self_attn", d), f"{path}.self_attn.num_heads")
+    s["batch_first"] = (bool(layer.self_attn.batch_first), f"{path}.self_attn.batch_first")
+    if decoder:
+        cross = _attention(layer.multihead_attn, f"{path}.multihead_attn", d)
+        if cross != s["nhead"][0]:
+            _refuse(f"{path}.multihead_attn.num_heads", cross,
+                    f"differs from {path}.self_attn.num_heads = {s['nhead'][0]}; FORMAT has one nhead")
+        if layer.multihead_attn.batch_first != layer.self_attn.batch_first:
+            _refuse(f"{path}.multihead_attn.batch_first", layer.multihead_attn.batch_first,
+                    f"differs from {path}.self_attn.batch_first")
+    ff = _linear(layer.linear1, f"{path}.linear1", d)
+    _linear(layer.linear2, f"{path}.linear2", ff, d)
+    s["dim_feedforward"] = (ff, f"{path}.linear1.out_features")
+    s["activation"] = (_activation(layer.activation, f"{path}.activation"), f"{path}.activation")
+    s["norm_first"] = (bool(layer.norm_first), f"{path}.norm_first")
+    norms = ["norm1", "norm2", "norm3"] if decoder else ["norm1", "norm2"]
+    eps = [_layer_norm(getattr(layer, n), f"{path}.{n}", d) for n in norms]
+    for n, e in zip(norms[1:], eps[1:]):
+        if e != eps[0]:
+            _refuse(f"{path}.{n}.eps", e, f"differs from {path}.norm1.eps = {eps[0]}; FORMAT has one layer_norm_eps")
+    s["layer_norm_eps"] = (eps[0], f"{path}.norm1.eps")
+    return s
+
+
+def _same(settings, against):
+    """Refuse the first setting of `settings` that differs from `against`."""
+    for key, (value, path) in settings.items():
+        want, want_path = against[key]
+        if value != want:
+            _refuse(path, value, f"differs from {want_path} = {want!r}; FORMAT has one {key} per model "
+                                 f"(per-layer differences cannot be represented)")
+
+
+def _stack(stack, path, decoder, need_norm):
+    """(settings of the layers, number of layers, final norm eps or None) of a
+    TransformerEncoder / TransformerDecoder."""
+    _require_module(stack, nn.TransformerDecoder if decoder else nn.TransformerEncoder, path)
+    if len(stack.layers) == 0:
+        _refuse(f"{path}.layers", _Desc("ModuleList()"), "a stack needs at least one layer")
+    settings = None
+    for i, layer in enumerate(stack.layers):
+        s = _layer(layer, f"{path}.layers.{i}", decoder)
+        if settings is None:
+            settings = s
+        else:
+            _same(s, settings)
+    norm_eps = None
+    if stack.norm is None:
+        if need_norm:
+            _refuse(f"{path}.norm", None, "FORMAT's encoder_decoder has transformer.encoder.norm and "
+                                          "transformer.decoder.norm (nn.Transformer always makes them)")
+    else:
+        norm_eps = _layer_norm(stack.norm, f"{path}.norm", settings["d_model"][0])
+        if norm_eps != settings["layer_norm_eps"][0]:
+            _refuse(f"{path}.norm.eps", norm_eps, f"differs from {settings['layer_norm_eps'][1]} = "
+                                                  f"{settings['layer_norm_eps'][0]}; FORMAT has one layer_norm_eps")
+    return settings, len(stack.layers), norm_eps
+
+
+def _check_positions(pos_encoding, pos_embed, max_len, d_model):
+    if pos_encoding not in POS_ENCODINGS:
+        _refuse("pos_encoding", pos_encoding, "expected one of " + ", ".join(POS_ENCODINGS))
+    if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
+        _refuse("max_len", max_len, "expected a positive int")
+    if pos_encoding == "learned":
+        if pos_embed is None:
+            _refuse("pos_embed", None, 'pos_encoding="learned" needs pos_embed, an nn.Embedding(max_len, d_model)')
+        n = _embedding(pos_embed, "pos_embed", d_model)
+        if n != max_len:
+            _refuse("pos_embed.num_embeddings", n, f"must equal max_len = {max_len} (FORMAT: pos_embed.weight "
+                                                    f"[max_len, d_model])")
+    elif pos_embed is not None:
+        _refuse("pos_embed", _Desc(_describe(pos_embed)),
+                f'given with pos_encoding="{pos_encoding}"; only "learned" positions have a table')
+    if pos_encoding == "sinusoidal" and max_len * d_model > MAX_SINUSOIDAL_NUMBERS:
+        _refuse("max_len", max_len, f"a sinusoidal table of max_len x d_model = {max_len} x {d_model} is above "
+                                    f"tinyformer's limit of 2^27 numbers")
+
+
+def _check_ids(ids, sizes):
+    """ids: {name: value or None}; sizes: {name: [(vocabulary size, what it is)]}."""
+    out = {}
+    for name, value in ids.items():
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            _refuse(name, value, "expected an int token id")
+        for size, what in sizes[name]:
+            if not 0 <= value < size:
+                _refuse(name, value, f"outside the {what} 0..{size - 1}")
+        out[name] = value
+    return out
+
+
+def _check_vocab(name, vocab, size, size_path, tokenizer):
+    if vocab is None:
+        return None
+    if isinstance(vocab, (str, bytes)) or not hasattr(vocab, "__len__"):
+        _refuse(name, _Desc(type(vocab).__name__), "expected a list of token strings")
+    vocab = list(vocab)
+    if len(vocab) != size:
+        _refuse(f"len({name})", len(vocab), f"does not match {size_path} = {size}")
+    check_vocabulary(name, vocab, tokenizer)
+    return vocab
+
+
+SPECIAL_TOKEN = re.compile(r"<[a-z0-9_]+>")   # FORMAT's special tokens: the whole token, fullmatch
+WHITESPACE = " \t\n\r\v\f"                    # what the "whitespace" tokenizer splits on (models/tokenizer.h)
+MAX_SIZE = 1 << 24                              # tinyformer's limit on every size of the config (models/config.cpp)
+SIZE_KEYS = ("d_model", "nhead", "dim_feedforward", "max_len", "num_encoder_layers", "num_decoder_layers",
+             "num_layers", "src_vocab_size", "tgt_vocab_size", "vocab_size")
+
+
+def is_special_token(token):
+    """'<' + one or more of [a-z0-9_] + '>' (docs/FORMAT.md): <pad>, <eos>, <sep>; not <3 or <=."""
+    return SPECIAL_TOKEN.fullmatch(token) is not None
+
+
+def check_vocabulary(name, vocab, tokenizer):
+    """docs/FORMAT.md's vocabulary rules, as the engine's loader applies them
+    (models/tokenizer.h, check_vocabulary): ValueError naming name[index], the
+    entry and the rule it breaks."""
+    if len(vocab) == 0:
+        _refuse(name, vocab, "a vocabulary holds at least one token")
+    seen = {}
+    for i, token in enumerate(vocab):
+        where = f"{name}[{i}]"
+        if not isinstance(token, str):
+            _refuse(where, token, "every token must be a string")
+        if not token:
+            _refuse(where, token, "every token needs at least one character")
+        for at, c in enumerate(token):
+            if 0xD800 <= ord(c) <= 0xDFFF:
+                _refuse(where, token, f"holds a lone surrogate U+{ord(c):04X} at character {at}, which is no "
+                                      f"character (tokens are UTF-8 text)")
+            if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F:
+                _refuse(where, token, f"holds the control character U+{ord(c):04X} at character {at}; no token may "
+                                      f"hold a control character (C0, DEL or C1)")
+        special = is_special_token(token)
+        if tokenizer == "char" and len(token) != 1 and not special:
+            _refuse(where, token, f'is {len(token)} characters; tokenizer "char" needs one character per token '
+                                  f'(special tokens: "<" + [a-z0-9_]+ + ">"); use tokenizer="whitespace" for words')
+        if tokenizer == "whitespace" and any(c in WHITESPACE for c in token):
+            _refuse(where, token, 'tokenizer "whitespace" splits on whitespace; a token cannot hold any')
+        if token in seen:
+            _refuse(where, token, f"appears twice (also {name}[{seen[token]}]); no two entries may be equal")
+        seen[token] = i
+
+
+def _check_prompt_suffix(prompt_suffix, vocab, tokenizer):
+    """The suffix must encode with the model's tokenizer into ordinary tokens
+    (never a special token, never <unk>), as the engine's loader requires."""
+    if vocab is None:
+        _refuse("prompt_suffix", prompt_suffix, "needs a vocab to be read with")
+    pieces = list(prompt_suffix) if tokenizer == "char" else re.split(f"[{re.escape(WHITESPACE)}]+", prompt_suffix)
+    pieces = [p for p in pieces if p]
+    if not pieces:
+        _refuse("prompt_suffix", prompt_suffix, "holds no token")
+    for piece in pieces:
+        if piece not in vocab:
+            _refuse("prompt_suffix", prompt_suffix, f"its token {piece!r} is not in the vocabulary")
+        if is_special_token(piece):
+            _refuse("prompt_suffix", prompt_suffix, f"its token {piece!r} is a special token, which text never "
+                                                    f"encodes to: the suffix could not be typed")
+
+
+def _check_engine_limits(config, meta, sources):
+    """The limits tinyformer's loader applies to a config (models/config.cpp) and
+    its metadata, checked before anything is written. sources: {config key: the
+    attribute or argument it was read from}, for the message."""
+    for key in SIZE_KEYS:
+        if key in config and not 1 <= config[key] <= MAX_SIZE:
+            _refuse(sources.get(key, key), config[key], f"above tinyformer's limit of 2^24 = {MAX_SIZE} "
+                                                        f"(config '{key}')")
+    if "train_max_len" in meta and int(meta["train_max_len"]) > MAX_SIZE:
+        _refuse("train_max_len", int(meta["train_max_len"]), f"above tinyformer's limit of 2^24 = {MAX_SIZE}")
+
+
+def _common_metadata(tokenizer, train_max_len):
+    if tokenizer not in TOKENIZERS:
+        _refuse("tokenizer", tokenizer, "expected one of " + ", ".join(f'"{t}"' for t in TOKENIZERS))
+    meta = {"tokenizer": tokenizer}
+    if train_max_len is not None:
+        if not isinstance(train_max_len, int) or isinstance(train_max_len, bool) or train_max_len < 1:
+            _refuse("train_max_len", train_max_len, "expected a positive int")
+        meta["train_max_len"] = str(train_max_len)
+    return meta
+
+
+# ----------------------------------------------------------------------------
+# Writing
+# ----------------------------------------------------------------------------
+
+# path (resolved) -> {"sha256", "arch", "parts": float32 copies of the modules}
+_REGISTRY = {}
+
+
+def _storage(tensors, dtype):
+    """The storage dtype name: forced, or the one dtype the tensors have."""
+    if dtype is not None:
+        if dtype not in STORAGE:
+            _refuse("dtype", dtype, "expected one of " + ", ".join(f'"{d}"' for d in STORAGE))
+        return dtype
+    by_dtype = {}
+    for name, t in tensors.items():
+        by_dtype.setdefault(t.dtype, name)
+    names = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+    for torch_dtype, name in by_dtype.items():
+        if torch_dtype not in names:
+            _refuse(f"{name}.dtype", _Desc(str(torch_dtype)),
+                    'FORMAT stores F32, F16 or BF16; convert the modules or pass dtype="F32"')
+    if len(by_dtype) > 1:
+        (d1, n1), (d2, n2) = list(by_dtype.items())[:2]
+        _refuse(f"{n2}.dtype", _Desc(str(d2)), f"differs from {n1}.dtype = {d1}; pass dtype=\"F32\", \"F16\" "
+                                               f"or \"BF16\" to store them all as one")
+    return names[next(iter(by_dtype))] if by_dtype else "F32"
+
+
+def _stored_tensors(named, storage):
+    """{FORMAT name: tensor in the storage dtype}, each its own copy (tied weights
+    are written once per name: FORMAT has no aliases)."""
+    out = {}
+    for name, p in named.items():
+        t = p.detach().to("cpu")
+        if not torch.isfinite(t.float()).all():
+            _refuse(name, _Desc("a tensor with NaN or inf"), "tinyformer refuses non-finite weights")
+        stored = t.to(STORAGE[storage]).clone().contiguous()
+        if not torch.isfinite(stored.float()).all():
+            _refuse(name, _Desc(f"max |w| {float(t.float().abs().max()):.4g}"), f"overflows in {storage}")
+        out[name] = stored
+    return out
+
+
+def _snapshot(parts, storage):
+    """float32 copies of the modules, holding exactly the stored values, for check()."""
+    snap = copy.deepcopy({k: v for k, v in parts.items() if v is not None})   # one call: ties are kept
+    seen = set()
+    for module in snap.values():
+        module.to("cpu")
+        for p in module.parameters():
+            if id(p) in seen:
+                continue
+            seen.add(id(p))
+            p.data = p.data.to(STORAGE[storage]).to(torch.float32)
+            p.requires_grad_(True)       # grad enabled keeps PyTorch on its plain path
+        for b in module.buffers():
+            if b.is_floating_point():
+                b.data = b.data.float()
+        module.eval()
+    for stack in [snap.get("transformer"), snap.get("layers")]:
+        encoder = getattr(stack, "encoder", stack)
+        if isinstance(encoder, nn.TransformerEncoder):
+            encoder.enable_nested_tensor = False
+    return snap
+
+
+def _write(path, arch, config, named, parts, meta, dtype):
+    storage = _storage(named, dtype)
+    tensors = _stored_tensors(named, storage)
+    snapshot = _snapshot(parts, storage)
+    metadata = {"config": json.dumps(config, sort_keys=True, separators=(",", ":")), **meta}
+    path = str(path)
+    data = st.encode(tensors, metadata)
+    safe_write.write_bytes(path, data)
+    _REGISTRY[os.path.realpath(path)] = {"sha256": hashlib.sha256(data).hexdigest(), "arch": arch, "parts": snapshot}
+    return config
+
+
+def _layer_tensors(prefix, layer, decoder):
+    out = {}
+    attns = [("self_attn", layer.self_attn)] + ([("multihead_attn", layer.multihead_attn)] if decoder else [])
+    for name, mha in attns:
+        out[f"{prefix}.{name}.in_proj_weight"] = mha.in_proj_weight
+        out[f"{prefix}.{name}.in_proj_bias"] = mha.in_proj_bias
+        out[f"{prefix}.{name}.out_proj.weight"] = mha.out_proj.weight
+        out[f"{prefix}.{name}.out_proj.bias"] = mha.out_proj.bias
+    for name in ["linear1", "linear2"] + (["norm1", "norm2", "norm3"] if decoder else ["norm1", "norm2"]):
+        out[f"{prefix}.{name}.weight"] = getattr(layer, name).weight
+        out[f"{prefix}.{name}.bias"] = getattr(layer, name).bias
+    return out
+
+
+def _stack_tensors(prefix, stack, decoder):
+    out = {}
+    for i, layer in enumerate(stack.layers):
+        out.update(_layer_tensors(f"{prefix}.layers.{i}", layer, decoder))
+    if stack.norm is not None:
+        out[f"{prefix}.norm.weight"] = stack.norm.weight
+        out[f"{prefix}.norm.bias"] = stack.norm.bias
+    return out
+
+
+def _base_config(arch, settings, max_len, pos_encoding, embed_scale):
+    if not isinstance(embed_scale, bool):
+        _refuse("embed_scale", embed_scale, "expected True or False")
+    eps = settings["layer_norm_eps"][0]
+    if not FLOAT32_MIN_NORMAL <= eps < 1:
+        _refuse(settings["layer_norm_eps"][1], eps, "tinyformer needs a positive normal float32 below 1")
+    return {"format": FORMAT_TAG, "arch": arch, "d_model": settings["d_model"][0], "nhead": settings["nhead"][0],
+            "dim_feedforward": settings["dim_feedforward"][0], "activation": settings["activation"][0],
+            "norm_first": settings["norm_first"][0], "layer_norm_eps": eps, "max_len": max_len,
+            "pos_encoding": pos_encoding, "embed_scale": embed_scale}
+
+
+def export_encoder_decoder(path, *, transformer, src_embed, tgt_embed, generator,
+                           pos_encoding="sinusoidal", pos_embed=None, embed_scale=True, max_len,
+                           pad_id=None, bos_id=None, eos_id=None, vocab=None, src_vocab=None,
+                           tokenizer="char", train_max_len=None, dtype=None):
+    """Write an encoder_decoder checkpoint from a stock nn.Transformer, the source
+    and target nn.Embedding, the generator nn.Linear (and pos_embed for learned
+    positions). `vocab` is the target vocabulary (and the source one unless
+    `src_vocab` is given). Returns the config written. Tied weights are written
+    as copies, one per name. Raises ValueError naming the attribute that FORMAT
+    cannot represent."""
+    _require_module(transformer, nn.Transformer, "transformer", check_forward=False)
+    enc, n_enc, _ = _stack(transformer.encoder, "transformer.encoder", decoder=False, need_norm=True)
+    dec, n_dec, _ = _stack(transformer.decoder, "transformer.decoder", decoder=True, need_norm=True)
+    try:
+        _same(dec, enc)
+    except ValueError as e:
+        layer = transformer.decoder.layers[0]
+        if "activation" in str(e) and isinstance(layer._modules.get("activation"), nn.Module):
+            raise ValueError(f"{e}. Note: in this PyTorch, nn.Transformer(activation=<an nn.Module>) leaves its "
+                             f"decoder layers computing {_activation(layer.activation, 'activation')!r} "
+                             f"(copying a layer loses the module), so the model really mixes two activations; "
+                             f'build it with activation="gelu" (a string) or F.gelu') from None
+        raise
+    d = enc["d_model"][0]
+    if getattr(transformer, "d_model", d) != d:
+        _refuse("transformer.d_model", transformer.d_model, f"differs from its layers' d_model = {d}")
+    src_size = _embedding(src_embed, "src_embed", d)
+    tgt_size = _embedding(tgt_embed, "tgt_embed", d)
+    _linear(generator, "generator", d)
+    if generator.out_features != tgt_size:
+        _refuse("generator.out_features", generator.out_features,
+                f"must equal tgt_embed.num_embeddings = {tgt_size} (FORMAT: one tgt_vocab_size)")
+    _check_positions(pos_encoding, pos_embed, max_len, d)
+    config = _base_config("encoder_decoder", enc, max_len, pos_encoding, embed_scale)
+    config.update(num_encoder_layers=n_enc, num_decoder_layers=n_dec, src_vocab_size=src_size,
+                  tgt_vocab_size=tgt_size)
+    config.update(_check_ids({"pad_id": pad_id, "bos_id": bos_id, "eos_id": eos_id},
+                             {"pad_id": [(src_size, "source vocabulary"), (tgt_size, "target vocabulary")],
+                              "bos_id": [(tgt_size, "target vocabulary")],
+                              "eos_id": [(tgt_size, "target vocabulary")]}))
+    meta = _common_metadata(tokenizer, train_max_len)
+    vocab = _check_vocab("vocab", vocab, tgt_size, "tgt_embed.num_embeddings", tokenizer)
+    if src_vocab is not None and vocab is None:
+        _refuse("vocab", None, "src_vocab is given, so vocab (the target vocabulary) is needed too")
+    src_vocab = _check_vocab("src_vocab", src_vocab, src_size, "src_embed.num_embeddings", tokenizer)
+    if vocab is not None and src_vocab is None and src_size != tgt_size:
+        _refuse("len(vocab)", len(vocab), f"serves the source too (no src_vocab given) but "
+                                          f"src_embed.num_embeddings = {src_size}; pass src_vocab")
+    if vocab is not None:
+        meta["vocab"] = json.dumps(vocab, ensure_ascii=False)
+    if src_vocab is not None:
+        meta["src_vocab"] = json.dumps(src_vocab, ensure_ascii=False)
+    _check_engine_limits(config, meta, {"src_vocab_size": "src_embed.num_embeddings",
+                                         "tgt_vocab_size": "tgt_embed.num_embeddings", "d_model": enc["d_model"][1],
+                                         "nhead": enc["nhead"][1], "dim_feedforward": enc["dim_feedforward"][1],
+                                         "num_encoder_layers": "len(transformer.encoder.layers)",
+                                         "num_decoder_layers": "len(transformer.decoder.layers)"})
+    named = {"src_embed.weight": src_embed.weight, "tgt_embed.weight": tgt_embed.weight}
+    if pos_encoding == "learned":
+        named["pos_embed.weight"] = pos_embed.weight
+    named.update(_stack_tensors("transformer.encoder", transformer.encoder, decoder=False))
+    named.update(_stack_tensors("transformer.decoder", transformer.decoder, decoder=True))
+    named["generator.weight"] = generator.weight
+    named["generator.bias"] = generator.bias
+    parts = {"transformer": transformer, "src_embed": src_embed, "tgt_embed": tgt_embed, "generator": generator,
+             "pos_embed": pos_embed}
+    return _write(path, "encoder_decoder", config, named, parts, meta, dtype)
+
+
+def _export_single(path, arch, attention, layers, embed, head, head_name, pos_encoding, pos_embed, embed_scale,
+                   max_len, ids, vocab, tokenizer, train_max_len, dtype, prompt_suffix=None):
+    settings, n, norm_eps = _stack(layers, "layers", decoder=False, need_norm=False)
+    d = settings["d_model"][0]
+    size = _embedding(embed, "embed", d)
+    _linear(head, head_name, d)
+    if head.out_features != size:
+        _refuse(f"{head_name}.out_features", head.out_features,
+                f"must equal embed.num_embeddings = {size} (FORMAT: lm_head [vocab_size, d_model])")
+    _check_positions(pos_encoding, pos_embed, max_len, d)
+    config = _base_config(arch, settings, max_len, pos_encoding, embed_scale)
+    config.update(num_layers=n, final_norm=norm_eps is not None, vocab_size=size, attention=attention)
+    config.update(_check_ids(ids, {k: [(size, "vocabulary")] for k in ids}))
+    meta = _common_metadata(tokenizer, train_max_len)
+    vocab = _check_vocab("vocab", vocab, size, "embed.num_embeddings", tokenizer)
+    if vocab is not None:
+        meta["vocab"] = json.dumps(vocab, ensure_ascii=False)
+    if prompt_suffix is not None:
+        if not isinstance(prompt_suffix, str) or not prompt_suffix:
+            _refuse("prompt_suffix", prompt_suffix, "expected a non-empty string")
+        _check_prompt_suffix(prompt_suffix, vocab, tokenizer)
+        meta["prompt_suffix"] = prompt_suffix
+    _check_engine_limits(config, meta, {"vocab_size": "embed.num_embeddings", "d_model": settings["d_model"][1],
+                                        "nhead": settings["nhead"][1],
+                                        "dim_feedforward": settings["dim_feedforward"][1],
+                                        "num_layers": "len(layers.layers)"})
+    named = {"embed.weight": embed.weight}
+    if pos_encoding == "learned":
+        named["pos_embed.weight"] = pos_embed.weight
+    named.update(_stack_tensors("transformer", layers, decoder=False))
+    named["lm_head.weight"] = head.weight
+    named["lm_head.bias"] = head.bias
+    parts = {"layers": layers, "embed": embed, "head": head, "pos_embed": pos_embed}
+    return _write(path, arch, config, named, parts, meta, dtype)
+
+
+def export_decoder_only(path, *, layers, embed, lm_head, attention="causal",
+                        pos_encoding="sinusoidal", pos_embed=None, embed_scale=True, max_len,
+                        pad_id=None, bos_id=None, eos_id=None, vocab=None, tokenizer="char",
+                        prompt_suffix=None, train_max_len=None, dtype=None):
+    """Write a decoder_only checkpoint: a stock nn.TransformerEncoder run with a
+    causal or prefix-LM mask (attention="causal" | "prefix_lm"), the token
+    nn.Embedding and the lm_head nn.Linear. transformer.norm.* is written iff
+    layers.norm exists. Returns the config written; tied weights (lm_head.weight
+    is embed.weight) are written as copies. Raises ValueError naming the
+    attribute that FORMAT cannot represent."""
+    if attention not in ("causal", "prefix_lm"):
+        _refuse("attention", attention, 'decoder_only attention is "causal" or "prefix_lm"')
+    return _export_single(path, "decoder_only", attention, layers, embed, lm_head, "lm_head", pos_encoding, pos_embed,
+                          embed_scale, max_len, {"pad_id": pad_id, "bos_id": bos_id, "eos_id": eos_id}, vocab,
+                          tokenizer, train_max_len, dtype, prompt_suffix)
+
+
+def export_encoder_only(path, *, layers, embed, head, pos_encoding="sinusoidal", pos_embed=None,
+                        embed_scale=True, max_len, pad_id=None, vocab=None, tokenizer="char",
+                        train_max_len=None, dtype=None):
+    """Write an encoder_only (bidirectional) checkpoint: a stock
+    nn.TransformerEncoder, the token nn.Embedding and `head`, an
+    nn.Linear(d_model, vocab_size) written as lm_head. Returns the config
+    written. Raises ValueError naming the attribute that FORMAT cannot represent."""
+    return _export_single(path, "encoder_only", "bidirectional", layers, embed, head, "head", pos_encoding, pos_embed,
+                          embed_scale, max_len, {"pad_id": pad_id}, vocab, tokenizer, train_max_len, dtype)
+
+
+# ----------------------------------------------------------------------------
+# Checking a file against PyTorch
+# ----------------------------------------------------------------------------
+
+
+def _modules_from_file(tensors, cfg):
+    """Stock modules (tools/python/torch_modules.py) holding the file's values in float32."""
+    torch.manual_seed(0)      # only PyTorch's own init, overwritten by the file
+    module = tm.build_module(cfg)
+    state = {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in tensors.items()}
+    module.load_state_dict(state, strict=True)
+    module.eval()
+    if cfg["arch"] == "encoder_decoder":
+        return {"transformer": module.transformer, "src_embed": module.src_embed, "tgt_embed": module.tgt_embed,
+                "generator": module.generator, "pos_embed": getattr(module, "pos_embed", None)}
+    return {"layers": module.transformer, "embed": module.embed, "head": module.lm_head,
+            "pos_embed": getattr(module, "pos_embed", None)}
+
+
+def _padding(rng, b, length):
+    """[B, length] bool, True = padding: row 0 none, then right, left, both sides."""
+    mask = np.zeros((b, length), dtype=bool)
+    if length < 2:
+        return mask
+    for row in range(1, b):
+        kind = (row - 1) % 3
+        keep = int(rng.integers(1, length))          # tokens kept, 1..length-1
+        if kind == 0:
+            mask[row, keep:] = True
+        elif kind == 1:
+            mask[row, : length - keep] = True
+        else:
+            left = int(rng.integers(0, length - keep + 1))
+            mask[row, :left] = True
+            mask[row, left + keep:] = True
+    return mask
+
+
+def _batch(rng, cfg, k):
+    """One random batch of `forward` inputs (numpy), FORMAT.md section 2."""
+    cap = max(1, min(cfg["max_len"], 12))
+    b = 4
+    if cfg["arch"] == "encoder_decoder":
+        s, t = (int(rng.integers(min(2, cap), cap + 1)) for _ in range(2))
+        src_pad, tgt_pad = _padding(rng, b, s), _padding(rng, b, t)
+        src = rng.integers(0, cfg["src_vocab_size"], (b, s)).astype(np.int64)
+        tgt = rng.integers(0, cfg["tgt_vocab_size"], (b, t)).astype(np.int64)
+        if "pad_id" in cfg:
+            src[src_pad] = cfg["pad_id"]
+            tgt[tgt_pad] = cfg["pad_id"]
+        return {"src_ids": src, "tgt_ids": tgt, "src_key_padding_mask": src_pad, "tgt_key_padding_mask": tgt_pad}
+    t = int(rng.integers(min(2, cap), cap + 1))
+    pad = _padding(rng, b, t)
+    ids = rng.integers(0, cfg["vocab_size"], (b, t)).astype(np.int64)
+    if "pad_id" in cfg:
+        ids[pad] = cfg["pad_id"]
+    out = {"ids": ids, "key_padding_mask": pad}
+    if cfg["attention"] == "prefix_lm":
+        prefix = rng.integers(0, t + 1, b).astype(np.int64)
+        if k == 0:
+            prefix[0], prefix[-1] = 0, t
+        out["prefix_len"] = prefix
+    return out
+
+
+def _query_padding(cfg, inputs, name):
+    """[B, L] True = padded query, for an output name."""
+    if cfg["arch"] != "encoder_decoder":
+        return inputs["key_padding_mask"]
+    if name.startswith("attention.encoder."):
+        return inputs["src_key_padding_mask"]
+    return inputs["tgt_key_padding_mask"]
+
+
+def _output_order(cfg):
+    """Output names in forward order (attention calls as they run, logits last)."""
+    if cfg["arch"] == "encoder_decoder":
+        names = [f"attention.encoder.{i}" for i in range(cfg["num_encoder_layers"])]
+        for i in range(cfg["num_decoder_layers"]):
+            names += [f"attention.decoder.{i}.self", f"attention.decoder.{i}.cross"]
+    else:
+        names = [f"attention.layers.{i}" for i in range(cfg["num_layers"])]
+    return names + ["logits"]
+
+
+def _run_pytorch(cfg, parts, inputs):
+    """{output name: numpy float32} from PyTorch's plain path on the modules."""
+    t = {k: torch.from_numpy(v) for k, v in inputs.items()}
+    stack = parts["transformer"] if cfg["arch"] == "encoder_decoder" else parts["layers"]
+    cap = tm.Capture(tm.stack_attention_names(cfg["arch"], stack), sanitize=True)
+    try:
+        with tm.NoFastPath(), torch.enable_grad():
+            if cfg["arch"] == "encoder_decoder":
+                logits = tm.encoder_decoder_forward(
+                    cfg, parts["transformer"], parts["src_embed"], parts["tgt_embed"], parts["generator"],
+                    t["src_ids"], t["tgt_ids"], t["src_key_padding_mask"], t["tgt_key_padding_mask"],
+                    parts.get("pos_embed"))
+            else:
+                logits = tm.single_stack_forward(cfg, parts["layers"], parts["embed"], parts["head"], t["ids"],
+                                                 t["key_padding_mask"], t.get("prefix_len"), parts.get("pos_embed"))
+    finally:
+        cap.remove()
+    out = {"logits": logits.detach().float().numpy()}
+    out.update({k: v.float().numpy() for k, v in cap.weights.items()})
+    return out
+
+
+def tinyformer_binary():
+    binary = os.environ.get("TINYFORMER_BIN") or str(REPO / "build" / "tinyformer")
+    if not os.path.isfile(binary):
+        raise FileNotFoundError(f"the tinyformer program {binary} does not exist: build it with make "
+                                f"(from the repository root), or set TINYFORMER_BIN")
+    return binary
+
+
+def _run_tinyformer(binary, model, inputs, workdir, k):
+    in_path = os.path.join(workdir, f"inputs{k}.safetensors")
+    out_path = os.path.join(workdir, f"outputs{k}.safetensors")
+    st.write(in_path, inputs)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=os.environ.get("OPENBLAS_NUM_THREADS", "1"))
+    run = subprocess.run([binary, "forward", str(model), "--inputs", in_path, "--output", out_path, "--attention"],
+                         capture_output=True, text=True, env=env)
+    if run.returncode != 0:
+        raise CheckError(f"{binary} forward failed on {model} (exit {run.returncode}): {run.stderr.strip()}")
+    return st.read(out_path)[0]
+
+
+def _compare(name, ours, theirs, qpad, k):
+    """(worst ratio, where) at non-padding positions; raises on a padding row
+    that is not exactly 0 or on non-finite numbers."""
+    if ours.shape != theirs.shape:
+        raise CheckError(f"{name}: tinyformer's shape {list(ours.shape)} differs from PyTorch's {list(theirs.shape)}")
+    if not np.isfinite(ours).all():
+        raise CheckError(f"{name}: tinyformer's output is not finite (batch {k})")
+    rows = qpad[:, :, None] if ours.ndim == 3 else qpad[:, None, :, None]
+    rows = np.broadcast_to(rows, ours.shape)
+    if (ours[rows] != 0).any():
+        raise CheckError(f"{name}: tinyformer's rows at padded positions are not exactly 0 (batch {k})")
+    b = theirs.astype(np.float64)
+    if not np.isfinite(b[~rows]).all():
+        raise CheckError(f"{name}: PyTorch's output is not finite at a non-padding position (batch {k})")
+    ratio = np.abs(ours.astype(np.float64) - b) / (ATOL + RTOL * np.abs(b))
+    ratio[rows] = 0
+    at = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    return float(ratio[at]), (k, at, float(ours[at]), float(b[at]))
+
+
+def _where(name, found):
+    k, at, a, b = found
+    if name == "logits":
+        place = f"b={at[0]}, position {at[1]}, token {at[2]}"
+    else:
+        place = f"b={at[0]}, head {at[1]}, query {at[2]}, key {at[3]}"
+    return f"batch {k} ({place}): tinyformer {a:.7g}, PyTorch {b:.7g}"
+
+
+def check(path, *, n_batches=3, seed=0, verbose=False):
+    """Compare tinyformer's `forward --attention` on the file with PyTorch on
+    `n_batches` random batches (right and left padding; for prefix_lm different
+    prefix lengths). Returns the worst |a-b| / (1e-4 + 1e-4|b|) over logits and
+    every per-head weight at non-padding positions (<= 1 passes). Raises
+    CheckError naming the first output, in forward order, that diverges."""
+    path = str(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    tensors, metadata = st.decode(raw)
+    if "config" not in metadata:
+        raise CheckError(f"{path}: no config in __metadata__; not a tinyformer checkpoint")
+    try:
+        cfg = st.metadata_json(metadata, "config")
+    except ValueError as e:
+        raise CheckError(f"{path}: {e}") from None
+    if not isinstance(n_batches, int) or n_batches < 1:
+        raise ValueError(f"n_batches = {n_batches!r}: expected a positive int")
+    entry = _REGISTRY.get(os.path.realpath(path))
+    if entry is not None:
+        source = "the exported modules"
+        if entry["sha256"] != hashlib.sha256(raw).hexdigest():
+            source += " (the file has changed since it was exported from them)"
+        if entry["arch"] != cfg.get("arch"):
+            raise CheckError(f"{path}: its config says arch {cfg.get('arch')!r} but it was exported from "
+                             f"{entry['arch']} modules; the file has changed since")
+        parts = entry["parts"]
+    else:
+        parts, source = _modules_from_file(tensors, cfg), "stock modules rebuilt from the file"
+    binary = tinyformer_binary()
+    rng = np.random.default_rng(seed)
+    order = _output_order(cfg)
+    worst = {name: (0.0, None) for name in order}
+    with tempfile.TemporaryDirectory(prefix="tinyformer-check-") as workdir:
+        for k in range(n_batches):
+            inputs = _batch(rng, cfg, k)
+            ours = _run_tinyformer(binary, path, inputs, workdir, k)
+            theirs = _run_pytorch(cfg, parts, inputs)
+            if set(ours) != set(order) or set(theirs) != set(order):
+                raise CheckError(f"{path}: outputs differ: tinyformer {sorted(ours)}, PyTorch {sorted(theirs)}, "
+                                 f"expected {order}")
+            for name in order:
+                ratio, found = _compare(name, ours[name], theirs[name], _query_padding(cfg, inputs, name), k)
+                if found is not None and (worst[name][1] is None or ratio > worst[name][0]):
+                    worst[name] = (ratio, found)
+    overall = max(r for r, _ in worst.values())
+    if verbose:
+        print(f"check {path}: PyTorch side: {source}; {n_batches} batches")
+        for name in order:
+            print(f"  {name:32s} worst |a-b|/tol {worst[name][0]:.3g}")
+    bad = [name for name in order if worst[name][0] > 1.0]
+    if bad:
+        first = bad[0]
+        others = ", ".join(f"{n} ({worst[n][0]:.3g})" for n in bad[1:])
+        raise CheckError(f"{first} diverges first: |a-b| / (1e-4 + 1e-4|b|) = {worst[first][0]:.4g} at "
+                         f"{_where(first, worst[first][1])}" + (f"; also diverging: {others}" if others else "")
+                         + f" (PyTorch side: {source})")
+    return overall
+
+
+# ----------------------------------------------------------------------------
+# Command line
+# ----------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (exit 2), without the usage block."""
+
+    def error(self, message):
+        self.exit(2, f"tinyformer_export: error: {_one_line(message)} (see --help)\n")
+
+
+def _one_line(text):
+    """A message as one line: every run of whitespace (newlines, tabs) becomes one space."""
+    return " ".join(str(text).split())
+
+
+def _bool(text):
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _whole(least):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < least:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
+        return value
+    return parse
+
+
+def _eps(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not FLOAT32_MIN_NORMAL <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive normal float32 below 1 (e.g. 1e-5), got {text!r}")
+    return value
+
+
+# The flag behind each keyword of the Python API, for the API's ValueErrors
+# ("pad_id = 40: outside ...") on the command line.
+_FLAG_OF = {"pad_id": "--pad-id", "bos_id": "--bos-id", "eos_id": "--eos-id", "max_len": "--max-len",
+            "train_max_len": "--train-max-len", "prompt_suffix": "--prompt-suffix", "vocab": "--vocab",
+            "src_vocab": "--src-vocab", "tokenizer": "--tokenizer", "dtype": "--dtype",
+            "pos_embed.num_embeddings": "--max-len"}
+
+
+def _with_flag(message):
+    """`--pad-id: pad_id = 40: ...` when the message is about a flag's value."""
+    name = message.split(" = ")[0]
+    name = name[4:-1] if name.startswith("len(") and name.endswith(")") else name.split("[")[0]
+    flag = _FLAG_OF.get(name)
+    return f"{flag}: {message}" if flag else message
+
+
+_RESAVE = ("re-save the weights alone with torch.save(model.state_dict(), PATH), or, if you trust the file, load "
+           "it yourself and call the Python API (export_encoder_decoder, export_decoder_only, export_encoder_only: "
+           "pydoc3 tools/python/tinyformer_export.py)")
+
+
+def load_state_dict_file(path, shown=None):
+    """{name: tensor} of a torch.save file, loaded with weights_only=True: tensors
+    and plain containers only, so nothing in the file can run. Raises ValueError
+    saying why and what to do (a pickled module, an object of another class, a
+    dict holding more than tensors)."""
+    shown = shown or str(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        why = str(e).split("WeightsUnpickler error:")[-1].strip()
+        raise ValueError(f"{shown}: refused: loading it needs more than tensors ({why}), and unpickling that "
+                         f"could run code; {_RESAVE}") from None
+    except OSError as e:
+        raise ValueError(f"{shown}: cannot read: {e.strerror or e}") from None
+    except Exception as e:   # noqa: BLE001 - torch.load raises many kinds on a file that is not its own
+        raise ValueError(f"{shown}: cannot load it as a torch.save file ({type(e).__name__}: {e})") from None
+    if not isinstance(state, dict):
+        raise ValueError(f"{shown}: holds a {type(state).__name__}, not a state_dict (a dict of name -> tensor); "
+                         f"{_RESAVE}")
+    for name, value in state.items():
+        if not isinstance(name, str) or not torch.is_tensor(value):
+            raise ValueError(f"{shown}: its entry {name!r} is a {type(value).__name__}, not a tensor: not a "
+                             f"state_dict (a dict of name -> tensor); pass the state_dict itself")
+    return dict(state)
+
+
+_PARALLEL_PREFIX = "module."
+
+
+def _without_parallel_prefix(state, shown):
+    """nn.DataParallel / DistributedDataParallel save every name under `module.`:
+    read them without it (and say so)."""
+    if state and all(k.startswith(_PARALLEL_PREFIX) for k in state):
+        print(f"tinyformer_export: note: {shown}: every name starts with \"module.\" (a state_dict of "
+              f"nn.DataParallel / DistributedDataParallel); reading the names without it", file=sys.stderr)
+        return {k[len(_PARALLEL_PREFIX):]: v for k, v in state.items()}
+    return state
+
+
+def _read_vocab(path, flag):
+    try:
+        with open(path, encoding="utf-8") as f:
+            vocab = json.load(f)
+    except OSError as e:
+        raise ValueError(f"{flag} {path}: cannot read: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{flag} {path}: not JSON: {e}") from None
+    if not isinstance(vocab, list):
+        raise ValueError(f"{flag} {path}: expected a JSON array of token strings")
+    return vocab
+
+
+def _layer_count(state, prefix):
+    """1 + the largest i of `prefix.{i}.` in the state_dict's names (0 if none)."""
+    found = [int(k[len(prefix) + 1:].split(".")[0]) for k in state if k.startswith(prefix + ".")]
+    return max(found) + 1 if found else 0
+
+
+def _infer(args, key, value, flag):
+    """A size from the state_dict; a flag given must agree with it."""
+    given = getattr(args, key)
+    if given is not None and value is not None and given != value:
+        raise ValueError(f"{flag} {given} but the state_dict has {value}")
+    if given is None and value is None:
+        raise ValueError(f"{flag} is needed (the state_dict does not tell)")
+    return given if given is not None else value
+
+
+def from_state_dict(args):
+    shown = f"--from-state-dict {args.from_state_dict}"
+    state = _without_parallel_prefix(load_state_dict_file(args.from_state_dict, shown), shown)
+
+    def shape(name, dim):
+        return int(state[name].shape[dim]) if name in state else None
+
+    arch = args.arch
+    embed_name = "src_embed.weight" if arch == "encoder_decoder" else "embed.weight"
+    if embed_name not in state:
+        attributes = ("src_embed, tgt_embed, pos_embed, transformer, generator" if arch == "encoder_decoder"
+                      else "embed, pos_embed, transformer, lm_head")
+        found = sorted({k.split(".")[0] for k in state})
+        raise ValueError(f"{shown}: has no tensor {embed_name}, which an {arch} state_dict holds (FORMAT's "
+                         f"attribute names: {attributes}; this file's names start with: "
+                         f"{', '.join(found[:8]) or 'nothing, it is empty'}{', ...' if len(found) > 8 else ''})")
+    layer0 = "transformer.encoder.layers.0" if arch == "encoder_decoder" else "transformer.layers.0"
+    cfg = {"format": FORMAT_TAG, "arch": arch,
+           "d_model": _infer(args, "d_model", shape(embed_name, 1), "--d-model"),
+           "nhead": args.nhead,
+           "dim_feedforward": _infer(args, "dim_feedforward", shape(layer0 + ".linear1.weight", 0),
+                                     "--dim-feedforward"),
+           "activation": args.activation, "norm_first": args.norm_first, "layer_norm_eps": args.layer_norm_eps,
+           "max_len": args.max_len, "pos_encoding": args.pos_encoding, "embed_scale": not args.no_embed_scale}
+    if arch == "encoder_decoder":
+        cfg["num_encoder_layers"] = _infer(args, "num_encoder_layers",
+                                           _layer_count(state, "transformer.encoder.layers") or None,
+                                           "--num-encoder-layers")
+        cfg["num_decoder_layers"] = _infer(args, "num_decoder_layers",
+                                           _layer_count(state, "transformer.decoder.layers") or None,
+                                           "--num-decoder-layers")
+        cfg["src_vocab_size"] = shape("src_embed.weight", 0)
+        cfg["tgt_vocab_size"] = shape("tgt_embed.weight", 0)
+    else:
+        cfg["num_layers"] = _infer(args, "num_layers", _layer_count(state, "transformer.layers") or None,
+                                   "--num-layers")
+        cfg["vocab_size"] = shape("embed.weight", 0)
+        cfg["final_norm"] = "transformer.norm.weight" in state
+        cfg["attention"] = "bidirectional" if arch == "encoder_only" else args.attention
+    for key in ("src_vocab_size", "tgt_vocab_size", "vocab_size"):
+        if key in cfg and cfg[key] is None:
+            raise ValueError(f"the state_dict has no "
+                             f"{'embed' if key == 'vocab_size' else key[:3] + '_embed'}.weight")
+    if cfg["d_model"] % cfg["nhead"]:
+        raise ValueError(f"--nhead {cfg['nhead']} does not divide d_model {cfg['d_model']}")
+    if args.pos_encoding == "learned" and "pos_embed.weight" in state and args.max_len != shape("pos_embed.weight", 0):
+        raise ValueError(f"--max-len {args.max_len} but pos_embed.weight has "
+                         f"{shape('pos_embed.weight', 0)} rows")
+    module = tm.build_module(cfg)
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        raise ValueError(f"{args.from_state_dict} does not fit the modules built from "
+                         f"the flags ({arch}): {e}")
+    module.eval()
+    vocab = _read_vocab(args.vocab, "--vocab") if args.vocab else None
+    common = dict(pos_encoding=args.pos_encoding, pos_embed=getattr(module, "pos_embed", None),
+                  embed_scale=not args.no_embed_scale, max_len=args.max_len, pad_id=args.pad_id, vocab=vocab,
+                  tokenizer=args.tokenizer, train_max_len=args.train_max_len, dtype=args.dtype)
+    if arch == "encoder_decoder":
+        return export_encoder_decoder(args.out, transformer=module.transformer, src_embed=module.src_embed,
+                                      tgt_embed=module.tgt_embed, generator=module.generator, bos_id=args.bos_id,
+                                      eos_id=args.eos_id,
+                                      src_vocab=_read_vocab(args.src_vocab, "--src-vocab") if args.src_vocab else None, **common)
+    if arch == "decoder_only":
+        return export_decoder_only(args.out, layers=module.transformer, embed=module.embed, lm_head=module.lm_head,
+                                   attention=args.attention, bos_id=args.bos_id, eos_id=args.eos_id,
+                                   prompt_suffix=args.prompt_suffix, **common)
+    return export_encoder_only(args.out, layers=module.transformer, embed=module.embed, head=module.lm_head,
+                               **common)
+
+
+def main(argv=None):
+    ap = _Parser(
+        prog="tinyformer_export.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Export PyTorch Transformer weights as a tinyformer checkpoint (docs/FORMAT.md), "
+                    "and check a checkpoint against PyTorch.",
+        epilog="""modes:
+  --check MODEL                  run check(): tinyformer forward vs PyTorch on random padded
+                                 batches; prints the worst error and OK or FAIL (exit 1)
+  --from-state-dict STATE.pt     convert a saved state_dict whose names are FORMAT's (attributes
+                                 src_embed, tgt_embed, pos_embed, transformer, generator /
+                                 embed, pos_embed, transformer, lm_head); needs --arch and --out
+
+What a state_dict cannot tell must be given: --nhead, --activation, --norm-first,
+--max-len (and --attention for decoder_only). Sizes (d_model, dim_feedforward, layer
+counts, vocabulary sizes, final norm) are read from the tensors' shapes; a flag that
+disagrees with them is an error.
+
+--from-state-dict loads the file with torch.load(weights_only=True): tensors only, nothing
+in it runs; a file that needs more (a pickled module, other objects) is refused.
+Names saved by nn.DataParallel (module. in front of each) are read without the prefix.
+--out is written to a temporary file in its folder and renamed into place (a FIFO, a
+device or /dev/stdout is written as a stream, and then the "wrote" line goes to stderr);
+it may not be one of the inputs (also under another name or a link).
+
+examples (from any folder; paths are taken as given):
+  /usr/bin/python3 tools/python/tinyformer_export.py --check data/models/reverse.safetensors
+  /usr/bin/python3 tools/python/tinyformer_export.py --from-state-dict model.pt --arch decoder_only \\
+      --nhead 4 --activation gelu --norm-first true --max-len 64 --attention causal \\
+      --vocab vocab.json --pad-id 0 --bos-id 1 --eos-id 2 --out model.safetensors
+
+The Python API (export_encoder_decoder, export_decoder_only, export_encoder_only,
+check) is described in the module's docstring: pydoc3 tools/python/tinyformer_export.py""")
+    mode = ap.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", metavar="MODEL", help="check MODEL.safetensors against PyTorch")
+    mode.add_argument("--from-state-dict", metavar="STATE.pt", help="convert a saved state_dict (torch.save)")
+    ap.add_argument("--batches", type=_whole(1), default=3, help="check: random batches (default 3)")
+    ap.add_argument("--seed", type=int, default=0, help="check: seed of the random batches (default 0)")
+    g = ap.add_argument_group("--from-state-dict")
+    g.add_argument("--arch", choices=["encoder_decoder", "decoder_only", "encoder_only"])
+    g.add_argument("--out", metavar="OUT.safetensors", help="the checkpoint to write")
+    g.add_argument("--no-check", action="store_true", help="do not run check on the written file")
+    g.add_argument("--d-model", type=_whole(1), help="d_model (default: from embedding shapes)")
+    g.add_argument("--nhead", type=_whole(1), help="attention heads (required)")
+    g.add_argument("--num-encoder-layers", type=_whole(1), help="encoder_decoder (default: counted)")
+    g.add_argument("--num-decoder-layers", type=_whole(1), help="encoder_decoder (default: counted)")
+    g.add_argument("--num-layers", type=_whole(1), help="decoder_only / encoder_only (default: counted)")
+    g.add_argument("--dim-feedforward", type=_whole(1), help="default: from linear1's shape")
+    g.add_argument("--activation", choices=["relu", "gelu"], help="required")
+    g.add_argument("--norm-first", type=_bool, metavar="true|false", help="required: true = pre-LN, false = post-LN")
+    g.add_argument("--layer-norm-eps", type=_eps, default=1e-5, help="default 1e-5")
+    g.add_argument("--pos-encoding", choices=list(POS_ENCODINGS), default="sinusoidal", help="default sinusoidal")
+    g.add_argument("--max-len", type=_whole(1), help="longest sequence the positions serve (required)")
+    g.add_argument("--no-embed-scale", action="store_true", help="do not multiply embeddings by sqrt(d_model)")
+    g.add_argument("--attention", choices=["causal", "prefix_lm"], default="causal",
+                   help="decoder_only mask (default causal)")
+    g.add_argument("--vocab", metavar="FILE.json", help="JSON array of token strings (target vocabulary)")
+    g.add_argument("--src-vocab", metavar="FILE.json", help="encoder_decoder: source vocabulary, when it differs")
+    g.add_argument("--tokenizer", choices=list(TOKENIZERS), default="char", help="default char")
+    g.add_argument("--prompt-suffix", help="decoder_only: text every prompt ends with")
+    g.add_argument("--train-max-len", type=_whole(1), help="longest training input, in tokens")
+    g.add_argument("--pad-id", type=_whole(0))
+    g.add_argument("--bos-id", type=_whole(0))
+    g.add_argument("--eos-id", type=_whole(0))
+    g.add_argument("--dtype", choices=list(STORAGE), help="storage dtype (default: the tensors' own)")
+    args = ap.parse_args(argv)
+
+    torch.set_num_threads(1)
+    path = args.check
+    if args.from_state_dict:
+        missing = [flag for flag, value in [("--arch", args.arch), ("--out", args.out), ("--nhead", args.nhead),
+                                            ("--activation", args.activation), ("--norm-first", args.norm_first),
+                                            ("--max-len", args.max_len)] if value is None]
+        if missing:
+            ap.error("--from-state-dict needs " + ", ".join(missing))
+        inputs = [(flag, value) for flag, value in [("--from-state-dict", args.from_state_dict),
+                                                    ("--vocab", args.vocab), ("--src-vocab", args.src_vocab)]
+                  if value is not None]
+        try:
+            safe_write.check_outputs([("--out", args.out)], inputs)      # before any work
+            stream = safe_write.is_stream(args.out)
+            config = from_state_dict(args)
+        except (ValueError, RuntimeError, OSError) as e:
+            print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
+            return 1
+        status = sys.stderr if stream else sys.stdout      # a stream may be our own stdout: keep it the file's
+        print(f"wrote {args.out}: {config['arch']}, d_model {config['d_model']}, nhead {config['nhead']}",
+              file=status)
+        if args.no_check:
+            return 0
+        if stream:
+            print(f"not checked: {args.out} is a stream (a FIFO, a device or a file descriptor), it cannot be "
+                  f"read back", file=status)
+            return 0
+        path = args.out
+    try:
+        worst = check(path, n_batches=args.batches, seed=args.seed, verbose=True)
+    except CheckError as e:
+        print(f"FAIL {path}: {e}")
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"tinyformer_export: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    print(f"worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g}")
+    print(f"OK {path}: tinyformer matches PyTorch" if worst <= 1.0 else f"FAIL {path}")
+    return 0 if worst <= 1.0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
