@@ -244,117 +244,152 @@ constexpr size_t kMaxOverviewPanels = 64;
 // two fit side by side on a slide (tools/pictures/heatmap.h chooses the columns).
 constexpr int64_t kGridMatrixSize = 480;
 
-}  // namespace
+// --- parse: the command line, into what is asked ---
 
-int attention_command(const Arguments& args) {
-    const ParsedArguments parsed(args,
-                                 {"--output", "--out", "--target", "--target-ids", "--ids", "--layer", "--head", "--kind",
-                                  "--scale"},
-                                 {"--average-heads", "--grids-only", "--positions", "--unk"}, "attention");
-    if (parsed.help()) {
-        std::printf("%s", kAttentionHelp);
-        return 0;
-    }
+struct AttentionRequest {
+    std::string model_path, model_name;  // data/models/reverse.safetensors, reverse
+    std::string out;                     // DIR
+    std::string input;                   // as index.md names it: TEXT, or "ids 5,17,3"
+    std::string heading;                 // every title starts with it: reverse  "hello"
+    bool target_given = false;           // --target or --target-ids: else the greedy output
+    bool positions = false;
+    PictureChoice choice;
+};
+
+// Flags only (bad usage: exit 2); the model is not read yet.
+AttentionRequest parse_attention_request(const ParsedArguments& parsed) {
     if (parsed.positional().empty() || parsed.positional().size() > 2)
         throw UsageError("attention: expected MODEL and TEXT, or MODEL and --ids (see 'tinyformer attention --help')");
-    const std::string kind = parsed.value_or("--kind", "all");
-    if (kind != "self" && kind != "cross" && kind != "all")
-        throw UsageError("attention: --kind must be self, cross or all, got '" + kind + "'");
-    const int64_t only_layer = parsed.integer("--layer", -1, 0, 1 << 20);
-    const int64_t only_head = parsed.integer("--head", -1, 0, 1 << 20);
-    const int64_t scale = parsed.integer("--scale", 1, 1, 8);
-    const bool average = parsed.has("--average-heads");
-    const bool grids_only = parsed.has("--grids-only");
-    const bool positions = parsed.has("--positions");
-    if ((average && only_head >= 0) || (average && grids_only) || (grids_only && only_head >= 0))
+    AttentionRequest request;
+    PictureChoice& choice = request.choice;
+    choice.kind = parsed.value_or("--kind", "all");
+    if (choice.kind != "self" && choice.kind != "cross" && choice.kind != "all")
+        throw UsageError("attention: --kind must be self, cross or all, got '" + choice.kind + "'");
+    choice.only_layer = parsed.integer("--layer", -1, 0, 1 << 20);
+    choice.only_head = parsed.integer("--head", -1, 0, 1 << 20);
+    choice.scale = parsed.integer("--scale", 1, 1, 8);
+    choice.average = parsed.has("--average-heads");
+    choice.grids_only = parsed.has("--grids-only");
+    request.positions = parsed.has("--positions");
+    if ((choice.average && choice.only_head >= 0) || (choice.average && choice.grids_only) ||
+        (choice.grids_only && choice.only_head >= 0))
         throw UsageError("attention: --head, --average-heads and --grids-only exclude each other");
-    const std::string out = parsed.output("--out");
-    if (out.empty()) throw UsageError("attention: --output DIR is required (the folder for the pictures)");
+    request.out = parsed.output("--out");
+    if (request.out.empty()) throw UsageError("attention: --output DIR is required (the folder for the pictures)");
 
-    const std::string& path = parsed.positional()[0];
-    // Before any work: DIR is a folder (or not there yet), and none of the
-    // files this run may write or remove in it is the model.
+    request.model_path = parsed.positional()[0];
+    request.model_name = std::filesystem::path(request.model_path).stem().string();
+    const bool ids = parsed.has("--ids");
+    const std::string text = parsed.positional().size() > 1 ? parsed.positional()[1] : "";  // none: input_tokens says so
+    request.input = ids ? "ids " + parsed.value("--ids") : text;
+    request.heading = request.model_name + "  \"" + (ids ? parsed.value("--ids") : text) + "\"";
+    request.target_given = parsed.has("--target") || parsed.has("--target-ids");
+    return request;
+}
+
+// Before any work: DIR is a folder (or not there yet), and none of the
+// files this run may write or remove in it is the model.
+void check_output_folder(const AttentionRequest& request) {
     std::error_code error;
-    if (std::filesystem::exists(out, error) && !std::filesystem::is_directory(out, error))
-        fail("attention: --output ", out, " is not a folder (the pictures go into a folder)");
-    if (std::filesystem::is_directory(out, error))
-        for (const auto& entry : std::filesystem::directory_iterator(out, error)) {
+    if (std::filesystem::exists(request.out, error) && !std::filesystem::is_directory(request.out, error))
+        fail("attention: --output ", request.out, " is not a folder (the pictures go into a folder)");
+    if (std::filesystem::is_directory(request.out, error))
+        for (const auto& entry : std::filesystem::directory_iterator(request.out, error)) {
             const std::string name = entry.path().filename().string();
-            if (is_attention_picture(name)) check_outputs("attention", {path}, {entry.path().string()});
+            if (is_attention_picture(name)) check_outputs("attention", {request.model_path}, {entry.path().string()});
         }
-    const Model model = Model::load(path);
+}
+
+// --- run: the one teacher-forced pass ---
+
+struct AttentionPass {
+    std::vector<int64_t> tokens;  // the input, as the model reads it
+    AttentionRun run;             // every layer's weights, the target, the output text
+};
+
+AttentionPass run_attention(const ParsedArguments& parsed, const Model& model, const AttentionRequest& request) {
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "attention");
-    const int64_t heads = model.config.nhead;
+    const int64_t heads = model.config.nhead, only_head = request.choice.only_head;
     if (only_head >= heads) throw UsageError("attention: --head " + std::to_string(only_head) + " but the model has " +
                                              std::to_string(heads) + " heads (0.." + std::to_string(heads - 1) + ")");
     const std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "attention");
-    refuse_before_the_pass(model, tokens, target, {kind, only_layer, only_head, scale, average, grids_only}, kGridMatrixSize);
-    const AttentionRun run = attention_maps(model, tokens, target);
-    const std::string model_name = std::filesystem::path(path).stem().string();
-    const std::string input = parsed.has("--ids") ? "ids " + parsed.value("--ids") : parsed.positional()[1];
-    // The title's head: the model and the input, e.g. reverse  "hello".
-    const std::string heading = model_name + "  \"" + (parsed.has("--ids") ? parsed.value("--ids") : input) + "\"";
-    const bool given = parsed.has("--target") || parsed.has("--target-ids");
-    std::string index = std::string(kIndexMarker) + "\n# Attention of " + model_name + "\n\ninput: `" + input + "`, " +
-                        (model.config.arch == Architecture::EncoderOnly ? "no target"
-                                                                        : (given ? "target" : "greedy output") +
-                                                                              std::string(": `") + run.output + "`") +
-                        "\n\nRows are queries, columns keys. " +
-                        (model.config.arch == Architecture::EncoderDecoder
-                             ? "A decoder row is the decoder's input at that position, which predicts the next token. "
-                             : model.config.arch == Architecture::DecoderOnly
-                                   ? "A row is the token at that position, which predicts the next token. "
-                                   : "") +
-                        "Viridis 0..1; hatched = masked (not allowed), cross-hatched = padding.\n";
-    std::vector<std::string> written;
-    int64_t layers_seen = 0;
-    HeatmapGrid overview;
-    overview.title = heading + "  every layer (rows) x head (columns)";
-    overview.columns = heads;
-    overview.scale = scale;
-    std::vector<std::pair<int, HeatmapSpec>> overview_panels;  // (kind order, panel), ordered stably below
-    auto add = [&](const std::string& file, const std::string& shows) {
-        const std::string name = std::filesystem::path(file).filename().string();
-        std::string alt;  // the title, with the brackets that would end the alt text escaped
-        for (char c : shows) alt += (c == '[' || c == ']' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-        index += "\n## " + name + "\n\n" + shows + "\n\n![" + alt + "](" + name + ")\n";
-        std::printf("%s\n", terminal_text(file).c_str());
-        written.push_back(name);
-    };
-    // Every picture is laid out first (a single heatmap is a grid of one
-    // panel without a grid title: the same pixels), its size checked, and
-    // only then is anything written.
-    struct Picture {
-        std::string file, shows;
-        HeatmapGrid grid;
-    };
+    refuse_before_the_pass(model, tokens, target, request.choice, kGridMatrixSize);
+    return {tokens, attention_maps(model, tokens, target)};
+}
+
+// --- lay out: every picture, before anything is written ---
+
+struct Picture {
+    std::string file, shows;  // DIR/name.png, and what it shows (its title)
+    HeatmapGrid grid;         // a single heatmap is a grid of one panel without a grid title: the same pixels
+};
+
+struct PictureSet {
     std::vector<Picture> pictures;
-    const auto single = [](const HeatmapSpec& spec) {
-        HeatmapGrid grid;
-        grid.panels = {spec};
-        grid.columns = 1;
-        grid.scale = spec.scale;
-        return grid;
-    };
-    for (const AttentionMap& map : run.maps) {
-        if ((only_layer >= 0 && map.layer != only_layer) || (kind != "all" && map.kind != kind)) continue;
+    HeatmapGrid overview;
+    bool with_overview = false;
+};
+
+HeatmapGrid single(const HeatmapSpec& spec) {
+    HeatmapGrid grid;
+    grid.panels = {spec};
+    grid.columns = 1;
+    grid.scale = spec.scale;
+    return grid;
+}
+
+bool too_large(const HeatmapGrid& grid) { return heatmap_grid_size(grid).pixels() > kMaxHeatmapPixels; }
+
+// A picture over the limit refuses the whole run: nothing is written.
+void refuse_too_large(const std::vector<Picture>& pictures, const Model& model, const AttentionPass& pass,
+                      const AttentionRequest& request) {
+    for (const Picture& picture : pictures) {
+        if (!too_large(picture.grid)) continue;
+        const HeatmapSize size = heatmap_grid_size(picture.grid);
+        const HeatmapSpec& panel = picture.grid.panels.front();
+        const std::string target_part =
+            model.config.arch == Architecture::EncoderOnly
+                ? ""
+                : text_of(", ", request.target_given ? "the target" : "the greedy output", " has ",
+                          pass.run.target.size(), " tokens");
+        fail("attention: ", std::filesystem::path(picture.file).filename().string(), " would be ", size.width, "x",
+             size.height, " pixels, more than the limit of ", kMaxHeatmapPixels >> 20, " megapixels (",
+             picture.grid.panels.size(), picture.grid.panels.size() == 1 ? " panel" : " panels", " of ", panel.rows,
+             " queries x ", panel.cols, " keys at --scale ", request.choice.scale, "; the input has ",
+             pass.tokens.size(), " tokens", target_part, "); nothing was written: choose a smaller --scale, --head H, "
+             "--layer L or --kind, or a shorter input", model.config.arch == Architecture::EncoderOnly ? "" : " or --target");
+    }
+}
+
+PictureSet lay_out_pictures(const Model& model, const AttentionPass& pass, const AttentionRequest& request) {
+    const PictureChoice& choice = request.choice;
+    const int64_t heads = model.config.nhead, scale = choice.scale;
+    PictureSet set;
+    set.overview.title = request.heading + "  every layer (rows) x head (columns)";
+    set.overview.columns = heads;
+    set.overview.scale = scale;
+    std::vector<std::pair<int, HeatmapSpec>> overview_panels;  // (kind order, panel), ordered stably below
+    int64_t layers_seen = 0;
+    for (const AttentionMap& map : pass.run.maps) {
+        if ((choice.only_layer >= 0 && map.layer != choice.only_layer) || (choice.kind != "all" && map.kind != choice.kind))
+            continue;
         ++layers_seen;
-        const std::string stem = out + "/" + map.stack + "-layer" + std::to_string(map.layer) + "-" + map.kind;
+        const std::string stem = request.out + "/" + map.stack + "-layer" + std::to_string(map.layer) + "-" + map.kind;
         const std::string name = attention_name(map);
-        if (average) {
-            HeatmapSpec spec = head_picture(map, 0, true, positions);
+        if (choice.average) {
+            HeatmapSpec spec = head_picture(map, 0, true, request.positions);
             axis_titles(map, spec);
-            spec.title = heading + "  " + name + "  average of " + std::to_string(heads) + " heads";
+            spec.title = request.heading + "  " + name + "  average of " + std::to_string(heads) + " heads";
             spec.scale = scale;
-            pictures.push_back({stem + "-average.png", spec.title, single(spec)});
+            set.pictures.push_back({stem + "-average.png", spec.title, single(spec)});
             continue;
         }
         HeatmapGrid grid;
-        grid.title = heading + "  " + name + "  all " + std::to_string(heads) + " heads";
+        grid.title = request.heading + "  " + name + "  all " + std::to_string(heads) + " heads";
         grid.scale = scale;
         const int order = map.stack == "decoder" ? (map.kind == "self" ? 1 : 2) : 0;
         for (int64_t h = 0; h < heads; ++h) {
-            HeatmapSpec spec = head_picture(map, h, false, positions);
+            HeatmapSpec spec = head_picture(map, h, false, request.positions);
             HeatmapSpec small = spec;
             small.title = (map.stack == "layers" ? "layer " + std::to_string(map.layer)
                                                  : map.stack + " " + std::to_string(map.layer) + " " + map.kind) +
@@ -366,40 +401,23 @@ int attention_command(const Arguments& args) {
             panel.title = "head " + std::to_string(h);
             panel.matrix_size = kGridMatrixSize;
             grid.panels.push_back(std::move(panel));
-            if (grids_only || (only_head >= 0 && h != only_head)) continue;
-            spec.title = heading + "  " + name + "  head " + std::to_string(h);
+            if (choice.grids_only || (choice.only_head >= 0 && h != choice.only_head)) continue;
+            spec.title = request.heading + "  " + name + "  head " + std::to_string(h);
             spec.scale = scale;
-            pictures.push_back({stem + "-head" + std::to_string(h) + ".png", spec.title, single(spec)});
+            set.pictures.push_back({stem + "-head" + std::to_string(h) + ".png", spec.title, single(spec)});
         }
-        if (only_head < 0) pictures.push_back({stem + "-heads.png", grid.title, grid});
+        if (choice.only_head < 0) set.pictures.push_back({stem + "-heads.png", grid.title, grid});
     }
     if (layers_seen == 0) throw UsageError("attention: no attention matches --layer/--kind for this model");
-    const auto too_large = [&](const HeatmapGrid& grid) {
-        return heatmap_grid_size(grid).pixels() > kMaxHeatmapPixels;
-    };
-    for (const Picture& picture : pictures) {
-        if (!too_large(picture.grid)) continue;
-        const HeatmapSize size = heatmap_grid_size(picture.grid);
-        const HeatmapSpec& panel = picture.grid.panels.front();
-        const std::string target_part =
-            model.config.arch == Architecture::EncoderOnly
-                ? ""
-                : text_of(", ", given ? "the target" : "the greedy output", " has ", run.target.size(), " tokens");
-        fail("attention: ", std::filesystem::path(picture.file).filename().string(), " would be ", size.width, "x",
-             size.height, " pixels, more than the limit of ", kMaxHeatmapPixels >> 20, " megapixels (",
-             picture.grid.panels.size(), picture.grid.panels.size() == 1 ? " panel" : " panels", " of ", panel.rows,
-             " queries x ", panel.cols, " keys at --scale ", scale, "; the input has ", tokens.size(), " tokens",
-             target_part, "); nothing was written: choose a smaller --scale, --head H, --layer L or --kind, or a "
-             "shorter input", model.config.arch == Architecture::EncoderOnly ? "" : " or --target");
-    }
+    refuse_too_large(set.pictures, model, pass, request);
 
-    bool with_overview = !overview_panels.empty() && overview_panels.size() <= kMaxOverviewPanels;
-    if (with_overview) {
+    set.with_overview = !overview_panels.empty() && overview_panels.size() <= kMaxOverviewPanels;
+    if (set.with_overview) {
         std::stable_sort(overview_panels.begin(), overview_panels.end(),
                          [](const auto& a, const auto& b) { return a.first < b.first; });
-        for (auto& [order, panel] : overview_panels) overview.panels.push_back(std::move(panel));
-        with_overview = !too_large(overview);
-        if (!with_overview)
+        for (auto& [order, panel] : overview_panels) set.overview.panels.push_back(std::move(panel));
+        set.with_overview = !too_large(set.overview);
+        if (!set.with_overview)
             std::fprintf(stderr, "tinyformer attention: no overview.png: it would be more than %lld megapixels "
                                  "(choose --layer or --kind, or a smaller --scale)\n",
                          static_cast<long long>(kMaxHeatmapPixels >> 20));
@@ -407,23 +425,36 @@ int attention_command(const Arguments& args) {
         std::fprintf(stderr, "tinyformer attention: no overview.png: %zu panels, more than %zu (choose --layer or --kind)\n",
                      overview_panels.size(), kMaxOverviewPanels);
     }
+    return set;
+}
 
-    std::filesystem::create_directories(out, error);
-    if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
-    // Every file about to be written is a file we may write (not a folder, not the model).
-    std::vector<std::string> files;
-    for (const Picture& picture : pictures) files.push_back(picture.file);
-    if (with_overview) files.push_back(out + "/overview.png");
-    check_outputs("attention", {path}, files);
-    for (const Picture& picture : pictures) {
-        write_heatmap_grid_png(picture.grid, picture.file);
-        add(picture.file, picture.shows);
-    }
-    if (with_overview) {
-        write_heatmap_grid_png(overview, out + "/overview.png");
-        add(out + "/overview.png", overview.title);
-    }
-    // Written afresh: this command's pictures from an earlier run that this run did not write go.
+// --- write: the pictures, index.md, and the older pictures pruned ---
+
+// index.md's head: what was run; each picture adds its own section.
+std::string index_head(const Model& model, const AttentionPass& pass, const AttentionRequest& request) {
+    const Architecture arch = model.config.arch;
+    return std::string(kIndexMarker) + "\n# Attention of " + request.model_name + "\n\ninput: `" + request.input + "`, " +
+           (arch == Architecture::EncoderOnly
+                ? "no target"
+                : (request.target_given ? "target" : "greedy output") + std::string(": `") + pass.run.output + "`") +
+           "\n\nRows are queries, columns keys. " +
+           (arch == Architecture::EncoderDecoder
+                ? "A decoder row is the decoder's input at that position, which predicts the next token. "
+            : arch == Architecture::DecoderOnly ? "A row is the token at that position, which predicts the next token. "
+                                                : "") +
+           "Viridis 0..1; hatched = masked (not allowed), cross-hatched = padding.\n";
+}
+
+// index.md's section for one picture: its name, what it shows, the picture inline.
+std::string index_section(const std::string& name, const std::string& shows) {
+    std::string alt;  // the title, with the brackets that would end the alt text escaped
+    for (char c : shows) alt += (c == '[' || c == ']' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return "\n## " + name + "\n\n" + shows + "\n\n![" + alt + "](" + name + ")\n";
+}
+
+// DIR is written afresh: this command's pictures from an earlier run that
+// this run did not write go. Returns how many went.
+int64_t remove_older_pictures(const std::string& out, const std::vector<std::string>& written) {
     int64_t removed = 0;
     for (const auto& entry : std::filesystem::directory_iterator(out)) {
         const std::string name = entry.path().filename().string();
@@ -433,17 +464,64 @@ int attention_command(const Arguments& args) {
             ++removed;
         }
     }
+    return removed;
+}
+
+void write_pictures(const PictureSet& set, const Model& model, const AttentionPass& pass,
+                    const AttentionRequest& request) {
+    const std::string& out = request.out;
+    std::error_code error;
+    std::filesystem::create_directories(out, error);
+    if (error || !std::filesystem::is_directory(out)) fail(out, ": cannot create the output folder: ", error.message());
+    std::vector<Picture> pictures = set.pictures;
+    if (set.with_overview) pictures.push_back({out + "/overview.png", set.overview.title, set.overview});
+    // Every file about to be written is a file we may write (not a folder, not the model).
+    std::vector<std::string> files;
+    for (const Picture& picture : pictures) files.push_back(picture.file);
+    check_outputs("attention", {request.model_path}, files);
+
+    std::string index = index_head(model, pass, request);
+    std::vector<std::string> written;
+    for (const Picture& picture : pictures) {
+        write_heatmap_grid_png(picture.grid, picture.file);
+        const std::string name = std::filesystem::path(picture.file).filename().string();
+        index += index_section(name, picture.shows);
+        std::printf("%s\n", terminal_text(picture.file).c_str());
+        written.push_back(name);
+    }
+    const int64_t removed = remove_older_pictures(out, written);
     const std::string index_path = out + "/index.md";
     const bool index_ours = index_is_ours_or_absent(index_path);
     if (index_ours) write_file(index_path, index, "attention");
-    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %zu pictures", terminal_text(input).c_str(),
-                 terminal_text(run.output).c_str(), written.size());
+
+    std::fprintf(stderr, "tinyformer attention: %s -> %s; wrote %zu pictures", terminal_text(request.input).c_str(),
+                 terminal_text(pass.run.output).c_str(), written.size());
     if (index_ours) std::fprintf(stderr, " and %s", terminal_text(index_path).c_str());
     if (removed) std::fprintf(stderr, "; removed %lld older pictures", static_cast<long long>(removed));
     std::fprintf(stderr, "\n");
     if (!index_ours)
         std::fprintf(stderr, "tinyformer attention: note: %s is not one this command wrote (no marker line): left "
                      "alone, the pictures' index not written\n", terminal_text(index_path).c_str());
+}
+
+}  // namespace
+
+// Parse, run once, lay out, write: each step refuses before the next does any work.
+int attention_command(const Arguments& args) {
+    const ParsedArguments parsed(args,
+                                 {"--output", "--out", "--target", "--target-ids", "--ids", "--layer", "--head", "--kind",
+                                  "--scale"},
+                                 {"--average-heads", "--grids-only", "--positions", "--unk"}, "attention");
+    if (parsed.help()) {
+        std::printf("%s", kAttentionHelp);
+        return 0;
+    }
+    const AttentionRequest request = parse_attention_request(parsed);
+    check_output_folder(request);
+    const Model model = Model::load(request.model_path);
+    const AttentionPass pass = run_attention(parsed, model, request);
+    const PictureSet pictures = lay_out_pictures(model, pass, request);
+    write_pictures(pictures, model, pass, request);
     return 0;
 }
 
