@@ -246,8 +246,9 @@ build/tinyformer: $(CLI_OBJ) $(LIB_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 # The tests and the fuzz harnesses also check parts of the program: its terminal
-# text rule (tests/test_terminal_text.cpp, fuzz_text) and its pictures (tests/test_heatmap.cpp).
-TESTED_TOOL_OBJ := build/tools/cli/terminal_text.o $(PICTURES_SRC:%.cpp=build/%.o)
+# text rule (tests/test_terminal_text.cpp, fuzz_text), its pictures (tests/test_heatmap.cpp)
+# and the layer `cost --measure` times (tests/test_layer_timing.cpp).
+TESTED_TOOL_OBJ := build/tools/cli/terminal_text.o $(PICTURES_SRC:%.cpp=build/%.o) build/tools/measure/layer_timing.o
 build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ) $(TESTED_TOOL_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 

@@ -1,27 +1,23 @@
 // `tinyformer cost`: what attention, the projections and the FFN cost at
 // several sequence lengths (lesson 10.3, section 10 and practice 5). The
-// counting is models/cost.h; this file prints it and, with --measure, times
-// the engine at the same sizes.
+// counting is models/cost.h; this file is the command: it prints the counts
+// and, with --measure, the times and memory tools/measure/ takes of the layer
+// the model runs at the same sizes.
 
 #include "engine/attention.h"
 #include "engine/matmul.h"
 #include "engine/memory/memory.h"
-#include "engine/ops.h"
 #include "engine/random.h"
-#include "layers/encoder_layer.h"
 #include "models/cost.h"
 #include "tools/cli/arguments.h"
+#include "tools/measure/layer_timing.h"
 #include "tools/measure/measure.h"
 
+#include <unistd.h>  // sysconf
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-
-#include <unistd.h>  // sysconf
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -70,14 +66,16 @@ const char* kCostHelp =
     "                T^2 - (3D+F+S) T - S D = 0 (self-attention T^2 terms against all the rest).\n"
     "                A full forward over T positions: a KV cache changes per-step decoding.\n"
     "  --measure     also run the engine: an N-layer stack of EncoderLayer (post-LN, ReLU,\n"
-    "                random weights, no mask) on random [B,T,D] inputs, each part timed at the\n"
-    "                caller (Q, K, V projections, the attention core = one call of the engine's\n"
-    "                multi-head attention on its default streaming path, the output\n"
-    "                projection, the FFN, LayerNorm + residual adds), checked once against\n"
-    "                EncoderLayer::forward. Measured time shares print beside the predicted\n"
-    "                (MAC) shares. Then, per T, the memory of one attention-core call on each\n"
-    "                path: materialized keeping the weights [B,H,T,T], materialized without\n"
-    "                them, streaming. Shown two ways: the bytes the call allocates by the\n"
+    "                random weights, no mask) on random [B,T,D] inputs, run as a model runs\n"
+    "                it: the calls of EncoderLayer::forward, each timed at the caller (the\n"
+    "                layer's self-attention call: Q, K and V in one product, K and V kept,\n"
+    "                the core on the engine's default streaming path, W_O; the FFN;\n"
+    "                LayerNorm + residual adds), checked once against EncoderLayer::forward.\n"
+    "                The core is timed again alone, on the operands the layer hands it.\n"
+    "                Measured time shares print beside the predicted (MAC) shares. Then, per\n"
+    "                T, the memory of one attention-core call on each path: materialized\n"
+    "                keeping the weights [B,H,T,T], materialized without them, streaming.\n"
+    "                Shown two ways: the bytes the call allocates by the\n"
     "                engine's documented formulas (engine/attention.h), and the growth of the\n"
     "                peak resident set (VmHWM in /proc/self/status) of a forked child process\n"
     "                that runs the call once to warm up (OpenBLAS's buffers and threads),\n"
@@ -164,107 +162,10 @@ Settings parse_settings(const ParsedArguments& parsed) {
     return settings;
 }
 
-// --- measuring: timing at the caller ---
+// --- measuring (tools/measure/): the memory of each attention path ---
 
-using measure::Clock;
-using measure::seconds_since;
-
-// Seconds spent in each part of the timed forward, summed over layers and passes.
-struct PartTimes {
-    double query = 0, key = 0, value = 0, output = 0, core = 0, feed_forward = 0, other = 0;
-    double total() const { return query + key + value + output + core + feed_forward + other; }
-};
-
-// An encoder layer with random weights, and the attention weights it was
-// built from: W_O is applied at the caller to time it apart from the core.
-struct RandomLayer {
-    EncoderLayer layer;
-    MultiHeadAttentionWeights attention;
-};
-
-RandomLayer make_random_layer(Random& random, const CostShape& shape) {
-    const int64_t D = shape.d_model, F = shape.ff;
-    const float d_scale = 1.0f / std::sqrt(static_cast<float>(D)), f_scale = 1.0f / std::sqrt(static_cast<float>(F));
-    MultiHeadAttentionWeights attention{random.normal_tensor({3 * D, D}, d_scale), random.normal_tensor({3 * D}, 0.02f),
-                                        random.normal_tensor({D, D}, d_scale), random.normal_tensor({D}, 0.02f)};
-    FeedForward feed_forward{Linear{random.normal_tensor({F, D}, d_scale), random.normal_tensor({F}, 0.02f)},
-                             Linear{random.normal_tensor({D, F}, f_scale), random.normal_tensor({D}, 0.02f)},
-                             Activation::Relu};
-    LayerNorm norm{Tensor::filled({D}, 1.0f), Tensor({D}), 1e-5f};
-    return {EncoderLayer{MultiHeadAttention(attention, shape.heads), std::move(feed_forward), norm, norm, false},
-            std::move(attention)};
-}
-
-template <typename Run>
-auto timed(double& seconds, Run&& run) {
-    const Clock::time_point start = Clock::now();
-    auto result = run();
-    seconds += seconds_since(start);
-    return result;
-}
-
-// EncoderLayer::forward (post-LN, no mask, no padding), step by step with a
-// stopwatch around each call: x = norm1(x + MHA(x)), x = norm2(x + FFN(x)).
-Tensor timed_forward(const RandomLayer& random_layer, const Tensor& x, PartTimes& times) {
-    const EncoderLayer& layer = random_layer.layer;
-    const MultiHeadAttention& attention = layer.self_attn;
-    const Tensor query = timed(times.query, [&] { return attention.project_query(x); });  // [B, T, D]
-    const Tensor key = timed(times.key, [&] { return attention.project_key(x); });
-    const Tensor value = timed(times.value, [&] { return attention.project_value(x); });
-    AttentionResult core = timed(times.core, [&] {  // scores, softmax, weights x V: [B, T, D]
-        return multi_head_scaled_dot_product_attention(query, key, value, attention.heads(), Mask(),
-                                                       AttentionOptions{});
-    });
-    Tensor attended = timed(times.output, [&] {
-        return linear(core.output, random_layer.attention.out_proj_weight, random_layer.attention.out_proj_bias);
-    });
-    const Tensor h = timed(times.other, [&] { return layer.norm1.forward(add(std::move(attended), x)); });
-    Tensor transformed = timed(times.feed_forward, [&] { return layer.feed_forward.forward(h); });  // [B, T, D]
-    return timed(times.other, [&] { return layer.norm2.forward(add(std::move(transformed), h)); });
-}
-
-struct Timing {
-    PartTimes per_pass;  // seconds per forward pass of the N-layer stack, each part its fastest pass
-    int passes = 0;
-};
-
-// The smaller of two timings, part by part: the pass least disturbed by other work.
-PartTimes fastest(const PartTimes& a, const PartTimes& b) {
-    return {std::min(a.query, b.query),   std::min(a.key, b.key),
-            std::min(a.value, b.value),   std::min(a.output, b.output),
-            std::min(a.core, b.core),     std::min(a.feed_forward, b.feed_forward),
-            std::min(a.other, b.other)};
-}
-
-// One warm-up pass, then passes until half a second has gone (at least 2, at most 50).
-Timing time_stack(const std::vector<RandomLayer>& layers, const Tensor& input, int64_t length) {
-    const auto pass = [&] {
-        PartTimes times;
-        Tensor x = input;
-        for (const RandomLayer& layer : layers) x = timed_forward(layer, x, times);
-        return times;
-    };
-    std::fprintf(stderr, "tinyformer cost: T=%lld: warm-up pass\n", static_cast<long long>(length));
-    const PartTimes warm_up = pass();
-    std::fprintf(stderr, "tinyformer cost: T=%lld: timing passes (%.2f s each)\n", static_cast<long long>(length),
-                 warm_up.total());
-    Timing timing;
-    const Clock::time_point start = Clock::now();
-    while (timing.passes < 2 || (timing.passes < 50 && seconds_since(start) < 0.5)) {
-        const PartTimes times = pass();
-        timing.per_pass = timing.passes == 0 ? times : fastest(timing.per_pass, times);
-        ++timing.passes;
-    }
-    return timing;
-}
-
-// The largest |a - b| of two same-shaped tensors.
-double max_difference(const Tensor& a, const Tensor& b) {
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i)
-        worst = std::max(worst, static_cast<double>(std::fabs(a.data()[i] - b.data()[i])));
-    return worst;
-}
+using measure::PartTimes;
+using measure::Timing;
 
 struct PathCase {
     const char* name;
@@ -366,20 +267,21 @@ Row part_row(const PartCost& part, double seconds = -1) {
     return {name, part.macs, part.bytes, true, seconds};
 }
 
+// times: the measured self-attention (nullptr when not measured): the core
+// timed alone on its row, the layer's whole call on a row of its own.
 void print_attention(const LayerTable& table, const AttentionCost& attention, const PartTimes* times) {
     std::printf("    %s (L=%lld queries, S=%lld keys)\n", attention.label.c_str(),
                 static_cast<long long>(attention.queries), static_cast<long long>(attention.keys));
-    const auto seconds = [&](double PartTimes::*member) { return times ? times->*member : -1.0; };
-    table.print(part_row(attention.query_projection, seconds(&PartTimes::query)), 2);
-    table.print(part_row(attention.key_projection, seconds(&PartTimes::key)), 2);
-    table.print(part_row(attention.value_projection, seconds(&PartTimes::value)), 2);
-    table.print(part_row(attention.output_projection, seconds(&PartTimes::output)), 2);
-    table.print(part_row(attention.scores), 2);
-    table.print(part_row(attention.softmax), 2);
-    table.print(part_row(attention.weights_values), 2);
+    int64_t macs = 0, bytes = 0;
+    for (const PartCost& part : attention.parts()) {
+        table.print(part_row(part), 2);
+        macs += part.macs;
+        bytes += part.bytes;
+    }
     table.print({"= core (scores..weights x V)", attention.core_macs(), attention.core_bytes(), true,
-                 seconds(&PartTimes::core)},
+                 times ? times->core : -1},
                 2);
+    if (times) table.print({"= self-attention (all above)", macs, bytes, true, times->self_attention}, 2);
 }
 
 void print_layer(const Settings& settings, const LayerCost& layer, const Timing* timing) {
@@ -463,10 +365,12 @@ void print_summary(const Settings& settings) {
     }
 }
 
-// --measure builds N layers of random weights and runs the materialized path
-// (weights recorded); refused before allocating when that would not fit: the
-// weights, plus a pass's working memory at the longest T (models/cost.h's
-// pass_memory, the estimate every model pass is guarded with).
+// --measure builds N layers of random weights and runs them as the model does
+// (tools/measure/layer_timing.h: the streaming path, no weights recorded);
+// refused before allocating when that might not fit: the weights, plus a
+// pass's working memory at the longest T by models/cost.h's pass_memory (the
+// estimate every model pass is guarded with), counted with the weights
+// recorded: more than the streaming pass needs, never less.
 void refuse_measuring_beyond_memory(const Settings& settings) {
     const int64_t longest = *std::max_element(settings.lengths.begin(), settings.lengths.end());
     const LayerCost layer = encoder_layer_cost(settings.shape, longest);
@@ -502,12 +406,12 @@ int cost_command(const Arguments& args) {
                 bytes_text(4.0 * static_cast<double>(first.parameter_count)).c_str());
     print_crossover(settings);
 
-    std::vector<RandomLayer> layers;
+    std::vector<measure::RandomLayer> layers;
     if (settings.measure) {
         std::fprintf(stderr, "tinyformer cost: building %lld encoder layer(s) with random weights\n",
                      static_cast<long long>(settings.layers));
         Random random(42);
-        for (int64_t i = 0; i < settings.layers; ++i) layers.push_back(make_random_layer(random, shape));
+        for (int64_t i = 0; i < settings.layers; ++i) layers.push_back(measure::make_random_layer(random, shape));
         std::printf("--measure: BLAS %s, %d thread(s); times are per forward pass of the N-layer stack\n",
                     blas_description().c_str(), blas_threads());
         double load[1] = {0};
@@ -525,21 +429,19 @@ int cost_command(const Arguments& args) {
         } else {
             Random random(1000 + static_cast<uint64_t>(T));
             const Tensor input = random.normal_tensor({shape.batch, T, shape.d_model});
-            if (!checked) {  // the timed steps compute what EncoderLayer::forward computes
-                PartTimes ignored;
-                Tensor stepwise = input, reference = input;
-                for (const RandomLayer& one : layers) {
-                    stepwise = timed_forward(one, stepwise, ignored);
-                    reference = one.layer.forward(reference, Mask(), Padding());
-                }
-                std::printf("  (the timed steps equal EncoderLayer::forward: largest difference %.1e)\n",
-                            max_difference(stepwise, reference));
+            if (!checked) {  // the timed steps are the model's layer: EncoderLayer::forward's calls
+                const measure::StackCheck check = measure::check_against_forward(layers, input);
+                std::printf("  (the timed steps are EncoderLayer::forward's calls, as the model runs them: largest "
+                            "difference %.1e; self-attention on the %s path)\n",
+                            check.largest_difference, path_name(check.path));
                 checked = true;
             }
-            const Timing timing = time_stack(layers, input, T);
+            const Timing timing = measure::time_stack(layers, input, T);
             print_layer(settings, layer, &timing);
-            std::printf("  measured: each part's fastest of %d passes; predicted shares count MACs only: the core\n"
-                        "  also does the softmax's exp per score and runs H small per-head products (see GFLOP/s)\n",
+            std::printf("  measured: each part's fastest of %d passes; self-attention is the layer's own call (Q, K, V\n"
+                        "  in one product, K and V kept, the core, W_O), the core timed again alone on the same\n"
+                        "  operands; predicted shares count MACs only: the core also does the softmax's exp per\n"
+                        "  score and runs H small per-head products (see GFLOP/s)\n",
                         timing.passes);
             print_path_memory(settings, T);
         }
