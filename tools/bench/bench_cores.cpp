@@ -5,10 +5,11 @@
 // child process of this benchmark (`tinyformer-bench --probe`, one at a
 // time, never alongside each other), in 5 rounds that alternate the
 // configurations; per configuration the median and the best of the rounds.
-// The target compares the best: on this kind of virtual machine the same
-// configuration measures 105-143 GFLOP/s from one process to the next (the
-// speed is steady within a process), and interference only ever slows a run
-// down, so the best of several processes is what the core can do.
+// The target compares the best: on a virtual machine the same configuration
+// can measure quite differently from one process to the next (the speed is
+// steady within a process; docs/PERFORMANCE.md has the spread measured), and
+// interference only ever slows a run down, so the best of several processes
+// is what the core can do.
 //   default     a fresh start: no OPENBLAS_CORETYPE, no marker (tinyformer chooses)
 //   keep        TINYFORMER_BLAS=keep: OpenBLAS's own choice
 //   X           OPENBLAS_CORETYPE=X for Haswell, SkylakeX, Cooperlake (those this CPU runs)

@@ -145,13 +145,11 @@ double weight_bytes_per_token() {
 //            weight_bytes_per_token() in all (biases and LayerNorms aside),
 //            nothing else computed. This is the roof.
 //   single   the generator's [V,D] = 65.5 MB alone, read again and again.
-//            It stays in the cache after the first pass, at about twice the
-//            speed of the 154 MB a token really reads: on the Xeon VM this was
-//            written on, a plain read runs at 24-28 GB/s up to 65 MB and at
-//            12.5-13.5 GB/s from 100 MB on (of a nominal 260 MiB L3, shared
-//            with the host's other guests). Shown for comparison only (until
-//            1 December 2026 the bench took it for the roof), with a plain read
-//            of each set beside the gemv.
+//            It can stay in a large last-level cache after the first pass and
+//            then reads faster than the 154 MB a token really reads (the
+//            figures measured are in docs/PERFORMANCE.md). Shown for comparison
+//            only (until 1 December 2026 the bench took it for the roof), with
+//            a plain read of each set beside the gemv.
 class GemvRoof {
 public:
     GemvRoof() {
@@ -303,8 +301,8 @@ void run_decode_suite(const Settings& settings) {
         set_blas_threads(threads);
         GenerationOptions options;
         options.max_new_tokens = kDecodedTokens;
-        // KV cache against the roof in alternating rounds: this VM's speed drifts
-        // by a fifth from one minute to the next, so each round measures the roof
+        // KV cache against the roof in alternating rounds: a virtual machine's speed
+        // drifts from one minute to the next, so each round measures the roof
         // and then decodes, and the verdict takes the median of the rounds' ratios.
         reads[threads] = {gemv.decoder_read_bytes_per_second(), gemv.single_read_bytes_per_second()};
         std::vector<double> rates, roofs, singles, ratios;

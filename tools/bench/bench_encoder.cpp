@@ -299,7 +299,7 @@ const char* verdict(bool met) { return met ? "met" : "NOT met"; }
 
 // 1-thread time / 2-thread time of one forward at `size`, in alternating
 // rounds (one forward at 1 thread, then one at 2), the median of the rounds'
-// ratios: this VM's speed drifts from one minute to the next, and the table's
+// ratios: a virtual machine's speed drifts from one minute to the next, and the table's
 // 1- and 2-thread rows are minutes apart.
 constexpr int kScalingRounds = 5;
 double alternating_scaling(const std::vector<EncoderLayer>& layers, const Size& size) {

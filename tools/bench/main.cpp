@@ -1,4 +1,4 @@
-// tinyformer-bench: runs benchmark suites and prints what they measured.
+// tools/bench — tinyformer-bench: runs benchmark suites and prints what they measured.
 //
 //   tinyformer-bench [options] [suite ...]     no suite = every suite
 //

@@ -1,3 +1,9 @@
+// tools/cli — the `tinyformer` program: this file is its entry point (the
+// subcommand table, errors to exit codes, the BLAS core choice at start);
+// each subcommand is one file here (attention.cpp, cost.cpp, ...), cli.h the
+// contract. Its neighbours are other rooms: tools/pictures (the PNG renderer),
+// tools/explore (the explorer's page), tools/measure (what --measure and the
+// lessons time), tools/bench (the benchmarks), tools/python (the Python tools).
 #include "engine/cpu/blas.h"
 #include "engine/cpu/kernels.h"
 #include "engine/matmul.h"

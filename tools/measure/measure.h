@@ -1,6 +1,7 @@
-// Measuring what the engine does — for `tinyformer cost --measure`,
+// tools/measure — measuring what the engine does — for `tinyformer cost --measure`,
 // `tinyformer lesson paths` / `lesson local` and the benchmarks (tools/bench/):
 // a clock, the median of samples, other processes' CPU use, peak memory.
+// The layer `cost --measure` times, as the model runs it: layer_timing.h.
 //
 // Peak memory of one attention call: the call runs in a forked child process
 // (so nothing the parent holds counts and nothing leaks back), once to warm
