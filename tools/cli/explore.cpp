@@ -213,8 +213,92 @@ std::string replaced_once(std::string page, const std::string& placeholder, cons
     return page.replace(at, placeholder.size(), content);
 }
 
+// --- decode: the target, when none is given (greedy, or beam search) ---
+
+// The page's "decoding" record; `target` becomes the decoded one. Beam search
+// keeps every hypothesis for the page.
+json decode_target(const Model& model, const ModelText& text, const std::vector<int64_t>& input, int64_t beam,
+                   std::optional<std::vector<int64_t>>& target) {
+    json decoding = {{"mode", target ? "none" : "greedy"}, {"beam", beam}, {"hypotheses", json::array()}};
+    if (beam > 1) {
+        const Generation generation = beam_search(model, input, beam, 1.0, {});
+        for (size_t i = 0; i < generation.hypotheses.size(); ++i) {
+            const Hypothesis& h = generation.hypotheses[i];
+            json labels = json::array();
+            for (int64_t id : h.tokens) labels.push_back(text.output_label(id));
+            decoding["hypotheses"].push_back({{"tokens", labels}, {"log_p", h.log_prob}, {"score", h.score}, {"best", i == 0}});
+        }
+        target = generation.tokens[0];
+        decoding["mode"] = "beam";
+    } else if (!target && model.config.arch != Architecture::EncoderOnly) {
+        target = target_or_greedy(model, input, std::nullopt);
+    }
+    return decoding;
+}
+
+// --- the page's data: what the one pass recorded, as docs/FORMAT.md's explore document ---
+
+json explore_data(const Model& model, const AttentionRun& run, const json& decoding, const std::string& model_path,
+                  const std::string& shown, bool target_given) {
+    const ModelConfig& config = model.config;
+    json attentions = json::array();
+    for (const AttentionMap& map : run.maps) attentions.push_back(attention_json(map, run.trace, config.nhead));
+    json sequences = {{"source", run.source_tokens}};
+    json ids = {{"source", model.encoder_decoder ? run.pass.input : run.pass.decoder}};
+    json padding = {{"source", std::vector<bool>(run.source_tokens.size(), false)}};
+    if (model.encoder_decoder) {
+        sequences["target"] = run.target_tokens;
+        ids["target"] = run.pass.decoder;
+        padding["target"] = std::vector<bool>(run.target_tokens.size(), false);
+    }
+    return {{"format", "tinyformer-explore/1"},
+            {"model",
+             {{"name", std::filesystem::path(model_path).stem().string()},
+              {"arch", arch_name(config)},
+              {"d_model", config.d_model},
+              {"nhead", config.nhead},
+              {"head_dim", config.d_model / config.nhead},
+              {"norm_first", config.norm_first},
+              {"attention", model.encoder_decoder ? json(nullptr) : json(attention_kind_name(config.attention))}}},
+            {"input", {{"text", shown}, {"target", run.output}, {"target_given", target_given}}},
+            {"sequences", sequences},
+            {"ids", ids},
+            {"padding", padding},
+            {"attentions", attentions},
+            {"decoding", decoding}};
+}
+
+// --- the page: tools/explore/page.html with its CSS, script and data in place ---
+
+std::string explore_page(const std::string& data_text) {
+    // The data goes in last, so that no placeholder is ever looked for inside it.
+    std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
+    page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
+    return replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
+}
+
+// --- write: the page, and the data with --json; says where unless it went to a stream ---
+
+void write_explore(const ParsedArguments& parsed, const std::string& html_path, const std::string& data_text,
+                   const std::string& page) {
+    bool streamed = false;  // an output written as a stream may be stdout itself
+    if (parsed.has("--json")) {
+        OutputFile json_file(parsed.value("--json"), "explore");
+        json_file.write(data_text + "\n");
+        json_file.commit();
+        streamed = json_file.is_stream();
+    }
+    OutputFile page_file(html_path, "explore");
+    page_file.write(page);
+    page_file.commit();
+    streamed = streamed || page_file.is_stream();
+    if (!streamed) std::printf("%s\n", terminal_text(html_path).c_str());
+}
+
 }  // namespace
 
+// Parse, refuse what the lengths already show, decode, run the one recorded
+// pass, build the data and the page, write.
 int explore_command(const Arguments& args) {
     const ParsedArguments parsed(
         args, {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb"}, {"--unk"}, "explore");
@@ -254,72 +338,18 @@ int explore_command(const Arguments& args) {
         refuse_inputs_without_room(model, {input});  // a decoding comes first
     refuse_before_pass(target ? static_cast<int64_t>(target->size()) : 0);
 
-    json decoding = {{"mode", target ? "none" : "greedy"}, {"beam", beam}, {"hypotheses", json::array()}};
-    if (beam > 1) {
-        const Generation generation = beam_search(model, input, beam, 1.0, {});
-        for (size_t i = 0; i < generation.hypotheses.size(); ++i) {
-            const Hypothesis& h = generation.hypotheses[i];
-            json labels = json::array();
-            for (int64_t id : h.tokens) labels.push_back(text.output_label(id));
-            decoding["hypotheses"].push_back({{"tokens", labels}, {"log_p", h.log_prob}, {"score", h.score}, {"best", i == 0}});
-        }
-        target = generation.tokens[0];
-        decoding["mode"] = "beam";
-    } else if (!target && model.config.arch != Architecture::EncoderOnly) {
-        target = target_or_greedy(model, input, std::nullopt);
-    }
+    json decoding = decode_target(model, text, input, beam, target);
     if (target) refuse_before_pass(static_cast<int64_t>(target->size()));
     const AttentionRun run = attention_maps(model, tokens, target, Trace::Detail::Everything);
     if (!target_given && beam == 1 && run.target.empty()) decoding["mode"] = "none";
     decoding["steps"] = decoding_steps(model, run, text);
 
-    const ModelConfig& config = model.config;
-    json attentions = json::array();
-    for (const AttentionMap& map : run.maps) attentions.push_back(attention_json(map, run.trace, config.nhead));
-    json sequences = {{"source", run.source_tokens}};
-    json ids = {{"source", model.encoder_decoder ? run.pass.input : run.pass.decoder}};
-    json padding = {{"source", std::vector<bool>(run.source_tokens.size(), false)}};
-    if (model.encoder_decoder) {
-        sequences["target"] = run.target_tokens;
-        ids["target"] = run.pass.decoder;
-        padding["target"] = std::vector<bool>(run.target_tokens.size(), false);
-    }
     const std::string shown = parsed.has("--ids") ? parsed.value("--ids") : parsed.positional()[1];
-    const json data = {
-        {"format", "tinyformer-explore/1"},
-        {"model",
-         {{"name", std::filesystem::path(path).stem().string()},
-          {"arch", arch_name(config)},
-          {"d_model", config.d_model},
-          {"nhead", config.nhead},
-          {"head_dim", config.d_model / config.nhead},
-          {"norm_first", config.norm_first},
-          {"attention", model.encoder_decoder ? json(nullptr) : json(attention_kind_name(config.attention))}}},
-        {"input", {{"text", shown}, {"target", run.output}, {"target_given", target_given}}},
-        {"sequences", sequences},
-        {"ids", ids},
-        {"padding", padding},
-        {"attentions", attentions},
-        {"decoding", decoding}};
-    const std::string data_text = data.dump(-1, ' ', false, json::error_handler_t::replace);
-
-    // The data goes in last, so that no placeholder is ever looked for inside it.
-    std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
-    page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
-    page = replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
+    const std::string data_text = explore_data(model, run, decoding, path, shown, target_given)
+                                      .dump(-1, ' ', false, json::error_handler_t::replace);
+    const std::string page = explore_page(data_text);
     refuse_large_page(static_cast<double>(page.size()), false, page_limit_mib, named, static_cast<int64_t>(run.target.size()));
-    bool streamed = false;  // an output written as a stream may be stdout itself
-    if (parsed.has("--json")) {
-        OutputFile json_file(parsed.value("--json"), "explore");
-        json_file.write(data_text + "\n");
-        json_file.commit();
-        streamed = json_file.is_stream();
-    }
-    OutputFile page_file(html_path, "explore");
-    page_file.write(page);
-    page_file.commit();
-    streamed = streamed || page_file.is_stream();
-    if (!streamed) std::printf("%s\n", terminal_text(html_path).c_str());
+    write_explore(parsed, html_path, data_text, page);
     std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", terminal_text(shown).c_str(),
                  terminal_text(run.output).c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);
     return 0;
