@@ -162,7 +162,8 @@ Settings parse_settings(const ParsedArguments& parsed) {
     return settings;
 }
 
-// --- measuring (tools/measure/): the memory of each attention path ---
+// --- --measure's memory table: each attention path's bytes, by formula and
+// as tools/measure/measure.h measures them ---
 
 using measure::PartTimes;
 using measure::Timing;
