@@ -487,10 +487,11 @@ void run_encoder_suite(const Settings& settings) {
     }
 
     const std::vector<EncoderLayer> layers = make_layers();
-    {  // the path the layers' attention takes: one MHA call with the options EncoderLayer::forward builds
+    {  // the path the layers' attention takes: the MHA call EncoderLayer::forward makes, with its options
         const Tensor x = Random(kInputSeed).normal_tensor({1, 8, kModel});
+        KVCache whole_sequence;
         const AttentionResult result =
-            layers.front().self_attn.forward(x, x, Mask(), attention_options(Padding()));
+            layers.front().self_attn.forward_appending(x, whole_sequence, Mask(), attention_options(Padding()));
         std::printf("attention path: %s (from one MultiHeadAttention call with EncoderLayer's options)\n",
                     path_name(result.path));
     }
