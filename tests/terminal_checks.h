@@ -1,4 +1,4 @@
-// What the tests check about text the CLI printed (README "Bad inputs", the
+// What the tests check about text the CLI printed (docs/BAD_INPUT.md, the
 // terminal text rule): written here from the rule, independently of
 // tools/cli/terminal_text.cpp, the code under test.
 #pragma once

@@ -209,7 +209,7 @@ TEST_CASE("A given target is scored instead of the greedy output; one that does 
     CHECK_ERROR_CONTAINS(probe_example(model, tokens(model, "hello"), target(model, std::string(40, 'a'))), "max_len is 32");
 }
 
-TEST_CASE("The README's cases: peaked weights with no effect, flat weights with a large one") {
+TEST_CASE("The cases of docs/LESSONS.md: peaked weights with no effect, flat weights with a large one") {
     SUBCASE("sort, 31415926: encoder layer 0 heads 0-2 put all weight on one key, yet zeroing them costs nothing") {
         Model model = Model::load("data/models/sort.safetensors");
         const ProbeReport report = probe(model, tokens(model, "31415926"));

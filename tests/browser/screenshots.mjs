@@ -1,4 +1,4 @@
-// Screenshots of the explore page's views, for the README:
+// Screenshots of the explore page's views, for docs/PICTURES.md:
 //   node tests/browser/screenshots.mjs PAGE.html OUTDIR
 // writes OUTDIR/model.png, head.png, matrix.png, step.png (and decoding.png),
 // at 1280x800, each of the open view after picking the last cross-attention

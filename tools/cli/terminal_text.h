@@ -1,6 +1,6 @@
 // Text from a model or a user, made safe and true for a terminal: the one
 // rule for every line the CLI prints that holds such text (results,
-// warnings, summaries, errors; README "Bad inputs"). The rule itself is
+// warnings, summaries, errors; docs/BAD_INPUT.md). The rule itself is
 // engine/io/utf8.h's show_text, which the pictures' labels follow too:
 //   - valid UTF-8 is printed as it is: é, €, CJK, emoji, combining marks;
 //   - C0 controls and DEL become \xNN (ESC -> \x1b, NUL -> \x00);
