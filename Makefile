@@ -84,7 +84,7 @@ fuzz: deps-fuzz
 	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 # Build and run the main example: the trained toy models on a few inputs, their
-# attention as PNG heatmaps (the README's pictures in docs/, every head and
+# attention as PNG heatmaps (the pictures in docs/ that README.md and docs/*.md show, every head and
 # layer in build/demo/), the probe of weight vs effect, the explorer pages
 # (build/demo/explore-*.html), and the lesson's 3x3 causal example.
 demo: deps
@@ -231,7 +231,7 @@ test-browser: deps-browser
 
 # Screenshots of the four views of one page into docs/explore/ (model, head,
 # matrix, step, decoding). EXPLORE_PAGE picks the page; the default is the
-# reverse model's page (the README's pictures).
+# reverse model's page (the pictures docs/PICTURES.md shows).
 EXPLORE_PAGE ?= build/browser/explore-reverse.html
 explore-screenshots: deps-browser
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
