@@ -1,4 +1,9 @@
-// Decoding — turning a model's next-token logits into output sequences.
+// Decoding — the search algorithms that turn a model's next-token logits
+// into output sequences: greedy and beam search. Each is one loop over a
+// Stepper (models/stepper.h, which advances the model a token at a time,
+// with its KV cache or by recomputing): ask next_logits() [rows, V], choose
+// tokens, then keep_rows / append. A new search (e.g. sampling) is another
+// such loop here; the stepping does not change.
 //
 // Inputs, one per batch row (ids, any lengths: rows are padded together):
 //   encoder_decoder: the source tokens; the target starts as <bos>
@@ -12,25 +17,21 @@
 // torch.argmax). Beam search (width k): keeps the k best hypotheses by summed
 // log-probability; a hypothesis ends at <eos> and is scored by
 // log p / (generated tokens incl. <eos>)^length_penalty; search stops when k
-// have ended (or at the length limit) and the best score wins.
-// Width 1 is greedy.
+// have ended (or at the length limit) and the best score wins. It is a
+// heuristic: the greedy path can fall out of the beam, so a wider beam may
+// end with a lower log p than greedy. Width 1 is greedy.
 //
-// Two ways to get each step's logits, same numbers:
-//   KvCache:   keys and values of earlier positions are kept per layer: each
-//              step runs only the new token (cross-attention K/V of the
-//              encoder memory computed once; a decoder-only prompt once).
-//   Recompute: the reference — each step runs the whole sequence again.
+// GenerationOptions::mode picks the stepping (StepMode, models/stepper.h):
+// KvCache (the default) or Recompute (the reference), same numbers.
 #pragma once
 
-#include "models/transformer.h"
+#include "models/stepper.h"
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 namespace tinyformer {
-
-enum class StepMode { KvCache, Recompute };
 
 struct GenerationOptions {
     StepMode mode = StepMode::KvCache;

@@ -48,4 +48,12 @@ Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInp
     fail("attention_mask: unknown attention call");
 }
 
+DecodingMasks decoding_step_masks(const ModelConfig& config, const MaskInputs& inputs) {
+    if (config.arch == Architecture::EncoderDecoder)
+        return {attention_mask(config, AttentionCall::DecoderSelf, inputs),
+                attention_mask(config, AttentionCall::Cross, inputs)};
+    if (inputs.first > 0 && inputs.length == 1 && inputs.padding.empty()) return {Mask(), Mask()};
+    return {attention_mask(config, AttentionCall::Self, inputs), Mask()};
+}
+
 }  // namespace tinyformer

@@ -44,4 +44,18 @@ struct MaskInputs {
 
 Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInputs& inputs);
 
+// The masks of one decoding pass, for every architecture: the one place
+// decoding (models/stepper.h, EncoderDecoderModel::decode_step) takes them
+// from. inputs.first = 0: the pass that starts decoding (the <bos>, the
+// prompts) or a whole target; > 0: a step over the KV cache.
+//   encoder_decoder: self = DecoderSelf, cross = Cross
+//   decoder_only:    self = Self, cross = Mask() (unused); a one-position
+//                    step with no padded slot in the cache is Mask(), which
+//                    blocks nothing (what causal(1, T) AND no padding allows),
+//                    so such a step builds no mask.
+struct DecodingMasks {
+    Mask self, cross;
+};
+DecodingMasks decoding_step_masks(const ModelConfig& config, const MaskInputs& inputs);
+
 }  // namespace tinyformer

@@ -204,7 +204,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     refuse_pass_beyond_memory("decode", config_, target.batch, target.length,
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
-    // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: models/mask_policy.h.
+    // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: decoding_step_masks (models/mask_policy.h).
     auto make_masks = [&] {
         MaskInputs inputs;
         inputs.batch = target.batch;
@@ -213,18 +213,17 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
         inputs.padding = target_padding;
         inputs.source_length = memory.dim(1);
         inputs.source_padding = source_padding;
-        return DecoderMasks{attention_mask(config_, AttentionCall::DecoderSelf, inputs),
-                            attention_mask(config_, AttentionCall::Cross, inputs)};
+        return decoding_step_masks(config_, inputs);
     };
     const bool one_token_step = cache && first > 0 && target.length == 1 && target_padding.empty();
-    std::optional<DecoderMasks> pass_masks;
+    std::optional<DecodingMasks> pass_masks;
     if (!one_token_step)
         pass_masks = make_masks();
     else if (!cache->step_masks || cache->step_source_padding != source_padding) {
         cache->step_masks = make_masks();
         cache->step_source_padding = source_padding;
     }
-    const DecoderMasks& masks = one_token_step ? *cache->step_masks : *pass_masks;
+    const DecodingMasks& masks = one_token_step ? *cache->step_masks : *pass_masks;
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     record_everything(observer, "tgt_embed.output", x);
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {

@@ -28,6 +28,7 @@
 #include "layers/encoder_layer.h"
 #include "layers/linear.h"
 #include "models/checkpoint.h"
+#include "models/mask_policy.h"
 #include "models/trace.h"
 
 #include <map>
@@ -55,11 +56,6 @@ struct AttentionName {
 };
 AttentionName parse_attention_name(const std::string& name);
 
-// The masks of a decoder pass: its self-attention's and its cross-attention's.
-struct DecoderMasks {
-    Mask self, cross;
-};
-
 // Keys and values of every decoder layer, kept between decoding steps.
 struct DecoderCache {
     std::vector<DecoderLayerCache> layers;
@@ -67,8 +63,9 @@ struct DecoderCache {
     // The masks of a one-token step, which are the same at every step (self:
     // the new position sees every cached one; cross: the source padding's),
     // kept with the source padding they were made for and made again only
-    // when it changes: a step builds no mask.
-    std::optional<DecoderMasks> step_masks;
+    // when it changes: a step builds no mask. Made by decoding_step_masks
+    // (models/mask_policy.h).
+    std::optional<DecodingMasks> step_masks;
     Padding step_source_padding;
 };
 

@@ -199,3 +199,51 @@ TEST_CASE("attention_mask: each call's rule on a padded batch, by hand") {
     CHECK_THROWS_WITH_AS(attention_mask(seq2seq, AttentionCall::DecoderSelf, empty),
                          doctest::Contains("need batch >= 1, length >= 1"), Error);
 }
+
+TEST_CASE("decoding_step_masks gives each architecture's decoding pass the policy's masks") {
+    // The one place decoding takes its masks from: the same cells as
+    // attention_mask's calls for that architecture.
+    auto same_cells = [](const Mask& a, const Mask& b) {
+        REQUIRE(a.shape() == b.shape());
+        const Shape& shape = a.shape();
+        for (int64_t i = 0; i < shape[0]; ++i)
+            for (int64_t h = 0; h < shape[1]; ++h)
+                for (int64_t l = 0; l < shape[2]; ++l)
+                    for (int64_t s = 0; s < shape[3]; ++s) CHECK(a.allows(i, h, l, s) == b.allows(i, h, l, s));
+    };
+    const ModelConfig seq2seq = with_attention(Architecture::EncoderDecoder, SelfAttentionKind::Causal);
+    for (int64_t first : {0, 3}) {
+        CAPTURE(first);
+        MaskInputs in;
+        in.batch = 2;
+        in.length = first == 0 ? 3 : 1;
+        in.first = first;
+        in.source_length = 4;
+        in.source_padding = Padding::from_lengths({4, 2}, 4);
+        const DecodingMasks masks = decoding_step_masks(seq2seq, in);
+        same_cells(masks.self, attention_mask(seq2seq, AttentionCall::DecoderSelf, in));
+        same_cells(masks.cross, attention_mask(seq2seq, AttentionCall::Cross, in));
+    }
+    for (SelfAttentionKind kind : {SelfAttentionKind::Causal, SelfAttentionKind::PrefixLm}) {
+        const ModelConfig config = with_attention(Architecture::DecoderOnly, kind);
+        MaskInputs prompts;  // the pass over the prompts, padded
+        prompts.batch = 2;
+        prompts.length = 4;
+        prompts.padding = Padding::from_lengths({4, 2}, 4);
+        if (kind == SelfAttentionKind::PrefixLm) prompts.prefix_lengths = {4, 2};
+        same_cells(decoding_step_masks(config, prompts).self, attention_mask(config, AttentionCall::Self, prompts));
+        MaskInputs step;  // one new position over 5 cached keys, two of row 1's padding
+        step.batch = 2;
+        step.first = 4;
+        step.padding = Padding::from_flags(BoolTensor{{2, 5}, {0, 0, 0, 0, 0, 0, 0, 1, 1, 0}});
+        const Mask padded = decoding_step_masks(config, step).self;
+        same_cells(padded, attention_mask(config, AttentionCall::Self, step));
+        CHECK_FALSE(padded.allows(1, 0, 0, 2));  // by hand: row 1's padded slots stay blocked
+        CHECK(padded.allows(1, 0, 0, 4));
+        step.padding = Padding();  // no padded slot: nothing is blocked
+        const DecodingMasks unpadded = decoding_step_masks(config, step);
+        CHECK(unpadded.self.allows_everything());
+        CHECK(unpadded.self.shape() == Shape{1, 1, 1, 1});
+        CHECK(unpadded.cross.allows_everything());
+    }
+}

@@ -1,0 +1,269 @@
+#include "models/stepper.h"
+
+#include "engine/ops.h"
+#include "models/mask_policy.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace tinyformer {
+
+namespace {
+
+// Rows of different lengths, right-padded with `pad` into one [B, T] batch.
+TokenIds pad_rows(const std::vector<std::vector<int64_t>>& rows, int64_t pad, Padding* padding) {
+    int64_t width = 0;
+    std::vector<int64_t> lengths;
+    for (const auto& row : rows) {
+        width = std::max<int64_t>(width, static_cast<int64_t>(row.size()));
+        lengths.push_back(static_cast<int64_t>(row.size()));
+    }
+    TokenIds ids{static_cast<int64_t>(rows.size()), width, {}};
+    for (const auto& row : rows) {
+        ids.values.insert(ids.values.end(), row.begin(), row.end());
+        ids.values.insert(ids.values.end(), static_cast<size_t>(width) - row.size(), pad);
+    }
+    if (padding) *padding = Padding::from_lengths(lengths, width);
+    return ids;
+}
+
+// The last row of logits [B, n, V] at index `at[b]` of each row -> [B, V].
+Tensor logits_at(const Tensor& logits, const std::vector<int64_t>& at) {
+    const int64_t B = logits.dim(0), n = logits.dim(1), V = logits.dim(2);
+    Tensor out({B, V});
+    for (int64_t b = 0; b < B; ++b) {
+        const float* row = logits.data() + (b * n + at[static_cast<size_t>(b)]) * V;
+        std::copy(row, row + V, out.data() + b * V);
+    }
+    return out;
+}
+
+int64_t pad_id_of(const ModelConfig& config) { return config.pad_id >= 0 ? config.pad_id : 0; }
+
+// Of `positions` wanted in the self-attention KV caches of `layers` layers,
+// B rows of width D, as many as kReservedBytes of keys and values hold (at
+// least 1): reserving never costs more than that, whatever B, D and the
+// layers; a decoding that needs more grows the caches by doubling.
+constexpr int64_t kReservedBytes = int64_t{64} << 20;
+int64_t positions_within_budget(int64_t positions, int64_t batch, int64_t width, int64_t layers) {
+    const int64_t per_position = 2 * batch * width * static_cast<int64_t>(sizeof(float)) * std::max<int64_t>(layers, 1);
+    return std::max<int64_t>(1, std::min(positions, kReservedBytes / per_position));
+}
+
+class EncoderDecoderStepper : public Stepper {
+public:
+    // positions: the target positions a row gets room for (<bos> and reserved_new_tokens).
+    EncoderDecoderStepper(const EncoderDecoderModel& model, const std::vector<std::vector<int64_t>>& sources,
+                          StepMode mode, int64_t positions)
+        : model_(model), mode_(mode) {
+        const ModelConfig& config = model.config();
+        if (config.bos_id < 0) fail("decode: the model's config has no bos_id to start the target with");
+        for (const auto& source : sources)
+            if (source.empty()) fail("decode: a source sequence is empty");
+        source_lengths_.clear();
+        for (const auto& source : sources) source_lengths_.push_back(static_cast<int64_t>(source.size()));
+        const TokenIds ids = pad_rows(sources, pad_id_of(config), &source_padding_);
+        memory_ = model.encode(ids, source_padding_);  // [B, S, D], once
+        targets_.assign(sources.size(), {config.bos_id});
+        for (auto& target : targets_) target.reserve(static_cast<size_t>(positions));
+        if (mode_ == StepMode::KvCache) {  // room reserved up front: a step allocates nothing
+            const int64_t B = static_cast<int64_t>(sources.size());
+            cache_.layers.resize(static_cast<size_t>(config.num_decoder_layers));
+            for (DecoderLayerCache& layer : cache_.layers)
+                layer.self.reserve(B, positions_within_budget(positions, B, config.d_model, config.num_decoder_layers),
+                                   config.d_model);
+            run_new_tokens();
+        }
+    }
+
+    Tensor next_logits() override {
+        if (mode_ == StepMode::KvCache) return logits_;
+        Padding unused;
+        const TokenIds ids = pad_rows(targets_, 0, &unused);  // all rows have the same length
+        const Tensor logits = model_.decode(ids, memory_, Padding(), source_padding_);
+        return logits_at(logits, std::vector<int64_t>(targets_.size(), ids.length - 1));
+    }
+
+    void append(const std::vector<int64_t>& tokens) override {
+        for (size_t b = 0; b < targets_.size(); ++b) targets_[b].push_back(tokens[b]);
+        if (mode_ == StepMode::KvCache) run_new_tokens();
+    }
+
+    void keep_rows(const std::vector<int64_t>& rows) override {
+        targets_ = pick(targets_, rows);
+        source_lengths_ = pick(source_lengths_, rows);
+        memory_ = gather_batch(memory_, rows);
+        source_padding_ = Padding::from_lengths(source_lengths_, memory_.dim(1));
+        logits_ = gather_batch(logits_, rows);
+        for (DecoderLayerCache& layer : cache_.layers)
+            for (KVCache* kv : {&layer.self, &layer.cross}) kv->keep_rows(rows);
+    }
+
+    int64_t length(int64_t b) const override { return static_cast<int64_t>(targets_[static_cast<size_t>(b)].size()); }
+
+private:
+    // KV cache: run only the newest token of every row.
+    void run_new_tokens() {
+        newest_.batch = static_cast<int64_t>(targets_.size());
+        newest_.values.clear();
+        for (const auto& target : targets_) newest_.values.push_back(target.back());
+        const Tensor logits = model_.decode_step(newest_, memory_, source_padding_, cache_);  // [B, 1, V]
+        logits_ = logits.reshaped({logits.dim(0), logits.dim(2)});
+    }
+
+    const EncoderDecoderModel& model_;
+    StepMode mode_;
+    std::vector<int64_t> source_lengths_;
+    Padding source_padding_;
+    Tensor memory_;
+    std::vector<std::vector<int64_t>> targets_;
+    TokenIds newest_{0, 1, {}};  // the newest token of every row, one step's input
+    DecoderCache cache_;
+    Tensor logits_;
+};
+
+class SingleStackStepper : public Stepper {
+public:
+    SingleStackStepper(const SingleStackModel& model, const std::vector<std::vector<int64_t>>& prompts, StepMode mode,
+                       int64_t new_positions)
+        : model_(model), mode_(mode), new_positions_(new_positions), sequences_(prompts) {
+        const ModelConfig& config = model.config();
+        if (config.attention == SelfAttentionKind::Bidirectional)
+            fail("decode: an encoder_only model sees every position at once and cannot generate text");
+        for (const auto& prompt : prompts) {
+            if (prompt.empty()) fail("decode: a prompt is empty");
+            prompt_lengths_.push_back(static_cast<int64_t>(prompt.size()));
+        }
+        for (auto& sequence : sequences_) sequence.reserve(sequence.size() + static_cast<size_t>(new_positions));
+        if (mode_ == StepMode::KvCache) {
+            run_prompts();
+            const int64_t layers = static_cast<int64_t>(cache_.layers.size());
+            for (KVCache& layer : cache_.layers)  // room reserved up front: a step allocates nothing
+                layer.reserve(layer.batch(),
+                              layer.length() + positions_within_budget(new_positions, layer.batch(), layer.width(), layers),
+                              layer.width());
+        }
+    }
+
+    Tensor next_logits() override {
+        if (mode_ == StepMode::KvCache) return logits_;
+        Padding padding;
+        const TokenIds ids = pad_rows(sequences_, pad_id_of(model_.config()), &padding);
+        const bool prefix_lm = model_.config().attention == SelfAttentionKind::PrefixLm;
+        const Tensor logits = model_.forward(ids, padding, prefix_lm ? prompt_lengths_ : std::vector<int64_t>{});
+        std::vector<int64_t> last;
+        for (const auto& sequence : sequences_) last.push_back(static_cast<int64_t>(sequence.size()) - 1);
+        return logits_at(logits, last);
+    }
+
+    void append(const std::vector<int64_t>& tokens) override {
+        for (size_t b = 0; b < sequences_.size(); ++b) sequences_[b].push_back(tokens[b]);
+        if (mode_ != StepMode::KvCache) return;
+        // One new position per row, at that row's own next position; it sees
+        // every cached key except the padding slots of shorter prompts.
+        const int64_t B = static_cast<int64_t>(sequences_.size());
+        newest_.batch = B;
+        newest_.values.assign(tokens.begin(), tokens.end());
+        positions_.clear();
+        for (const auto& sequence : sequences_) positions_.push_back(static_cast<int64_t>(sequence.size()) - 1);
+        for (auto& flags : cache_padding_) flags.push_back(0);
+        const Tensor logits = model_.forward_step(newest_, positions_, step_mask(), Padding(), cache_);  // [B, 1, V]
+        logits_ = logits.reshaped({B, logits.dim(2)});
+    }
+
+    void keep_rows(const std::vector<int64_t>& rows) override {
+        sequences_ = pick(sequences_, rows);
+        prompt_lengths_ = pick(prompt_lengths_, rows);
+        cache_padding_ = pick(cache_padding_, rows);
+        logits_ = gather_batch(logits_, rows);
+        for (KVCache& layer : cache_.layers) layer.keep_rows(rows);
+    }
+
+    int64_t length(int64_t b) const override { return static_cast<int64_t>(sequences_[static_cast<size_t>(b)].size()); }
+
+private:
+    // KV cache: the prompts once, right-padded together, with the model's mask.
+    void run_prompts() {
+        Padding padding;
+        const TokenIds ids = pad_rows(sequences_, pad_id_of(model_.config()), &padding);
+        const bool prefix_lm = model_.config().attention == SelfAttentionKind::PrefixLm;
+        MaskInputs inputs;
+        inputs.batch = ids.batch;
+        inputs.length = ids.length;
+        inputs.padding = padding;
+        if (prefix_lm) inputs.prefix_lengths = prompt_lengths_;
+        const Mask mask = decoding_step_masks(model_.config(), inputs).self;
+        const Tensor logits = model_.forward_step(ids, std::vector<int64_t>(sequences_.size(), 0), mask, padding,
+                                                  cache_);  // [B, P, V]
+        std::vector<int64_t> last;
+        for (int64_t length : prompt_lengths_) last.push_back(length - 1);
+        logits_ = logits_at(logits, last);
+        for (size_t b = 0; b < sequences_.size(); ++b) {
+            std::vector<uint8_t> flags(static_cast<size_t>(ids.length), 0);
+            flags.reserve(static_cast<size_t>(ids.length + new_positions_));  // one more flag per step
+            for (int64_t t = prompt_lengths_[b]; t < ids.length; ++t) flags[static_cast<size_t>(t)] = 1;
+            cache_padding_.push_back(std::move(flags));
+        }
+    }
+
+    // The mask of a one-position step over the cached keys
+    // (decoding_step_masks). Without prompt padding it blocks nothing at any
+    // step: made once. With it, the padding slots of shorter prompts stay
+    // blocked while the keys grow by one a step: made at each step.
+    const Mask& step_mask() {
+        bool padded = false;
+        for (const auto& flags : cache_padding_) padded = padded || std::find(flags.begin(), flags.end(), 1) != flags.end();
+        MaskInputs inputs;  // one new position per row, over the T cached keys
+        inputs.batch = static_cast<int64_t>(sequences_.size());
+        if (!padded) {
+            if (!unpadded_step_mask_) {
+                inputs.first = static_cast<int64_t>(cache_padding_[0].size()) - 1;
+                unpadded_step_mask_ = decoding_step_masks(model_.config(), inputs).self;
+            }
+            return *unpadded_step_mask_;
+        }
+        inputs.padding = cache_padding();
+        inputs.first = inputs.padding.length() - 1;
+        padded_step_mask_ = decoding_step_masks(model_.config(), inputs).self;
+        return *padded_step_mask_;
+    }
+
+    Padding cache_padding() const {
+        BoolTensor flags{{static_cast<int64_t>(cache_padding_.size()), static_cast<int64_t>(cache_padding_[0].size())}, {}};
+        for (const auto& row : cache_padding_) flags.values.insert(flags.values.end(), row.begin(), row.end());
+        return Padding::from_flags(flags);
+    }
+
+    const SingleStackModel& model_;
+    StepMode mode_;
+    int64_t new_positions_;
+    std::vector<std::vector<int64_t>> sequences_;
+    std::vector<int64_t> prompt_lengths_;
+    std::vector<std::vector<uint8_t>> cache_padding_;  // per row: 1 where a cache slot is prompt padding
+    TokenIds newest_{0, 1, {}};                        // a step's input: the newest token of every row
+    std::vector<int64_t> positions_;                   // and each row's position
+    std::optional<Mask> unpadded_step_mask_;           // made at the first step: Mask(), blocks nothing
+    std::optional<Mask> padded_step_mask_;
+    StackCache cache_;
+    Tensor logits_;
+};
+
+}  // namespace
+
+int64_t reserved_new_tokens(const Model& model, int64_t max_new_tokens) {
+    const int64_t max_len = model.config.max_len;
+    const int64_t most = max_new_tokens > 0 ? std::min(max_new_tokens, max_len) : max_len;
+    return std::min(most, kReservedTokens);
+}
+
+std::unique_ptr<Stepper> make_stepper(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                                      StepMode mode, int64_t new_positions) {
+    if (inputs.empty()) fail("decode: no input sequences");
+    const int64_t max_len = model.config.max_len;
+    if (model.encoder_decoder)  // <bos> and the new tokens
+        return std::make_unique<EncoderDecoderStepper>(*model.encoder_decoder, inputs, mode,
+                                                       std::min(1 + new_positions, max_len));
+    return std::make_unique<SingleStackStepper>(*model.single_stack, inputs, mode, new_positions);
+}
+
+}  // namespace tinyformer
