@@ -102,9 +102,8 @@ void record_everything(Observer* observer, const char* name, const Tensor& value
 }  // namespace
 
 // A file of token ids a megabyte long can otherwise ask for terabytes: the
-// mask and the weights grow with L x S. Passes under 64 MiB are not checked
-// (measured: the check on every step cut toy KV-cache decoding from 18.4k to
-// 7.0k tokens/s).
+// mask and the weights grow with L x S. Passes under 64 MiB are not checked:
+// checking at every decoding step costs more than the step (docs/PERFORMANCE.md).
 constexpr double kUncheckedPassBytes = 64.0 * 1024 * 1024;
 
 void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries,
