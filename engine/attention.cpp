@@ -111,9 +111,7 @@ void attend_materialized(const Problem& problem, const HeadSlice& slice, float* 
         if (!problem.mask_blocks_nothing) apply_mask(row, 0, S, problem.mask.row(slice.batch, slice.head, l));
         if (!softmax_row(row, S)) fail_empty_row(problem, slice, l);  // over S, the key axis
     }
-    gemm(scores, Transpose::No, slice.value, Transpose::No, slice.output);  // [L, Dv]
-    for (int64_t l = 0; l < L; ++l)  // 0 * v is -0 for negative v: make padded rows exactly +0
-        if (problem.is_padded_query(slice.batch, l)) zero_row(slice.output.row(l), slice.output.cols);
+    gemm(scores, Transpose::No, slice.value, Transpose::No, slice.output);  // [L, Dv]; padded rows: zero_padded_queries
 }
 
 // True when no non-padded query of rows [q0, q0+rows) may attend any key of
@@ -223,10 +221,7 @@ Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_
         }
         for (int64_t r = 0; r < rows; ++r) {
             const int64_t l = q0 + r;
-            if (problem.is_padded_query(slice.batch, l)) {
-                zero_row(accumulator.row(r), Dv);
-                continue;
-            }
+            if (problem.is_padded_query(slice.batch, l)) continue;  // zero_padded_queries makes it 0
             if (running_sum[r] == 0.0f) fail_empty_row(problem, slice, l);
             const float inverse = 1.0f / running_sum[r];
             for (int64_t c = 0; c < Dv; ++c) accumulator(r, c) *= inverse;
@@ -257,6 +252,22 @@ void check_inputs(ConstBatchView query, ConstBatchView key, ConstBatchView value
 }
 
 }  // namespace
+
+ConstMatrixView split_heads(ConstBatchView x, int64_t heads, int64_t b, int64_t h) {
+    const int64_t head_dim = x.cols / heads;
+    return x.matrix(b).columns(h * head_dim, head_dim);  // [L, Dh]
+}
+
+MatrixView merge_heads(Tensor& concat, int64_t heads, int64_t b, int64_t h) {
+    const int64_t head_dim = concat.dim(2) / heads;
+    return concat.matrix(b).columns(h * head_dim, head_dim);  // [L, Dh] of [B, L, H*Dh]
+}
+
+void zero_padded_queries(Tensor& x, const Padding& padding) {
+    for (int64_t b = 0; b < padding.batch(); ++b)
+        for (int64_t l = 0; l < padding.length(); ++l)
+            if (padding.is_padding(b, l)) zero_row(x.matrix(b).row(l), x.dim(2));
+}
 
 AttentionPath resolve_path(const AttentionOptions& options, const char* who) {
     AttentionPath path = options.path;
@@ -317,10 +328,10 @@ AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, Co
     FloatBuffer scratch(static_cast<size_t>(scratch_size));
     for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < heads; ++h) {
-            const HeadSlice slice{query.matrix(b).columns(h * Dk, Dk),  // [L, Dk], a view into head h
-                                  key.matrix(b).columns(h * Dk, Dk),    // [S, Dk]
-                                  value.matrix(b).columns(h * Dv, Dv),  // [S, Dv]
-                                  result.output.matrix(b).columns(h * Dv, Dv),
+            const HeadSlice slice{split_heads(query, heads, b, h),  // [L, Dk] of [B, L, H*Dk]
+                                  split_heads(key, heads, b, h),    // [S, Dk]
+                                  split_heads(value, heads, b, h),  // [S, Dv]
+                                  merge_heads(result.output, heads, b, h),  // [L, Dv] of [B, L, H*Dv]
                                   options.want_weights ? result.weights.matrix(b * heads + h) : MatrixView{},
                                   options.want_scores ? result.scores.matrix(b * heads + h) : MatrixView{},
                                   b,
@@ -335,6 +346,9 @@ AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, Co
                 result.scores_computed += computed.scores;
             }
         }
+    // A padded query's output is defined as exactly 0 (its weight row already
+    // is): 0 * v is -0 for negative v, and the streaming path skips the row.
+    zero_padded_queries(result.output, options.query_padding);  // [B, L, H*Dv]
     return result;
 }
 

@@ -28,14 +28,35 @@
 //
 // Multi-head form: query [B, L, H*Dk], key [B, S, H*Dk], value [B, S, H*Dv];
 // head h is the column block h of the last axis, read as a strided 2-D view
-// (no copy). Output [B, L, H*Dv] (heads concatenated), weights [B, H, L, S],
-// mask broadcast to [B, H, L, S].
+// (split_heads, below: no copy). Output [B, L, H*Dv] (heads concatenated in
+// place: merge_heads), weights [B, H, L, S], mask broadcast to [B, H, L, S].
 #pragma once
 
 #include "engine/mask.h"
 #include "engine/tensor.h"
 
 namespace tinyformer {
+
+// Head split and concat, the one place they happen (strided 2-D views, no copy):
+//
+//   split_heads(x, H, b, h):  x [B, L, H*Dh] -> head h of batch row b, [L, Dh]
+//                             = columns h*Dh..(h+1)*Dh-1 of x[b]
+//   merge_heads(z, H, b, h):  where head h of batch row b goes in
+//                             Concat(head_1, ..., head_H) z [B, L, H*Dh]: the
+//                             same columns, writable, [L, Dh]
+//
+// Dh = x.cols / H (the caller has checked that H divides it). A [B, L, H, Dh]
+// reshape and transpose to [B, H, L, Dh] in PyTorch; here nothing moves.
+ConstMatrixView split_heads(ConstBatchView x, int64_t heads, int64_t b, int64_t h);
+MatrixView merge_heads(Tensor& concat, int64_t heads, int64_t b, int64_t h);
+
+// Query padding, the one named function: rows l of x [B, L, N] where
+// padding(b, l) is true become exactly +0 (not -0). Empty padding: nothing.
+// It runs on three floors, each for its own guarantee (see the callers):
+// this engine's attention output (0 * v can be -0), MultiHeadAttention's
+// output after W_O (b_O must not revive the row), and the model's outputs
+// (the residual, FFN and final norm make padded rows non-zero again).
+void zero_padded_queries(Tensor& x, const Padding& padding);
 
 enum class AttentionPath { Automatic, Materialized, Streaming };
 const char* path_name(AttentionPath path);  // "materialized", "streaming", "automatic"

@@ -103,7 +103,7 @@ bool Tensor::all_finite() const {
 }
 
 ConstBatchView Tensor::batch_view() const {
-    if (rank() != 3) fail("Tensor::batch_view: need a [B,S,C] tensor, got ", shape_string(shape_));
+    if (rank() != 3) fail("Tensor::batch_view: need a [B,S,D] tensor, got ", shape_string(shape_));
     return {data(), shape_[0], shape_[1], shape_[2], shape_[1] * shape_[2], shape_[2]};
 }
 

@@ -93,7 +93,7 @@ struct MatrixView {
 };
 
 // B matrices of the same shape, matrix b starting at data + b * batch_stride:
-// a [B, S, C] tensor, or the first S rows of a larger [B, capacity, C] buffer
+// a [B, S, D] tensor, or the first S rows of a larger [B, capacity, D] buffer
 // (a KV cache, layers/kv_cache.h) — no copy.
 struct ConstBatchView {
     const float* data = nullptr;
@@ -142,7 +142,7 @@ public:
 
     bool all_finite() const;
 
-    // A rank-3 tensor [B, S, C] as a batch view (Error for any other rank).
+    // A rank-3 tensor [B, S, D] as a batch view (Error for any other rank).
     ConstBatchView batch_view() const;
 
 private:

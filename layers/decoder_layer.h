@@ -36,8 +36,8 @@ struct DecoderLayer {
     LayerNorm norm1, norm2, norm3;
     bool norm_first = false;
 
-    // self_weights / cross_weights: when not null, receive the per-head weights
-    // [B, H, T, T] and [B, H, T, S].
+    // Per-head weights go to the observer (self_attn.weights [B, H, T, T],
+    // cross_attn.weights [B, H, T, S]).
     // Observing (layers/observer.h): "input", "self_attn.*", "cross_attn.*", "ffn.hidden", "output".
     Tensor forward(const Tensor& x, const Tensor& memory, const Mask& self_mask, const Mask& cross_mask,
                    const Padding& target_padding, Observer* observer = nullptr,

@@ -12,8 +12,9 @@
 //   keep_rows: beam search keeps, drops and duplicates hypotheses: batch row
 //             i becomes old row rows[i] (repeats allowed).
 //
-// The first append into an empty cache takes the tensors over (no copy):
-// a whole-sequence pass (the encoder, a prompt) costs nothing extra.
+// append(Tensor, Tensor) into an empty cache and assign() take the tensors
+// over (no copy); append of views — the model's path, the K and V columns of
+// its fused Q|K|V product — copies them in once.
 //
 // Before, each step concatenated the whole cache with the new row into a new
 // tensor: O(T) copying per step, O(T^2 D) per sequence.

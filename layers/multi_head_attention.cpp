@@ -9,7 +9,7 @@ namespace tinyformer {
 
 namespace {
 
-// Columns [first, first+count) of every row of x [B, L, C], as a tensor [B, L, count].
+// Columns [first, first+count) of every row of x [B, L, 3D], as a tensor [B, L, count].
 Tensor column_block(const Tensor& x, int64_t first, int64_t count) {
     Tensor part({x.dim(0), x.dim(1), count});
     const int64_t rows = x.dim(0) * x.dim(1), width = x.dim(2);
@@ -103,11 +103,10 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
         if (name_.empty()) throw;
         fail(name_, ": ", error.message());  // which layer's attention, e.g. an overflow in its values
     }
-    const int64_t head_dim = d_model_ / heads_;
     for (int64_t head : zeroed_heads_)  // ablation: the head's columns of Concat(heads) [B, L, D]
-        for (int64_t row = 0; row < result.output.dim(0) * result.output.dim(1); ++row) {
-            float* columns = result.output.data() + row * d_model_ + head * head_dim;
-            std::fill(columns, columns + head_dim, 0.0f);
+        for (int64_t b = 0; b < result.output.dim(0); ++b) {
+            const MatrixView columns = merge_heads(result.output, heads_, b, head);  // [L, Dh]
+            for (int64_t l = 0; l < columns.rows; ++l) std::fill(columns.row(l), columns.row(l) + columns.cols, 0.0f);
         }
     if (everything) {
         const int64_t B = query.batch, L = query.rows, S = key.rows;
@@ -121,13 +120,7 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
     if (observer) observer->record("weights", result.weights);  // [B, H, L, S]
     if (everything) observer->record("z", result.output);        // Concat(heads) [B, L, D], before W_O
     result.output = linear(result.output, w_out_, b_out_);  // Concat(heads) W_O^T + b_O, [B, L, D]
-    const Padding& padding = options.query_padding;
-    for (int64_t b = 0; b < padding.batch(); ++b)  // b_O must not revive a padded query: its row stays 0
-        for (int64_t l = 0; l < padding.length(); ++l)
-            if (padding.is_padding(b, l)) {
-                MatrixView row = result.output.matrix(b).rows_range(l, 1);
-                std::fill(row.data, row.data + d_model_, 0.0f);
-            }
+    zero_padded_queries(result.output, options.query_padding);  // b_O must not revive a padded query: its row stays 0
     if (everything) observer->record("output", result.output);  // [B, L, D]
     return result;
 }
@@ -138,7 +131,10 @@ AttentionResult MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_k
         if (x->rank() != 3 || x->dim(2) != d_model_)
             fail("MultiHeadAttention: inputs must be [B,L,D] with D=", d_model_, "; got x_q ",
                  shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
-    return attend(project_query(x_q), project_key(x_kv), project_value(x_kv), mask, options, observer);
+    // The model's own paths, with a cache that lives for this call only.
+    KVCache keys_values;
+    if (&x_q == &x_kv) return forward_appending(x_q, keys_values, mask, options, observer);  // self-attention
+    return forward_fixed(x_q, x_kv, keys_values, mask, options, observer);                  // cross-attention
 }
 
 AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,

@@ -54,14 +54,18 @@ public:
     MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name = "");
 
     // x_q [B, L, D], x_kv [B, S, D] -> output [B, L, D] (+ weights [B, H, L, S]).
+    // The code the model runs: forward(x, x) (the same tensor) is self-attention,
+    // forward_appending on an empty cache (one fused Q|K|V product); otherwise
+    // cross-attention, forward_fixed on an empty cache. The path (materialized
+    // or streaming) is options.path, resolved inside the engine.
     AttentionResult forward(const Tensor& x_q, const Tensor& x_kv, const Mask& mask = Mask(),
                             const AttentionOptions& options = {}, Observer* observer = nullptr) const;
 
     // Self-attention over a growing sequence: x_new [B, n, D] are the newest
     // positions. Their keys and values are appended to `cache`, and their
     // queries attend over every cached position: mask broadcasts to
-    // [B, H, n, S] with S = cache length after appending. With an empty cache
-    // this is exactly forward(x_new, x_new, ...).
+    // [B, H, n, S] with S = cache length after appending. The model's
+    // self-attention call (encoder and decoder layers); forward(x, x) runs it too.
     AttentionResult forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,
                                       const AttentionOptions& options, Observer* observer = nullptr) const;
     // Attention over keys and values that do not change between calls

@@ -64,14 +64,6 @@ Embedding load_embedding(Checkpoint& checkpoint, Tensor token_weight, const Mode
     return embedding;
 }
 
-// Rows of x [B, T, C] at padded positions become exactly 0.
-void zero_padded_rows(Tensor& x, const Padding& padding) {
-    const int64_t C = x.dim(2);
-    for (int64_t b = 0; b < padding.batch(); ++b)
-        for (int64_t t = 0; t < padding.length(); ++t)
-            if (padding.is_padding(b, t)) std::fill(x.matrix(b).row(t), x.matrix(b).row(t) + C, 0.0f);
-}
-
 void check_padding(const char* what, const Padding& padding, const TokenIds& ids) {
     if (!padding.empty() && (padding.batch() != ids.batch || padding.length() != ids.length))
         fail(what, " padding is [", padding.batch(), ",", padding.length(), "] but the ids are [", ids.batch, ",",
@@ -110,9 +102,8 @@ void record_everything(Observer* observer, const char* name, const Tensor& value
 }  // namespace
 
 // A file of token ids a megabyte long can otherwise ask for terabytes: the
-// mask and the weights grow with L x S. Passes under 64 MiB are not checked
-// (measured: the check on every step cut toy KV-cache decoding from 18.4k to
-// 7.0k tokens/s).
+// mask and the weights grow with L x S. Passes under 64 MiB are not checked:
+// checking at every decoding step costs more than the step (docs/PERFORMANCE.md).
 constexpr double kUncheckedPassBytes = 64.0 * 1024 * 1024;
 
 void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries,
@@ -174,7 +165,7 @@ Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source
         x = encoder_layers_[i].forward(x, mask, source_padding, pointer(layer));
     }
     x = encoder_norm_.forward(std::move(x));
-    zero_padded_rows(x, source_padding);
+    zero_padded_queries(x, source_padding);  // the model's output: the residual, FFN and norm revived padded rows
     record_everything(observer, "encoder.norm.output", x);
     return x;
 }
@@ -235,7 +226,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     x = decoder_norm_.forward(std::move(x));
     record_everything(observer, "decoder.norm.output", x);
     Tensor logits = generator_.forward(x);  // [B, n, V]
-    zero_padded_rows(logits, target_padding);
+    zero_padded_queries(logits, target_padding);  // [B, n, V]: a padded position's logits are 0
     refuse_non_finite(logits, "generator");
     record_everything(observer, "logits", logits);
     return logits;
@@ -309,7 +300,7 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
         record_everything(observer, "layers.norm.output", x);
     }
     Tensor logits = lm_head_.forward(x);  // [B, n, V]
-    zero_padded_rows(logits, padding);
+    zero_padded_queries(logits, padding);  // [B, n, V]: a padded position's logits are 0
     refuse_non_finite(logits, "lm_head");
     record_everything(observer, "logits", logits);
     return logits;

@@ -456,3 +456,30 @@ TEST_CASE("Streaming computes only the key tiles a causal or local-window mask l
     CHECK(scaled_dot_product_attention(q, k, v, Mask::from_allowed(bools({16, 16}, allowed)), options)
               .key_tiles_computed == 8);
 }
+
+TEST_CASE("split_heads reads head h as columns h*Dh..(h+1)*Dh-1 in place, and merge_heads writes there") {
+    // x [B=2, L=2, H*Dh = 2*2]: x[b][l] = 10b + 4l + (0, 1, 2, 3).
+    Tensor x({2, 2, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17});
+    const ConstMatrixView head = split_heads(x.batch_view(), 2, 1, 1);  // batch 1, head 1: columns 2..3
+    CHECK(head.rows == 2);
+    CHECK(head.cols == 2);
+    CHECK(head(0, 0) == 12.0f);
+    CHECK(head(0, 1) == 13.0f);
+    CHECK(head(1, 0) == 16.0f);
+    CHECK(head(1, 1) == 17.0f);
+    CHECK(head.data == x.data() + 8 + 2);  // a view, not a copy
+
+    MatrixView slot = merge_heads(x, 2, 0, 1);  // batch 0, head 1
+    slot(1, 0) = -1.0f;                         // x[0][1][2]
+    CHECK(x.at({0, 1, 2}) == -1.0f);
+    CHECK(x.at({0, 1, 1}) == 5.0f);  // head 0 untouched
+}
+
+TEST_CASE("zero_padded_queries makes exactly the padded rows +0 and leaves the others") {
+    Tensor x({1, 3, 2}, {1, -2, -3, 4, 5, -6});
+    zero_padded_queries(x, Padding::from_lengths({2}, 3));  // position 2 is padding
+    CHECK(x.values() == std::vector<float>{1, -2, -3, 4, 0, 0});
+    CHECK_FALSE(std::signbit(x.at({0, 2, 1})));  // +0, not -0
+    zero_padded_queries(x, Padding());  // no padding: nothing changes
+    CHECK(x.values() == std::vector<float>{1, -2, -3, 4, 0, 0});
+}

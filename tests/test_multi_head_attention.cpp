@@ -32,7 +32,7 @@ Tensor project_by_hand(const Tensor& x, const Tensor& W, const Tensor& bias, int
     return y;
 }
 
-// Columns [first, first+count) of a [B, T, C] tensor, copied: a head's slice.
+// Columns [first, first+count) of a [B, T, D] tensor, copied: a head's slice.
 Tensor columns(const Tensor& x, int64_t first, int64_t count) {
     Tensor y({x.dim(0), x.dim(1), count});
     for (int64_t b = 0; b < x.dim(0); ++b)
