@@ -9,7 +9,7 @@
 #include "engine/cpu/blas.h"
 #include "engine/cpu/kernels.h"
 #include "engine/matmul.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/keep_freed.h"
 #include "engine/cpu/blas_restart.h"
 #include "tools/bench/bench.h"
 
@@ -156,7 +156,7 @@ void print_machine() {
 
 int main(int argc, char** argv) {
     tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/cpu/blas.h)
-    tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory/memory.h
+    tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory/keep_freed.h
     if (argc == 2 && std::string_view(argv[1]) == "--probe") {  // a child of the "cores" suite
         tinyformer::bench::run_probe();
         return 0;

@@ -5,7 +5,7 @@
 
 #include "engine/attention.h"
 #include "engine/matmul.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "layers/encoder_layer.h"

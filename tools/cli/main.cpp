@@ -1,7 +1,7 @@
 #include "engine/cpu/blas.h"
 #include "engine/cpu/kernels.h"
 #include "engine/matmul.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/keep_freed.h"
 #include "engine/cpu/blas_restart.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/inputs.h"
@@ -93,7 +93,7 @@ void print_error(std::string_view message) {
 int main(int argc, char** argv) {
     using namespace tinyformer::cli;
     tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/cpu/blas.h)
-    tinyformer::keep_freed_memory();  // see engine/memory/memory.h
+    tinyformer::keep_freed_memory();  // see engine/memory/keep_freed.h
     try {
         const int status = dispatch(Arguments(argv + 1, argv + argc));
         print_deferred_warnings();  // after the work: a refused command prints only its error line
