@@ -2,15 +2,73 @@
 
 #include "engine/cpu/kernels.h"
 
-#include <bit>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
 namespace tinyformer {
 
-// The loops run in engine/cpu/kernels.*, in the variant this CPU runs best
-// (baseline x86-64, AVX2+FMA or AVX-512).
+// The plain twins of the row kernels: each formula as written, one element at
+// a time. TINYFORMER_KERNELS=reference runs these; the fast variants
+// (engine/cpu/kernels.*: baseline x86-64, AVX2+FMA, AVX-512) compute the same
+// things in eight-lane loops, and tests/test_kernels.cpp holds them to these.
+namespace reference {
+
+float exp_shifted_sum(float* row, int64_t n, float shift) {
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        const float x = row[j] - shift;
+        // Below -87.3, exp(x) is under float's smallest normal number: 0, as ops.h promises.
+        row[j] = x < -87.3f ? 0.0f : std::exp(x);
+        sum += row[j];
+    }
+    return static_cast<float>(sum);
+}
+
+float row_max(const float* row, int64_t n) {
+    float largest = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) largest = std::max(largest, row[j]);
+    return largest;
+}
+
+void scale(float* row, int64_t n, float factor) {
+    for (int64_t j = 0; j < n; ++j) row[j] *= factor;
+}
+
+// Two passes, as PyTorch: the mean first, then the mean squared distance from
+// it (the biased variance: divide by N, not N - 1).
+void layer_norm_row(float* row, int64_t n, const float* gamma, const float* beta, float eps) {
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += row[j];
+    const double mean = sum / static_cast<double>(n);
+    double squares = 0;
+    for (int64_t j = 0; j < n; ++j) squares += (row[j] - mean) * (row[j] - mean);
+    const double variance = squares / static_cast<double>(n);
+    const double inverse_std = 1.0 / std::sqrt(variance + eps);
+    for (int64_t j = 0; j < n; ++j) row[j] = static_cast<float>((row[j] - mean) * inverse_std * gamma[j] + beta[j]);
+}
+
+void add(float* a, const float* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) a[i] += b[i];
+}
+
+void relu(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = std::max(0.0f, x[i]);
+}
+
+void gelu(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = x[i] * 0.5f * (1.0f + std::erf(x[i] / std::sqrt(2.0f)));
+}
+
+}  // namespace reference
+
+const kernels::Table kernels::kReferenceTable{reference::exp_shifted_sum, reference::row_max, reference::scale,
+                                              reference::layer_norm_row, reference::add, reference::relu,
+                                              reference::gelu};
+
+// Each operation calls the variant in use (engine/cpu/kernels.h: the best this
+// CPU runs, or the one TINYFORMER_KERNELS names).
 float exp_shifted_sum(float* row, int64_t n, float shift) { return kernels::table().exp_shifted_sum(row, n, shift); }
 
 float row_max(const float* row, int64_t n) { return kernels::table().row_max(row, n); }
@@ -56,7 +114,7 @@ Tensor relu(Tensor x) {
 }
 
 Tensor gelu(Tensor x) {
-    kernels::table().gelu(x.data(), x.numel());  // x (1 + erf(x / sqrt 2)) / 2, engine/cpu/kernels.inc
+    kernels::table().gelu(x.data(), x.numel());
     return x;
 }
 

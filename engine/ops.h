@@ -8,6 +8,10 @@
 //   relu:          max(0, x)
 //   gelu:          x * 0.5 * (1 + erf(x / sqrt(2)))  — the exact form, PyTorch's default
 //   add:           a + b, same shapes (the residual connection)
+//
+// Each formula is written out plainly in engine/ops.cpp (namespace reference);
+// the loops that run by default are faster variants of it for this CPU
+// (engine/cpu/kernels.h). TINYFORMER_KERNELS=reference runs the plain ones.
 #pragma once
 
 #include "engine/tensor.h"
@@ -22,10 +26,10 @@ bool softmax_row(float* row, int64_t n);
 
 // row[j] = exp(row[j] - shift) for j < n, in place; returns the sum of the
 // new values. exp(-inf) is exactly 0. Arguments below -87.3 (where float exp
-// underflows to subnormals) give 0. The exponential is computed with
-// Cody-Waite range reduction and a degree-6 polynomial (as Cephes' expf):
-// within 2 ulp of std::exp, and a loop the compiler vectorises — softmax's
-// exponentials are a large share of attention's time.
+// underflows to subnormals) give 0. The reference variant calls std::exp; the
+// fast ones use Cody-Waite range reduction and a degree-6 polynomial
+// (engine/cpu/kernels.inc, within 2 ulp of std::exp), a loop the compiler
+// vectorises — softmax's exponentials are a large share of attention's time.
 float exp_shifted_sum(float* row, int64_t n, float shift);
 
 // The largest of n floats (-inf for n = 0).

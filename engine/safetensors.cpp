@@ -3,7 +3,7 @@
 #include "engine/io/output_file.h"
 
 #include "engine/io/json.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 #include "engine/io/utf8.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #include "layers/embedding.h"
 
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 
 #include <algorithm>
 #include <cmath>

@@ -148,7 +148,7 @@ AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries,
 
 // The working memory of one whole-sequence pass of B sequences of L queries
 // attending S keys through `attentions` attention calls, an upper estimate
-// (every guard before a pass uses it, with engine/memory/memory.h's require_available):
+// (every guard before a pass uses it, with engine/memory/available.h's require_available):
 //   mask               B*L*S bytes         (a byte per [b, query, key], when dense)
 //   recorded weights   (attentions + 1) * 4*B*H*L*S   when weights are recorded
 //                                          (each call's, plus one being computed)

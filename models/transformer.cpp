@@ -1,6 +1,6 @@
 #include "models/transformer.h"
 
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 #include "models/cost.h"
 #include "models/mask_policy.h"
 

@@ -16,7 +16,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/safetensors.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
 #include "tests/terminal_checks.h"

@@ -41,7 +41,7 @@
 //   streaming core: ceil(1024/256) = 4 blocks: 4*(2*524288 + 4*2*524288) = 20,971,520 B
 //   crossover 2*512 + 2048 = 3072; dominant by MACs: FFN (2^31 against 2^30 and 2^30)
 
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 #include "models/cost.h"
 #include "tests/helpers.h"
 

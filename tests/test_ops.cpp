@@ -1,8 +1,11 @@
 // Tests for engine/ops.* — softmax, LayerNorm, activations and the residual
-// add, each on a few numbers worked by hand in the comment beside them.
+// add, each on a few numbers worked by hand in the comment beside them, in
+// every row-kernel variant: the reference (the plain formulas of
+// engine/ops.cpp) first, then each fast one this CPU runs (engine/cpu/kernels.*).
 #include <doctest/doctest.h>
 
 #include "engine/ops.h"
+#include "tests/kernel_variants.h"
 
 #include <cmath>
 #include <limits>
@@ -10,6 +13,10 @@
 using tinyformer::Error;
 using tinyformer::Shape;
 using tinyformer::Tensor;
+using tinyformer::kernels::Variant;
+using test_helpers::every_variant;
+using test_helpers::UseVariant;
+namespace kernels = tinyformer::kernels;
 
 namespace {
 
@@ -21,149 +28,165 @@ doctest::Approx near(double expected) { return doctest::Approx(expected).epsilon
 }  // namespace
 
 TEST_CASE("softmax_rows of [1,2,3] is e^x / sum e^x") {
-    // e^1 = 2.7182818, e^2 = 7.3890561, e^3 = 20.0855369; sum = 30.1928749
-    //   2.7182818 / 30.1928749 = 0.0900306
-    //   7.3890561 / 30.1928749 = 0.2447285
-    //  20.0855369 / 30.1928749 = 0.6652410
-    Tensor y = tinyformer::softmax_rows(Tensor({1, 3}, {1, 2, 3}));
-    CHECK(y.shape() == Shape{1, 3});
-    CHECK(y.at({0, 0}) == near(0.0900305732));
-    CHECK(y.at({0, 1}) == near(0.2447284711));
-    CHECK(y.at({0, 2}) == near(0.6652409558));
-    CHECK(y.at({0, 0}) + y.at({0, 1}) + y.at({0, 2}) == near(1.0));
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // e^1 = 2.7182818, e^2 = 7.3890561, e^3 = 20.0855369; sum = 30.1928749
+        //   2.7182818 / 30.1928749 = 0.0900306
+        //   7.3890561 / 30.1928749 = 0.2447285
+        //  20.0855369 / 30.1928749 = 0.6652410
+        Tensor y = tinyformer::softmax_rows(Tensor({1, 3}, {1, 2, 3}));
+        CHECK(y.shape() == Shape{1, 3});
+        CHECK(y.at({0, 0}) == near(0.0900305732));
+        CHECK(y.at({0, 1}) == near(0.2447284711));
+        CHECK(y.at({0, 2}) == near(0.6652409558));
+        CHECK(y.at({0, 0}) + y.at({0, 1}) + y.at({0, 2}) == near(1.0));
 
-    SUBCASE("equal scores give equal weights") {
-        Tensor uniform = tinyformer::softmax_rows(Tensor({4}, {5, 5, 5, 5}));
-        for (float v : uniform.values()) CHECK(v == near(0.25));  // 1 / 4
-    }
-    SUBCASE("one score gives weight 1") {
-        CHECK(tinyformer::softmax_rows(Tensor({1}, {-7})).at({0}) == 1.0f);  // e^0 / e^0
-    }
-    SUBCASE("each row is its own distribution") {
-        Tensor two = tinyformer::softmax_rows(Tensor({2, 2}, {0, 0, 0, std::log(3.0f)}));
-        // row 0: [1/2, 1/2]; row 1: e^0 = 1, e^ln3 = 3 -> [1/4, 3/4]
-        CHECK(two.at({0, 0}) == near(0.5));
-        CHECK(two.at({0, 1}) == near(0.5));
-        CHECK(two.at({1, 0}) == near(0.25));
-        CHECK(two.at({1, 1}) == near(0.75));
+        SUBCASE("equal scores give equal weights") {
+            Tensor uniform = tinyformer::softmax_rows(Tensor({4}, {5, 5, 5, 5}));
+            for (float v : uniform.values()) CHECK(v == near(0.25));  // 1 / 4
+        }
+        SUBCASE("one score gives weight 1") {
+            CHECK(tinyformer::softmax_rows(Tensor({1}, {-7})).at({0}) == 1.0f);  // e^0 / e^0
+        }
+        SUBCASE("each row is its own distribution") {
+            Tensor two = tinyformer::softmax_rows(Tensor({2, 2}, {0, 0, 0, std::log(3.0f)}));
+            // row 0: [1/2, 1/2]; row 1: e^0 = 1, e^ln3 = 3 -> [1/4, 3/4]
+            CHECK(two.at({0, 0}) == near(0.5));
+            CHECK(two.at({0, 1}) == near(0.5));
+            CHECK(two.at({1, 0}) == near(0.25));
+            CHECK(two.at({1, 1}) == near(0.75));
+        }
     }
 }
 
 TEST_CASE("softmax_rows gives -inf entries exactly 0 weight and refuses a row that is all -inf") {
-    // [0, -inf, 0, -inf]: e^0 = 1 twice, e^-inf = 0 twice -> [1/2, 0, 1/2, 0]
-    Tensor y = tinyformer::softmax_rows(Tensor({4}, {0, -inf, 0, -inf}));
-    CHECK(y.at({0}) == near(0.5));
-    CHECK(y.at({1}) == 0.0f);  // exactly, not merely small
-    CHECK(y.at({2}) == near(0.5));
-    CHECK(y.at({3}) == 0.0f);
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // [0, -inf, 0, -inf]: e^0 = 1 twice, e^-inf = 0 twice -> [1/2, 0, 1/2, 0]
+        Tensor y = tinyformer::softmax_rows(Tensor({4}, {0, -inf, 0, -inf}));
+        CHECK(y.at({0}) == near(0.5));
+        CHECK(y.at({1}) == 0.0f);  // exactly, not merely small
+        CHECK(y.at({2}) == near(0.5));
+        CHECK(y.at({3}) == 0.0f);
 
-    SUBCASE("a single allowed entry gets weight exactly 1") {
-        Tensor one = tinyformer::softmax_rows(Tensor({3}, {-inf, 4, -inf}));
-        CHECK(one.values() == std::vector<float>{0, 1, 0});
-    }
-    SUBCASE("a row of only -inf has no distribution: Error naming the row and shape") {
-        CHECK_THROWS_WITH_AS(tinyformer::softmax_rows(Tensor({2, 3}, {1, 2, 3, -inf, -inf, -inf})),
-                             doctest::Contains("row 1 of x [2,3] is entirely -inf"), Error);
-    }
-    SUBCASE("softmax_row reports the all -inf row and leaves it untouched") {
-        float row[2] = {-inf, -inf};
-        CHECK_FALSE(tinyformer::softmax_row(row, 2));
-        CHECK(row[0] == -inf);
-        CHECK(row[1] == -inf);
-        float fine[2] = {0, 0};
-        CHECK(tinyformer::softmax_row(fine, 2));
-        CHECK(fine[0] == near(0.5));
-    }
-    SUBCASE("an empty x is refused") {
-        CHECK_THROWS_AS(tinyformer::softmax_rows(Tensor()), Error);
+        SUBCASE("a single allowed entry gets weight exactly 1") {
+            Tensor one = tinyformer::softmax_rows(Tensor({3}, {-inf, 4, -inf}));
+            CHECK(one.values() == std::vector<float>{0, 1, 0});
+        }
+        SUBCASE("a row of only -inf has no distribution: Error naming the row and shape") {
+            CHECK_THROWS_WITH_AS(tinyformer::softmax_rows(Tensor({2, 3}, {1, 2, 3, -inf, -inf, -inf})),
+                                 doctest::Contains("row 1 of x [2,3] is entirely -inf"), Error);
+        }
+        SUBCASE("softmax_row reports the all -inf row and leaves it untouched") {
+            float row[2] = {-inf, -inf};
+            CHECK_FALSE(tinyformer::softmax_row(row, 2));
+            CHECK(row[0] == -inf);
+            CHECK(row[1] == -inf);
+            float fine[2] = {0, 0};
+            CHECK(tinyformer::softmax_row(fine, 2));
+            CHECK(fine[0] == near(0.5));
+        }
+        SUBCASE("an empty x is refused") {
+            CHECK_THROWS_AS(tinyformer::softmax_rows(Tensor()), Error);
+        }
     }
 }
 
 TEST_CASE("softmax_rows is unchanged by adding a constant to a row, and large scores do not overflow") {
-    // e^(x+c) / sum e^(x+c) = e^c e^x / (e^c sum e^x): c cancels.
-    Tensor base = tinyformer::softmax_rows(Tensor({3}, {1, 2, 3}));
-    Tensor shifted = tinyformer::softmax_rows(Tensor({3}, {101, 102, 103}));
-    Tensor negative = tinyformer::softmax_rows(Tensor({3}, {-49, -48, -47}));
-    for (int64_t i = 0; i < 3; ++i) {
-        CHECK(shifted.at({i}) == near(base.at({i})));
-        CHECK(negative.at({i}) == near(base.at({i})));
-    }
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // e^(x+c) / sum e^(x+c) = e^c e^x / (e^c sum e^x): c cancels.
+        Tensor base = tinyformer::softmax_rows(Tensor({3}, {1, 2, 3}));
+        Tensor shifted = tinyformer::softmax_rows(Tensor({3}, {101, 102, 103}));
+        Tensor negative = tinyformer::softmax_rows(Tensor({3}, {-49, -48, -47}));
+        for (int64_t i = 0; i < 3; ++i) {
+            CHECK(shifted.at({i}) == near(base.at({i})));
+            CHECK(negative.at({i}) == near(base.at({i})));
+        }
 
-    // [1000, 1001]: e^1000 overflows float, but after subtracting the max 1001
-    // the scores are [-1, 0]: e^-1 = 0.3678794, e^0 = 1, sum 1.3678794
-    //   0.3678794 / 1.3678794 = 0.2689414,  1 / 1.3678794 = 0.7310586
-    Tensor large = tinyformer::softmax_rows(Tensor({2}, {1000, 1001}));
-    CHECK(large.all_finite());
-    CHECK(large.at({0}) == near(0.2689414214));
-    CHECK(large.at({1}) == near(0.7310585786));
+        // [1000, 1001]: e^1000 overflows float, but after subtracting the max 1001
+        // the scores are [-1, 0]: e^-1 = 0.3678794, e^0 = 1, sum 1.3678794
+        //   0.3678794 / 1.3678794 = 0.2689414,  1 / 1.3678794 = 0.7310586
+        Tensor large = tinyformer::softmax_rows(Tensor({2}, {1000, 1001}));
+        CHECK(large.all_finite());
+        CHECK(large.at({0}) == near(0.2689414214));
+        CHECK(large.at({1}) == near(0.7310585786));
+    }
 }
 
 TEST_CASE("layer_norm of [1,2,3] with gamma = 1, beta = 0 normalizes with the biased variance") {
-    // mean = (1 + 2 + 3) / 3 = 2
-    // var  = ((1-2)^2 + (2-2)^2 + (3-2)^2) / 3 = 2/3 = 0.6666667  (divide by N, not N-1)
-    // sqrt(var + eps) = sqrt(0.6666667 + 0.00001) = sqrt(0.6666767) = 0.8165027
-    // (x - mean) / 0.8165027 = [-1/0.8165027, 0, 1/0.8165027] = [-1.2247357, 0, 1.2247357]
-    // (without eps it would be 1/sqrt(2/3) = 1.2247449; eps moves the 6th digit)
-    Tensor ones = Tensor::filled({3}, 1.0f), zeros(Shape{3});
-    Tensor y = tinyformer::layer_norm(Tensor({1, 3}, {1, 2, 3}), ones, zeros, 1e-5f);
-    CHECK(y.shape() == Shape{1, 3});
-    CHECK(y.at({0, 0}) == near(-1.2247356859));
-    CHECK(y.at({0, 1}) == 0.0f);
-    CHECK(y.at({0, 2}) == near(1.2247356859));
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // mean = (1 + 2 + 3) / 3 = 2
+        // var  = ((1-2)^2 + (2-2)^2 + (3-2)^2) / 3 = 2/3 = 0.6666667  (divide by N, not N-1)
+        // sqrt(var + eps) = sqrt(0.6666667 + 0.00001) = sqrt(0.6666767) = 0.8165027
+        // (x - mean) / 0.8165027 = [-1/0.8165027, 0, 1/0.8165027] = [-1.2247357, 0, 1.2247357]
+        // (without eps it would be 1/sqrt(2/3) = 1.2247449; eps moves the 6th digit)
+        Tensor ones = Tensor::filled({3}, 1.0f), zeros(Shape{3});
+        Tensor y = tinyformer::layer_norm(Tensor({1, 3}, {1, 2, 3}), ones, zeros, 1e-5f);
+        CHECK(y.shape() == Shape{1, 3});
+        CHECK(y.at({0, 0}) == near(-1.2247356859));
+        CHECK(y.at({0, 1}) == 0.0f);
+        CHECK(y.at({0, 2}) == near(1.2247356859));
 
-    SUBCASE("gamma scales and beta shifts each feature") {
-        // gamma = [2, 1, 0.5], beta = [0.5, -1, 1]
-        //   -1.2247357 * 2   + 0.5 = -1.9494714
-        //    0         * 1   - 1   = -1
-        //    1.2247357 * 0.5 + 1   =  1.6123678
-        Tensor scaled = tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), Tensor({3}, {2, 1, 0.5f}),
-                                               Tensor({3}, {0.5f, -1, 1}), 1e-5f);
-        CHECK(scaled.at({0}) == near(-1.9494713718));
-        CHECK(scaled.at({1}) == near(-1.0));
-        CHECK(scaled.at({2}) == near(1.6123678430));
-    }
-    SUBCASE("each row is normalized on its own") {
-        // row 1 = [10, 20, 30]: mean 20, var (100 + 0 + 100) / 3 = 66.666667
-        //   10 / sqrt(66.666667 + 0.00001) = 10 / 8.1649664 = 1.2247448
-        Tensor rows = tinyformer::layer_norm(Tensor({2, 3}, {1, 2, 3, 10, 20, 30}), ones, zeros, 1e-5f);
-        CHECK(rows.at({0, 2}) == near(1.2247356859));
-        CHECK(rows.at({1, 0}) == near(-1.2247447795));
-        CHECK(rows.at({1, 1}) == 0.0f);
-        CHECK(rows.at({1, 2}) == near(1.2247447795));
-    }
-    SUBCASE("a constant row has variance 0: eps keeps it finite and the output is beta") {
-        // (4 - 4) / sqrt(0 + 1e-5) = 0, then 0 * gamma + beta = beta
-        Tensor flat = tinyformer::layer_norm(Tensor({3}, {4, 4, 4}), ones, Tensor({3}, {7, 8, 9}), 1e-5f);
-        CHECK(flat.values() == std::vector<float>{7, 8, 9});
-    }
-    SUBCASE("gamma/beta of the wrong size and a non-positive eps are refused") {
-        CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor(Shape{2}), zeros, 1e-5f),
-                             doctest::Contains("gamma and beta must be [3] for x [2,3], got gamma [2], beta [3]"),
-                             Error);
-        CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), ones, Tensor(Shape{1, 3}), 1e-5f),
-                             doctest::Contains("beta [1,3]"), Error);
-        CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), ones, zeros, 0.0f),
-                             doctest::Contains("eps must be > 0, got 0"), Error);
-        CHECK_THROWS_AS(tinyformer::layer_norm(Tensor(), ones, zeros, 1e-5f), Error);
+        SUBCASE("gamma scales and beta shifts each feature") {
+            // gamma = [2, 1, 0.5], beta = [0.5, -1, 1]
+            //   -1.2247357 * 2   + 0.5 = -1.9494714
+            //    0         * 1   - 1   = -1
+            //    1.2247357 * 0.5 + 1   =  1.6123678
+            Tensor scaled = tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), Tensor({3}, {2, 1, 0.5f}),
+                                                   Tensor({3}, {0.5f, -1, 1}), 1e-5f);
+            CHECK(scaled.at({0}) == near(-1.9494713718));
+            CHECK(scaled.at({1}) == near(-1.0));
+            CHECK(scaled.at({2}) == near(1.6123678430));
+        }
+        SUBCASE("each row is normalized on its own") {
+            // row 1 = [10, 20, 30]: mean 20, var (100 + 0 + 100) / 3 = 66.666667
+            //   10 / sqrt(66.666667 + 0.00001) = 10 / 8.1649664 = 1.2247448
+            Tensor rows = tinyformer::layer_norm(Tensor({2, 3}, {1, 2, 3, 10, 20, 30}), ones, zeros, 1e-5f);
+            CHECK(rows.at({0, 2}) == near(1.2247356859));
+            CHECK(rows.at({1, 0}) == near(-1.2247447795));
+            CHECK(rows.at({1, 1}) == 0.0f);
+            CHECK(rows.at({1, 2}) == near(1.2247447795));
+        }
+        SUBCASE("a constant row has variance 0: eps keeps it finite and the output is beta") {
+            // (4 - 4) / sqrt(0 + 1e-5) = 0, then 0 * gamma + beta = beta
+            Tensor flat = tinyformer::layer_norm(Tensor({3}, {4, 4, 4}), ones, Tensor({3}, {7, 8, 9}), 1e-5f);
+            CHECK(flat.values() == std::vector<float>{7, 8, 9});
+        }
+        SUBCASE("gamma/beta of the wrong size and a non-positive eps are refused") {
+            CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor(Shape{2}), zeros,
+                                                        1e-5f),
+                                 doctest::Contains("gamma and beta must be [3] for x [2,3], got gamma [2], beta [3]"),
+                                 Error);
+            CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), ones, Tensor(Shape{1, 3}), 1e-5f),
+                                 doctest::Contains("beta [1,3]"), Error);
+            CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), ones, zeros, 0.0f),
+                                 doctest::Contains("eps must be > 0, got 0"), Error);
+            CHECK_THROWS_AS(tinyformer::layer_norm(Tensor(), ones, zeros, 1e-5f), Error);
+        }
     }
 }
 
 TEST_CASE("gelu is the exact erf form x * (1 + erf(x / sqrt 2)) / 2") {
-    // erf(1/sqrt 2) = 0.6826895 (P(|Z| < 1)), erf(sqrt 2) = 0.9544997 (P(|Z| < 2))
-    //   gelu(0)  = 0
-    //   gelu(1)  =  1 * 0.5 * (1 + 0.6826895) =  0.8413447
-    //   gelu(-1) = -1 * 0.5 * (1 - 0.6826895) = -0.1586553
-    //   gelu(2)  =  2 * 0.5 * (1 + 0.9544997) =  1.9544997
-    //   gelu(-2) = -2 * 0.5 * (1 - 0.9544997) = -0.0455003
-    Tensor y = tinyformer::gelu(Tensor({5}, {0, 1, -1, 2, -2}));
-    CHECK(y.shape() == Shape{5});
-    CHECK(y.at({0}) == 0.0f);
-    CHECK(y.at({1}) == near(0.8413447461));
-    CHECK(y.at({2}) == near(-0.1586552539));
-    CHECK(y.at({3}) == near(1.9544997361));
-    CHECK(y.at({4}) == near(-0.0455002639));
-    // The tanh approximation gives gelu(1) = 0.8411920: further off than the tolerance.
-    CHECK(y.at({1}) != near(0.8411920));
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // erf(1/sqrt 2) = 0.6826895 (P(|Z| < 1)), erf(sqrt 2) = 0.9544997 (P(|Z| < 2))
+        //   gelu(0)  = 0
+        //   gelu(1)  =  1 * 0.5 * (1 + 0.6826895) =  0.8413447
+        //   gelu(-1) = -1 * 0.5 * (1 - 0.6826895) = -0.1586553
+        //   gelu(2)  =  2 * 0.5 * (1 + 0.9544997) =  1.9544997
+        //   gelu(-2) = -2 * 0.5 * (1 - 0.9544997) = -0.0455003
+        Tensor y = tinyformer::gelu(Tensor({5}, {0, 1, -1, 2, -2}));
+        CHECK(y.shape() == Shape{5});
+        CHECK(y.at({0}) == 0.0f);
+        CHECK(y.at({1}) == near(0.8413447461));
+        CHECK(y.at({2}) == near(-0.1586552539));
+        CHECK(y.at({3}) == near(1.9544997361));
+        CHECK(y.at({4}) == near(-0.0455002639));
+        // The tanh approximation gives gelu(1) = 0.8411920: further off than the tolerance.
+        CHECK(y.at({1}) != near(0.8411920));
+    }
 }
 
 TEST_CASE("gather_batch picks, repeats and drops batch rows (beam search reorders its hypotheses with it)") {
@@ -182,18 +205,24 @@ TEST_CASE("gather_batch picks, repeats and drops batch rows (beam search reorder
 }
 
 TEST_CASE("relu keeps positives and zeroes the rest, keeping the shape") {
-    Tensor y = tinyformer::relu(Tensor({1, 5}, {-2, -0.5f, 0, 0.5f, 3}));
-    CHECK(y.shape() == Shape{1, 5});
-    CHECK(y.values() == std::vector<float>{0, 0, 0, 0.5f, 3});
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        Tensor y = tinyformer::relu(Tensor({1, 5}, {-2, -0.5f, 0, 0.5f, 3}));
+        CHECK(y.shape() == Shape{1, 5});
+        CHECK(y.values() == std::vector<float>{0, 0, 0, 0.5f, 3});
+    }
 }
 
 TEST_CASE("add sums equal shapes and refuses different ones, naming both") {
-    Tensor y = tinyformer::add(Tensor({2, 2}, {1, 2, 3, 4}), Tensor({2, 2}, {10, 20, 30, 40}));
-    CHECK(y.shape() == Shape{2, 2});
-    CHECK(y.values() == std::vector<float>{11, 22, 33, 44});
-    CHECK_THROWS_WITH_AS(tinyformer::add(Tensor(Shape{2, 3}), Tensor(Shape{3, 2})),
-                         doctest::Contains("add: shapes differ: a [2,3], b [3,2]"), Error);
-    // Same count, different rank: still refused (no silent broadcasting).
-    CHECK_THROWS_WITH_AS(tinyformer::add(Tensor(Shape{6}), Tensor(Shape{2, 3})),
-                         doctest::Contains("a [6], b [2,3]"), Error);
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        Tensor y = tinyformer::add(Tensor({2, 2}, {1, 2, 3, 4}), Tensor({2, 2}, {10, 20, 30, 40}));
+        CHECK(y.shape() == Shape{2, 2});
+        CHECK(y.values() == std::vector<float>{11, 22, 33, 44});
+        CHECK_THROWS_WITH_AS(tinyformer::add(Tensor(Shape{2, 3}), Tensor(Shape{3, 2})),
+                             doctest::Contains("add: shapes differ: a [2,3], b [3,2]"), Error);
+        // Same count, different rank: still refused (no silent broadcasting).
+        CHECK_THROWS_WITH_AS(tinyformer::add(Tensor(Shape{6}), Tensor(Shape{2, 3})),
+                             doctest::Contains("a [6], b [2,3]"), Error);
+    }
 }

@@ -3,11 +3,11 @@
 // naive product.
 //
 // Why: OpenBLAS built with DYNAMIC_ARCH (Debian's) picks its kernels when it
-// loads, from the CPU's family and model. A CPU newer than the library (e.g.
-// Debian 12's OpenBLAS 0.3.21 on a Xeon of family 6, model 207) gets the
-// generic Prescott kernels: sgemm at a fifth of the speed of the Cooperlake
-// kernels the same library ships. OpenBLAS reads OPENBLAS_CORETYPE only when
-// it loads, so changing the core means starting the process again.
+// loads, from the CPU's family and model. A CPU newer than the library gets
+// the generic Prescott kernels, far slower than the AVX2/AVX-512 kernels the
+// same library ships (measured: docs/PERFORMANCE.md). OpenBLAS reads
+// OPENBLAS_CORETYPE only when it loads, so changing the core means starting
+// the process again.
 //
 // The library decides and reports; it never restarts anything. The program's
 // entry points (tools/cli/main.cpp, tools/bench/main.cpp, tests/main.cpp) call
@@ -31,21 +31,13 @@
 // the same core without restarting.
 #pragma once
 
+#include "engine/cpu/features.h"
+
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tinyformer {
-
-// The instruction-set features that decide which OpenBLAS core fits.
-struct CpuFeatures {
-    bool avx2 = false, fma = false;
-    bool avx512f = false, avx512bw = false, avx512dq = false, avx512vl = false;
-    bool avx512bf16 = false;
-};
-CpuFeatures cpu_features();         // this CPU (and OS support for its registers)
-std::string cpu_model_name();       // /proc/cpuinfo's "model name" (+ family/model)
-std::string cpu_feature_list(const CpuFeatures& features);  // "avx2 fma avx512f ..."
 
 // The generic x86-64 cores OpenBLAS 0.3.21 falls back to (and the old ones
 // it has by name): Katmai, Coppermine, Northwood, Prescott, Banias, Atom,

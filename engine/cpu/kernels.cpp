@@ -1,11 +1,15 @@
 #include "engine/cpu/kernels.h"
 
-#include "engine/cpu/blas.h"
+#include "engine/cpu/features.h"
 #include "engine/error.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cstdlib>
 
-// Three compilations of engine/cpu/kernels.inc: the baseline, AVX2+FMA, AVX-512.
+// The fast variants: three compilations of engine/cpu/kernels.inc (the baseline,
+// AVX2+FMA, AVX-512). The reference variant, the plain formulas, is engine/ops.cpp's.
 #define KERNEL_NS baseline
 #define KERNEL_TARGET
 #include "engine/cpu/kernels.inc"
@@ -36,42 +40,58 @@ namespace {
 const Table kBaseline = TINYFORMER_TABLE(baseline);
 #ifdef TINYFORMER_KERNEL_VARIANTS
 const Table kAvx2 = TINYFORMER_TABLE(avx2);
-// LayerNorm: GCC 12's AVX-512 code for the eight-lane sums measured twice as
-// slow as its AVX2 code (tinyformer-bench kernels), so the AVX-512 table
-// keeps the AVX2 LayerNorm.
+// LayerNorm: GCC 12's AVX-512 code for the eight-lane sums measured slower
+// than its AVX2 code (tinyformer-bench kernels; docs/PERFORMANCE.md), so the
+// AVX-512 table keeps the AVX2 LayerNorm.
 const Table kAvx512{avx512::exp_shifted_sum, avx512::row_max, avx512::scale, avx2::layer_norm_row, avx512::add,
                     avx512::relu, avx512::gelu};
 #endif
 
+constexpr Variant kEveryVariant[] = {Variant::Reference, Variant::Baseline, Variant::Avx2, Variant::Avx512};
+
 const Table& table_of(Variant variant) {
+    if (variant == Variant::Reference) return kReferenceTable;
 #ifdef TINYFORMER_KERNEL_VARIANTS
     if (variant == Variant::Avx512) return kAvx512;
     if (variant == Variant::Avx2) return kAvx2;
-#else
-    (void)variant;
 #endif
     return kBaseline;
 }
 
+// What TINYFORMER_KERNELS says ("" when unset), lower-cased.
+std::string kernels_setting() {
+    const char* value = std::getenv("TINYFORMER_KERNELS");
+    std::string text = value ? value : "";
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text;
+}
+
+// The name TINYFORMER_KERNELS uses for a variant.
+const char* setting_name(Variant variant) {
+    switch (variant) {
+        case Variant::Reference: return "reference";
+        case Variant::Baseline: return "baseline";
+        case Variant::Avx2: return "avx2";
+        case Variant::Avx512: return "avx512";
+    }
+    return "unknown";
+}
+
 std::atomic<const Table*>& active() {
-    static std::atomic<const Table*> table{&table_of(best_variant())};
+    static std::atomic<const Table*> table{&table_of(variant_from_environment())};
     return table;
 }
 
 }  // namespace
 
 bool variant_supported(Variant variant) {
+    if (variant == Variant::Reference || variant == Variant::Baseline) return true;
 #ifdef TINYFORMER_KERNEL_VARIANTS
     const CpuFeatures f = cpu_features();
-    switch (variant) {
-        case Variant::Baseline: return true;
-        case Variant::Avx2: return f.avx2 && f.fma;
-        case Variant::Avx512: return f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.avx2 && f.fma;
-    }
-    return false;
-#else
-    return variant == Variant::Baseline;
+    if (variant == Variant::Avx2) return f.avx2 && f.fma;
+    if (variant == Variant::Avx512) return f.avx512f && f.avx512bw && f.avx512dq && f.avx512vl && f.avx2 && f.fma;
 #endif
+    return false;
 }
 
 Variant best_variant() {
@@ -84,7 +104,7 @@ const Table& table() { return *active().load(std::memory_order_relaxed); }
 
 Variant active_variant() {
     const Table* now = active().load(std::memory_order_relaxed);
-    for (Variant v : {Variant::Avx512, Variant::Avx2, Variant::Baseline})
+    for (Variant v : kEveryVariant)
         if (now == &table_of(v)) return v;
     return Variant::Baseline;
 }
@@ -96,11 +116,32 @@ void set_variant(Variant variant) {
 
 const char* variant_name(Variant variant) {
     switch (variant) {
+        case Variant::Reference: return "reference";
         case Variant::Baseline: return "baseline x86-64";
         case Variant::Avx2: return "avx2+fma";
         case Variant::Avx512: return "avx512";
     }
     return "unknown";
+}
+
+Variant variant_from_environment() {
+    const std::string setting = kernels_setting();
+    if (setting.empty() || setting == "auto") return best_variant();
+    for (Variant v : kEveryVariant) {
+        if (setting != setting_name(v)) continue;
+        if (!variant_supported(v))
+            fail("TINYFORMER_KERNELS=", setting, ": this CPU cannot run the ", variant_name(v), " variant");
+        return v;
+    }
+    fail("TINYFORMER_KERNELS=", setting, ": expected reference, auto, baseline, avx2 or avx512");
+}
+
+std::string variant_choice() {
+    const std::string setting = kernels_setting();
+    if (setting.empty())
+        return "the best this CPU runs (TINYFORMER_KERNELS=reference|baseline|avx2|avx512 chooses another)";
+    if (setting == "auto") return "the best this CPU runs, as TINYFORMER_KERNELS=auto asks";
+    return "chosen by TINYFORMER_KERNELS=" + setting;
 }
 
 }  // namespace tinyformer::kernels

@@ -1,18 +1,28 @@
-// Row kernels that use the CPU's vector units — softmax's exponential and
-// maximum, LayerNorm, residual add, ReLU, GELU — in variants for the baseline
-// x86-64 (SSE2), AVX2+FMA and AVX-512 (F/BW/DQ/VL; its LayerNorm is the AVX2
-// one, which measured faster), one binary for every x86-64
-// CPU: the variant is chosen at start from the CPU's features (engine/cpu/blas.h's
-// cpu_features) and can be set by hand for measuring and testing. engine/ops.*
-// calls them; ops' contracts (formulas, -inf handling) hold for every variant,
-// and tests compare each variant with the naive references in tests/test_ops.cpp.
+// Row kernels — softmax's exponential and maximum, LayerNorm, residual add,
+// ReLU, GELU — in one plain variant and three fast ones, chosen at run time:
+//
+//   reference        the formulas as written, one element at a time (std::exp,
+//                    std::erf, two-pass mean and biased variance): engine/ops.cpp
+//   baseline x86-64  SSE2, the eight-lane loops of engine/cpu/kernels.inc
+//   avx2+fma         the same loops compiled for AVX2 and FMA
+//   avx512           for AVX-512 F/BW/DQ/VL (its LayerNorm is the AVX2 one,
+//                    which measured faster: docs/PERFORMANCE.md)
+//
+// One binary for every x86-64 CPU. The variant is chosen when a kernel first
+// runs: TINYFORMER_KERNELS = reference | baseline | avx2 | avx512 names one,
+// auto (or unset) takes the best this CPU runs (engine/cpu/features.h);
+// another value, or a variant this CPU cannot run, is an Error. set_variant
+// changes it for measuring and testing. engine/ops.* calls these; ops'
+// contracts (formulas, -inf handling) hold for every variant, and
+// tests/test_kernels.cpp compares each fast variant with the reference.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tinyformer::kernels {
 
-enum class Variant { Baseline, Avx2, Avx512 };
+enum class Variant { Reference, Baseline, Avx2, Avx512 };
 
 struct Table {
     // row[j] = exp(row[j] - shift), returns the sum (engine/ops.h exp_shifted_sum)
@@ -26,11 +36,24 @@ struct Table {
     void (*gelu)(float* x, int64_t n);                 // x = x (1 + erf(x / sqrt 2)) / 2
 };
 
+// The reference variant's table: the plain formulas, defined in engine/ops.cpp
+// beside the operations they serve.
+extern const Table kReferenceTable;
+
 const Table& table();                 // the variant in use
-Variant best_variant();               // the best this CPU runs
+Variant best_variant();               // the best fast variant this CPU runs
 Variant active_variant();
-bool variant_supported(Variant variant);
+bool variant_supported(Variant variant);  // reference and baseline: always
 void set_variant(Variant variant);    // Error when the CPU cannot run it
-const char* variant_name(Variant variant);  // "baseline x86-64", "avx2+fma", "avx512"
+// "reference", "baseline x86-64", "avx2+fma", "avx512"
+const char* variant_name(Variant variant);
+
+// The variant TINYFORMER_KERNELS asks for: best_variant() when it is unset,
+// empty or "auto"; Error "TINYFORMER_KERNELS=<value>: ..." for an unknown
+// value or a variant this CPU cannot run. The first kernel call uses it.
+Variant variant_from_environment();
+// How the start-up variant was chosen, for `tinyformer version`: "chosen by
+// TINYFORMER_KERNELS=reference", or "the best this CPU runs (...)" when unset.
+std::string variant_choice();
 
 }  // namespace tinyformer::kernels

@@ -1,7 +1,7 @@
 #include "engine/io/json.h"
 
 #include "engine/error.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 
 #include <algorithm>
 #include <set>

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cctype>
+#include <cstdlib>
+#include <string>
 
 namespace tinyformer {
 
@@ -18,10 +21,27 @@ namespace {
 #endif
 #endif
 #if defined(TINYFORMER_ASAN)
-constexpr bool kPoolEnabled = false;
+constexpr bool kSanitizerBuild = true;
 #else
-constexpr bool kPoolEnabled = true;
+constexpr bool kSanitizerBuild = false;
 #endif
+
+// TINYFORMER_POOL=off (any case) at start: every buffer from the heap, an A/B
+// switch for measuring what the pool is worth. Any other value keeps the pool,
+// as TINYFORMER_BLAS does for values other than keep.
+bool pool_off_by_user() {
+    const char* value = std::getenv("TINYFORMER_POOL");
+    if (!value) return false;
+    std::string text = value;
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text == "off";
+}
+
+// Read once, on first use: the pool is on or off for the whole process.
+bool pool_enabled() {
+    static const bool enabled = !kSanitizerBuild && !pool_off_by_user();
+    return enabled;
+}
 
 constexpr size_t kClasses = std::bit_width(FloatBuffer::kLargestPooled);  // classes 0..20: 2^0 .. 2^20 floats
 
@@ -48,7 +68,7 @@ Pool& pool() {
 
 // `count` zeros in a buffer of the pool, or of the heap when it has none.
 std::vector<float> take(size_t count) {
-    if (!kPoolEnabled || count == 0 || pool_gone) return std::vector<float>(count);
+    if (count == 0 || pool_gone || !pool_enabled()) return std::vector<float>(count);
     Pool& p = pool();
     if (count > FloatBuffer::kLargestPooled) {  // never pooled: from the heap each time, and counted
         ++p.allocated;
@@ -86,7 +106,7 @@ std::vector<float> take(size_t count) {
 // Keeps `values`' memory for a later take, or frees it.
 void give_back(std::vector<float>& values) {
     const size_t capacity = values.capacity();
-    if (!kPoolEnabled || capacity == 0 || capacity > FloatBuffer::kLargestPooled || pool_gone) return;
+    if (capacity == 0 || capacity > FloatBuffer::kLargestPooled || pool_gone || !pool_enabled()) return;
     Pool& p = pool();
     const size_t c = class_for_capacity(capacity);
     if (p.count[c] == FloatBuffer::kPerClass) return;
@@ -133,7 +153,13 @@ FloatBuffer& FloatBuffer::operator=(FloatBuffer&& other) noexcept {
 
 FloatBuffer::~FloatBuffer() { give_back(values_); }
 
-bool float_buffer_pool_enabled() { return kPoolEnabled; }
+bool float_buffer_pool_enabled() { return pool_enabled(); }
+
+std::string float_buffer_pool_state() {
+    if (kSanitizerBuild) return "off (sanitizer build: a use after free must be caught at the first use)";
+    if (pool_off_by_user()) return "off (TINYFORMER_POOL=off: every tensor's memory from the heap)";
+    return "on (engine/memory/float_buffer.h; TINYFORMER_POOL=off turns it off)";
+}
 
 FloatBufferPoolStats float_buffer_pool_stats() {
     if (pool_gone) return {};

@@ -21,11 +21,13 @@
 //
 // A buffer taken from the pool is zeroed: no number of an earlier tensor is
 // ever seen. Sanitizer builds (ASan) keep no pool, so that a use after free
-// is still caught at the first use.
+// is still caught at the first use; nor does a process started with
+// TINYFORMER_POOL=off (an A/B switch: every buffer then comes from the heap).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tinyformer {
@@ -59,8 +61,12 @@ private:
     std::vector<float> values_;
 };
 
-// False in sanitizer builds, which keep no pool.
+// False in sanitizer builds, which keep no pool, and when TINYFORMER_POOL=off
+// (any case; another value keeps the pool) at the first buffer. Fixed for the process.
 bool float_buffer_pool_enabled();
+// "on (...)", "off (TINYFORMER_POOL=off: ...)" or "off (sanitizer build: ...)",
+// for `tinyformer version` and the benchmarks.
+std::string float_buffer_pool_state();
 
 // What this thread's pool did so far, for tests and the benchmarks.
 struct FloatBufferPoolStats {

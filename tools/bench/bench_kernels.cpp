@@ -1,5 +1,5 @@
 // Suite "kernels": the row kernels of engine/cpu/kernels.* in every variant this
-// CPU runs, in the same run: softmax (softmax_row over [64, 2048]) and
+// CPU runs, and their plain reference twins (engine/ops.cpp), in the same run: softmax (softmax_row over [64, 2048]) and
 // LayerNorm (layer_norm on [256, 512]) in nanoseconds per element — 512 KiB
 // each, in the L2 cache, so that the arithmetic shows rather than memory — the
 // baseline x86-64 variant (what the build did before the variants) beside
@@ -21,11 +21,15 @@ namespace tinyformer::bench {
 void run_kernels_suite(const Settings&) {
     using kernels::Variant;
     std::printf("row kernels (engine/cpu/kernels.*): ns per element, median of 15 calls per variant; variants alternate\n");
-    std::printf("variant in use: %s (the best this CPU runs)\n", kernels::variant_name(kernels::active_variant()));
+    std::printf("variant in use: %s (%s)\n", kernels::variant_name(kernels::active_variant()),
+                kernels::variant_choice().c_str());
     const Variant before = kernels::active_variant();
     std::vector<Variant> variants;
-    for (Variant v : {Variant::Baseline, Variant::Avx2, Variant::Avx512})
+    // The reference (engine/ops.cpp's plain formulas) first: its "vs base" ratios say how
+    // much the fast loops are worth.
+    for (Variant v : {Variant::Reference, Variant::Baseline, Variant::Avx2, Variant::Avx512})
         if (kernels::variant_supported(v)) variants.push_back(v);
+    constexpr size_t kBase = 1;  // variants[1]: baseline x86-64
     constexpr int kInner = 8;  // passes per timed call
     const Tensor scores = Random(1).normal_tensor({64, 2048}, 3.0f);
     const Tensor activations = Random(2).normal_tensor({256, 512});
@@ -73,7 +77,7 @@ void run_kernels_suite(const Settings&) {
                        {"GELU ns/el", 10, Table::Align::Right}});
     table.print_header();
     const double elements = kInner * 64.0 * 2048.0;  // both tensors hold 2^17 floats, kInner passes
-    const double base_softmax = median(softmax_seconds[0]), base_norm = median(norm_seconds[0]);
+    const double base_softmax = median(softmax_seconds[kBase]), base_norm = median(norm_seconds[kBase]);
     for (size_t v = 0; v < variants.size(); ++v) {
         char a[32], b[32], c[32], d[32], e[32];
         std::snprintf(a, sizeof a, "%.3f", median(softmax_seconds[v]) * 1e9 / elements);

@@ -9,7 +9,8 @@
 #include "engine/cpu/blas.h"
 #include "engine/cpu/kernels.h"
 #include "engine/matmul.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/float_buffer.h"
+#include "engine/memory/keep_freed.h"
 #include "engine/cpu/blas_restart.h"
 #include "tools/bench/bench.h"
 
@@ -145,8 +146,10 @@ std::string compiler_description() {
 void print_machine() {
     std::printf("tinyformer-bench\n");
     std::printf("%s", tinyformer::format_blas_report(tinyformer::blas_report()).c_str());
-    std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU)\n",
-                tinyformer::kernels::variant_name(tinyformer::kernels::active_variant()));
+    std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU), %s\n",
+                tinyformer::kernels::variant_name(tinyformer::kernels::active_variant()),
+                tinyformer::kernels::variant_choice().c_str());
+    std::printf("  buffer pool   %s\n", tinyformer::float_buffer_pool_state().c_str());
     std::printf("  logical CPUs  %u\n", std::thread::hardware_concurrency());
     std::printf("  compiler      %s\n", compiler_description().c_str());
     std::fflush(stdout);
@@ -156,15 +159,15 @@ void print_machine() {
 
 int main(int argc, char** argv) {
     tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/cpu/blas.h)
-    tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory/memory.h
+    tinyformer::keep_freed_memory();  // as the `tinyformer` program does; see engine/memory/keep_freed.h
     if (argc == 2 && std::string_view(argv[1]) == "--probe") {  // a child of the "cores" suite
         tinyformer::bench::run_probe();
         return 0;
     }
     const CommandLine command_line = parse_command_line(argc, argv);
     if (command_line.settings.threads > 0) tinyformer::set_blas_threads(command_line.settings.threads);
-    print_machine();
     try {
+        print_machine();  // reads TINYFORMER_KERNELS: a bad value is an error here
         for (const Suite* suite : command_line.suites) {
             std::printf("\n== %s ==\n", suite->name);
             suite->run(command_line.settings);

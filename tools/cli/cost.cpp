@@ -6,7 +6,7 @@
 
 #include "engine/attention.h"
 #include "engine/matmul.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 #include "engine/random.h"
 #include "models/cost.h"
 #include "tools/cli/arguments.h"

@@ -7,7 +7,8 @@
 #include "engine/cpu/blas.h"
 #include "engine/cpu/kernels.h"
 #include "engine/matmul.h"
-#include "engine/memory/memory.h"
+#include "engine/memory/float_buffer.h"
+#include "engine/memory/keep_freed.h"
 #include "engine/cpu/blas_restart.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/inputs.h"
@@ -40,7 +41,7 @@ const Command kCommands[] = {
     {"trace", "write every named activation of one forward pass (compare with tools/python/compare_trace.py)", trace_command},
     {"info", "check a checkpoint and show its config, parameters and tensors", info_command},
     {"mask", "print a mask as the lesson draws it (causal, prefix-lm, seq2seq, ...), --output to draw it", mask_command},
-    {"version", "what runs: OpenBLAS version and core (chosen, in use, why), the CPU, the kernels", nullptr},
+    {"version", "what runs: OpenBLAS version and core (chosen, in use, why), the CPU, the kernels, the pool", nullptr},
     {"cost", "count attention's, the projections' and the FFN's MACs and bytes per T (--measure to time)", cost_command},
 };
 
@@ -51,6 +52,11 @@ void print_usage(std::FILE* out) {
                  "       tinyformer version      (or --version)\n\n"
                  "An educational Transformer inference engine. Commands:\n");
     for (const Command& command : kCommands) std::fprintf(out, "  %-10s %s\n", command.name, command.summary);
+    std::fprintf(out,
+                 "\nEnvironment (A/B switches; 'tinyformer version' shows what runs):\n"
+                 "  TINYFORMER_BLAS=keep       keep OpenBLAS's own core\n"
+                 "  TINYFORMER_KERNELS=NAME    reference | auto | baseline | avx2 | avx512 row kernels\n"
+                 "  TINYFORMER_POOL=off        no buffer pool\n");
 }
 
 int dispatch(const Arguments& args) {
@@ -62,14 +68,21 @@ int dispatch(const Arguments& args) {
     if (args[0] == "--version" || args[0] == "version") {
         if (args.size() > 1 && (args[1] == "--help" || args[1] == "-h")) {
             std::printf("usage: tinyformer version\nPrints the OpenBLAS version and configuration, the CPU and its "
-                        "features, the core OpenBLAS chose by itself, the core in use and why (engine/cpu/blas.h), and "
-                        "the result of the sgemm self-check.\n");
+                        "features, the core OpenBLAS chose by itself, the core in use and why (engine/cpu/blas.h), "
+                        "the result of the sgemm self-check, the row kernels in use (engine/cpu/kernels.h) and "
+                        "whether the buffer pool is on (engine/memory/float_buffer.h).\n"
+                        "\nEnvironment, read at start by every tinyformer program:\n"
+                        "  TINYFORMER_BLAS=keep       keep OpenBLAS's own core (no restart with a better one)\n"
+                        "  TINYFORMER_KERNELS=NAME    the row kernels: reference (the plain formulas, "
+                        "engine/ops.cpp), baseline, avx2, avx512, or auto (the best this CPU runs; the default)\n"
+                        "  TINYFORMER_POOL=off        no buffer pool: every tensor's memory from the heap\n");
             return 0;
         }
         if (args.size() > 1) throw UsageError("version takes no arguments");
         std::printf("tinyformer 0.1 (C++20, g++ %s)\n%s", __VERSION__, format_blas_report(blas_report()).c_str());
-        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU: engine/cpu/kernels.h)\n",
-                    kernels::variant_name(kernels::active_variant()));
+        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU: engine/cpu/kernels.h), %s\n",
+                    kernels::variant_name(kernels::active_variant()), kernels::variant_choice().c_str());
+        std::printf("  buffer pool   %s\n", float_buffer_pool_state().c_str());
         return 0;
     }
     for (const Command& command : kCommands)
@@ -99,8 +112,9 @@ void print_error(std::string_view message) {
 int main(int argc, char** argv) {
     using namespace tinyformer::cli;
     tinyformer::restart_for_blas_if_needed(argv);  // may re-execute with a better OpenBLAS core (engine/cpu/blas.h)
-    tinyformer::keep_freed_memory();  // see engine/memory/memory.h
+    tinyformer::keep_freed_memory();  // see engine/memory/keep_freed.h
     try {
+        tinyformer::kernels::active_variant();  // reads TINYFORMER_KERNELS: a bad value is refused before any work
         const int status = dispatch(Arguments(argv + 1, argv + argc));
         print_deferred_warnings();  // after the work: a refused command prints only its error line
         return status;

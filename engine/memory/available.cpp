@@ -1,21 +1,15 @@
-#include "engine/memory/memory.h"
+#include "engine/memory/available.h"
 
 #include "engine/error.h"
 
 #include <algorithm>
 #include <fstream>
 #include <limits>
-#include <malloc.h>
 #include <optional>
 #include <string>
 #include <unistd.h>
 
 namespace tinyformer {
-
-void keep_freed_memory() {
-    mallopt(M_MMAP_MAX, 0);               // serve every block from the heap, never from mmap
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);   // and do not hand freed heap memory back below 1 GiB
-}
 
 namespace {
 

@@ -1,0 +1,12 @@
+#include "engine/memory/keep_freed.h"
+
+#include <malloc.h>
+
+namespace tinyformer {
+
+void keep_freed_memory() {
+    mallopt(M_MMAP_MAX, 0);               // serve every block from the heap, never from mmap
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);   // and do not hand freed heap memory back below 1 GiB
+}
+
+}  // namespace tinyformer
