@@ -194,6 +194,9 @@ TEST_CASE("TINYFORMER_KERNELS chooses the variant at start; tinyformer version s
             REQUIRE(run.status == 0);
             CHECK(run.out.find(std::string("  kernels       ") + kernels::variant_name(variant) + " (softmax/exp") !=
                   std::string::npos);
+            // The line points at where the running kernels' code is.
+            CHECK(run.out.find(variant == Variant::Reference ? "the plain formulas, engine/ops.cpp)"
+                                                              : "GELU: engine/cpu/kernels.h)") != std::string::npos);
             if (!setting.shown.empty())
                 CHECK(run.out.find("chosen by TINYFORMER_KERNELS=" + setting.shown) != std::string::npos);
             else

@@ -80,8 +80,10 @@ int dispatch(const Arguments& args) {
         }
         if (args.size() > 1) throw UsageError("version takes no arguments");
         std::printf("tinyformer 0.1 (C++20, g++ %s)\n%s", __VERSION__, format_blas_report(blas_report()).c_str());
-        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU: engine/cpu/kernels.h), %s\n",
-                    kernels::variant_name(kernels::active_variant()), kernels::variant_choice().c_str());
+        const kernels::Variant variant = kernels::active_variant();
+        std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU: %s), %s\n", kernels::variant_name(variant),
+                    variant == kernels::Variant::Reference ? "the plain formulas, engine/ops.cpp" : "engine/cpu/kernels.h",
+                    kernels::variant_choice().c_str());
         std::printf("  buffer pool   %s\n", float_buffer_pool_state().c_str());
         return 0;
     }
