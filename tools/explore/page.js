@@ -5,7 +5,8 @@
 // Views: model (every attention call as layers x heads thumbnails), head
 // (query tokens -> key tokens, line opacity = weight), matrix (heatmap with
 // the numbers behind each cell), step (one query of one head, from q_h to
-// z), decoding (top-5 candidates per generated step, beam hypotheses).
+// z), decoding (the search that made the tokens, top-5 candidates per
+// generated step, beam hypotheses).
 // The numbers shown as results are the engine's (scores, weights, z); the
 // page recomputes q.k, the softmax chain and the weighted sum only to show a
 // check mark where they agree.
@@ -700,6 +701,19 @@
   }
 
   // ---- decoding view ----
+  // Which search made the tokens: greedy, beam search of width K, or
+  // sampling with its settings and seed (models/decoding.h has the steps).
+  function searchText(d) {
+    const limit = d.max_new_tokens ? ", at most " + d.max_new_tokens + " new tokens" : "";
+    if (d.mode === "beam") return "Beam search, width " + d.beam + limit + ": the steps of the best hypothesis";
+    if (d.mode === "sample" && d.sampling) {
+      const s = d.sampling;
+      return "Sampling (temperature " + s.temperature + ", top-k " + (s.top_k ? s.top_k : "all") + ", top-p " + s.top_p +
+        ", seed " + s.seed + limit + "): each token drawn from softmax(logits / T) restricted to the top-k, then the top-p tokens, renormalised";
+    }
+    return "Greedy decoding" + limit;
+  }
+
   function renderDecoding() {
     const root = clear($("#decoding-body"));
     const d = data.decoding || { mode: "none", steps: [] };
@@ -707,11 +721,11 @@
     if (d.mode === "none" || !steps.length) {
       root.appendChild(el("p", { class: "note", id: "decoding-none", text: "No decoding on this page" + (data.input && data.input.target_given ? " (the target was given)." : ".") }));
     } else {
-      root.appendChild(el("p", { class: "note", text: (d.mode === "beam" ? "Beam search, width " + d.beam + ": the steps of the best hypothesis" : "Greedy decoding") +
-        ": at each generated position the five most likely next tokens; the chosen one is highlighted." }));
+      root.appendChild(el("p", { class: "note", id: "decoding-search", text: searchText(d) +
+        ": at each generated position the five most likely next tokens (the model's softmax, T = 1); the chosen one is highlighted." }));
       const path = steps.map((s) => {
         const c = (s.candidates || []).find((x) => x.id === s.chosen);
-        return c ? c.token : "#" + s.chosen;
+        return c ? c.token : s.chosen_token !== undefined ? s.chosen_token : "#" + s.chosen;
       });
       root.appendChild(el("p", { class: "path", id: "decoding-path" }, ["chosen path: "].concat(path.map((t) => el("span", { class: "tok chosen", text: shown(String(t)) })))));
       const table = el("table", { class: "numbers decoding", id: "decoding-steps" });
