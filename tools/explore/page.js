@@ -729,16 +729,23 @@
       });
       root.appendChild(el("p", { class: "path", id: "decoding-path" }, ["chosen path: "].concat(path.map((t) => el("span", { class: "tok chosen", text: shown(String(t)) })))));
       const table = el("table", { class: "numbers decoding", id: "decoding-steps" });
-      table.appendChild(el("tr", {}, ["position", "1", "2", "3", "4", "5"].map((t) => el("th", { text: t }))));
+      // A sampled token can lie outside the top 5: it gets a cell of its own, in a "drawn" column.
+      const outside = (s) => !(s.candidates || []).slice(0, 5).some((c) => c.id === s.chosen);
+      const heads = ["position", "1", "2", "3", "4", "5"].concat(steps.some(outside) ? ["drawn"] : []);
+      table.appendChild(el("tr", {}, heads.map((t) => el("th", { text: t }))));
+      const cell = (id, token, p, chosen, title) =>
+        el("td", { class: "cand" + (chosen ? " chosen" : ""), "data-id": id, "data-p": p, title: title }, [
+          el("span", { class: "ctok", text: shown(String(token)) }),
+          el("span", { class: "bar", style: { width: Math.round(60 * Math.max(0, Math.min(1, p))) + "px" } }),
+          el("span", { class: "p", text: fmt(p, 3) }),
+        ]);
       for (const s of steps) {
         const row = el("tr", { "data-position": s.position }, [el("th", { text: String(s.position) })]);
-        for (const c of (s.candidates || []).slice(0, 5)) {
-          const chosen = c.id === s.chosen;
-          row.appendChild(el("td", { class: "cand" + (chosen ? " chosen" : ""), "data-id": c.id, "data-p": c.p, title: "id " + c.id + ", p = " + c.p }, [
-            el("span", { class: "ctok", text: shown(String(c.token)) }),
-            el("span", { class: "bar", style: { width: Math.round(60 * Math.max(0, Math.min(1, c.p))) + "px" } }),
-            el("span", { class: "p", text: fmt(c.p, 3) }),
-          ]));
+        const top = (s.candidates || []).slice(0, 5);
+        for (const c of top) row.appendChild(cell(c.id, c.token, c.p, c.id === s.chosen, "id " + c.id + ", p = " + c.p));
+        if (outside(s)) {
+          for (let i = top.length; i < 5; ++i) row.appendChild(el("td", {}));
+          row.appendChild(cell(s.chosen, s.chosen_token, s.chosen_p, true, "id " + s.chosen + ", p = " + s.chosen_p + ": drawn outside the top 5"));
         }
         table.appendChild(row);
       }
