@@ -137,7 +137,8 @@ bench: deps
 # then test the Python safetensors reader on the shared header table
 # (tests/python/test_safetensors_io.py, numpy only), the exporter (tests/python/test_export.py: exported modules vs tinyformer)
 # and the activation traces (tests/python/test_trace.py: `tinyformer trace` vs
-# tools/python/torch_trace.py, compared by tools/python/compare_trace.py).
+# tools/python/torch_trace.py, compared by tools/python/compare_trace.py) and generate()
+# (tests/python/test_generate.py: `tinyformer run` through the Python API).
 # Not part of `make test`, which uses the committed data/reference/.
 parity: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
@@ -150,6 +151,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_export.py
 	/usr/bin/python3 tests/python/test_trace.py
+	/usr/bin/python3 tests/python/test_generate.py
 
 # Debian's python3-numpy (installed if missing), for test-tools.
 deps-python:
