@@ -40,6 +40,10 @@
 //      (u < q_1 + ... + q_i) is the sample: the most likely token owns
 //      [0, q_1), the next [q_1, q_1 + q_2), ...; the last kept token when
 //      rounding leaves u past the total.
+// Upstream: nanoGPT's generate is steps 1-2 and 4 with torch.multinomial;
+// its top-k (logits < the k-th value -> -inf) keeps every token tied with
+// the k-th, where step 4 keeps exactly k. Step 5 keeps the set Hugging Face's
+// TopPLogitsWarper keeps (applied after top-k, as there).
 // One uniform per generated token; input row b (counting from 0 in the
 // inputs given) draws from its own Random(seed + b), so a row's tokens do
 // not depend on which other inputs are decoded with it or on the batching,
@@ -50,8 +54,10 @@
 // model's own log p (softmax of the unscaled logits) of the drawn tokens.
 //
 // GenerationOptions::mode picks the stepping (StepMode, models/stepper.h):
-// KvCache (the default) or Recompute (the reference), same numbers (and, for
-// sampling with one seed, the same tokens).
+// KvCache (the default) or Recompute (the reference), the same numbers
+// within 1e-5 (so, for sampling with one seed, the same tokens unless a
+// uniform falls that close to a boundary of the running sums: not met in the
+// tests).
 #pragma once
 
 #include "engine/random.h"
