@@ -312,6 +312,18 @@ TEST_CASE("run and explore: the same seed gives the same output; bad generation 
             CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
         }
     }
+    // explore's decoding record names the search: greedy with the model's default limit.
+    TempDirectory dir;
+    run_tinyformer_ok({"explore", model, "hello", "--html", dir.file("g.html"), "--json", dir.file("g.json")});
+    const nlohmann::json greedy = nlohmann::json::parse(read_file(dir.file("g.json")))["decoding"];
+    CHECK(greedy["mode"] == "greedy");
+    CHECK(greedy["max_new_tokens"] == 1024);
+    CHECK(greedy["sampling"].is_null());
+    run_tinyformer_ok({"explore", model, "hello", "--top-k", "3", "--seed", "5", "--html", dir.file("s.html"), "--json",
+                       dir.file("s.json")});
+    const nlohmann::json sampled = nlohmann::json::parse(read_file(dir.file("s.json")))["decoding"];
+    CHECK(sampled["mode"] == "sample");
+    CHECK(sampled["sampling"] == nlohmann::json{{"temperature", 1.0}, {"top_k", 3}, {"top_p", 1.0}, {"seed", 5}});
     const CliRun with_target = run_tinyformer({"explore", model, "hello", "--target", "olleh", "--temperature", "2", "--html", "/dev/null"});
     CHECK(with_target.status == 2);
     CHECK(with_target.err.find("give --target or them, not both") != std::string::npos);
