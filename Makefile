@@ -150,6 +150,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_export.py
 	/usr/bin/python3 tests/python/test_trace.py
+	/usr/bin/python3 tests/python/test_gpt2_bpe_vocab.py
 
 # Debian's python3-numpy (installed if missing), for test-tools.
 deps-python:

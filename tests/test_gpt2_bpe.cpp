@@ -326,6 +326,9 @@ TEST_CASE("tinyformer tokenize prints ids and labelled tokens (table, ids, json)
     refused = run_tinyformer({"tokenize", "data/models/reverse.safetensors", "a b"});
     CHECK(refused.status == 1);
     CHECK(refused.err.find("character ' ' at position 1") != std::string::npos);
+    const auto unk = run_tinyformer_ok({"tokenize", "data/models/reverse.safetensors", "--format", "ids", "--unk", "a b"});
+    CHECK(unk.out == "4 3 5\n");  // <unk> is id 3
+    CHECK(unk.err == "tinyformer tokenize: warning: 1 token(s) of \"a b\" are not in the vocabulary; read as <unk>\n");
     const auto help = run_tinyformer_ok({"tokenize", "--help"});
     CHECK(help.out.find("usage: tinyformer tokenize MODEL.safetensors") == 0);
 }

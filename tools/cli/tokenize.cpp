@@ -17,7 +17,7 @@ namespace tinyformer::cli {
 namespace {
 
 const char* kTokenizeHelp =
-    "usage: tinyformer tokenize MODEL.safetensors [--format table|ids|json] [TEXT... | --ids 5,17,3]\n"
+    "usage: tinyformer tokenize MODEL.safetensors [--format table|ids|json] [--unk] [TEXT... | --ids 5,17,3]\n"
     "\n"
     "Reads each TEXT with the model's tokenizer (its metadata \"tokenizer\": char, whitespace or\n"
     "gpt2_bpe; the input side's vocabulary) and prints its token ids and tokens; with --ids, the\n"
@@ -35,6 +35,8 @@ const char* kTokenizeHelp =
     "                  ids decode to bytes that are not UTF-8, \"text_bytes\": their hex instead\n"
     "  --ids 5,17,3    decode these ids instead of reading TEXT (any model, even one without\n"
     "                  a vocabulary: its tokens are then #5 #17 #3)\n"
+    "  --unk           char / whitespace: read a character (word) outside the vocabulary as <unk>,\n"
+    "                  with one warning line, as run does (gpt2_bpe reads every text: no <unk>)\n"
     "Everything printed follows the terminal text rule: a control character in a text or token\n"
     "is shown as \\xNN, never sent to the terminal.\n";
 
@@ -74,7 +76,7 @@ void print_one(const ModelText& text, const std::vector<int64_t>& ids, const std
 }  // namespace
 
 int tokenize_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--format", "--ids"}, {}, "tokenize");
+    const ParsedArguments parsed(args, {"--format", "--ids"}, {"--unk"}, "tokenize");
     if (parsed.help()) {
         std::printf("%s", kTokenizeHelp);
         return 0;
@@ -93,7 +95,10 @@ int tokenize_command(const Arguments& args) {
     // Every input is read before anything is printed: a refusal prints only its error line.
     std::vector<std::vector<int64_t>> inputs;
     if (has_text) {
-        for (size_t i = 1; i < parsed.positional().size(); ++i) inputs.push_back(text.encode_input(parsed.positional()[i]));
+        std::vector<std::string> warnings;
+        for (size_t i = 1; i < parsed.positional().size(); ++i)
+            inputs.push_back(text_tokens(text, parsed.positional()[i], parsed.has("--unk"), "tokenize", warnings));
+        defer_warnings(warnings);  // printed after the output, only when every TEXT was read
     } else {
         inputs.push_back(ids_flag(parsed, "--ids", "tokenize"));
         const int64_t vocabulary =
