@@ -185,6 +185,8 @@ BytePairEncoder::BytePairEncoder(const std::vector<std::string>& vocab, const st
                                  const std::string& where)
     : byte_id_(256, -1) {
     std::unordered_map<std::string_view, int64_t> ids;
+    ids.reserve(vocab.size());
+    merges_.reserve(merges.size());
     bytes_.resize(vocab.size());
     for (size_t id = 0; id < vocab.size(); ++id) {
         if (!token_as_bytes(vocab[id], bytes_[id]))

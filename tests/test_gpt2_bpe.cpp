@@ -8,6 +8,7 @@
 #include "models/gpt2_bpe.h"
 #include "models/text.h"
 #include "models/tokenizer.h"
+#include "engine/random.h"
 #include "tests/helpers.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
@@ -331,4 +332,29 @@ TEST_CASE("tinyformer tokenize prints ids and labelled tokens (table, ids, json)
     CHECK(unk.err == "tinyformer tokenize: warning: 1 token(s) of \"a b\" are not in the vocabulary; read as <unk>\n");
     const auto help = run_tinyformer_ok({"tokenize", "--help"});
     CHECK(help.out.find("usage: tinyformer tokenize MODEL.safetensors") == 0);
+}
+
+TEST_CASE("Property: on random UTF-8 text the pieces join back to the text and decode(encode(text)) is the text") {
+    // All 256 one-byte tokens (id = byte) and the tiny checkpoint's merges: every valid text encodes.
+    const Model tiny = Model::load(kTinyBpe);
+    const Tokenizer bpe(tiny.text.vocab, TokenizerKind::Gpt2Bpe, tiny.text.merges);
+    // Characters of every class and byte length: ASCII letters, digits, punctuation, ' and the
+    // contraction letters, whitespace of 1..3 bytes, é, 日, 😀, a combining mark.
+    const std::vector<std::string> alphabet = {"a", "t", "s", "r", "e", "l", "d", "m", "v", "T", "h", "c",  "0",
+                                               "7", "'", "!", ".", "-", " ", " ", " ", "\t", "\n", "\r", "\xC2\xA0",
+                                               "\xE3\x80\x80", "\xC3\xA9", "\xE6\x97\xA5", "\xF0\x9F\x98\x80", "\xCC\x81"};
+    Random random(22);
+    for (int trial = 0; trial < 2000; ++trial) {
+        std::string text;
+        const auto length = static_cast<int>(random.uniform() * 24);
+        for (int i = 0; i < length; ++i) text += alphabet[static_cast<size_t>(random.uniform() * alphabet.size())];
+        CAPTURE(text);
+        std::string joined;
+        for (std::string_view piece : pretokenize(text)) {
+            CHECK_FALSE(piece.empty());
+            joined.append(piece);
+        }
+        CHECK(joined == text);
+        CHECK(bpe.decode(bpe.encode(text)) == text);
+    }
 }
