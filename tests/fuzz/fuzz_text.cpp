@@ -3,8 +3,13 @@
 // fuzzed input, decoding it back, the tokens' labels — and the CLI's
 // terminal text rule (tools/cli/terminal_text.h) on every one of those
 // strings and on the error messages. The input is
-//   [flags: bit 0 whitespace tokenizer, bit 1 map unknown to <unk>]
+//   [flags: bit 0 whitespace tokenizer, bit 1 map unknown to <unk>, bit 2 gpt2_bpe]
 //   [vocabulary entries separated by '\n'] 0x00 [the text to encode, any bytes]
+// With bit 2 (gpt2_bpe, models/gpt2_bpe.h) the vocabulary is the 256 one-byte
+// tokens and each entry is a merge "left right" of two tokens' strings (an
+// entry that is not one is skipped; the merged token is added when new); a
+// valid UTF-8 input must decode back to the same bytes, and every label must
+// be valid UTF-8 without a C0 or DEL byte.
 // Findings (each aborts): another exception type than tinyformer::Error; an
 // id outside the vocabulary; an input encoded without <unk> that does not
 // decode back to itself (char: the same bytes; whitespace: its words joined
@@ -14,12 +19,14 @@
 // that needed no escape. Seeds in tests/fuzz/corpus/text/: "valid-*" encode,
 // "bad-*" are refused, "any-*" may be either (they hold a control character
 // in a token, which the vocabulary rules of docs/FORMAT.md may refuse).
+#include "models/gpt2_bpe.h"
 #include "models/tokenizer.h"
 
 #include "engine/error.h"
 #include "tests/fuzz/harnesses.h"
 #include "tools/cli/terminal_text.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -83,6 +90,17 @@ void check_terminal_text(const std::string& text) {
     if (!same) std::abort();  // the streaming twin prints something else
 }
 
+// Valid UTF-8 (next_code_point's rules).
+bool is_valid_utf8(std::string_view s) {
+    uint32_t c = 0;
+    for (size_t at = 0; at < s.size();) {
+        const size_t length = next_code_point(s, at, &c);
+        if (length == 0) return false;
+        at += length;
+    }
+    return true;
+}
+
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 std::string words_joined(const std::string& text) {
@@ -98,6 +116,52 @@ std::string words_joined(const std::string& text) {
         at = end;
     }
     return joined;
+}
+
+// gpt2_bpe: the one-byte tokens, the entries as merges (see the header).
+int fuzz_gpt2_bpe(const std::vector<std::string>& entries, const std::string& input) {
+    using namespace tinyformer;
+    std::vector<std::string> vocab;
+    for (int byte = 0; byte < 256; ++byte) vocab.push_back(bytes_as_token(std::string(1, static_cast<char>(byte))));
+    std::vector<std::string> merges;
+    for (const std::string& entry : entries) {
+        const size_t space = entry.find(' ');
+        if (space == std::string::npos || entry.find(' ', space + 1) != std::string::npos) continue;
+        const std::string left = entry.substr(0, space), right = entry.substr(space + 1), merged = left + right;
+        auto known = [&](const std::string& token) { return std::find(vocab.begin(), vocab.end(), token) != vocab.end(); };
+        if (left.empty() || right.empty() || !known(left) || !known(right)) continue;
+        if (std::find(merges.begin(), merges.end(), entry) != merges.end()) continue;
+        if (!known(merged)) vocab.push_back(merged);
+        merges.push_back(entry);
+    }
+    try {
+        const Tokenizer tokenizer(vocab, TokenizerKind::Gpt2Bpe, merges);
+        std::vector<int64_t> ids;
+        try {
+            ids = tokenizer.encode(input);
+        } catch (const Error& error) {
+            check_terminal_text(error.message());
+            if (is_valid_utf8(input)) std::abort();  // every byte has its token: valid text always encodes
+            throw;
+        }
+        for (int64_t id : ids) {
+            if (id < 0 || id >= tokenizer.size()) std::abort();
+            const std::string label = tokenizer.label(id);
+            for (size_t at = 0; at < label.size();) {
+                uint32_t c = 0;
+                const size_t length = next_code_point(label, at, &c);
+                if (length == 0 || c < 0x20 || c == 0x7F) std::abort();  // a label is printable text
+                at += length;
+            }
+            check_terminal_text(label);
+        }
+        if (tokenizer.decode(ids) != input) std::abort();  // no round trip
+        ++fuzz_text_counts.accepted;
+    } catch (const Error& error) {
+        check_terminal_text(error.message());
+        ++fuzz_text_counts.refused;
+    }
+    return 0;
 }
 
 }  // namespace
@@ -120,6 +184,7 @@ int fuzz_text_one_input(const uint8_t* data, size_t size) {
     }
     check_terminal_text(input);
     for (const std::string& token : vocab) check_terminal_text(token);
+    if (data[0] & 4) return fuzz_gpt2_bpe(vocab, input);
     try {
         const Tokenizer tokenizer(vocab, words ? TokenizerKind::Whitespace : TokenizerKind::Char);
         int64_t unknown = 0;

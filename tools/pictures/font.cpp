@@ -127,6 +127,10 @@ Line lay_out(const std::string& text, int64_t scale) {
 
 std::string displayed_text(const std::string& text) { return shown_text(text); }
 
+bool font_has_glyph(char32_t code_point) {
+    return stbtt_FindGlyphIndex(&picture_font().info, static_cast<int>(code_point)) != 0;
+}
+
 int64_t text_width(const std::string& text, int64_t scale) { return text.empty() ? 0 : lay_out(text, scale).width; }
 
 TextMask draw_text(const std::string& text, int64_t scale) {

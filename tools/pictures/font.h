@@ -53,6 +53,8 @@ struct TextMask {
 };
 
 int64_t text_width(const std::string& text, int64_t scale);  // px; 0 for ""
+// Whether the picture font has a glyph for `code_point` (else draw_text draws the box).
+bool font_has_glyph(char32_t code_point);
 TextMask draw_text(const std::string& text, int64_t scale);
 
 }  // namespace tinyformer

@@ -187,7 +187,8 @@ def forward_seeds():
 
 
 def text_seeds():
-    # tests/fuzz/fuzz_text.cpp: [flags: 1 whitespace, 2 map unknown][vocab entries, '\n'-separated] 0x00 [text].
+    # tests/fuzz/fuzz_text.cpp: [flags: 1 whitespace, 2 map unknown, 4 gpt2_bpe][vocab entries, '\n'-separated]
+    # 0x00 [text]; with flag 4 the entries are merges "left right" over the 256 one-byte tokens.
     letters = "\n".join(["<pad>", "<bos>", "<eos>", "<unk>"] + list("abcdefghijklmnopqrstuvwxyz"))
     words = "\n".join(["<pad>", "<unk>", "the", "cat", "sat", "on", "mat", "<3"])
     unicode = "\n".join(["<unk>", "5", "\u20ac", "z", "\u00e9", "r", "o", "\u4e2d", "\U0001F600", "\u202e", "\u2066",
@@ -219,6 +220,10 @@ def text_seeds():
         "any-invalid-token": seed(0, b"a\n\xff\n\xed\xa0\x80", b"a\xff"),
         "any-multi-char-token": seed(2, "<unk>\nab\nc", "abc"),
         "any-space-word": seed(1, "<unk>\nthe cat\ndog", "the cat dog"),
+        # gpt2_bpe: merges "\u0120 t", "h e", "\u0120t he" (\u0120 = a space), then a malformed and an unknown one.
+        "valid-gpt2-bpe": seed(4, "\u0120 t\nh e\n\u0120t he\nab\nx y z\nq \u0144",
+                               " the  cat\u2019s caf\u00e9 \U0001F600\t\n\x1b[2J\u202e"),
+        "bad-gpt2-bpe-invalid-utf8": seed(4, "h e", b"the \xff\xc3"),
     }
 
 

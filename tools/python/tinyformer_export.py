@@ -367,9 +367,62 @@ def check_vocabulary(name, vocab, tokenizer):
                                   f'(special tokens: "<" + [a-z0-9_]+ + ">"); use tokenizer="whitespace" for words')
         if tokenizer == "whitespace" and any(c in WHITESPACE for c in token):
             _refuse(where, token, 'tokenizer "whitespace" splits on whitespace; a token cannot hold any')
+        if tokenizer == "gpt2_bpe":
+            _check_gpt2_bpe_token(where, token)
         if token in seen:
             _refuse(where, token, f"appears twice (also {name}[{seen[token]}]); no two entries may be equal")
         seen[token] = i
+
+
+# --- gpt2_bpe (GPT-2 byte-level BPE, models/gpt2_bpe.h): the vocabulary's and merges' rules ---
+
+def _gpt2_byte_characters():
+    """{character: byte}: the characters a gpt2_bpe token is written in. The
+    printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) stand for
+    themselves; the other 68 bytes, in increasing order, for U+0100, U+0101, ...
+    (models/gpt2_bpe.h, rule 2)."""
+    table, other = {}, 0x100
+    for byte in range(256):
+        if 0x21 <= byte <= 0x7E or 0xA1 <= byte <= 0xAC or byte >= 0xAE:
+            table[chr(byte)] = byte
+        else:
+            table[chr(other)] = byte
+            other += 1
+    return table
+
+
+GPT2_BYTE_CHARACTERS = _gpt2_byte_characters()
+
+
+def _check_gpt2_bpe_token(where, token):
+    for at, c in enumerate(token):
+        if c not in GPT2_BYTE_CHARACTERS:
+            _refuse(where, token, f"holds {c!r} (U+{ord(c):04X}) at character {at}, which stands for no byte; a "
+                                  f'"gpt2_bpe" token is written one character per byte (printable Latin-1 as itself, '
+                                  f"the other bytes as U+0100..U+0143)")
+
+
+def check_merges(name, merges, vocab):
+    """The gpt2_bpe "merges" rules (docs/FORMAT.md; models/gpt2_bpe.h,
+    check_merges): each entry "left right" (exactly one space, both sides
+    non-empty), both sides and their concatenation in `vocab`, no pair twice.
+    ValueError naming name[index], the entry and the rule."""
+    tokens = set(vocab)
+    seen = {}
+    for i, merge in enumerate(merges):
+        where = f"{name}[{i}]"
+        if not isinstance(merge, str):
+            _refuse(where, merge, "every merge must be a string")
+        parts = merge.split(" ")
+        if len(parts) != 2 or not parts[0] or not parts[1]:
+            _refuse(where, merge, 'is not "left right": two tokens separated by exactly one space')
+        left, right = parts
+        for side, token in (("left side", left), ("right side", right), ("merged token", left + right)):
+            if token not in tokens:
+                _refuse(where, merge, f"its {side} {token!r} is not in the vocabulary")
+        if merge in seen:
+            _refuse(where, merge, f"is the same pair as {name}[{seen[merge]}]; no pair may be merged twice")
+        seen[merge] = i
 
 
 def _check_prompt_suffix(prompt_suffix, vocab, tokenizer):
