@@ -751,3 +751,53 @@ TEST_CASE("norm layer_norm_std and activation gelu_tanh: a model worked by hand"
               logits("layer_norm_std", "gelu_tanh").values());
     }
 }
+
+TEST_CASE("mask_value: a target query over an all-padding source weighs every source key alike; other rows as with -inf") {
+    TempDirectory dir;
+    // ed_post_relu_sin: B = 2, S = 7, T = 5. Batch row 1's source is all padding.
+    const std::string inputs = dir.file("inputs.safetensors");
+    std::vector<uint8_t> source_padding(14, 0);
+    std::fill(source_padding.begin() + 7, source_padding.end(), uint8_t{1});
+    tinyformer::write_safetensors(inputs, {ids("src_ids", {2, 7}, counting_ids(2, 7, 13)),
+                                           ids("tgt_ids", {2, 5}, counting_ids(2, 5, 11)),
+                                           mask("src_key_padding_mask", {2, 7}, source_padding)});
+    const Contents full = read_contents(kEncoderDecoder + ".model.safetensors");
+    const std::string plain = kEncoderDecoder + ".model.safetensors";
+    // Without mask_value: refused by name (the query would attend no key).
+    CHECK_ERROR_CONTAINS(logits_of(plain, inputs), "marks every source position of batch 1 as padding",
+                         "cross-attention query 0 of batch 1 may attend no key");
+    Contents filled = full;
+    nlohmann::json config = filled.config();
+    config["mask_value"] = -1e9;
+    filled.set_config(config);
+    const std::string path = write_contents(dir, "mask_value.safetensors", filled);
+    const Model model = Model::load(path);
+    const auto outputs = tinyformer::run_forward(model, SafetensorsFile::read(inputs), true);
+    // Every cross-attention weight of batch row 1 is 1/S = 1/7: all 7 scores are -1e9.
+    for (const char* name : {"attention.decoder.0.cross", "attention.decoder.1.cross"}) {
+        CAPTURE(name);
+        const Tensor& weights = outputs.at(name);  // [B, H, T, S]
+        REQUIRE(weights.shape() == Shape{2, 4, 5, 7});
+        for (int64_t h = 0; h < 4; ++h)
+            for (int64_t t = 0; t < 5; ++t)
+                for (int64_t s = 0; s < 7; ++s) CHECK(weights.at({1, h, t, s}) == doctest::Approx(1.0 / 7.0).epsilon(1e-6));
+    }
+    const Tensor& logits = outputs.at("logits");
+    CHECK(logits.all_finite());
+    // The streaming path (no weights asked) gives the same logits.
+    const Tensor streamed = tinyformer::run_forward(model, SafetensorsFile::read(inputs), false).at("logits");
+    for (int64_t i = 0; i < logits.numel(); ++i)
+        CHECK(streamed.data()[i] == doctest::Approx(logits.data()[i]).epsilon(1e-5).scale(1.0));
+    // Batch row 0 attends real keys everywhere: the numbers of the model without mask_value.
+    const std::string unpadded = dir.file("unpadded.safetensors");
+    tinyformer::write_safetensors(unpadded, {ids("src_ids", {2, 7}, counting_ids(2, 7, 13)),
+                                             ids("tgt_ids", {2, 5}, counting_ids(2, 5, 11))});
+    const Tensor minus_inf = logits_of(plain, unpadded);
+    for (int64_t i = 0; i < 5 * 11; ++i)
+        CHECK(logits.data()[i] == doctest::Approx(minus_inf.data()[i]).epsilon(1e-6).scale(1.0));
+    // On the reference inputs (partly padded rows), -1e9 gives the -inf logits exactly.
+    const std::string reference_inputs = kEncoderDecoder + ".inputs.safetensors";
+    CHECK(logits_of(path, reference_inputs).values() == logits_of(plain, reference_inputs).values());
+    const auto info = test_helpers::run_tinyformer({"info", path});
+    CHECK(info.out.find("mask_value -1e+09") != std::string::npos);
+}
