@@ -568,13 +568,15 @@ TEST_CASE("A file holding a tensor its config says is absent is refused, naming 
         config["bias"] = false;
         contents.set_config(config);
         const std::string path = write_contents(dir, "extra_bias.safetensors", contents);
-        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.layers.");
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.layers.",
+                             "; the config's 'bias' is false)");
     }
     SUBCASE("norm_bias false, but transformer.norm.bias is still there") {
         Contents contents = dropped(full, [](const std::string& n) { return is_norm_bias(n) && n != "transformer.norm.bias"; },
                                     "norm_bias");
         const std::string path = write_contents(dir, "extra_norm_bias.safetensors", contents);
-        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.norm.bias' [16]");
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.norm.bias' [16]",
+                             "; the config's 'norm_bias' is false)");
     }
     SUBCASE("head_bias false, but lm_head.bias is there; tie_embeddings, but lm_head.weight is there") {
         Contents contents = full;
@@ -582,12 +584,14 @@ TEST_CASE("A file holding a tensor its config says is absent is refused, naming 
         config["head_bias"] = false;
         contents.set_config(config);
         std::string path = write_contents(dir, "extra_head_bias.safetensors", contents);
-        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'lm_head.bias' [14]");
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'lm_head.bias' [14]",
+                             "; the config's 'head_bias' is false)");
         config["head_bias"] = true;
         config["tie_embeddings"] = true;
         contents.set_config(config);
         path = write_contents(dir, "extra_head.safetensors", contents);
-        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'lm_head.weight' [14,16]");
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'lm_head.weight' [14,16]",
+                             "'tie_embeddings' is true: the head is the token embedding)");
     }
     SUBCASE("bias true (the default) and one stack bias missing") {
         Contents contents = full;
@@ -612,7 +616,8 @@ TEST_CASE("A file holding a tensor its config says is absent is refused, naming 
             if (t.name == "transformer.layers.0.self_attn.in_proj_weight") contents.tensors.push_back(t);
         path = write_contents(dir, "leftover.safetensors", contents);
         CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(),
-                             "unknown tensor 'transformer.layers.0.self_attn.in_proj_weight' [48,16]");
+                             "unknown tensor 'transformer.layers.0.self_attn.in_proj_weight' [48,16]",
+                             "the config's 'qkv' is \"separate\" (q_proj, k_proj, v_proj))");
     }
 }
 
