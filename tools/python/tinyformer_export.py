@@ -10,7 +10,15 @@ Three functions, one per architecture, take the modules themselves:
     export_decoder_only(path, layers=..., embed=..., lm_head=..., max_len=..., [attention, ...,
                         prompt_suffix])
     export_encoder_only(path, layers=..., embed=..., head=..., max_len=..., [...])
-    check(path, n_batches=3, seed=0) -> worst normalised error (<= 1 passes); raises on failure
+    export(model, path, ...)      the whole model: a family (tools/python/families: the Annotated
+                                  Transformer, nanoGPT/minGPT, GPT-2) recognised from the module,
+                                  or stock modules found by type; every parameter must find its place
+    write_converted(path, converted)   a families.Converted (a family converter's output)
+    check(path, reference=None, n_batches=3, seed=0) -> worst normalised error (<= 1 passes);
+                                  raises CheckFailed (a CheckError) naming the first output that differs.
+                                  reference = YOUR model (a family module, any module or callable
+                                  ids -> logits / (src, tgt) -> logits); without it the result only
+                                  says the file is consistent with the settings it was exported with
 
 `transformer` is a stock nn.Transformer, `layers` a stock nn.TransformerEncoder
 (decoder-only models run it with a causal or prefix-LM mask), embeddings are
@@ -53,6 +61,9 @@ to this file, never through the working directory).
 
 Command line (from any folder; Debian's python3-torch):
 
+    /usr/bin/python3 tools/python/tinyformer_export.py --from annotated STATE.pt --n-head 8 --out M.safetensors
+    /usr/bin/python3 tools/python/tinyformer_export.py --from nanogpt ckpt.pt --meta meta.pkl --out M.safetensors
+    /usr/bin/python3 tools/python/tinyformer_export.py --check M.safetensors --against annotated STATE.pt --n-head 8
     /usr/bin/python3 tools/python/tinyformer_export.py --check MODEL.safetensors
     /usr/bin/python3 tools/python/tinyformer_export.py --from-state-dict STATE.pt --arch encoder_decoder \\
         --nhead 8 --activation relu --norm-first false --max-len 128 --vocab vocab.json \\
@@ -1679,7 +1690,8 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
                                                              "serves the source too unless --src-vocab")
     ap.add_argument("--batches", type=_whole(1), default=3, help="check: random batches (default 3)")
     ap.add_argument("--seed", type=int, default=0, help="check: seed of the random batches (default 0)")
-    g = ap.add_argument_group("--from-state-dict")
+    g = ap.add_argument_group("--from-state-dict (and for --from: --out, --no-check, --max-len, --vocab, --src-vocab, "
+                              "--tokenizer, --pad-id, --bos-id, --eos-id, --train-max-len, --dtype)")
     g.add_argument("--arch", choices=["encoder_decoder", "decoder_only", "encoder_only"])
     g.add_argument("--out", metavar="OUT.safetensors", help="the checkpoint to write")
     g.add_argument("--no-check", action="store_true", help="do not run check on the written file")
@@ -1798,6 +1810,8 @@ def _convert_family(family, source, args, mode):
     for flag, key in [("--n-head", "n_head"), ("--meta", "meta"), ("--gelu", "gelu"), ("--tgt-vocab", "tgt_vocab")]:
         if getattr(args, key) is not None and key not in _FAMILY_FLAGS[family]:
             raise ValueError(f"{flag} does not apply to {mode} {family}")
+    if args.n_head is None and args.nhead is not None and "n_head" in _FAMILY_FLAGS[family]:
+        args.n_head = args.nhead           # --nhead, the --from-state-dict spelling, means the same
     missing = [flag for flag, key in _FAMILY_NEEDS.get(family, []) if getattr(args, key) is None]
     if missing:
         raise ValueError(f"{mode} {family} needs {', '.join(missing)}")
@@ -1832,7 +1846,8 @@ def _convert_family(family, source, args, mode):
 def _main_from(ap, args):
     family, source = args.from_family
     if args.out is None:
-        missing = ["--out"] + [flag for flag, key in _FAMILY_NEEDS.get(family, []) if getattr(args, key) is None]
+        missing = ["--out"] + [flag for flag, key in _FAMILY_NEEDS.get(family, [])
+                               if getattr(args, key) is None and args.nhead is None]
         ap.error(f"--from {family} needs {', '.join(missing)}")
     inputs = [(flag, value) for flag, value in [("--from", source), ("--meta", args.meta), ("--vocab", args.vocab),
                                                 ("--src-vocab", args.src_vocab), ("--tgt-vocab", args.tgt_vocab)]
