@@ -214,12 +214,17 @@ class NanoGPT(FamilyCase):
         ckpt, meta = self.p("ckpt.pt"), self.p("meta.pkl")
         nanogpt_checkpoint(model, ckpt, compiled=True)
         char_meta(meta, chars)
-        converted = gpt.convert_nanogpt(ckpt, meta_path=meta, gelu="exact")
-        self.assertEqual(converted.metadata["vocab"], chars)
+        # "\n" is a control character, which no token may hold: refused by name, with the way out
+        with self.assertRaisesRegex(ValueError, r"vocab\[0\] = '\\n': tinyformer tokens cannot hold control "
+                                                r"characters .*visible_controls=True"):
+            gpt.convert_nanogpt(ckpt, meta_path=meta, gelu="exact")
+        converted = gpt.convert_nanogpt(ckpt, meta_path=meta, gelu="exact", visible_controls=True)
+        self.assertEqual(converted.metadata["vocab"], ["\u240a"] + chars[1:])
         self.assertEqual(converted.metadata["tokenizer"], "char")
-        # "\n" is a control character, which no token may hold: write_converted refuses it by index
-        with self.assertRaisesRegex(ValueError, r"vocab\[0\].*control character U\+000A"):
-            write_converted(self.p("m.safetensors"), converted)
+        self.assertIn("'\\n' -> \u240a", " ".join(converted.notes))
+        path = self.p("m.safetensors")
+        write_converted(path, converted)
+        self.assertEqual(json.loads(safetensors_io.read(path)[1]["vocab"])[0], "\u240a")
 
     def test_meta_pkl_printable_vocabulary_is_written(self):
         chars = list(" abcdefghijklmnopqrstuvwxyz.")

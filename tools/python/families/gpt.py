@@ -650,7 +650,8 @@ def _check_model_args(where, model_args, config):
             raise ValueError(f"{where}: model_args[{key!r}] = {model_args[key]!r} but the tensors say {found!r}")
 
 
-def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None):
+def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None,
+                    eos_id=None, train_max_len=None, prompt_suffix=None, meta=None, visible_controls=False):
     """A nanoGPT checkpoint -> Converted.
 
     ckpt_path: the ckpt.pt nanoGPT's train.py writes ({'model', 'model_args',
@@ -662,7 +663,18 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     vocab / tokenizer / merges: a vocabulary given directly instead of meta.pkl
     (e.g. GPT-2's, with tokenizer="gpt2_bpe" and merges, for a model trained on
     GPT-2 ids: see hf_gpt2.read_bpe); without any, the file has ids only.
+    eos_id, train_max_len, prompt_suffix: written as given (nanoGPT has none).
+    meta: another name for meta_path (the command line's --meta).
+    visible_controls: a character vocabulary usually holds "\n", and no token may
+    hold a control character (docs/FORMAT.md); True writes each control
+    character as its visible Unicode picture (U+2400 + code: "\n" -> "␊",
+    DEL -> "␡"), so text typed with "␊" stands for a newline; False
+    (the default) refuses such a vocabulary, naming the entries.
     """
+    if meta is not None:
+        if meta_path is not None:
+            raise ValueError("convert_nanogpt: give meta_path or meta, not both")
+        meta_path = meta
     where = str(ckpt_path)
     ckpt = load_torch_file(ckpt_path, "nanoGPT checkpoint")
     if not isinstance(ckpt, dict):
@@ -687,15 +699,72 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     if heads is None:
         needed.append(("n_head", "model_args has no n_head (a bare state_dict does not tell the head count)"))
     _missing("convert_nanogpt", needed)
-    state, _ = drop_mask_buffers(strip_prefixes(state), where)
+    state, notes = _cleaned(state, where)
     converted = assemble(state, n_head=heads, gelu=gelu, where=where)
+    converted.notes.extend(notes)
     _check_model_args(where, model_args, converted.config)
     if model_args.get("n_head") is not None and n_head is not None and model_args["n_head"] != n_head:
         raise ValueError(f"convert_nanogpt: n_head = {n_head} but model_args['n_head'] = {model_args['n_head']}")
     converted.metadata.update(_vocabulary("convert_nanogpt", meta_path, vocab, tokenizer, merges,
                                           converted.config["vocab_size"]))
+    _visible_controls(converted, visible_controls, meta_path)
+    _extras(converted, eos_id, train_max_len, prompt_suffix)
     converted.reference = _reference(converted, gelu)
     return converted
+
+
+def _cleaned(state, where):
+    """strip_prefixes + drop_mask_buffers, with notes saying what was done."""
+    notes = []
+    stripped = strip_prefixes(state)
+    if any(k.startswith(PREFIXES) for k in state):
+        notes.append("key prefix _orig_mod. (torch.compile) / module. (DDP) removed")
+    state, dropped = drop_mask_buffers(stripped, where)
+    if dropped:
+        notes.append(f"{dropped} causal-mask buffers (attn.bias [1,1,T,T] / attn.masked_bias) dropped: "
+                     f"tinyformer's causal attention is that mask")
+    return state, notes
+
+
+def control_picture(ch):
+    """The visible stand-in of a C0 control character or DEL (Unicode's Control
+    Pictures block: U+2400 + code, DEL -> U+2421); other characters unchanged."""
+    code = ord(ch)
+    if code < 0x20:
+        return chr(0x2400 + code)
+    return "\u2421" if code == 0x7F else ch
+
+
+def _visible_controls(converted, allowed, where):
+    vocab = converted.metadata.get("vocab")
+    if vocab is None or converted.metadata.get("tokenizer") != "char":
+        return
+    bad = [i for i, t in enumerate(vocab) if any(control_picture(c) != c for c in t)]
+    if not bad:
+        return
+    if not allowed:
+        shown = ", ".join(f"vocab[{i}] = {vocab[i]!r}" for i in bad[:4])
+        raise ValueError(f"{where}: {shown}: tinyformer tokens cannot hold control characters (docs/FORMAT.md); "
+                         f"pass visible_controls=True (--visible-controls) to store each as its visible picture "
+                         f"(\n -> {control_picture(chr(10))}), or convert without the vocabulary (ids only)")
+    pictures = [control_picture(c) for c in vocab]
+    clash = sorted(set(pictures[i] for i in bad) & set(vocab))
+    if clash:
+        raise ValueError(f"{where}: the vocabulary already holds {clash[0]!r}, the picture a control character "
+                         f"would be stored as")
+    converted.metadata["vocab"] = pictures
+    converted.notes.append("control characters stored as their pictures: " + ", ".join(
+        f"{vocab[i]!r} -> {pictures[i]}" for i in bad))
+
+
+def _extras(converted, eos_id=None, train_max_len=None, prompt_suffix=None):
+    """Keys no GPT file records, written when the caller gives them."""
+    if eos_id is not None:
+        converted.config["eos_id"] = eos_id
+    if train_max_len is not None:
+        converted.metadata["train_max_len"] = train_max_len
+    if prompt_suffix is not None:
+        converted.metadata["prompt_suffix"] = prompt_suffix
 
 
 def _vocabulary(function, meta_path, vocab, tokenizer, merges, vocab_size):
@@ -717,7 +786,8 @@ def _vocabulary(function, meta_path, vocab, tokenizer, merges, vocab_size):
     return md
 
 
-def convert_mingpt(state_dict_path, n_head=None, vocab=None, tokenizer=None, gelu="tanh"):
+def convert_mingpt(state_dict_path, n_head=None, vocab=None, tokenizer=None, gelu="tanh", eos_id=None,
+                   train_max_len=None, prompt_suffix=None):
     """A minGPT state_dict (torch.save(model.state_dict(), path)) -> Converted.
     minGPT: tanh GELU (NewGELU), nn.LayerNorm with bias, Linear biases, untied
     lm_head without bias, attn.bias mask buffers (dropped). n_head is required:
@@ -729,10 +799,12 @@ def convert_mingpt(state_dict_path, n_head=None, vocab=None, tokenizer=None, gel
     state = load_torch_file(state_dict_path, "minGPT state_dict")
     if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
         raise ValueError(f"{where}: expected a state_dict (a dict name -> tensor), got {type(state).__name__}")
-    state, _ = drop_mask_buffers(strip_prefixes(state), where)
+    state, notes = _cleaned(state, where)
     converted = assemble(state, n_head=n_head, gelu=gelu, where=where)
+    converted.notes.extend(notes)
     converted.metadata.update(_vocabulary("convert_mingpt", None, vocab, tokenizer, None,
                                           converted.config["vocab_size"]))
+    _extras(converted, eos_id, train_max_len, prompt_suffix)
     converted.reference = _reference(converted, gelu)
     return converted
 
@@ -784,8 +856,12 @@ def _module_eps(ln):
     return 1e-5 if eps is None else float(eps)   # nanoGPT's LayerNorm has no eps attribute: it uses 1e-5
 
 
-def from_module(module, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None):
-    """Converted from a live GPT module (ours, nanoGPT's, minGPT's); reference = module."""
+def from_module(module, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None, eos_id=None,
+                train_max_len=None, prompt_suffix=None):
+    """Converted from a live GPT module (ours, nanoGPT's, minGPT's); reference = module.
+    gelu and n_head are read from the module when it tells them (ours, nanoGPT's
+    nn.GELU, minGPT's NewGELU; attn.n_head); vocab/tokenizer/merges/eos_id/
+    train_max_len/prompt_suffix are written as given."""
     if not recognise(module):
         raise ValueError(f"from_module: {type(module).__name__} is not a nanoGPT/minGPT-style GPT")
     found_gelu = _module_gelu(module)
@@ -806,9 +882,11 @@ def from_module(module, gelu=None, n_head=None, vocab=None, tokenizer=None, merg
     eps = _module_eps(module.transformer.ln_f)
     where = type(module).__name__
     state = {k: v for k, v in module.state_dict().items()}
-    state, _ = drop_mask_buffers(strip_prefixes(state), where)
+    state, notes = _cleaned(state, where)
     converted = assemble(state, n_head=n_head, gelu=gelu, where=where, layer_norm_eps=eps)
+    converted.notes.extend(notes)
     converted.metadata.update(_vocabulary("from_module", None, vocab, tokenizer, merges,
                                           converted.config["vocab_size"]))
+    _extras(converted, eos_id, train_max_len, prompt_suffix)
     converted.reference = module
     return converted
