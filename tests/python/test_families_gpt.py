@@ -343,6 +343,39 @@ class NanoGPT(FamilyCase):
         self.assertFalse(os.path.exists(ran), "the checkpoint's code ran")
 
 
+class TorchArchive(FamilyCase):
+    """families.gpt.load_torch_file's own reader (what runs when weights_only refuses)."""
+
+    def test_views_shared_storages_and_dtypes_come_back_equal(self):
+        base = torch.arange(40, dtype=torch.float32).view(5, 8)
+        obj = {"view": base[1:4, 2:7], "t": base.t(), "same": base, "half": torch.randn(3, 2).half(),
+               "bf16": torch.randn(4).bfloat16(), "ids": torch.arange(6), "mask": torch.tril(torch.ones(3, 3)).bool(),
+               "param": nn.Parameter(torch.randn(2, 2)), "lr": 1e-3, "betas": (0.9, 0.95), "name": "x", "none": None,
+               "empty": torch.empty(0)}
+        path = self.p("a.pt")
+        torch.save(obj, path)
+        loaded = gpt._read_torch_archive(path)
+        for key, value in obj.items():
+            with self.subTest(key=key):
+                if torch.is_tensor(value):
+                    self.assertEqual(loaded[key].dtype, value.dtype)
+                    self.assertTrue(torch.equal(loaded[key], value.detach()))
+                else:
+                    self.assertEqual(loaded[key], value)
+
+    def test_a_module_pickled_whole_is_refused(self):
+        path = self.p("m.pt")
+        torch.save({"model": nn.Linear(2, 2), "lr": 0.1}, path)
+        with self.assertRaisesRegex(ValueError, r"refused: refused the global torch\.nn\.modules\.linear\.Linear"):
+            gpt.load_torch_file(path)
+
+    def test_torchscript_is_refused(self):
+        path = self.p("ts.pt")
+        torch.jit.save(torch.jit.script(nn.Linear(2, 2)), path)
+        with self.assertRaisesRegex(ValueError, r"a TorchScript archive"):
+            gpt.load_torch_file(path)
+
+
 class _Evil:
     """Unpickling this runs os.system: what a restricted unpickler must refuse."""
 
