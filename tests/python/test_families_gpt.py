@@ -612,6 +612,45 @@ class HFGPT2(FamilyCase):
             self.assertTrue(torch.equal(a.tensors[name], b.tensors[name]), name)
 
 
+class CommandLine(FamilyCase):
+    """tools/python/tinyformer_export.py --from nanogpt / mingpt / hf-gpt2 (B2's CLI, these converters)."""
+
+    def run_cli(self, *args):
+        return subprocess.run([sys.executable, str(REPO / "tools" / "python" / "tinyformer_export.py"), *args],
+                              capture_output=True, text=True, env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+
+    def test_from_nanogpt_names_the_missing_gelu(self):
+        model = randomise(gpt.GPT(gpt.GPTConfig(block_size=8, vocab_size=6, n_layer=1, n_head=2, n_embd=4)), 1)
+        ckpt = self.p("ckpt.pt")
+        nanogpt_checkpoint(model, ckpt)
+        run = self.run_cli("--from", "nanogpt", ckpt, "--out", self.p("m.safetensors"))
+        self.assertEqual(run.returncode, 1, run.stderr)
+        self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+        self.assertIn("missing gelu", run.stderr)
+        self.assertIn("before mid-2023", run.stderr)
+        self.assertFalse(os.path.exists(self.p("m.safetensors")))
+
+    def test_from_each_family_writes_and_checks(self):
+        model = randomise(gpt.GPT(gpt.GPTConfig(block_size=12, vocab_size=9, n_layer=2, n_head=2, n_embd=8,
+                                                bias=False)), 2)
+        ckpt = self.p("ckpt.pt")
+        nanogpt_checkpoint(model, ckpt, compiled=True)
+        mingpt = randomise(gpt.GPT(gpt.GPTConfig(block_size=12, vocab_size=9, n_layer=2, n_head=2, n_embd=8,
+                                                 gelu="tanh", tie=False)), 3)
+        state = self.p("mingpt.pt")
+        torch.save(mingpt.state_dict(), state)
+        hf = randomise(hf_gpt2.GPT2LMHead(hf_gpt2.GPT2Config(vocab_size=9, n_positions=12, n_embd=8, n_layer=2,
+                                                             n_head=2)), 4)
+        folder = self.p("hf")
+        hf_gpt2.save_folder(hf, folder)
+        for args in (["nanogpt", ckpt, "--gelu", "exact"], ["mingpt", state, "--n-head", "2"], ["hf-gpt2", folder]):
+            with self.subTest(family=args[0]):
+                out = self.p(f"{args[0]}.safetensors")
+                run = self.run_cli("--from", args[0], args[1], *args[2:], "--out", out)
+                self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+                self.assertTrue(os.path.exists(out))
+
+
 class GenerateTheNanoGPTWay(unittest.TestCase):
     def test_context_is_cropped_to_block_size(self):
         model = randomise(gpt.GPT(gpt.GPTConfig(block_size=6, vocab_size=7, n_layer=1, n_head=1, n_embd=4)), 50)

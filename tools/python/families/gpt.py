@@ -721,7 +721,8 @@ def _cleaned(state, where):
         notes.append("key prefix _orig_mod. (torch.compile) / module. (DDP) removed")
     state, dropped = drop_mask_buffers(stripped, where)
     if dropped:
-        notes.append(f"{dropped} causal-mask buffers (attn.bias [1,1,T,T] / attn.masked_bias) dropped: "
+        notes.append(f"{dropped} causal-mask buffer{'s' if dropped != 1 else ''} (attn.bias [1,1,T,T] / "
+                     f"attn.masked_bias) dropped: "
                      f"tinyformer's causal attention is that mask")
     return state, notes
 
@@ -872,8 +873,10 @@ def from_module(module, gelu=None, n_head=None, vocab=None, tokenizer=None, merg
             n_head = getattr(module.config, "n_head", None)
     needed = []
     if gelu is None:
-        needed.append(("gelu", f"the MLP's activation {type(getattr(module.transformer.h[0].mlp, 'gelu', None)).__name__} "
-                               f"is not one recognised: give \"exact\" or \"tanh\""))
+        act = getattr(module.transformer.h[0].mlp, "gelu", None)
+        what = (f"the MLP's activation {type(act).__name__} is not one recognised" if act is not None else
+                "the MLP holds no GELU module (nanoGPT before mid-2023 called the tanh function new_gelu)")
+        needed.append(("gelu", f"{what}: give \"exact\" or \"tanh\""))
     if n_head is None:
         needed.append(("n_head", "the attention module has no n_head attribute"))
     _missing("from_module", needed)
