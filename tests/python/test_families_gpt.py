@@ -21,7 +21,6 @@ nanoGPT, minGPT and Hugging Face GPT-2 files converted to tinyformer's layout.
     /usr/bin/python3 tests/python/test_families_gpt.py -v -k nanogpt
 """
 
-import io
 import json
 import os
 import pickle
@@ -39,7 +38,7 @@ from torch import nn
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools" / "python"))
 import safetensors_io  # noqa: E402
-from families import Converted, write_converted  # noqa: E402
+from families import write_converted  # noqa: E402
 from families import gpt  # noqa: E402
 from families import hf_gpt2  # noqa: E402
 

@@ -49,7 +49,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted
 from . import gpt as _gpt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: safe_write, safetensors_io
@@ -288,9 +287,10 @@ IGNORED_OPTIONS = ("reorder_and_upcast_attn",)   # baddbmm in float32 with the s
 
 
 def read_folder(folder):
-    """(config.json as a dict, state_dict with "transformer." keys and Linear-free
-    HF layout, dict of tokenizer files found). Weights from model.safetensors
-    (safetensors_io) or pytorch_model.bin (torch.load, weights_only)."""
+    """(config.json as a dict, state_dict with "transformer." keys, still in HF's
+    Conv1D layout, {tokenizer file name: path} of those present). Weights from
+    model.safetensors (safetensors_io, widened to float32) or pytorch_model.bin
+    (families.gpt.load_torch_file: weights_only, or its allowlist reader)."""
     folder = str(folder)
     if not os.path.isdir(folder):
         raise ValueError(f"{folder}: not a folder (an HF GPT-2 model is a folder with config.json)")
@@ -341,7 +341,7 @@ def _to_linear_layout(state, where):
 def _refuse_options(cfg, where):
     bad = []
     for key, allowed in SUPPORTED_OPTIONS.items():
-        if key in cfg and cfg[key] not in allowed and not (cfg[key] is None and False in allowed):
+        if key in cfg and cfg[key] not in allowed:
             bad.append(f"{key} = {json.dumps(cfg[key])} (tinyformer computes only {json.dumps(allowed[0])})")
     act = cfg.get("activation_function", "gelu_new")
     if act not in ACTIVATIONS:
