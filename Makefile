@@ -149,6 +149,7 @@ parity: deps
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_export.py
+	/usr/bin/python3 tests/python/test_families_gpt.py
 	/usr/bin/python3 tests/python/test_trace.py
 
 # Debian's python3-numpy (installed if missing), for test-tools.
