@@ -1680,8 +1680,8 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     ap.add_argument("--against", nargs=2, metavar=("FAMILY", "FILE"),
                     help="--check: compare with this model (the family's flags as for --from)")
     fam = ap.add_argument_group("--from / --against families")
-    fam.add_argument("--n-head", type=_whole(1), help="mingpt, annotated: attention heads (a state_dict does not "
-                                                      "record them)")
+    fam.add_argument("--n-head", type=_whole(1), help="mingpt, annotated (and nanogpt from a bare state_dict): "
+                                                      "attention heads (a state_dict does not record them)")
     fam.add_argument("--meta", metavar="meta.pkl", help="nanogpt: the character vocabulary nanoGPT's prepare.py "
                                                        "wrote (read with a restricted unpickler: no code runs)")
     fam.add_argument("--gelu", choices=["exact", "tanh"], help="nanogpt: which GELU the checkpoint was trained with "
@@ -1798,7 +1798,7 @@ def _main_check(path, args, against, reference=None, reference_text=None):
 
 FAMILIES = ("nanogpt", "mingpt", "annotated", "hf-gpt2")
 _FAMILY_NEEDS = {"mingpt": [("--n-head", "n_head")], "annotated": [("--n-head", "n_head")]}
-_FAMILY_FLAGS = {"nanogpt": {"meta", "gelu"}, "mingpt": {"n_head"}, "annotated": {"n_head", "tgt_vocab"},
+_FAMILY_FLAGS = {"nanogpt": {"meta", "gelu", "n_head"}, "mingpt": {"n_head"}, "annotated": {"n_head", "tgt_vocab"},
                  "hf-gpt2": set()}
 
 
@@ -1836,10 +1836,14 @@ def _convert_family(family, source, args, mode):
     convert = getattr(module, function, None)
     if convert is None:
         raise ValueError(f"{mode} {family}: tools/python/{module_name.replace('.', '/')}.py has no {function} yet")
+    extras = {k: v for k, v in [("eos_id", args.eos_id), ("train_max_len", args.train_max_len),
+                                ("prompt_suffix", args.prompt_suffix)] if v is not None}
+    if args.vocab and family != "hf-gpt2":
+        extras.update(vocab=_read_vocab(args.vocab, "--vocab"), tokenizer=args.tokenizer)
     if family == "nanogpt":
-        return convert(source, meta=args.meta, gelu=args.gelu)
+        return convert(source, meta=args.meta, gelu=args.gelu, n_head=args.n_head, **extras)
     if family == "mingpt":
-        return convert(source, n_head=args.n_head)
+        return convert(source, n_head=args.n_head, **extras)
     return convert(source)
 
 
