@@ -1882,5 +1882,80 @@ def _main_from(ap, args):
                        f"the {family} module holding {source}'s weights")
 
 
+# ----------------------------------------------------------------------------
+# generate(): the model's continuation, by `tinyformer run` (helper C's part)
+# ----------------------------------------------------------------------------
+
+def generate(path, prompt, *, max_new_tokens=None, temperature=None, top_k=None, top_p=None, seed=0, ids=False):
+    """The continuation tinyformer generates for `prompt` with the model file
+    `path`: it runs `build/tinyformer run` ($TINYFORMER_BIN, as check runs
+    `forward`), so the tokens are exactly the command line's.
+
+    prompt: text (ids=False; through the model's tokenizer, framed as `run`
+        frames it: <bos>, the prompt suffix) -> returns the output text as
+        `run` prints it (a control character shown escaped); or a list of
+        token ids (ids=True; `run --ids`) -> returns the output's token ids
+        (`run --print-ids`), without <bos>/<eos>.
+    max_new_tokens: at most this many new tokens, never past the model's
+        max_len (None: run's default, 1024 for a model with an eos_id, 64 for
+        one without, which never stops by itself).
+    temperature (> 0), top_k (>= 1), top_p (0 < p <= 1): any of them given
+        turns sampling on (models/decoding.h: softmax(logits / T), top-k,
+        then top-p, renormalised, drawn with the engine's SplitMix64);
+        None of them: greedy decoding.
+    seed: the draws' seed (an int >= 0): the same seed gives the same tokens
+        on every machine; only with sampling (a seed other than 0 without
+        it is refused, as `run --seed` is).
+    Raises ValueError for settings `run` refuses as usage errors (exit 2,
+    its message naming the flag), RuntimeError when `run` fails otherwise
+    (exit 1: the file, the prompt), FileNotFoundError without the binary."""
+    def whole(name, value, least):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"generate: {name} must be an int >= {least}, got {value!r}")
+        return str(value)
+
+    def number(name, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"generate: {name} must be a number, got {value!r}")
+        return repr(float(value))  # run refuses nan, inf and the values out of range
+
+    command = [tinyformer_binary(), "run", os.fspath(path)]
+    if max_new_tokens is not None:
+        command += ["--max-new-tokens", whole("max_new_tokens", max_new_tokens, 1)]
+    sampling = [name for name, value in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p))
+                if value is not None]
+    if temperature is not None:
+        command += ["--temperature", number("temperature", temperature)]
+    if top_k is not None:
+        command += ["--top-k", whole("top_k", top_k, 1)]
+    if top_p is not None:
+        command += ["--top-p", number("top_p", top_p)]
+    whole("seed", seed, 0)
+    if sampling:
+        command += ["--seed", str(seed)]
+    elif seed != 0:
+        raise ValueError(f"generate: seed={seed} seeds sampling, which is off; give temperature, top_k or top_p")
+    if ids:
+        if isinstance(prompt, (str, bytes)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
+            raise ValueError(f"generate: with ids=True the prompt is a list of token ids, got {prompt!r}")
+        command += ["--print-ids", "--ids", ",".join(str(i) for i in prompt)]
+    else:
+        if not isinstance(prompt, str):
+            raise ValueError(f"generate: the prompt is text (or token ids with ids=True), got {prompt!r}")
+        command += ["--", prompt]  # a prompt that starts with "--" is text, not a flag
+    run = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if run.returncode == 2:
+        raise ValueError(run.stderr.strip())
+    if run.returncode != 0:
+        raise RuntimeError(f"tinyformer run failed (exit {run.returncode}): {run.stderr.strip()}")
+    line = run.stdout[:-1] if run.stdout.endswith("\n") else run.stdout
+    if ids:
+        return [int(i) for i in line.split(",")] if line else []
+    return line
+
+
+__all__.append("generate")
+
+
 if __name__ == "__main__":
     sys.exit(main())
