@@ -1774,7 +1774,12 @@ def _main_check(path, args, against, reference=None, reference_text=None):
             reference_text = f"the {family} module holding {source}'s weights"
         ref = None
         if reference is not None:
-            cfg = st.metadata_json(st.read(path)[1], "config") if os.path.isfile(path) else {"arch": None}
+            if not os.path.isfile(path):
+                raise OSError(f"--check {path}: no such file")
+            try:
+                cfg = st.metadata_json(st.read(path)[1], "config")
+            except (KeyError, ValueError) as e:
+                raise CheckError(f"{path}: not a tinyformer checkpoint ({e})") from None
             ref = _reference_for(reference, cfg)
             if reference_text:
                 ref.description = reference_text
