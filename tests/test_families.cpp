@@ -97,8 +97,10 @@ TEST_CASE("families: the Annotated copy model's config says what the Annotated T
     REQUIRE(run.status == 0);
     // What tools/python/families/annotated.py writes: four separate projections per attention
     // (q_proj, k_proj, v_proj, out_proj: the Annotated linears.0..3), pre-LN sublayers, the
-    // sqrt(d_model) embedding scale and the pe buffer as sinusoidal positions up to 16.
+    // sqrt(d_model) embedding scale, the pe buffer as sinusoidal positions up to 16, the
+    // unbiased-std LayerNorm with eps 1e-6 outside the root and the finite -1e9 mask.
     for (const char* piece : {"encoder_decoder", "pre-LN", "embed_scale yes", "positions sinusoidal (max_len 16)",
+                              "layer_norm_eps 1e-06", "norm layer_norm_std", "qkv separate", "mask_value -1e+09",
                               "transformer.encoder.layers.0.self_attn.q_proj.weight",
                               "transformer.decoder.layers.1.multihead_attn.v_proj.bias"}) {
         INFO("missing: ", piece);
