@@ -156,6 +156,22 @@ Tokenizer::Tokenizer(std::vector<std::string> vocab, TokenizerKind kind, const s
     for (size_t id = 0; id < vocab_.size(); ++id) ids_.emplace(vocab_[id], static_cast<int64_t>(id));
 }
 
+namespace {
+
+// A C0 control character or DEL stands in a vocabulary as its picture from
+// Unicode's Control Pictures block (tokens hold no control character): byte
+// c < 0x20 -> U+2400 + c ("\n" -> U+240A), DEL -> U+2421, as UTF-8. Any other
+// byte: "" (no picture).
+std::string control_picture(char byte) {
+    const auto code = static_cast<unsigned char>(byte);
+    if (code >= 0x20 && code != 0x7F) return "";
+    const unsigned picture = code == 0x7F ? 0x2421u : 0x2400u + code;
+    return {static_cast<char>(0xE0 | (picture >> 12)), static_cast<char>(0x80 | ((picture >> 6) & 0x3F)),
+            static_cast<char>(0x80 | (picture & 0x3F))};
+}
+
+}  // namespace
+
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown, int64_t* unknown_count) const {
     if (kind_ == TokenizerKind::Gpt2Bpe) return bpe_->encode(text);  // nothing is unknown
     if (kind_ == TokenizerKind::Whitespace) return encode_words(text, /*exactly=*/false, unknown_count);
@@ -164,6 +180,7 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown
         // One character (engine/io/utf8.h's decoder); a byte that starts none is one unknown "character" of its own.
         const size_t length = std::max<size_t>(utf8_character(text, at).length, 1);
         auto found = ids_.find(text.substr(at, length));
+        if (found == ids_.end() && length == 1) found = ids_.find(control_picture(text[at]));
         if (found != ids_.end() && !is_special_token(found->first)) {
             ids.push_back(found->second);
         } else if (map_unknown && contains("<unk>")) {

@@ -11,6 +11,11 @@
 //   decode(ids)       -> the tokens' strings joined, e.g. "cba" or "ab<unk>"
 //   A character outside the vocabulary is an Error naming it and its
 //   position, or, with map_unknown, becomes <unk> (counted in unknown_count).
+//   A control character (C0 or DEL; no token may hold one) is read as its
+//   picture from Unicode's Control Pictures block when the vocabulary has
+//   that: "\n" -> the token "\u240A", DEL -> "\u2421". This is how a nanoGPT
+//   character vocabulary holding "\n" comes in (docs/FAMILIES.md); decode
+//   gives the picture back, so output stays one safe line.
 // kind Whitespace (word level): the text is split on runs of whitespace.
 //   encode("the cat") -> the ids of "the", "cat"
 //   decode(ids)       -> the tokens joined with single spaces: "the cat"

@@ -60,6 +60,18 @@ TEST_CASE("The character tokenizer: one id per UTF-8 character, specials never f
     CHECK_THROWS_AS(chars.token(-1), Error);
 }
 
+TEST_CASE("The character tokenizer reads a control character as its Control Picture when the vocabulary has it") {
+    // nanoGPT's shakespeare_char vocabulary holds "\n"; the converter stores it as
+    // U+240A (UTF-8 E2 90 8A) and DEL as U+2421 (E2 90 A1). Text "a\nb" -> a, picture, b.
+    const Tokenizer tokenizer({"a", "b", "\xE2\x90\x8A", "\xE2\x90\xA1"});
+    CHECK(tokenizer.encode("a\nb") == std::vector<int64_t>{0, 2, 1});
+    CHECK(tokenizer.encode("\x7F") == std::vector<int64_t>{3});
+    CHECK(tokenizer.encode("\xE2\x90\x8A") == std::vector<int64_t>{2});  // the picture typed as itself
+    CHECK(tokenizer.decode({0, 2, 1}) == "a\xE2\x90\x8A" "b");           // output shows the picture
+    // A control character whose picture the vocabulary lacks is still refused, naming it.
+    CHECK_THROWS_WITH_AS(tokenizer.encode("a\tb"), doctest::Contains("not in the model's vocabulary"), Error);
+}
+
 TEST_CASE("The whitespace tokenizer reads words, maps unknown words to <unk>, and writes words joined by spaces") {
     const Tokenizer words(kWords, TokenizerKind::Whitespace);
     CHECK(words.encode("the cat sat") == std::vector<int64_t>{4, 5, 6});

@@ -10,7 +10,7 @@ the committed PyTorch weights, through the project's own families/annotated.py m
 - --from annotated on the command line writes the same tensors and passes its check.
 - each Annotated difference matters: the file rewritten with nn.LayerNorm's norm, or
   without the embedding scale, fails check against the module (the error is printed:
-  docs/FAMILIES-annotated.part.md quotes these numbers).
+  docs/FAMILIES.md, "The Annotated Transformer" quotes these numbers).
 
     /usr/bin/python3 tests/python/test_parity_annotated.py -v
 """

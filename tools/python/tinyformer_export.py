@@ -1738,7 +1738,10 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     fam.add_argument("--meta", metavar="meta.pkl", help="nanogpt: the character vocabulary nanoGPT's prepare.py "
                                                        "wrote (read with a restricted unpickler: no code runs)")
     fam.add_argument("--gelu", choices=["exact", "tanh"], help="nanogpt: which GELU the checkpoint was trained with "
-                                                              "(the ckpt does not record it; default exact)")
+                                                              "(required: the ckpt does not record it; nanoGPT used tanh before mid-2023)")
+    fam.add_argument("--visible-controls", action="store_true",
+                     help="nanogpt: store control characters of meta.pkl's vocabulary (shakespeare_char's \\n) as "
+                          "their Control Pictures (\\n -> U+240A); tinyformer reads a typed \\n as that token")
     fam.add_argument("--tgt-vocab", metavar="FILE.json", help="annotated: target vocabulary (JSON array); "
                                                              "serves the source too unless --src-vocab")
     ap.add_argument("--batches", type=_whole(1), default=3, help="check: random batches (default 3)")
@@ -1899,7 +1902,8 @@ def _convert_family(family, source, args, mode):
     if args.vocab and family != "hf-gpt2":
         extras.update(vocab=_read_vocab(args.vocab, "--vocab"), tokenizer=args.tokenizer)
     if family == "nanogpt":
-        return convert(source, meta=args.meta, gelu=args.gelu, n_head=args.n_head, **extras)
+        return convert(source, meta=args.meta, gelu=args.gelu, n_head=args.n_head,
+                       visible_controls=args.visible_controls, **extras)
     if family == "mingpt":
         return convert(source, n_head=args.n_head, **extras)
     return convert(source)

@@ -188,7 +188,7 @@ def sinusoid_buffer(max_len, d_model):
     div = exp(-(2i) ln(10000) / D), pe[p, 2i] = sin(p div), pe[p, 2i+1] = cos(p div).
     Same formula as FORMAT's sinusoidal positions, but the angle p * div is a
     float32 product, so far positions drift from the float64 table (measured in
-    docs/FAMILIES-annotated.part.md)."""
+    docs/FAMILIES.md, "The Annotated Transformer")."""
     pe = torch.zeros(max_len, d_model)
     position = torch.arange(0, max_len).unsqueeze(1)
     div = torch.exp(torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model))
