@@ -100,7 +100,7 @@ FLOAT32_MIN_NORMAL = float(np.finfo(np.float32).tiny)
 MAX_SINUSOIDAL_NUMBERS = 1 << 27  # tinyformer's limit on max_len * d_model
 
 __all__ = ["export_encoder_decoder", "export_decoder_only", "export_encoder_only", "check", "CheckError",
-           "load_state_dict_file"]
+           "load_state_dict_file", "write_converted"]
 
 
 class CheckError(RuntimeError):
@@ -480,14 +480,20 @@ def _snapshot(parts, storage):
 
 
 def _write(path, arch, config, named, parts, meta, dtype):
+    """Write the file; remember float32 copies of `parts` (the stock modules) for
+    check(). parts=None (a family converter's output): nothing is remembered."""
     storage = _storage(named, dtype)
     tensors = _stored_tensors(named, storage)
-    snapshot = _snapshot(parts, storage)
+    snapshot = _snapshot(parts, storage) if parts is not None else None
     metadata = {"config": json.dumps(config, sort_keys=True, separators=(",", ":")), **meta}
     path = str(path)
     data = st.encode(tensors, metadata)
     safe_write.write_bytes(path, data)
-    _REGISTRY[os.path.realpath(path)] = {"sha256": hashlib.sha256(data).hexdigest(), "arch": arch, "parts": snapshot}
+    if snapshot is not None:
+        _REGISTRY[os.path.realpath(path)] = {"sha256": hashlib.sha256(data).hexdigest(), "arch": arch,
+                                             "parts": snapshot}
+    else:
+        _REGISTRY.pop(os.path.realpath(path), None)
     return config
 
 
@@ -658,6 +664,97 @@ def export_encoder_only(path, *, layers, embed, head, pos_encoding="sinusoidal",
     written. Raises ValueError naming the attribute that FORMAT cannot represent."""
     return _export_single(path, "encoder_only", "bidirectional", layers, embed, head, "head", pos_encoding, pos_embed,
                           embed_scale, max_len, {"pad_id": pad_id}, vocab, tokenizer, train_max_len, dtype)
+
+
+# ----------------------------------------------------------------------------
+# Writing a family converter's output (tools/python/families)
+# ----------------------------------------------------------------------------
+
+CONVERTED_TOKENIZERS = TOKENIZERS + ("gpt2_bpe",)
+_VOCAB_SIZE_KEY = {"encoder_decoder": ("tgt_vocab_size", "src_vocab_size"), "decoder_only": ("vocab_size", None),
+                   "encoder_only": ("vocab_size", None)}
+
+
+def write_converted(path, converted, dtype=None):
+    """Write a families.Converted (config, tensors in tinyformer names, metadata as
+    Python values) with the same checks as export_*: sizes within tinyformer's
+    limits, special ids inside the vocabulary, the vocabulary rules, the prompt
+    suffix, finite weights, one storage dtype. Returns the config written
+    (with "format" added). Raises ValueError naming what tinyformer would refuse."""
+    config = dict(converted.config)
+    config.setdefault("format", FORMAT_TAG)
+    if config["format"] != FORMAT_TAG:
+        _refuse("config.format", config["format"], f'expected "{FORMAT_TAG}"')
+    arch = config.get("arch")
+    if arch not in _VOCAB_SIZE_KEY:
+        _refuse("config.arch", arch, 'expected "encoder_decoder", "decoder_only" or "encoder_only"')
+    for key in SIZE_KEYS:
+        if key in config and (not isinstance(config[key], int) or isinstance(config[key], bool)):
+            _refuse(f"config.{key}", config[key], "expected an int")
+    if config.get("d_model", 0) % max(1, config.get("nhead", 1)):
+        _refuse("config.nhead", config["nhead"], f"does not divide d_model = {config['d_model']}")
+    if "mask_value" in config:
+        m = config["mask_value"]
+        if isinstance(m, bool) or not isinstance(m, (int, float)) or not np.isfinite(m) or m >= 0:
+            _refuse("config.mask_value", m, "expected a finite negative number (e.g. -1e9)")
+    eps = config.get("layer_norm_eps", 1e-5)
+    if not isinstance(eps, float) or not FLOAT32_MIN_NORMAL <= eps < 1:
+        _refuse("config.layer_norm_eps", eps, "tinyformer needs a positive normal float32 below 1")
+    md = dict(converted.metadata)
+    unknown = sorted(set(md) - {"vocab", "src_vocab", "tokenizer", "merges", "prompt_suffix", "train_max_len"})
+    if unknown:
+        _refuse("metadata", unknown, "unknown keys (FORMAT.md section 1 lists vocab, src_vocab, tokenizer, merges, "
+                                     "prompt_suffix, train_max_len)")
+    tokenizer = md.get("tokenizer", "char")
+    if tokenizer not in CONVERTED_TOKENIZERS:
+        _refuse("tokenizer", tokenizer, "expected one of " + ", ".join(f'"{t}"' for t in CONVERTED_TOKENIZERS))
+    meta = _common_metadata("char", md.get("train_max_len"))
+    meta["tokenizer"] = tokenizer
+    tgt_key, src_key = _VOCAB_SIZE_KEY[arch]
+    tgt_size = config.get(tgt_key)
+    src_size = config.get(src_key) if src_key else None
+    vocab = _check_vocab("vocab", md.get("vocab"), tgt_size, f"config.{tgt_key}", tokenizer)
+    src_vocab = None
+    if "src_vocab" in md:
+        if arch != "encoder_decoder":
+            _refuse("src_vocab", _Desc("a list"), "only an encoder_decoder model has a source vocabulary")
+        if vocab is None:
+            _refuse("vocab", None, "src_vocab is given, so vocab (the target vocabulary) is needed too")
+        src_vocab = _check_vocab("src_vocab", md["src_vocab"], src_size, f"config.{src_key}", tokenizer)
+    if vocab is not None and arch == "encoder_decoder" and src_vocab is None and src_size != tgt_size:
+        _refuse("len(vocab)", len(vocab), f"serves the source too (no src_vocab given) but config.{src_key} = "
+                                          f"{src_size}; give src_vocab")
+    if vocab is not None:
+        meta["vocab"] = json.dumps(vocab, ensure_ascii=False)
+    if src_vocab is not None:
+        meta["src_vocab"] = json.dumps(src_vocab, ensure_ascii=False)
+    if "merges" in md:
+        merges = md["merges"]
+        if tokenizer != "gpt2_bpe":
+            _refuse("merges", _Desc("a list"), f'only the "gpt2_bpe" tokenizer has merges (tokenizer is "{tokenizer}")')
+        if isinstance(merges, (str, bytes)) or not hasattr(merges, "__len__"):
+            _refuse("merges", _Desc(type(merges).__name__), 'expected a list of "left right" strings')
+        for i, m in enumerate(merges):
+            if not isinstance(m, str) or len(m.split(" ")) != 2 or "" in m.split(" "):
+                _refuse(f"merges[{i}]", m, 'expected "left right": two tokens and one space')
+        meta["merges"] = json.dumps(list(merges), ensure_ascii=False)
+    if "prompt_suffix" in md:
+        suffix = md["prompt_suffix"]
+        if arch != "decoder_only":
+            _refuse("prompt_suffix", suffix, "only a decoder_only model has a prompt suffix")
+        if not isinstance(suffix, str) or not suffix:
+            _refuse("prompt_suffix", suffix, "expected a non-empty string")
+        if tokenizer != "gpt2_bpe":
+            _check_prompt_suffix(suffix, vocab, tokenizer)
+        meta["prompt_suffix"] = suffix
+    id_sizes = {"pad_id": [(tgt_size, "target vocabulary" if src_key else "vocabulary")],
+                "bos_id": [(tgt_size, "target vocabulary" if src_key else "vocabulary")],
+                "eos_id": [(tgt_size, "target vocabulary" if src_key else "vocabulary")]}
+    if src_key:
+        id_sizes["pad_id"].append((src_size, "source vocabulary"))
+    _check_ids({k: config.get(k) for k in id_sizes}, id_sizes)
+    _check_engine_limits(config, meta, {k: f"config.{k}" for k in SIZE_KEYS})
+    return _write(path, arch, config, dict(converted.tensors), None, meta, dtype)
 
 
 # ----------------------------------------------------------------------------

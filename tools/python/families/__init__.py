@@ -1,0 +1,64 @@
+"""Model families that come into tinyformer through a converter.
+
+One module per family, each holding the project's own PyTorch reference module
+(written from the upstream design, never copied from it) and the functions that
+turn the family's saved weights into tinyformer's one layout (docs/FORMAT.md):
+
+    families/annotated.py   the Annotated Transformer (harvardnlp): make_model, convert_annotated
+    families/gpt.py         nanoGPT / minGPT: GPT, convert_nanogpt, convert_mingpt
+    families/hf_gpt2.py     Hugging Face GPT-2 folders: convert_hf_gpt2
+
+Every converter returns a `Converted`:
+
+    config    the tinyformer config keys (docs/FORMAT.md section 1, the config table),
+              without "format" (write_converted adds it)
+    tensors   {tinyformer tensor name: torch.Tensor}, e.g. "transformer.layers.0.norm1.weight"
+    metadata  the __metadata__ keys other than "config", as Python values (not JSON strings):
+              "vocab" (list of str), "src_vocab" (list of str, encoder_decoder), "tokenizer"
+              ("char" | "whitespace" | "gpt2_bpe"), "merges" (list of "left right" strings,
+              gpt2_bpe), "prompt_suffix" (str, decoder_only), "train_max_len" (int).
+              Absent keys are simply not written.
+    reference optional: the family's PyTorch module holding the source weights (in eval
+              mode), which check() can compare the written file with
+
+and `write_converted(path, converted, dtype=None)` writes it through the
+exporter's one writer (tools/python/tinyformer_export.py: the same vocabulary,
+engine-limit and finiteness checks as export_*, the same safe_write), returning
+the config written.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+import torch
+
+__all__ = ["Converted", "write_converted"]
+
+
+@dataclass
+class Converted:
+    """What a family converter produces: tinyformer's config, tensors and metadata."""
+    config: Dict[str, Any]
+    tensors: Dict[str, torch.Tensor]
+    metadata: Dict[str, Any] = field(default_factory=dict)
+    reference: Optional[Any] = None
+
+    def __post_init__(self):
+        if not isinstance(self.config, dict):
+            raise TypeError(f"Converted.config = {type(self.config).__name__}: expected a dict of config keys")
+        if not isinstance(self.tensors, dict):
+            raise TypeError(f"Converted.tensors = {type(self.tensors).__name__}: expected a dict name -> tensor")
+        for name, t in self.tensors.items():
+            if not isinstance(name, str) or not torch.is_tensor(t):
+                raise TypeError(f"Converted.tensors[{name!r}] = {type(t).__name__}: expected a torch.Tensor")
+        if not isinstance(self.metadata, dict):
+            raise TypeError(f"Converted.metadata = {type(self.metadata).__name__}: expected a dict")
+
+
+def write_converted(path, converted, dtype=None):
+    """Write `converted` (a Converted) as a tinyformer checkpoint at `path`
+    through tinyformer_export's writer; returns the config written. Raises
+    ValueError naming the key, tensor or vocabulary entry that tinyformer would
+    refuse. dtype: None (the tensors' own), "F32", "F16" or "BF16"."""
+    import tinyformer_export   # here, not at the top: tinyformer_export imports this package
+    return tinyformer_export.write_converted(path, converted, dtype=dtype)
