@@ -100,7 +100,7 @@ FLOAT32_MIN_NORMAL = float(np.finfo(np.float32).tiny)
 MAX_SINUSOIDAL_NUMBERS = 1 << 27  # tinyformer's limit on max_len * d_model
 
 __all__ = ["export_encoder_decoder", "export_decoder_only", "export_encoder_only", "check", "CheckError",
-           "load_state_dict_file", "write_converted"]
+           "load_state_dict_file", "write_converted", "CheckFailed", "export"]
 
 
 class CheckError(RuntimeError):
@@ -602,8 +602,25 @@ def export_encoder_decoder(path, *, transformer, src_embed, tgt_embed, generator
     return _write(path, "encoder_decoder", config, named, parts, meta, dtype)
 
 
+def _with_final_norm(layers, final_norm):
+    """layers with `final_norm` (an nn.LayerNorm the model applies after the stack,
+    kept as a separate attribute) as its .norm: a copy, the caller's modules are
+    left as they are."""
+    if final_norm is None:
+        return layers
+    _require_module(layers, nn.TransformerEncoder, "layers")
+    if layers.norm is not None:
+        _refuse("final_norm", _Desc(_describe(final_norm)), "given, but layers.norm exists already: a model has one "
+                                                             "final norm")
+    _require_module(final_norm, nn.LayerNorm, "final_norm")
+    stack = copy.deepcopy(layers)
+    stack.norm = final_norm
+    return stack
+
+
 def _export_single(path, arch, attention, layers, embed, head, head_name, pos_encoding, pos_embed, embed_scale,
-                   max_len, ids, vocab, tokenizer, train_max_len, dtype, prompt_suffix=None):
+                   max_len, ids, vocab, tokenizer, train_max_len, dtype, prompt_suffix=None, final_norm=None):
+    layers = _with_final_norm(layers, final_norm)
     settings, n, norm_eps = _stack(layers, "layers", decoder=False, need_norm=False)
     d = settings["d_model"][0]
     size = _embedding(embed, "embed", d)
@@ -641,29 +658,162 @@ def _export_single(path, arch, attention, layers, embed, head, head_name, pos_en
 def export_decoder_only(path, *, layers, embed, lm_head, attention="causal",
                         pos_encoding="sinusoidal", pos_embed=None, embed_scale=True, max_len,
                         pad_id=None, bos_id=None, eos_id=None, vocab=None, tokenizer="char",
-                        prompt_suffix=None, train_max_len=None, dtype=None):
+                        prompt_suffix=None, train_max_len=None, dtype=None, final_norm=None):
     """Write a decoder_only checkpoint: a stock nn.TransformerEncoder run with a
     causal or prefix-LM mask (attention="causal" | "prefix_lm"), the token
     nn.Embedding and the lm_head nn.Linear. transformer.norm.* is written iff
-    layers.norm exists. Returns the config written; tied weights (lm_head.weight
+    layers.norm exists or final_norm (an nn.LayerNorm your model applies after
+    the stack, kept as its own attribute) is given. A model with such a norm
+    exported without it gives other numbers: export(model, path) refuses it by
+    name, and check(path, model) catches the file. Returns the config written; tied weights (lm_head.weight
     is embed.weight) are written as copies. Raises ValueError naming the
     attribute that FORMAT cannot represent."""
     if attention not in ("causal", "prefix_lm"):
         _refuse("attention", attention, 'decoder_only attention is "causal" or "prefix_lm"')
     return _export_single(path, "decoder_only", attention, layers, embed, lm_head, "lm_head", pos_encoding, pos_embed,
                           embed_scale, max_len, {"pad_id": pad_id, "bos_id": bos_id, "eos_id": eos_id}, vocab,
-                          tokenizer, train_max_len, dtype, prompt_suffix)
+                          tokenizer, train_max_len, dtype, prompt_suffix, final_norm)
 
 
 def export_encoder_only(path, *, layers, embed, head, pos_encoding="sinusoidal", pos_embed=None,
                         embed_scale=True, max_len, pad_id=None, vocab=None, tokenizer="char",
-                        train_max_len=None, dtype=None):
+                        train_max_len=None, dtype=None, final_norm=None):
     """Write an encoder_only (bidirectional) checkpoint: a stock
     nn.TransformerEncoder, the token nn.Embedding and `head`, an
-    nn.Linear(d_model, vocab_size) written as lm_head. Returns the config
-    written. Raises ValueError naming the attribute that FORMAT cannot represent."""
+    nn.Linear(d_model, vocab_size) written as lm_head (final_norm as in
+    export_decoder_only). Returns the config written. Raises ValueError naming
+    the attribute that FORMAT cannot represent."""
     return _export_single(path, "encoder_only", "bidirectional", layers, embed, head, "head", pos_encoding, pos_embed,
-                          embed_scale, max_len, {"pad_id": pad_id}, vocab, tokenizer, train_max_len, dtype)
+                          embed_scale, max_len, {"pad_id": pad_id}, vocab, tokenizer, train_max_len, dtype,
+                          final_norm=final_norm)
+
+
+# ----------------------------------------------------------------------------
+# export(module): the whole model, recognised from its modules
+# ----------------------------------------------------------------------------
+
+
+def _family_of(module):
+    """(family name, families module) whose recognise(module) is True, or (None, None)."""
+    import importlib
+    for name, modname in [("annotated", "families.annotated"), ("gpt", "families.gpt"),
+                          ("hf-gpt2", "families.hf_gpt2")]:
+        try:
+            family = importlib.import_module(modname)
+        except ImportError:
+            continue
+        recognise = getattr(family, "recognise", None)
+        if recognise is not None and recognise(module):
+            return name, family
+    return None, None
+
+
+def _outside(module, inside):
+    """[(name, submodule)] of `module`'s submodules holding parameters of their own
+    that are not in (or under) one of `inside`."""
+    covered = set()
+    for part in inside:
+        if part is not None:
+            covered.update(id(p) for p in part.parameters())
+    out = []
+    for name, sub in module.named_modules():
+        own = [p for p in sub.parameters(recurse=False) if id(p) not in covered]
+        if own:
+            out.append((name or type(module).__name__, sub))
+    return out
+
+
+def _one(found, what, shown):
+    if len(found) != 1:
+        names = ", ".join(n for n, _ in found) or "none"
+        raise ValueError(f"{shown}: expected exactly one {what} outside the stack, found {len(found)} ({names}); "
+                         f"call export_encoder_decoder / export_decoder_only / export_encoder_only with the parts")
+    return found[0]
+
+
+def export(module, path, **kwargs):
+    """Export a whole model, recognised from its modules:
+      - a family module (families/annotated.py's tree, families/gpt.py's GPT, ...):
+        its converter (kwargs: max_len, vocab, src_vocab, pad_id, bos_id, eos_id,
+        tokenizer, train_max_len, dtype, ...);
+      - a model of stock modules: exactly one nn.Transformer (encoder_decoder) or
+        nn.TransformerEncoder (kwargs attention="causal" | "prefix_lm" |
+        "bidirectional", default causal), nn.Embedding(s) and one nn.Linear head
+        outside it, found by type (two embeddings of an nn.Transformer model are
+        told apart by "src" / "tgt" in their names, a positional table by "pos").
+        Every module holding parameters must be accounted for: one that is not
+        (e.g. a final nn.LayerNorm kept as its own attribute) is refused by name
+        — FORMAT cannot tell where it runs; pass final_norm=model.ln_f if it runs
+        after the stack. kwargs are those of export_encoder_decoder /
+        export_decoder_only / export_encoder_only (pos_encoding, embed_scale,
+        max_len, ids, vocab, ...).
+    Returns the config written. Follow it with check(path, module)."""
+    if not isinstance(module, nn.Module):
+        _refuse("module", _Desc(_describe(module)), "expected an nn.Module (the whole model)")
+    name, family = _family_of(module)
+    if family is not None:
+        dtype = kwargs.pop("dtype", None)
+        converted = family.from_module(module, **kwargs)
+        return write_converted(path, converted, dtype=dtype)
+    shown = type(module).__name__
+    kwargs = dict(kwargs)
+    eds = [m for m in module.modules() if isinstance(m, nn.Transformer)]
+    encs = [m for m in module.modules() if isinstance(m, nn.TransformerEncoder)
+            and not any(m is e.encoder for e in eds)]
+    if eds:
+        transformer = _one([(str(i), e) for i, e in enumerate(eds)], "nn.Transformer", shown)[1]
+        rest = _outside(module, [transformer])
+        embeds = [(n, m) for n, m in rest if isinstance(m, nn.Embedding)]
+        pos = [(n, m) for n, m in embeds if "pos" in n.lower()]
+        tokens = [(n, m) for n, m in embeds if "pos" not in n.lower()]
+        src = [(n, m) for n, m in tokens if "src" in n.lower() or "source" in n.lower()]
+        tgt = [(n, m) for n, m in tokens if "tgt" in n.lower() or "target" in n.lower()]
+        if len(tokens) == 1:
+            src = tgt = tokens              # one table serving both
+        heads = [(n, m) for n, m in rest if isinstance(m, nn.Linear)]
+        parts = dict(src_embed=_one(src, "source nn.Embedding (a name with src)", shown)[1],
+                     tgt_embed=_one(tgt, "target nn.Embedding (a name with tgt)", shown)[1],
+                     generator=_one(heads, "nn.Linear head", shown)[1])
+        if pos:
+            kwargs.setdefault("pos_embed", _one(pos, "positional nn.Embedding", shown)[1])
+            kwargs.setdefault("pos_encoding", "learned")
+        used = [transformer, *parts.values(), kwargs.get("pos_embed")]
+        left = [(n, m) for n, m in _outside(module, used)]
+        if left:
+            n, m = left[0]
+            _refuse(f"{shown}.{n}", _Desc(_describe(m)), "holds parameters outside the nn.Transformer, embeddings "
+                                                        "and head; FORMAT cannot tell where it runs")
+        return export_encoder_decoder(path, transformer=transformer, **parts, **kwargs)
+    if not encs:
+        _refuse("module", _Desc(shown), "no family recognises it and it holds no stock nn.Transformer or "
+                                        "nn.TransformerEncoder")
+    layers = encs[0] if len(encs) == 1 else _one([(str(i), e) for i, e in enumerate(encs)],
+                                                 "nn.TransformerEncoder", shown)[1]
+    rest = _outside(module, [layers])
+    embeds = [(n, m) for n, m in rest if isinstance(m, nn.Embedding)]
+    pos = [(n, m) for n, m in embeds if "pos" in n.lower()]
+    tokens = [(n, m) for n, m in embeds if "pos" not in n.lower()]
+    heads = [(n, m) for n, m in rest if isinstance(m, nn.Linear)]
+    embed = _one(tokens, "token nn.Embedding", shown)[1]
+    head = _one(heads, "nn.Linear head", shown)[1]
+    if pos:
+        kwargs.setdefault("pos_embed", _one(pos, "positional nn.Embedding", shown)[1])
+        kwargs.setdefault("pos_encoding", "learned")
+    used = [layers, embed, head, kwargs.get("pos_embed"), kwargs.get("final_norm")]
+    left = _outside(module, used)
+    if left:
+        n, m = left[0]
+        hint = ""
+        if isinstance(m, nn.LayerNorm) and layers.norm is None:
+            hint = (f"; if it runs after the stack (a final norm kept as its own attribute), pass "
+                    f"final_norm=model.{n}")
+        _refuse(f"{shown}.{n}", _Desc(_describe(m)), "holds parameters outside the nn.TransformerEncoder, embedding "
+                                                    "and head; FORMAT cannot tell where it runs, and leaving it out "
+                                                    "would give other numbers" + hint)
+    attention = kwargs.pop("attention", "causal")
+    if attention == "bidirectional":
+        return export_encoder_only(path, layers=layers, embed=embed, head=head, **kwargs)
+    return export_decoder_only(path, layers=layers, embed=embed, lm_head=head, attention=attention, **kwargs)
 
 
 # ----------------------------------------------------------------------------
@@ -913,12 +1063,259 @@ def _where(name, found):
     return f"batch {k} ({place}): tinyformer {a:.7g}, PyTorch {b:.7g}"
 
 
-def check(path, *, n_batches=3, seed=0, verbose=False):
+CONSISTENT = ("consistent with the exported settings (no reference module given: this does not show it matches "
+              "your model)")
+
+
+class CheckFailed(CheckError):
+    """check(): tinyformer's numbers differ from the reference beyond FORMAT's
+    tolerance. .name: the first output (forward order) that differs; .worst:
+    its worst |a-b| / (1e-4 + 1e-4|b|)."""
+
+    def __init__(self, message, name=None, worst=None):
+        super().__init__(message)
+        self.name = name
+        self.worst = worst
+
+
+def _tensor_output(out, shown):
+    """The logits of a reference's return value: a tensor, the first tensor of a
+    tuple/list, or .logits (Hugging Face style)."""
+    if isinstance(out, (tuple, list)) and out:
+        out = out[0]
+    if not torch.is_tensor(out) and hasattr(out, "logits"):
+        out = out.logits
+    if not torch.is_tensor(out):
+        raise ValueError(f"reference {shown} returned a {type(out).__name__}, not a tensor of logits")
+    return out
+
+
+def _accepts(fn, name):
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
+
+
+class _Hooks:
+    """Per-head weights from attention modules that keep their last weights in an
+    attribute (the Annotated MultiHeadedAttention's .attn, the GPT family's
+    .weights): a forward hook copies it after each call, named in forward order."""
+
+    def __init__(self, named, attribute):
+        self.weights, self._handles = {}, []
+        for module, name in named:
+            self._handles.append(module.register_forward_hook(self._hook(name, attribute)))
+
+    def _hook(self, name, attribute):
+        def hook(module, _inputs, _output):
+            w = getattr(module, attribute, None)
+            if torch.is_tensor(w):
+                self.weights[name] = w.detach().float().clone()
+        return hook
+
+    def remove(self):
+        for h in self._handles:
+            h.remove()
+
+
+class _Reference:
+    """What check() compares tinyformer with. run(cfg, inputs) -> {output name:
+    numpy float32} holding "logits" and the attention weights it can see.
+    padding: whether batches may hold padding; log_probs: the outputs are
+    log-probabilities (compare log_softmax of both)."""
+    padding = True
+    log_probs = False
+    description = ""
+    user = True           # the user's own model (False: rebuilt from the file's settings)
+
+    def run(self, cfg, inputs):
+        raise NotImplementedError
+
+
+class _StockParts(_Reference):
+    """Stock nn.Transformer* modules: the ones a file was exported from, or rebuilt from the file."""
+    user = False
+
+    def __init__(self, parts, description):
+        self.parts, self.description = parts, description
+
+    def run(self, cfg, inputs):
+        return _run_pytorch(cfg, self.parts, inputs)
+
+
+class _AnnotatedReference(_Reference):
+    log_probs = True
+
+    def __init__(self, module):
+        from families import annotated
+        self.family, self.module = annotated, module
+        self.description = f"your Annotated Transformer module ({type(module).__name__})"
+
+    def run(self, cfg, inputs):
+        t = {k: torch.from_numpy(v) for k, v in inputs.items()}
+        hooks = _Hooks(self.family.attention_modules(self.module), "attn")
+        try:
+            with torch.no_grad():
+                out = self.family.annotated_log_probs(self.module, t["src_ids"], t["tgt_ids"],
+                                                      t["src_key_padding_mask"], t["tgt_key_padding_mask"])
+        finally:
+            hooks.remove()
+        result = {"logits": out.float().numpy()}
+        result.update({k: v.numpy() for k, v in hooks.weights.items()})
+        return result
+
+
+def _gpt_family(module):
+    """The families.gpt module when `module` is its GPT (or has its tree), else None."""
+    try:
+        from families import gpt
+    except ImportError:
+        return None
+    recognise = getattr(gpt, "recognise", None)
+    if recognise is not None:
+        return gpt if recognise(module) else None
+    return gpt if isinstance(module, getattr(gpt, "GPT", ())) else None
+
+
+class _GPTReference(_Reference):
+    padding = False
+
+    def __init__(self, module):
+        self.module = module
+        self.description = f"your GPT module ({type(module).__name__})"
+
+    def run(self, cfg, inputs):
+        hooks = _Hooks([(block.attn, f"attention.layers.{i}") for i, block in enumerate(self.module.transformer.h)],
+                       "weights")
+        try:
+            with torch.no_grad():
+                out = _tensor_output(self.module(torch.from_numpy(inputs["ids"])), self.description)
+        finally:
+            hooks.remove()
+        result = {"logits": out.float().numpy()}
+        result.update({k: v.numpy() for k, v in hooks.weights.items()})
+        return result
+
+
+class _CallableReference(_Reference):
+    """Any module or callable: ids -> logits (single-stack) or (src, tgt) ->
+    logits (encoder_decoder). Padding is used only when it takes the padding
+    masks by keyword (key_padding_mask / src_key_padding_mask and
+    tgt_key_padding_mask, True = padding); prefix_lm needs prefix_len=. Stock
+    nn.MultiheadAttention inside an nn.Transformer / nn.TransformerEncoder
+    submodule give per-head weights."""
+
+    def __init__(self, fn, arch):
+        self.fn = fn
+        self.description = f"your {'module' if isinstance(fn, nn.Module) else 'callable'} {_describe(fn)}"
+        keys = ["src_key_padding_mask", "tgt_key_padding_mask"] if arch == "encoder_decoder" else ["key_padding_mask"]
+        target = fn.forward if isinstance(fn, nn.Module) else fn
+        self.padding = all(_accepts(target, k) for k in keys)
+        self.prefix = _accepts(target, "prefix_len")
+        self.stack = None
+        if isinstance(fn, nn.Module):
+            kind = nn.Transformer if arch == "encoder_decoder" else nn.TransformerEncoder
+            stacks = [m for m in fn.modules() if isinstance(m, kind)]
+            if len(stacks) == 1:
+                self.stack = stacks[0]
+
+    def run(self, cfg, inputs):
+        t = {k: torch.from_numpy(v) for k, v in inputs.items()}
+        cap = None
+        if self.stack is not None:
+            cap = tm.Capture(tm.stack_attention_names(cfg["arch"], self.stack), sanitize=True)
+        try:
+            with tm.NoFastPath(), torch.enable_grad():
+                if cfg["arch"] == "encoder_decoder":
+                    kw = ({"src_key_padding_mask": t["src_key_padding_mask"],
+                           "tgt_key_padding_mask": t["tgt_key_padding_mask"]} if self.padding else {})
+                    out = self.fn(t["src_ids"], t["tgt_ids"], **kw)
+                else:
+                    kw = {"key_padding_mask": t["key_padding_mask"]} if self.padding else {}
+                    if "prefix_len" in t:
+                        if not self.prefix:
+                            raise ValueError(f"{self.description}: a prefix_lm model's reference must take "
+                                             f"prefix_len= (a [B] tensor of prefix lengths)")
+                        kw["prefix_len"] = t["prefix_len"]
+                    out = self.fn(t["ids"], **kw)
+                out = _tensor_output(out, self.description)
+        except RuntimeError as e:
+            if "fast path" in str(e):
+                raise
+            raise ValueError(f"{self.description} failed on a batch of shape "
+                             f"{list((t.get('ids') if 'ids' in t else t['tgt_ids']).shape)}: {e}") from None
+        finally:
+            if cap is not None:
+                cap.remove()
+        result = {"logits": out.detach().float().numpy()}
+        if cap is not None:
+            result.update({k: v.float().numpy() for k, v in cap.weights.items()})
+        return result
+
+
+def _reference_for(reference, cfg):
+    """A _Reference for what the user gave: a family module, any module or callable."""
+    if isinstance(reference, _Reference):
+        return reference
+    if isinstance(reference, nn.Module):
+        reference.eval()
+        from families import annotated
+        if annotated.recognise(reference):
+            if cfg["arch"] != "encoder_decoder":
+                raise ValueError(f"the reference is an Annotated Transformer (encoder_decoder) but the file is "
+                                 f"{cfg['arch']}")
+            return _AnnotatedReference(reference)
+        if _gpt_family(reference) is not None:
+            if cfg["arch"] != "decoder_only":
+                raise ValueError(f"the reference is a GPT module (decoder_only) but the file is {cfg['arch']}")
+            return _GPTReference(reference)
+    if callable(reference):
+        return _CallableReference(reference, cfg["arch"])
+    raise ValueError(f"reference = {_describe(reference)}: expected a module or a callable "
+                     f"(ids -> logits, or (src, tgt) -> logits)")
+
+
+def _log_softmax(x):
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def _looks_like_log_probs(logits, qpad):
+    """Every non-padding row's logsumexp is 0 (within float32 rounding)."""
+    x = logits.astype(np.float64)
+    m = x.max(axis=-1)
+    lse = m + np.log(np.exp(x - m[..., None]).sum(axis=-1))
+    return bool(np.all(np.abs(lse[~qpad]) < 1e-4))
+
+
+def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
     """Compare tinyformer's `forward --attention` on the file with PyTorch on
-    `n_batches` random batches (right and left padding; for prefix_lm different
-    prefix lengths). Returns the worst |a-b| / (1e-4 + 1e-4|b|) over logits and
-    every per-head weight at non-padding positions (<= 1 passes). Raises
-    CheckError naming the first output, in forward order, that diverges."""
+    `n_batches` random batches. Returns the worst |a-b| / (1e-4 + 1e-4|b|) over
+    logits and every per-head weight compared, at non-padding positions
+    (<= 1 passes). Raises CheckFailed (a CheckError) naming the first output, in
+    forward order, that differs, and by how much.
+
+    reference: YOUR model, which the file should reproduce:
+      - an Annotated Transformer module (families/annotated.py's tree, yours or
+        upstream's): padded batches through its masks, log-probs compared, the
+        weights of every attention (its .attn);
+      - a GPT module (families/gpt.py): unpadded batches of several lengths,
+        logits and the weights it keeps (.weights);
+      - any other module or callable: ids -> logits (single-stack) or
+        (src, tgt) -> logits (encoder_decoder); padded batches only when it takes
+        key_padding_mask= (src_key_padding_mask=, tgt_key_padding_mask=) by
+        keyword, prefix_len= for prefix_lm; log-probs are detected (every row's
+        logsumexp 0) and compared as log-probs; per-head weights from its stock
+        nn.Transformer / nn.TransformerEncoder when it has exactly one.
+    reference=None: stock modules (the copies taken when the file was exported in
+    this process, or rebuilt from the file). That shows only that the file is
+    consistent with the settings it was exported with, NOT that it matches your
+    model (a wrong embed_scale, a LayerNorm left out, tanh vs exact GELU would
+    all pass); check.last_source says which side was used."""
     path = str(path)
     with open(path, "rb") as f:
         raw = f.read()
@@ -931,46 +1328,83 @@ def check(path, *, n_batches=3, seed=0, verbose=False):
         raise CheckError(f"{path}: {e}") from None
     if not isinstance(n_batches, int) or n_batches < 1:
         raise ValueError(f"n_batches = {n_batches!r}: expected a positive int")
-    entry = _REGISTRY.get(os.path.realpath(path))
-    if entry is not None:
-        source = "the exported modules"
-        if entry["sha256"] != hashlib.sha256(raw).hexdigest():
-            source += " (the file has changed since it was exported from them)"
-        if entry["arch"] != cfg.get("arch"):
-            raise CheckError(f"{path}: its config says arch {cfg.get('arch')!r} but it was exported from "
-                             f"{entry['arch']} modules; the file has changed since")
-        parts = entry["parts"]
+    if reference is not None:
+        ref = _reference_for(reference, cfg)
     else:
-        parts, source = _modules_from_file(tensors, cfg), "stock modules rebuilt from the file"
+        entry = _REGISTRY.get(os.path.realpath(path))
+        if entry is not None:
+            source = "the exported modules"
+            if entry["sha256"] != hashlib.sha256(raw).hexdigest():
+                source += " (the file has changed since it was exported from them)"
+            if entry["arch"] != cfg.get("arch"):
+                raise CheckError(f"{path}: its config says arch {cfg.get('arch')!r} but it was exported from "
+                                 f"{entry['arch']} modules; the file has changed since")
+            ref = _StockParts(entry["parts"], source)
+        else:
+            try:
+                ref = _StockParts(_modules_from_file(tensors, cfg), "stock modules rebuilt from the file")
+            except (KeyError, RuntimeError, ValueError) as e:
+                raise CheckError(f"{path}: its settings have no stock-module twin to compare with ({e}); give the "
+                                 f"reference module: check(path, reference=your_model), or on the command line "
+                                 f"--against FAMILY FILE") from None
+    check.last_source = ref.description
     binary = tinyformer_binary()
     rng = np.random.default_rng(seed)
     order = _output_order(cfg)
-    worst = {name: (0.0, None) for name in order}
+    worst = {}
+    log_probs = ref.log_probs
     with tempfile.TemporaryDirectory(prefix="tinyformer-check-") as workdir:
         for k in range(n_batches):
             inputs = _batch(rng, cfg, k)
+            if not ref.padding:
+                for key in ("key_padding_mask", "src_key_padding_mask", "tgt_key_padding_mask"):
+                    if key in inputs:
+                        inputs[key][:] = False
             ours = _run_tinyformer(binary, path, inputs, workdir, k)
-            theirs = _run_pytorch(cfg, parts, inputs)
-            if set(ours) != set(order) or set(theirs) != set(order):
-                raise CheckError(f"{path}: outputs differ: tinyformer {sorted(ours)}, PyTorch {sorted(theirs)}, "
-                                 f"expected {order}")
+            theirs = ref.run(cfg, inputs)
+            if set(ours) != set(order):
+                raise CheckError(f"{path}: tinyformer's outputs {sorted(ours)} are not the expected {order}")
+            unknown = sorted(set(theirs) - set(order))
+            if unknown:
+                raise CheckError(f"{path}: the reference gave outputs {unknown} that the file has no twin of")
             for name in order:
-                ratio, found = _compare(name, ours[name], theirs[name], _query_padding(cfg, inputs, name), k)
-                if found is not None and (worst[name][1] is None or ratio > worst[name][0]):
+                if name not in theirs:
+                    continue
+                qpad = _query_padding(cfg, inputs, name)
+                a, b = ours[name], theirs[name]
+                if name == "logits":
+                    if k == 0 and not ref.log_probs and isinstance(ref, _CallableReference):
+                        log_probs = _looks_like_log_probs(b, qpad)
+                    if log_probs and a.shape == b.shape:
+                        a, b = _log_softmax(a).astype(np.float32), _log_softmax(b).astype(np.float32)
+                        a[np.broadcast_to(qpad[:, :, None], a.shape)] = 0
+                ratio, found = _compare(name, a, b, qpad, k)
+                if found is not None and (name not in worst or ratio > worst[name][0]):
                     worst[name] = (ratio, found)
-    overall = max(r for r, _ in worst.values())
+    compared = [name for name in order if name in worst]
+    overall = max(worst[n][0] for n in compared)
     if verbose:
-        print(f"check {path}: PyTorch side: {source}; {n_batches} batches")
-        for name in order:
+        print(f"check {path}: PyTorch side: {ref.description}; {n_batches} batches"
+              + ("" if ref.padding else " (no padding: the reference takes none)")
+              + ("; log-probabilities compared" if log_probs else ""))
+        for name in compared:
             print(f"  {name:32s} worst |a-b|/tol {worst[name][0]:.3g}")
-    bad = [name for name in order if worst[name][0] > 1.0]
+        skipped = [n for n in order if n not in worst]
+        if skipped:
+            print(f"  not compared (the reference does not expose them): {', '.join(skipped)}")
+    bad = [name for name in compared if worst[name][0] > 1.0]
     if bad:
         first = bad[0]
         others = ", ".join(f"{n} ({worst[n][0]:.3g})" for n in bad[1:])
-        raise CheckError(f"{first} diverges first: |a-b| / (1e-4 + 1e-4|b|) = {worst[first][0]:.4g} at "
-                         f"{_where(first, worst[first][1])}" + (f"; also diverging: {others}" if others else "")
-                         + f" (PyTorch side: {source})")
+        what = "log-probabilities" if first == "logits" and log_probs else first
+        raise CheckFailed(f"{first} diverges first: |a-b| / (1e-4 + 1e-4|b|) = {worst[first][0]:.4g} "
+                          f"({what}) at {_where(first, worst[first][1])}"
+                          + (f"; also diverging: {others}" if others else "") + f" (PyTorch side: {ref.description})",
+                          name=first, worst=worst[first][0])
     return overall
+
+
+check.last_source = None
 
 
 # ----------------------------------------------------------------------------
@@ -1025,7 +1459,7 @@ def _eps(text):
 _FLAG_OF = {"pad_id": "--pad-id", "bos_id": "--bos-id", "eos_id": "--eos-id", "max_len": "--max-len",
             "train_max_len": "--train-max-len", "prompt_suffix": "--prompt-suffix", "vocab": "--vocab",
             "src_vocab": "--src-vocab", "tokenizer": "--tokenizer", "dtype": "--dtype",
-            "pos_embed.num_embeddings": "--max-len"}
+            "pos_embed.num_embeddings": "--max-len", "n_head": "--n-head"}
 
 
 def _with_flag(message):
@@ -1187,8 +1621,22 @@ def main(argv=None):
         description="Export PyTorch Transformer weights as a tinyformer checkpoint (docs/FORMAT.md), "
                     "and check a checkpoint against PyTorch.",
         epilog="""modes:
-  --check MODEL                  run check(): tinyformer forward vs PyTorch on random padded
-                                 batches; prints the worst error and OK or FAIL (exit 1)
+  --from FAMILY FILE             convert a family's saved model, then check the file against
+                                 the family's module holding FILE's weights (unless --no-check):
+      nanogpt CKPT.pt [--meta meta.pkl] [--gelu exact|tanh]   nanoGPT train.py's ckpt.pt
+      mingpt STATE.pt --n-head H                              minGPT state_dict
+      annotated STATE.pt --n-head H [--src-vocab S.json] [--tgt-vocab T.json]
+                                                              the Annotated Transformer's make_model
+      hf-gpt2 FOLDER                                          Hugging Face GPT-2 (config.json +
+                                                              model.safetensors / pytorch_model.bin)
+      llama2c                                                 not yet (issue #23)
+  --check MODEL [--against FAMILY FILE]
+                                 run check(): tinyformer forward vs PyTorch on random batches;
+                                 prints the worst error and OK or FAIL (exit 1). With --against
+                                 (the flags as for --from) it compares with that model; without,
+                                 with stock modules rebuilt from MODEL's own settings, which
+                                 shows only that MODEL is consistent with them, not that it
+                                 matches your model
   --from-state-dict STATE.pt     convert a saved state_dict whose names are FORMAT's (attributes
                                  src_embed, tgt_embed, pos_embed, transformer, generator /
                                  embed, pos_embed, transformer, lm_head); needs --arch and --out
@@ -1216,6 +1664,19 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     mode = ap.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", metavar="MODEL", help="check MODEL.safetensors against PyTorch")
     mode.add_argument("--from-state-dict", metavar="STATE.pt", help="convert a saved state_dict (torch.save)")
+    mode.add_argument("--from", dest="from_family", nargs=2, metavar=("FAMILY", "FILE"),
+                      help="convert a family's model: " + ", ".join(FAMILIES) + " (llama2c: not yet)")
+    ap.add_argument("--against", nargs=2, metavar=("FAMILY", "FILE"),
+                    help="--check: compare with this model (the family's flags as for --from)")
+    fam = ap.add_argument_group("--from / --against families")
+    fam.add_argument("--n-head", type=_whole(1), help="mingpt, annotated: attention heads (a state_dict does not "
+                                                      "record them)")
+    fam.add_argument("--meta", metavar="meta.pkl", help="nanogpt: the character vocabulary nanoGPT's prepare.py "
+                                                       "wrote (read with a restricted unpickler: no code runs)")
+    fam.add_argument("--gelu", choices=["exact", "tanh"], help="nanogpt: which GELU the checkpoint was trained with "
+                                                              "(the ckpt does not record it; default exact)")
+    fam.add_argument("--tgt-vocab", metavar="FILE.json", help="annotated: target vocabulary (JSON array); "
+                                                             "serves the source too unless --src-vocab")
     ap.add_argument("--batches", type=_whole(1), default=3, help="check: random batches (default 3)")
     ap.add_argument("--seed", type=int, default=0, help="check: seed of the random batches (default 0)")
     g = ap.add_argument_group("--from-state-dict")
@@ -1248,6 +1709,17 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     args = ap.parse_args(argv)
 
     torch.set_num_threads(1)
+    if args.against and not args.check:
+        ap.error("--against goes with --check MODEL")
+    if args.from_family or args.against:
+        family = (args.from_family or args.against)[0]
+        if family not in FAMILIES and family != "llama2c":
+            ap.error(f"{'--from' if args.from_family else '--against'} {family}: unknown family; expected one of "
+                     f"{', '.join(FAMILIES)}")
+    if args.from_family:
+        return _main_from(ap, args)
+    if args.against:
+        return _main_check(args.check, args, args.against)
     path = args.check
     if args.from_state_dict:
         missing = [flag for flag, value in [("--arch", args.arch), ("--out", args.out), ("--nhead", args.nhead),
@@ -1275,17 +1747,120 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
                   f"read back", file=status)
             return 0
         path = args.out
+    return _main_check(path, args, None)
+
+
+def _main_check(path, args, against, reference=None, reference_text=None):
+    """--check MODEL [--against FAMILY FILE]; after --from, with the converter's reference."""
     try:
-        worst = check(path, n_batches=args.batches, seed=args.seed, verbose=True)
+        if against is not None:
+            family, source = against
+            converted = _convert_family(family, source, args, "--against")
+            reference = converted.reference
+            if reference is None:
+                raise ValueError(f"--against {family}: the converter gave no module to compare with")
+            reference_text = f"the {family} module holding {source}'s weights"
+        ref = None
+        if reference is not None:
+            cfg = st.metadata_json(st.read(path)[1], "config") if os.path.isfile(path) else {"arch": None}
+            ref = _reference_for(reference, cfg)
+            if reference_text:
+                ref.description = reference_text
+        worst = check(path, ref, n_batches=args.batches, seed=args.seed, verbose=True)
     except CheckError as e:
         print(f"FAIL {path}: {e}")
         return 1
     except (OSError, ValueError) as e:
-        print(f"tinyformer_export: error: {_one_line(e)}", file=sys.stderr)
+        print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
         return 1
     print(f"worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g}")
-    print(f"OK {path}: tinyformer matches PyTorch" if worst <= 1.0 else f"FAIL {path}")
-    return 0 if worst <= 1.0 else 1
+    if worst > 1.0:
+        print(f"FAIL {path}")
+        return 1
+    if ref is None:
+        print(f"OK {path}: {CONSISTENT}")
+    else:
+        print(f"OK {path}: tinyformer matches {ref.description}")
+    return 0
+
+
+FAMILIES = ("nanogpt", "mingpt", "annotated", "hf-gpt2")
+_FAMILY_NEEDS = {"mingpt": [("--n-head", "n_head")], "annotated": [("--n-head", "n_head")]}
+_FAMILY_FLAGS = {"nanogpt": {"meta", "gelu"}, "mingpt": {"n_head"}, "annotated": {"n_head", "tgt_vocab"},
+                 "hf-gpt2": set()}
+
+
+def _convert_family(family, source, args, mode):
+    """The family's converter on FILE with the flags given (families/*.py)."""
+    if family == "llama2c":
+        raise ValueError(f"{mode} llama2c: not yet (issue #23 adds Llama-style models: RMSNorm, rotary "
+                         f"positions, SwiGLU)")
+    for flag, key in [("--n-head", "n_head"), ("--meta", "meta"), ("--gelu", "gelu"), ("--tgt-vocab", "tgt_vocab")]:
+        if getattr(args, key) is not None and key not in _FAMILY_FLAGS[family]:
+            raise ValueError(f"{flag} does not apply to {mode} {family}")
+    missing = [flag for flag, key in _FAMILY_NEEDS.get(family, []) if getattr(args, key) is None]
+    if missing:
+        raise ValueError(f"{mode} {family} needs {', '.join(missing)}")
+    shown = f"{mode} {family} {source}"
+    if family == "annotated":
+        from families import annotated
+        tgt = _read_vocab(args.tgt_vocab, "--tgt-vocab") if args.tgt_vocab else (
+            _read_vocab(args.vocab, "--vocab") if args.vocab else None)
+        src = _read_vocab(args.src_vocab, "--src-vocab") if args.src_vocab else None
+        return annotated.convert_annotated(source, n_head=args.n_head, src_vocab=src, tgt_vocab=tgt,
+                                           max_len=args.max_len, pad_id=args.pad_id, bos_id=args.bos_id,
+                                           eos_id=args.eos_id, tokenizer=args.tokenizer,
+                                           train_max_len=args.train_max_len, shown=shown)
+    import importlib
+    module_name, function = {"nanogpt": ("families.gpt", "convert_nanogpt"), "mingpt": ("families.gpt", "convert_mingpt"),
+                             "hf-gpt2": ("families.hf_gpt2", "convert_hf_gpt2")}[family]
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"{mode} {family}: tools/python/{module_name.replace('.', '/')}.py cannot be imported "
+                         f"({e})") from None
+    convert = getattr(module, function, None)
+    if convert is None:
+        raise ValueError(f"{mode} {family}: tools/python/{module_name.replace('.', '/')}.py has no {function} yet")
+    if family == "nanogpt":
+        return convert(source, meta=args.meta, gelu=args.gelu)
+    if family == "mingpt":
+        return convert(source, n_head=args.n_head)
+    return convert(source)
+
+
+def _main_from(ap, args):
+    family, source = args.from_family
+    if args.out is None:
+        missing = ["--out"] + [flag for flag, key in _FAMILY_NEEDS.get(family, []) if getattr(args, key) is None]
+        ap.error(f"--from {family} needs {', '.join(missing)}")
+    inputs = [(flag, value) for flag, value in [("--from", source), ("--meta", args.meta), ("--vocab", args.vocab),
+                                                ("--src-vocab", args.src_vocab), ("--tgt-vocab", args.tgt_vocab)]
+              if value is not None]
+    try:
+        safe_write.check_outputs([("--out", args.out)], inputs)
+        stream = safe_write.is_stream(args.out)
+        converted = _convert_family(family, source, args, "--from")
+        config = write_converted(args.out, converted, dtype=args.dtype)
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
+        return 1
+    status = sys.stderr if stream else sys.stdout
+    print(f"wrote {args.out}: {family} -> {config['arch']}, d_model {config['d_model']}, nhead {config['nhead']}",
+          file=status)
+    for note in getattr(converted, "notes", []):
+        print(f"note: {note}", file=status)
+    if args.no_check:
+        return 0
+    if stream:
+        print(f"not checked: {args.out} is a stream (a FIFO, a device or a file descriptor), it cannot be read back",
+              file=status)
+        return 0
+    if converted.reference is None:
+        print(f"not checked: the {family} converter gave no module to compare with", file=status)
+        return 0
+    return _main_check(args.out, args, None, converted.reference,
+                       f"the {family} module holding {source}'s weights")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ Every converter returns a `Converted`:
               Absent keys are simply not written.
     reference optional: the family's PyTorch module holding the source weights (in eval
               mode), which check() can compare the written file with
+    notes     optional: lines worth telling the user (a choice the converter made and why)
 
 and `write_converted(path, converted, dtype=None)` writes it through the
 exporter's one writer (tools/python/tinyformer_export.py: the same vocabulary,
@@ -28,7 +29,7 @@ the config written.
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 
@@ -42,6 +43,7 @@ class Converted:
     tensors: Dict[str, torch.Tensor]
     metadata: Dict[str, Any] = field(default_factory=dict)
     reference: Optional[Any] = None
+    notes: List[str] = field(default_factory=list)
 
     def __post_init__(self):
         if not isinstance(self.config, dict):
