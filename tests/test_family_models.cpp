@@ -1,0 +1,86 @@
+// The decoder-only family models of data/families/, run from their committed files as a
+// user runs them (no Python, no torch here):
+//
+//   nanogpt-char  a nanoGPT-style character model (bias=False, tied head, exact GELU)
+//                 trained by tools/python/examples/train_nanogpt_char.py, exported from
+//                 its ckpt.pt + meta.pkl by the nanoGPT converter
+//   mingpt-sort   minGPT's sorting demo (tanh GELU, untied head without bias) trained by
+//                 tools/python/examples/train_mingpt_sort.py, exported from its state_dict
+//
+// The reference outputs are PyTorch's: families/gpt.py's GPT.generate(do_sample=False)
+// (nanoGPT's loop with the argmax) on the trained module, written to NAME.greedy.tsv by
+// those scripts (data/families/README.md gives the commands). Neither model has an end
+// token, so each prompt asks for exactly as many tokens as PyTorch generated
+// (--max-new-tokens).
+#include <doctest/doctest.h>
+
+#include "tests/run_cli.h"
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using test_helpers::CliRun;
+using test_helpers::run_tinyformer;
+
+namespace {
+
+struct Continuation {
+    std::string prompt, output;
+};
+
+// NAME.greedy.tsv: "prompt TAB continuation" per line, '#' lines are comments. Split at
+// the first tab only, and nothing trimmed: a prompt or a continuation may end in a space.
+std::vector<Continuation> continuations(const std::string& path) {
+    std::ifstream file(path);
+    REQUIRE_MESSAGE(file.good(), "missing ", path, " (run the tests from the repository root)");
+    std::vector<Continuation> rows;
+    for (std::string line; std::getline(file, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        const size_t tab = line.find('\t');
+        REQUIRE(tab != std::string::npos);
+        rows.push_back({line.substr(0, tab), line.substr(tab + 1)});
+    }
+    return rows;
+}
+
+// Every committed prompt through `tinyformer run MODEL --max-new-tokens N PROMPT`, one
+// prompt per run (B=1, as PyTorch generated them); returns how many were identical.
+int same_as_pytorch(const std::string& name, size_t expected_rows) {
+    const std::string model = "data/families/" + name + ".safetensors";
+    const std::vector<Continuation> rows = continuations("data/families/" + name + ".greedy.tsv");
+    REQUIRE(rows.size() == expected_rows);
+    int same = 0;
+    for (const Continuation& row : rows) {
+        CAPTURE(row.prompt);
+        // The continuation's length in characters is its token count: both models use
+        // the char tokenizer over ASCII characters.
+        const CliRun run =
+            run_tinyformer({"run", model, "--max-new-tokens", std::to_string(row.output.size()), row.prompt});
+        INFO("stderr: ", run.err);
+        REQUIRE(run.status == 0);
+        CHECK(run.out == row.output + "\n");
+        same += run.out == row.output + "\n";
+    }
+    return same;
+}
+
+}  // namespace
+
+TEST_CASE("families: the nanoGPT char model continues each committed prompt as PyTorch's generate does") {
+    const int same = same_as_pytorch("nanogpt-char", 5);
+    MESSAGE("nanogpt-char: ", same, "/5 continuations identical to PyTorch's");
+}
+
+TEST_CASE("families: the minGPT sort model sorts as PyTorch's generate does, and the answers are sorted") {
+    const int same = same_as_pytorch("mingpt-sort", 20);
+    MESSAGE("mingpt-sort: ", same, "/20 answers identical to PyTorch's");
+    // The task itself, checked by hand rather than against PyTorch: each committed answer
+    // is its input's digits in ascending order (the model was trained to do this).
+    for (const Continuation& row : continuations("data/families/mingpt-sort.greedy.tsv")) {
+        std::string sorted = row.prompt;
+        std::sort(sorted.begin(), sorted.end());
+        CHECK(row.output == sorted);
+    }
+}
