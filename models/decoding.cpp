@@ -8,10 +8,9 @@ namespace tinyformer {
 
 namespace {
 
-int64_t eos_of(const Model& model) {
-    if (model.config.eos_id < 0) fail("decode: the model's config has no eos_id to stop at");
-    return model.config.eos_id;
-}
+// The token that ends a row, or -1 (no token is -1): a model without an
+// eos_id runs until max_new_tokens or max_len.
+int64_t eos_of(const Model& model) { return model.config.eos_id >= 0 ? model.config.eos_id : -1; }
 
 int64_t argmax(const float* values, int64_t n) {
     int64_t best = 0;
@@ -51,11 +50,30 @@ std::vector<double> log_softmax(const float* logits, int64_t n) {
     return out;
 }
 
-Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
-                         const GenerationOptions& options) {
+int64_t default_max_new_tokens(const Model& model) {
+    return model.config.eos_id >= 0 ? kMaxNewTokensWithEos : kMaxNewTokensWithoutEos;
+}
+
+int64_t new_token_limit(const Model& model, const GenerationOptions& options) {
+    if (options.max_new_tokens == GenerationOptions::kModelDefault) return default_max_new_tokens(model);
+    if (options.max_new_tokens < 0)
+        fail("decode: max_new_tokens must be >= 0 (0: up to max_len) or GenerationOptions::kModelDefault, got ",
+             options.max_new_tokens);
+    return options.max_new_tokens;
+}
+
+namespace {
+
+// The loop greedy_decode and sample_decode share: every active row's next
+// token is choose(row's logits, V, input row); a row ends at <eos>, at
+// max_len positions or after the token limit.
+template <typename Choose>
+Generation decode_rows(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                       const GenerationOptions& options, Choose&& choose) {
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
+    const int64_t limit = new_token_limit(model, options);
     refuse_inputs_without_room(model, inputs);  // before the prompts' pass
-    const int64_t reserved = reserved_new_tokens(model, options.max_new_tokens);
+    const int64_t reserved = reserved_new_tokens(model, limit);
     std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options.mode, reserved);
     Generation result;
     result.tokens.resize(inputs.size());
@@ -79,14 +97,13 @@ Generation greedy_decode(const Model& model, const std::vector<std::vector<int64
         tokens.clear();
         for (size_t r = 0; r < active.size(); ++r) {
             const float* row = logits.data() + static_cast<int64_t>(r) * V;
-            const int64_t token = argmax(row, V);
             const size_t b = static_cast<size_t>(active[r]);
+            const int64_t token = choose(row, V, b);
             result.log_probs[b] += row[token] - log_sum_exp(row, V);  // log_softmax(row)[token]
             if (token == eos) continue;
             result.tokens[b].push_back(token);
             const bool full_length = stepper->length(static_cast<int64_t>(r)) + 1 >= max_len;
-            const bool enough = options.max_new_tokens > 0 &&
-                                static_cast<int64_t>(result.tokens[b].size()) >= options.max_new_tokens;
+            const bool enough = limit > 0 && static_cast<int64_t>(result.tokens[b].size()) >= limit;
             if (full_length || enough) continue;
             keep.push_back(static_cast<int64_t>(r));
             tokens.push_back(token);
@@ -102,10 +119,112 @@ Generation greedy_decode(const Model& model, const std::vector<std::vector<int64
     return result;
 }
 
+}  // namespace
+
+Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                         const GenerationOptions& options) {
+    return decode_rows(model, inputs, options, [](const float* row, int64_t V, size_t) { return argmax(row, V); });
+}
+
+void check_sampling(const Sampling& sampling) {
+    if (!std::isfinite(sampling.temperature) || sampling.temperature <= 0)
+        fail("sampling: temperature must be a finite number > 0 (greedy decoding is the limit T -> 0: leave sampling "
+             "out for it), got ", sampling.temperature);
+    if (sampling.top_k < 0) fail("sampling: top_k must be >= 1 (or 0: every token), got ", sampling.top_k);
+    if (!(sampling.top_p > 0 && sampling.top_p <= 1))
+        fail("sampling: top_p must be in (0, 1], got ", sampling.top_p);
+}
+
+void sampling_distribution(const float* logits, int64_t n, const Sampling& sampling, SamplingDistribution& out,
+                           std::vector<int64_t>& order) {
+    check_sampling(sampling);
+    if (n < 1) fail("sampling: expected at least one logit, got ", n);
+    double max_logit = logits[0];
+    for (int64_t i = 0; i < n; ++i) {
+        if (!std::isfinite(logits[i])) fail("sampling: logit ", i, " is ", logits[i], ", not a finite number");
+        max_logit = std::max(max_logit, static_cast<double>(logits[i]));
+    }
+    // 3. the order: largest logit first, equal logits by smaller id.
+    order.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+    auto before = [&](int64_t a, int64_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; };
+    // 4. top-k: only the first k need ordering.
+    const int64_t k = sampling.top_k == 0 ? n : std::min(sampling.top_k, n);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    // 1-2. p_i = exp((logit_i - max) / T) / sum; the sum over all n tokens.
+    double total = 0;
+    for (int64_t i = 0; i < n; ++i) total += std::exp((logits[i] - max_logit) / sampling.temperature);
+    out.tokens.clear();
+    out.q.clear();
+    double kept_mass = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t token = order[static_cast<size_t>(i)];
+        const double p = std::exp((logits[token] - max_logit) / sampling.temperature) / total;
+        out.tokens.push_back(token);
+        out.q.push_back(p);
+        kept_mass += p;
+    }
+    // 5. top-p over the top-k tokens renormalised: the shortest prefix reaching p.
+    if (sampling.top_p < 1) {
+        double running = 0;
+        size_t count = 0;
+        while (count < out.q.size()) {
+            running += out.q[count] / kept_mass;
+            ++count;
+            if (running >= sampling.top_p) break;
+        }
+        out.tokens.resize(count);
+        out.q.resize(count);
+        kept_mass = 0;
+        for (double p : out.q) kept_mass += p;
+    }
+    // 6. q_i = p_i / sum_kept p.
+    for (double& q : out.q) q /= kept_mass;
+}
+
+SamplingDistribution sampling_distribution(const float* logits, int64_t n, const Sampling& sampling) {
+    SamplingDistribution out;
+    std::vector<int64_t> order;
+    sampling_distribution(logits, n, sampling, out, order);
+    return out;
+}
+
+int64_t draw_token(const SamplingDistribution& distribution, double u) {
+    if (distribution.tokens.empty() || distribution.tokens.size() != distribution.q.size())
+        fail("draw_token: the distribution has ", distribution.tokens.size(), " tokens and ", distribution.q.size(),
+             " probabilities; expected the same number, at least one");
+    if (!(u >= 0 && u < 1)) fail("draw_token: u must be in [0, 1), got ", u);
+    double running = 0;
+    for (size_t i = 0; i < distribution.tokens.size(); ++i) {
+        running += distribution.q[i];
+        if (u < running) return distribution.tokens[i];
+    }
+    return distribution.tokens.back();  // rounding left the total just under u
+}
+
+int64_t sample_token(const float* logits, int64_t n, const Sampling& sampling, Random& random) {
+    return draw_token(sampling_distribution(logits, n, sampling), random.uniform());
+}
+
+Generation sample_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                         const Sampling& sampling, const GenerationOptions& options) {
+    check_sampling(sampling);
+    std::vector<Random> randoms;  // input row b: Random(seed + b)
+    randoms.reserve(inputs.size());
+    for (size_t b = 0; b < inputs.size(); ++b) randoms.emplace_back(sampling.seed + static_cast<uint64_t>(b));
+    SamplingDistribution distribution;  // reused every step
+    std::vector<int64_t> order;
+    return decode_rows(model, inputs, options, [&](const float* row, int64_t V, size_t b) {
+        sampling_distribution(row, V, sampling, distribution, order);
+        return draw_token(distribution, randoms[b].uniform());
+    });
+}
+
 Generation beam_search(const Model& model, const std::vector<int64_t>& input, int64_t width, double length_penalty,
                        const GenerationOptions& options) {
     if (width < 1) fail("beam_search: width must be >= 1, got ", width);
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
+    const int64_t limit = new_token_limit(model, options);
     refuse_inputs_without_room(model, {input});  // before the prompt's pass
     std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options.mode, /*new_positions=*/0);
 
@@ -151,8 +270,7 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
         }
         if (static_cast<int64_t>(ended.size()) >= width || next.empty()) break;
         const int64_t length = stepper->length(parents[0]) + 1;  // every hypothesis grows in step
-        const bool enough = options.max_new_tokens > 0 &&
-                            static_cast<int64_t>(next[0].tokens.size()) >= options.max_new_tokens;
+        const bool enough = limit > 0 && static_cast<int64_t>(next[0].tokens.size()) >= limit;
         if (length >= max_len || enough) {  // out of positions: the alive ones end here
             for (const Alive& h : next) ended.push_back({h.tokens, h.log_prob, score_of(h.log_prob, h.tokens.size())});
             break;

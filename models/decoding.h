@@ -1,17 +1,19 @@
 // Decoding — the search algorithms that turn a model's next-token logits
-// into output sequences: greedy and beam search. Each is one loop over a
-// Stepper (models/stepper.h, which advances the model a token at a time,
-// with its KV cache or by recomputing): ask next_logits() [rows, V], choose
-// tokens, then keep_rows / append. A new search (e.g. sampling) is another
-// such loop here; the stepping does not change.
+// into output sequences: greedy, beam search and sampling. Each is one loop
+// over a Stepper (models/stepper.h, which advances the model a token at a
+// time, with its KV cache or by recomputing): ask next_logits() [rows, V],
+// choose tokens, then keep_rows / append. The stepping does not change.
 //
 // Inputs, one per batch row (ids, any lengths: rows are padded together):
 //   encoder_decoder: the source tokens; the target starts as <bos>
 //   decoder_only:    the prompt, e.g. <bos> a b c =  (prefix_lm models use
 //                    the whole prompt as the bidirectional prefix)
 // Output: the generated tokens of each row, without <bos> and <eos>.
-// Generation stops at <eos> or when the sequence fills the model's max_len
-// positions (or after max_new_tokens, when given).
+// Generation stops at <eos> (when the config has an eos_id), when the
+// sequence fills the model's max_len positions, or after max_new_tokens.
+// A model without an eos_id (a nanoGPT model has none) never stops by
+// itself: max_new_tokens decides, and its default is smaller for it
+// (default_max_new_tokens).
 //
 // Greedy: the argmax token each step (the first one on ties, as
 // torch.argmax). Beam search (width k): keeps the k best hypotheses by summed
@@ -21,10 +23,38 @@
 // heuristic: the greedy path can fall out of the beam, so a wider beam may
 // end with a lower log p than greedy. Width 1 is greedy.
 //
+// Sampling (Sampling: temperature T > 0, top_k k >= 1 or 0 for all, top_p p
+// in (0, 1], seed), one step of one row, in this order, all in double:
+//   1. z_i = (logit_i - max_j logit_j) / T            (T < 1 sharpens, T > 1 flattens)
+//   2. p_i = exp(z_i) / sum_j exp(z_j)                 softmax(logits / T)
+//   3. order the tokens by logit, largest first; equal logits by token id,
+//      smaller id first (the tie rule, so top-k is well defined)
+//   4. top-k: keep the first k of that order (all of them when k is 0 or >= V)
+//   5. top-p: renormalise the kept ones, p'_i = p_i / sum_kept p; keep the
+//      shortest prefix of the order whose p' sum reaches p (>= p; at least
+//      one token; all kept ones when rounding leaves the sum just under p)
+//   6. renormalise again: q_i = p_i / sum_kept p (the draw's distribution)
+//   7. draw: u = Random::uniform() (engine/random.h: SplitMix64, the top 53
+//      bits of next_u64() times 2^-53, in [0, 1)); walking the kept tokens in
+//      the order of 3, the first token whose running sum of q exceeds u
+//      (u < q_1 + ... + q_i) is the sample: the most likely token owns
+//      [0, q_1), the next [q_1, q_1 + q_2), ...; the last kept token when
+//      rounding leaves u past the total.
+// One uniform per generated token; input row b (counting from 0 in the
+// inputs given) draws from its own Random(seed + b), so a row's tokens do
+// not depend on which other inputs are decoded with it or on the batching,
+// and the same seed gives the same tokens on every machine (no std::
+// distributions, whose results differ between standard libraries). <eos>
+// is drawn like any token and ends the row. Greedy is the limit T -> 0, not
+// a setting: T must be > 0. Generation::log_probs of a sampled row sums the
+// model's own log p (softmax of the unscaled logits) of the drawn tokens.
+//
 // GenerationOptions::mode picks the stepping (StepMode, models/stepper.h):
-// KvCache (the default) or Recompute (the reference), same numbers.
+// KvCache (the default) or Recompute (the reference), same numbers (and, for
+// sampling with one seed, the same tokens).
 #pragma once
 
+#include "engine/random.h"
 #include "models/stepper.h"
 
 #include <cstdint>
@@ -33,12 +63,23 @@
 
 namespace tinyformer {
 
+// The default of GenerationOptions::max_new_tokens (and of `run` and
+// `explore`'s --max-new-tokens). With an eos_id the model stops itself and
+// the limit is only a ceiling: 1024, because a file's config may declare a
+// max_len of 2^24, and decoding that far is hours of work nobody asked for.
+// Without an eos_id the limit is where every continuation ends, so it is a
+// length to read: 64 tokens, a few lines of text, under a second for the
+// toy models, and a continuation whose explore page stays small.
+constexpr int64_t kMaxNewTokensWithEos = 1024;
+constexpr int64_t kMaxNewTokensWithoutEos = 64;
+int64_t default_max_new_tokens(const Model& model);
+
 struct GenerationOptions {
     StepMode mode = StepMode::KvCache;
-    // At most this many, and never past max_len; 0: as many as max_len
-    // allows. 1024 by default, because a file's config may declare a max_len
-    // of 2^24, and decoding that far is hours of work nobody asked for.
-    int64_t max_new_tokens = 1024;
+    // At most this many new tokens per row, and never past max_len.
+    // kModelDefault: default_max_new_tokens(model); 0: as many as max_len allows.
+    static constexpr int64_t kModelDefault = -1;
+    int64_t max_new_tokens = kModelDefault;
     bool record_logits = false;   // keep every step's logits [B, V]
     // Called after every step that extends the sequences (e.g. to count
     // what a step allocates, as the decode benchmark does); none by default.
@@ -66,8 +107,47 @@ struct Generation {
 // several), its length and max_len. greedy_decode and beam_search ask it first.
 void refuse_inputs_without_room(const Model& model, const std::vector<std::vector<int64_t>>& inputs);
 
+// The limit options.max_new_tokens means for `model`: its default resolved
+// (kModelDefault), else the value itself (0: none but max_len). Error for
+// another negative value.
+int64_t new_token_limit(const Model& model, const GenerationOptions& options);
+
 Generation greedy_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
                          const GenerationOptions& options = {});
+
+// The settings of sampling (the steps above). The defaults change nothing
+// but the search: T = 1, every token kept.
+struct Sampling {
+    double temperature = 1.0;  // > 0 and finite
+    int64_t top_k = 0;         // >= 1, or 0: all tokens (k >= V keeps all too)
+    double top_p = 1.0;        // in (0, 1]; 1 keeps all
+    uint64_t seed = 0;         // input row b draws from Random(seed + b)
+};
+
+// Error naming the field, its expected range and the value (e.g.
+// "sampling: temperature must be a finite number > 0, got 0").
+void check_sampling(const Sampling& sampling);
+
+// Steps 1-6 above for one row of n logits: the kept tokens in draw order
+// (step 3) and their q (summing to 1). Error for n < 1, a non-finite logit
+// (naming its index) or bad settings.
+struct SamplingDistribution {
+    std::vector<int64_t> tokens;  // the kept tokens, most likely first
+    std::vector<double> q;        // q[i]: the probability of tokens[i]
+};
+SamplingDistribution sampling_distribution(const float* logits, int64_t n, const Sampling& sampling);
+// The same, into `out` (its buffers reused: a decoding step allocates nothing new).
+void sampling_distribution(const float* logits, int64_t n, const Sampling& sampling, SamplingDistribution& out,
+                           std::vector<int64_t>& order);
+// Step 7: the token a uniform u in [0, 1) picks from a distribution.
+int64_t draw_token(const SamplingDistribution& distribution, double u);
+// Steps 1-7 with one uniform from `random`.
+int64_t sample_token(const float* logits, int64_t n, const Sampling& sampling, Random& random);
+
+// Generates like greedy_decode (batched, the same stopping), drawing each
+// token as above instead of taking the argmax.
+Generation sample_decode(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                         const Sampling& sampling, const GenerationOptions& options = {});
 
 Generation beam_search(const Model& model, const std::vector<int64_t>& input, int64_t width,
                        double length_penalty = 1.0, const GenerationOptions& options = {});

@@ -1,5 +1,5 @@
 // Stepping — advancing a batch of sequences one token at a time, the
-// machinery under every search (models/decoding.h: greedy, beam).
+// machinery under every search (models/decoding.h: greedy, beam, sampling).
 //
 // A Stepper holds B rows (one per sequence being extended) and answers one
 // question, the next-token logits [B, V] of every row; a search picks the

@@ -157,8 +157,11 @@ const ToyTask& toy_task(const std::string& name) {
 }
 
 std::vector<std::vector<int64_t>> generate(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
-                                           int64_t beam_width, const GenerationOptions& options) {
+                                           int64_t beam_width, const GenerationOptions& options,
+                                           const std::optional<Sampling>& sampling) {
     std::vector<std::vector<int64_t>> outputs;
+    if (sampling && beam_width > 1) fail("generate: beam search (width ", beam_width, ") and sampling are two searches; choose one");
+    if (sampling) check_sampling(*sampling);
     refuse_inputs_without_room(model, inputs);  // every input, before the first batch is decoded
     if (beam_width > 1) {
         for (const auto& input : inputs) outputs.push_back(beam_search(model, input, beam_width, 1.0, options).tokens[0]);
@@ -167,7 +170,13 @@ std::vector<std::vector<int64_t>> generate(const Model& model, const std::vector
     for (size_t first = 0; first < inputs.size(); first += kBatch) {
         const std::vector<std::vector<int64_t>> batch(inputs.begin() + static_cast<std::ptrdiff_t>(first),
                                                       inputs.begin() + static_cast<std::ptrdiff_t>(std::min(first + kBatch, inputs.size())));
-        for (auto& tokens : greedy_decode(model, batch, options).tokens) outputs.push_back(std::move(tokens));
+        if (!sampling) {
+            for (auto& tokens : greedy_decode(model, batch, options).tokens) outputs.push_back(std::move(tokens));
+            continue;
+        }
+        Sampling batch_sampling = *sampling;  // the batch's row 0 is input `first`: Random(seed + first)
+        batch_sampling.seed += static_cast<uint64_t>(first);
+        for (auto& tokens : sample_decode(model, batch, batch_sampling, options).tokens) outputs.push_back(std::move(tokens));
     }
     return outputs;
 }

@@ -19,6 +19,7 @@
 #include "models/text.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,10 +65,13 @@ struct Evaluation {
 // greedily (beam_width 1) or by beam search.
 Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t seed, int64_t beam_width = 1);
 
-// Decodes the model inputs (model_input's framing; batched when greedy) and
-// returns each row's output tokens.
+// Decodes the model inputs (model_input's framing; batched when greedy or
+// sampling) and returns each row's output tokens: greedy (beam_width 1, no
+// sampling), beam search (beam_width > 1) or sampling (models/decoding.h;
+// input i draws from Random(seed + i)). Error for beam search with sampling.
 std::vector<std::vector<int64_t>> generate(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
-                                           int64_t beam_width, const GenerationOptions& options);
+                                           int64_t beam_width, const GenerationOptions& options,
+                                           const std::optional<Sampling>& sampling = std::nullopt);
 
 // Texts through the model's tokenizer, model_input and generate, back to text.
 std::vector<std::string> generate_text(const Model& model, const std::vector<std::string>& texts, int64_t beam_width,

@@ -48,7 +48,7 @@ TEST_CASE("Beam search answers with its best-scoring ended hypothesis, and each 
             // Positions a hypothesis may fill: it ended at <eos> iff it holds fewer.
             const int64_t held = model.encoder_decoder ? 1 : static_cast<int64_t>(input.size());
             const size_t room = static_cast<size_t>(std::min<int64_t>(model.config.max_len - held,
-                                                                      GenerationOptions{}.max_new_tokens));
+                                                                      default_max_new_tokens(model)));
             for (size_t h = 0; h < beam.hypotheses.size(); ++h) {
                 const Hypothesis& hypothesis = beam.hypotheses[h];
                 CAPTURE(h);

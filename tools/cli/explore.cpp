@@ -9,6 +9,7 @@
 #include "build/generated/explore_page.h"
 #include "engine/io/output_file.h"
 #include "models/attention_maps.h"
+#include "tools/cli/generation_flags.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
 
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace tinyformer::cli {
 
@@ -29,12 +31,14 @@ using json = nlohmann::json;
 
 const char* kExploreHelp =
     "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
-    "                          [--beam K] --html FILE.html [--json FILE.json] [--unk]\n"
+    "                          [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
+    "                          [--max-new-tokens N] --html FILE.html [--json FILE.json] [--unk]\n"
     "                          [--max-page-mb N]\n"
     "\n"
     "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
-    "--beam K, or --target) and writes ONE self-contained HTML file that opens from disk,\n"
-    "offline, in any current browser (no network request of any kind):\n"
+    "--beam K, a sampled continuation with the sampling flags, or --target) and writes ONE\n"
+    "self-contained HTML file that opens from disk, offline, in any current browser (no\n"
+    "network request of any kind):\n"
     "  model view     every attention call as layers x heads thumbnails; click one to open it\n"
     "  head view      query tokens and key tokens joined by lines whose opacity is the weight;\n"
     "                 hover a token to keep its lines; head chips show one, several or all heads\n"
@@ -42,14 +46,17 @@ const char* kExploreHelp =
     "                 value and what that cell is in PyTorch's three mask conventions\n"
     "  step view      one head and one query: q, every k, q.k, / sqrt(Dk), + mask, minus the row\n"
     "                 maximum, exp, / sum, the weights, the weighted sum of v (this head's z)\n"
-    "  decoding view  each generated step's top-5 next tokens, the chosen path (beams with --beam)\n"
+    "  decoding view  which search made the tokens (greedy, beam or sample with its settings and\n"
+    "                 seed), each generated step's top-5 next tokens, the chosen path (beams with --beam)\n"
     "Every number is the engine's, from the trace of the pass (tinyformer trace). Keys: arrows\n"
     "move between heads (left/right) and layers (up/down). The data is also in the page as\n"
     "JSON (<script id=\"tinyformer-data\">, docs/FORMAT.md section 4); --json writes it alone.\n"
     "--unk reads a character of TEXT outside the vocabulary as <unk>, with a warning (as `run`).\n"
     "  --max-page-mb N  refuse a page above N MiB (default 8: a bigger page opens slowly, if\n"
     "                 at all): before the pass when the lengths already show it, else once the\n"
-    "                 page is made; a refused page writes nothing (and no --json file either)\n";
+    "                 page is made; a refused page writes nothing (and no --json file either)\n"
+    "The decoding (none with --target, which excludes the flags below) stops at <eos>, at the\n"
+    "model's max_len positions or after N new tokens; as in `tinyformer run`:\n";
 
 // A float as the shortest decimal that reads back as the same float32, so
 // that the JSON holds exactly the engine's number and stays small.
@@ -216,22 +223,39 @@ std::string replaced_once(std::string page, const std::string& placeholder, cons
 // --- decode: the target, when none is given (greedy, or beam search) ---
 
 // The page's "decoding" record; `target` becomes the decoded one. Beam search
-// keeps every hypothesis for the page.
+// keeps every hypothesis for the page. A model without an eos_id generates
+// up to the token limit, as in `run`.
 json decode_target(const Model& model, const ModelText& text, const std::vector<int64_t>& input, int64_t beam,
-                   std::optional<std::vector<int64_t>>& target) {
-    json decoding = {{"mode", target ? "none" : "greedy"}, {"beam", beam}, {"hypotheses", json::array()}};
+                   const GenerationFlags& generation, std::optional<std::vector<int64_t>>& target) {
+    const bool decodes = !target && model.config.arch != Architecture::EncoderOnly;
+    json sampling = nullptr;
+    if (generation.sampling)
+        sampling = {{"temperature", generation.sampling->temperature},
+                    {"top_k", generation.sampling->top_k},
+                    {"top_p", generation.sampling->top_p},
+                    {"seed", generation.sampling->seed}};
+    json decoding = {{"mode", !decodes ? "none" : beam > 1 ? "beam" : generation.sampling ? "sample" : "greedy"},
+                     {"beam", beam},
+                     {"max_new_tokens", decodes ? json(new_token_limit(model, generation.options)) : json(nullptr)},
+                     {"sampling", decodes ? sampling : json(nullptr)},
+                     {"hypotheses", json::array()}};
+    if (!decodes) return decoding;
+    if (model.encoder_decoder && model.config.bos_id < 0)
+        fail("the model's config has no bos_id, so it cannot generate a target; give the decoder's tokens with "
+             "--target or --target-ids");
     if (beam > 1) {
-        const Generation generation = beam_search(model, input, beam, 1.0, {});
-        for (size_t i = 0; i < generation.hypotheses.size(); ++i) {
-            const Hypothesis& h = generation.hypotheses[i];
+        const Generation generated = beam_search(model, input, beam, 1.0, generation.options);
+        for (size_t i = 0; i < generated.hypotheses.size(); ++i) {
+            const Hypothesis& h = generated.hypotheses[i];
             json labels = json::array();
             for (int64_t id : h.tokens) labels.push_back(text.output_label(id));
             decoding["hypotheses"].push_back({{"tokens", labels}, {"log_p", h.log_prob}, {"score", h.score}, {"best", i == 0}});
         }
-        target = generation.tokens[0];
-        decoding["mode"] = "beam";
-    } else if (!target && model.config.arch != Architecture::EncoderOnly) {
-        target = target_or_greedy(model, input, std::nullopt);
+        target = generated.tokens[0];
+    } else if (generation.sampling) {
+        target = sample_decode(model, {input}, *generation.sampling, generation.options).tokens[0];
+    } else {
+        target = greedy_decode(model, {input}, generation.options).tokens[0];
     }
     return decoding;
 }
@@ -300,10 +324,11 @@ void write_explore(const ParsedArguments& parsed, const std::string& html_path, 
 // Parse, refuse what the lengths already show, decode, run the one recorded
 // pass, build the data and the page, write.
 int explore_command(const Arguments& args) {
-    const ParsedArguments parsed(
-        args, {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb"}, {"--unk"}, "explore");
+    std::set<std::string> value_flags = {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb"};
+    value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
+    const ParsedArguments parsed(args, value_flags, {"--unk"}, "explore");
     if (parsed.help()) {
-        std::printf("%s", kExploreHelp);
+        std::printf("%s%s", kExploreHelp, kGenerationFlagsHelp);
         return 0;
     }
     if (parsed.positional().empty() || parsed.positional().size() > 2)
@@ -311,6 +336,7 @@ int explore_command(const Arguments& args) {
     const std::string& html_path = parsed.value("--html");
     if (!html_path.ends_with(".html") && !is_stream_output(html_path)) throw UsageError("explore: --html must name a .html file, got '" + html_path + "'");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
+    const GenerationFlags generation = generation_flags(parsed, beam, "explore");
     const int64_t page_limit_mib = parsed.integer("--max-page-mb", 8, 1, 1 << 20);
     const std::string& path = parsed.positional()[0];
     std::vector<std::string> outputs = {html_path};
@@ -322,6 +348,9 @@ int explore_command(const Arguments& args) {
     std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "explore");
     const bool target_given = target.has_value();
     if (target && beam > 1) throw UsageError("explore: --beam decodes a target; give --target or --beam, not both");
+    if (target && generation.any_given)
+        throw UsageError("explore: --max-new-tokens and the sampling flags shape a decoded target; give --target or "
+                         "them, not both");
 
     // Refused before any pass when the lengths already show it: the page,
     // and the recorded pass's memory (with the target's length when it is
@@ -334,14 +363,13 @@ int explore_command(const Arguments& args) {
                           page_limit_mib, named, target_length);
         refuse_teacher_forced_beyond_memory(model, input, target_length);
     };
-    if (!target && model.config.arch != Architecture::EncoderOnly && model.config.eos_id >= 0)
+    if (!target && model.config.arch != Architecture::EncoderOnly)
         refuse_inputs_without_room(model, {input});  // a decoding comes first
     refuse_before_pass(target ? static_cast<int64_t>(target->size()) : 0);
 
-    json decoding = decode_target(model, text, input, beam, target);
+    json decoding = decode_target(model, text, input, beam, generation, target);
     if (target) refuse_before_pass(static_cast<int64_t>(target->size()));
     const AttentionRun run = attention_maps(model, tokens, target, Trace::Detail::Everything);
-    if (!target_given && beam == 1 && run.target.empty()) decoding["mode"] = "none";
     decoding["steps"] = decoding_steps(model, run, text);
 
     const std::string shown = parsed.has("--ids") ? parsed.value("--ids") : parsed.positional()[1];

@@ -1,19 +1,22 @@
 // `tinyformer run` and `tinyformer eval`: the toy models at work.
 
 #include "models/toy_tasks.h"
+#include "tools/cli/generation_flags.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <set>
 
 namespace tinyformer::cli {
 
 namespace {
 
 const char* kRunHelp =
-    "usage: tinyformer run MODEL.safetensors [--beam K] [--max-len N] [--unk] [TEXT... | --ids 5,17,3]\n"
+    "usage: tinyformer run MODEL.safetensors [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
+    "                      [--max-new-tokens N] [--print-ids] [--unk] [TEXT... | --ids 5,17,3]\n"
     "\n"
     "Runs a trained model on each TEXT and prints one output line per input. With no\n"
     "TEXT, reads one input per line from standard input; a blank line there is an error\n"
@@ -26,15 +29,17 @@ const char* kRunHelp =
     "  --ids 5,17,3 the input as token ids instead of TEXT (the tokens TEXT would become;\n"
     "               <bos> and the prompt suffix are added the same way): for any model,\n"
     "               also one without a vocabulary, whose outputs are then printed as ids\n"
+    "  --print-ids  print each output as token ids (5,17,3: the form --ids takes), not text\n"
     "  --beam K     beam search of width K (default 1: greedy, inputs decoded together in batches)\n"
-    "  --max-len N  generate at most N tokens (default: as many as the model's max_len allows,\n"
-    "               at most 1024; a file's config could otherwise ask for 16M decoding steps)\n"
     "  --unk        map characters outside the vocabulary to <unk> with a warning; without it\n"
     "               such a character is an error naming it, its position and the\n"
     "               vocabulary (a whitespace tokenizer always reads an unknown word as\n"
     "               <unk> when the vocabulary has one)\n"
     "An input longer than the model was trained on (its train_max_len) still runs, with a\n"
-    "warning naming both lengths. Special tokens in an output are shown as themselves, e.g. <unk>.\n";
+    "warning naming both lengths. Special tokens in an output are shown as themselves, e.g. <unk>.\n"
+    "Generation stops at the model's <eos>, at its max_len positions, or after N new tokens:\n";
+
+const char* kRunHelpEnd = "  --max-len N  the older name of --max-new-tokens\n";
 
 const char* kEvalHelp =
     "usage: tinyformer eval MODEL.safetensors --task reverse|sort|dates [--n 1000] [--seed S] [--beam K]\n"
@@ -75,17 +80,18 @@ std::vector<std::string> read_stdin_lines() {
 }  // namespace
 
 int run_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--beam", "--max-len", "--ids"}, {"--unk"}, "run");
+    std::set<std::string> value_flags = {"--beam", "--max-len", "--ids"};
+    value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
+    const ParsedArguments parsed(args, value_flags, {"--unk", "--print-ids"}, "run");
     if (parsed.help()) {
-        std::printf("%s", kRunHelp);
+        std::printf("%s%s%s", kRunHelp, kGenerationFlagsHelp, kRunHelpEnd);
         return 0;
     }
     if (parsed.positional().empty()) throw UsageError("run: expected a MODEL file (see 'tinyformer run --help')");
     if (parsed.has("--ids") && parsed.positional().size() > 1)
         throw UsageError("run: give the input as TEXT or as --ids, not both");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
-    GenerationOptions options;
-    options.max_new_tokens = parsed.integer("--max-len", options.max_new_tokens, 1, 1 << 20);
+    const GenerationFlags generation = generation_flags(parsed, beam, "run", /*old_max_len=*/true);
     const Model model = load_for_run(parsed.positional()[0]);
     const ModelText text(model);
 
@@ -117,8 +123,15 @@ int run_command(const Arguments& args) {
     }
     print_warnings(warnings);
     // One line per output, as terminal text: a token's control or bidi character is shown escaped.
-    for (const auto& output : generate(model, inputs, beam, options))
-        std::printf("%s\n", terminal_text(text.decode_output(output)).c_str());
+    for (const auto& output : generate(model, inputs, beam, generation.options, generation.sampling)) {
+        if (!parsed.has("--print-ids")) {
+            std::printf("%s\n", terminal_text(text.decode_output(output)).c_str());
+            continue;
+        }
+        std::string ids;
+        for (size_t i = 0; i < output.size(); ++i) ids.append(i ? "," : "").append(std::to_string(output[i]));
+        std::printf("%s\n", ids.c_str());
+    }
     return 0;
 }
 

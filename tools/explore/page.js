@@ -5,7 +5,8 @@
 // Views: model (every attention call as layers x heads thumbnails), head
 // (query tokens -> key tokens, line opacity = weight), matrix (heatmap with
 // the numbers behind each cell), step (one query of one head, from q_h to
-// z), decoding (top-5 candidates per generated step, beam hypotheses).
+// z), decoding (the search that made the tokens, top-5 candidates per
+// generated step, beam hypotheses).
 // The numbers shown as results are the engine's (scores, weights, z); the
 // page recomputes q.k, the softmax chain and the weighted sum only to show a
 // check mark where they agree.
@@ -700,6 +701,19 @@
   }
 
   // ---- decoding view ----
+  // Which search made the tokens: greedy, beam search of width K, or
+  // sampling with its settings and seed (models/decoding.h has the steps).
+  function searchText(d) {
+    const limit = d.max_new_tokens ? ", at most " + d.max_new_tokens + " new tokens" : "";
+    if (d.mode === "beam") return "Beam search, width " + d.beam + limit + ": the steps of the best hypothesis";
+    if (d.mode === "sample" && d.sampling) {
+      const s = d.sampling;
+      return "Sampling (temperature " + s.temperature + ", top-k " + (s.top_k ? s.top_k : "all") + ", top-p " + s.top_p +
+        ", seed " + s.seed + limit + "): each token drawn from softmax(logits / T) restricted to the top-k, then the top-p tokens, renormalised";
+    }
+    return "Greedy decoding" + limit;
+  }
+
   function renderDecoding() {
     const root = clear($("#decoding-body"));
     const d = data.decoding || { mode: "none", steps: [] };
@@ -707,24 +721,31 @@
     if (d.mode === "none" || !steps.length) {
       root.appendChild(el("p", { class: "note", id: "decoding-none", text: "No decoding on this page" + (data.input && data.input.target_given ? " (the target was given)." : ".") }));
     } else {
-      root.appendChild(el("p", { class: "note", text: (d.mode === "beam" ? "Beam search, width " + d.beam + ": the steps of the best hypothesis" : "Greedy decoding") +
-        ": at each generated position the five most likely next tokens; the chosen one is highlighted." }));
+      root.appendChild(el("p", { class: "note", id: "decoding-search", text: searchText(d) +
+        ": at each generated position the five most likely next tokens (the model's softmax, T = 1); the chosen one is highlighted." }));
       const path = steps.map((s) => {
         const c = (s.candidates || []).find((x) => x.id === s.chosen);
-        return c ? c.token : "#" + s.chosen;
+        return c ? c.token : s.chosen_token !== undefined ? s.chosen_token : "#" + s.chosen;
       });
       root.appendChild(el("p", { class: "path", id: "decoding-path" }, ["chosen path: "].concat(path.map((t) => el("span", { class: "tok chosen", text: shown(String(t)) })))));
       const table = el("table", { class: "numbers decoding", id: "decoding-steps" });
-      table.appendChild(el("tr", {}, ["position", "1", "2", "3", "4", "5"].map((t) => el("th", { text: t }))));
+      // A sampled token can lie outside the top 5: it gets a cell of its own, in a "drawn" column.
+      const outside = (s) => !(s.candidates || []).slice(0, 5).some((c) => c.id === s.chosen);
+      const heads = ["position", "1", "2", "3", "4", "5"].concat(steps.some(outside) ? ["drawn"] : []);
+      table.appendChild(el("tr", {}, heads.map((t) => el("th", { text: t }))));
+      const cell = (id, token, p, chosen, title) =>
+        el("td", { class: "cand" + (chosen ? " chosen" : ""), "data-id": id, "data-p": p, title: title }, [
+          el("span", { class: "ctok", text: shown(String(token)) }),
+          el("span", { class: "bar", style: { width: Math.round(60 * Math.max(0, Math.min(1, p))) + "px" } }),
+          el("span", { class: "p", text: fmt(p, 3) }),
+        ]);
       for (const s of steps) {
         const row = el("tr", { "data-position": s.position }, [el("th", { text: String(s.position) })]);
-        for (const c of (s.candidates || []).slice(0, 5)) {
-          const chosen = c.id === s.chosen;
-          row.appendChild(el("td", { class: "cand" + (chosen ? " chosen" : ""), "data-id": c.id, "data-p": c.p, title: "id " + c.id + ", p = " + c.p }, [
-            el("span", { class: "ctok", text: shown(String(c.token)) }),
-            el("span", { class: "bar", style: { width: Math.round(60 * Math.max(0, Math.min(1, c.p))) + "px" } }),
-            el("span", { class: "p", text: fmt(c.p, 3) }),
-          ]));
+        const top = (s.candidates || []).slice(0, 5);
+        for (const c of top) row.appendChild(cell(c.id, c.token, c.p, c.id === s.chosen, "id " + c.id + ", p = " + c.p));
+        if (outside(s)) {
+          for (let i = top.length; i < 5; ++i) row.appendChild(el("td", {}));
+          row.appendChild(cell(s.chosen, s.chosen_token, s.chosen_p, true, "id " + s.chosen + ", p = " + s.chosen_p + ": drawn outside the top 5"));
         }
         table.appendChild(row);
       }
