@@ -9,6 +9,20 @@ namespace tinyformer {
 
 namespace {
 
+// A JSON array of strings from metadata `key` (the key must be there).
+std::vector<std::string> read_strings(const std::string& path, const std::map<std::string, std::string>& metadata,
+                                      const std::string& key) {
+    const std::string where = path + ": __metadata__ \"" + key + "\"";
+    const nlohmann::json array = parse_json(metadata.at(key), /*max_depth=*/1, where);
+    if (!array.is_array()) fail(where, " must be a JSON array of strings");
+    std::vector<std::string> strings;
+    for (size_t index = 0; index < array.size(); ++index) {
+        if (!array[index].is_string()) fail(where, " entry ", index, " is not a string: ", json_excerpt(array[index]));
+        strings.push_back(array[index].get<std::string>());
+    }
+    return strings;
+}
+
 // A JSON array of token strings from metadata `key`, as long as `expected`,
 // obeying the vocabulary rules for the tokenizer `kind` (check_vocabulary).
 std::vector<std::string> read_vocabulary(const std::string& path, const std::map<std::string, std::string>& metadata,
@@ -52,6 +66,21 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
         fail(path, ": __metadata__ \"src_vocab\" is for encoder_decoder models; this one is ", architecture_name(config.arch));
     text.src_vocab =
         read_vocabulary(path, metadata, "src_vocab", config.src_vocab_size, "src_vocab_size", text.tokenizer);
+    if (has("merges") && text.tokenizer != TokenizerKind::Gpt2Bpe)
+        fail(path, ": __metadata__ \"merges\" is for the \"gpt2_bpe\" tokenizer; this one is \"",
+             tokenizer_kind_name(text.tokenizer), "\" (docs/FORMAT.md)");
+    if (text.tokenizer == TokenizerKind::Gpt2Bpe && !text.src_vocab.empty())
+        fail(path, ": __metadata__ \"src_vocab\": a \"gpt2_bpe\" model has one vocabulary (\"vocab\", with its \"merges\") "
+                   "for both sides (docs/FORMAT.md)");
+    if (text.tokenizer == TokenizerKind::Gpt2Bpe && !text.vocab.empty()) {
+        if (!has("merges"))
+            fail(path, ": __metadata__ has a \"gpt2_bpe\" \"vocab\" but no \"merges\"; give them as a JSON array of "
+                       "\"left right\" strings in rank order (\"[]\" for none; docs/FORMAT.md)");
+        text.merges = read_strings(path, metadata, "merges");
+        check_merges(text.merges, text.vocab, path + ": __metadata__ \"merges\"");
+    } else if (has("merges")) {
+        fail(path, ": __metadata__ \"merges\" needs a \"vocab\" to merge tokens of (docs/FORMAT.md)");
+    }
     if (encoder_decoder && !text.vocab.empty() && text.src_vocab.empty() && config.src_vocab_size != config.tgt_vocab_size)
         fail(path, ": __metadata__ has a \"vocab\" of ", text.vocab.size(), " tokens for both sides, but 'src_vocab_size' is ",
              config.src_vocab_size, "; give the source vocabulary as \"src_vocab\" (docs/FORMAT.md)");
@@ -63,7 +92,7 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
         if (text.vocab.empty()) fail(path, ": __metadata__ \"prompt_suffix\" needs a \"vocab\" to be read with");
         try {
             // Read as a user's text is, but never as <unk>: a suffix must be typeable.
-            if (Tokenizer(text.vocab, text.tokenizer).encode_exactly(text.prompt_suffix).empty()) fail("it holds no token");
+            if (Tokenizer(text.vocab, text.tokenizer, text.merges).encode_exactly(text.prompt_suffix).empty()) fail("it holds no token");
         } catch (const Error& error) {
             fail(path, ": __metadata__ \"prompt_suffix\" \"", text.prompt_suffix, "\": ", error.message());
         }

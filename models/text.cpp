@@ -26,8 +26,13 @@ int64_t output_vocabulary_size(const ModelConfig& config) {
 }  // namespace
 
 ModelText::ModelText(const Model& model) {
-    if (!model.text.input_vocab().empty()) input_.emplace(model.text.input_vocab(), model.text.tokenizer);
-    if (!model.text.output_vocab().empty()) output_.emplace(model.text.output_vocab(), model.text.tokenizer);
+    const TextMetadata& text = model.text;
+    if (!text.input_vocab().empty()) input_.emplace(text.input_vocab(), text.tokenizer, text.merges);
+    if (text.src_vocab.empty()) {
+        output_ = input_;  // one vocabulary for both sides: built (and checked) once
+    } else if (!text.output_vocab().empty()) {
+        output_.emplace(text.output_vocab(), text.tokenizer, text.merges);
+    }
 }
 
 std::vector<int64_t> ModelText::encode_input(const std::string& text, bool map_unknown, int64_t* unknown_count) const {
@@ -56,9 +61,9 @@ std::string ModelText::decode_input(const std::vector<int64_t>& ids) const { ret
 
 std::string ModelText::decode_output(const std::vector<int64_t>& ids) const { return decode_with(output_, ids); }
 
-std::string ModelText::input_label(int64_t id) const { return input_ ? input_->token(id) : id_label(id); }
+std::string ModelText::input_label(int64_t id) const { return input_ ? input_->label(id) : id_label(id); }
 
-std::string ModelText::output_label(int64_t id) const { return output_ ? output_->token(id) : id_label(id); }
+std::string ModelText::output_label(int64_t id) const { return output_ ? output_->label(id) : id_label(id); }
 
 std::vector<int64_t> model_input(const Model& model, std::vector<int64_t> tokens) {
     const ModelConfig& config = model.config;
@@ -66,7 +71,7 @@ std::vector<int64_t> model_input(const Model& model, std::vector<int64_t> tokens
     if (config.arch == Architecture::DecoderOnly) {
         if (!model.text.prompt_suffix.empty()) {
             const std::vector<int64_t> suffix =
-                Tokenizer(model.text.vocab, model.text.tokenizer).encode_exactly(model.text.prompt_suffix);
+                Tokenizer(model.text.vocab, model.text.tokenizer, model.text.merges).encode_exactly(model.text.prompt_suffix);
             if (tokens.size() < suffix.size() || !std::equal(suffix.rbegin(), suffix.rend(), tokens.rbegin()))
                 tokens.insert(tokens.end(), suffix.begin(), suffix.end());
         }

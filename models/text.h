@@ -13,8 +13,9 @@
 //   encoder_decoder: the decoder reads <bos> (when the config has bos_id)
 //                    + the target, so decoder query t predicts target token t
 //   decoder_only:    the target follows the prompt
-// Token labels (pictures, tables) are the vocabulary's strings, or "#17"
-// for a model that has no vocabulary.
+// Token labels (pictures, tables, the explorer) are Tokenizer::label: the
+// vocabulary's strings (gpt2_bpe: its bytes with "␣" for a space, "<0xE2>" for
+// a byte of a cut character), or "#17" for a model that has no vocabulary.
 #pragma once
 
 #include "models/transformer.h"

@@ -98,6 +98,11 @@ std::string broken_rule(const std::string& token, TokenizerKind kind) {
     if (kind == TokenizerKind::Whitespace && first_space != std::string::npos)
         return text_of(quoted(token), " holds whitespace at byte ", first_space,
                        "; the \"whitespace\" tokenizer splits text there, so no text could ever be read as it");
+    std::string bytes;
+    if (kind == TokenizerKind::Gpt2Bpe && !token_as_bytes(token, bytes))
+        return text_of(quoted(token), " holds a character that stands for no byte; a \"gpt2_bpe\" token is written "
+                       "one character per byte (printable Latin-1 as itself, the other bytes as U+0100..U+0143: "
+                       "models/gpt2_bpe.h)");
     if (kind == TokenizerKind::Char && characters != 1 && !is_special_token(token))
         return text_of(quoted(token), " is ", characters, " characters; a \"char\" vocabulary's tokens are one character each, "
                        "special tokens (\"<\" + [a-z0-9_]+ + \">\") excepted; use tokenizer \"whitespace\" for words");
@@ -109,10 +114,18 @@ std::string broken_rule(const std::string& token, TokenizerKind kind) {
 TokenizerKind tokenizer_kind(const std::string& name) {
     if (name == "char") return TokenizerKind::Char;
     if (name == "whitespace") return TokenizerKind::Whitespace;
-    fail("tokenizer: \"", name, "\" is not a tokenizer; expected one of \"char\", \"whitespace\" (docs/FORMAT.md)");
+    if (name == "gpt2_bpe") return TokenizerKind::Gpt2Bpe;
+    fail("tokenizer: \"", name, "\" is not a tokenizer; expected one of \"char\", \"whitespace\", \"gpt2_bpe\" (docs/FORMAT.md)");
 }
 
-const char* tokenizer_kind_name(TokenizerKind kind) { return kind == TokenizerKind::Char ? "char" : "whitespace"; }
+const char* tokenizer_kind_name(TokenizerKind kind) {
+    switch (kind) {
+        case TokenizerKind::Char: return "char";
+        case TokenizerKind::Whitespace: return "whitespace";
+        case TokenizerKind::Gpt2Bpe: return "gpt2_bpe";
+    }
+    return "?";
+}
 
 bool is_special_token(const std::string& token) {
     if (token.size() < 3 || token.front() != '<' || token.back() != '>') return false;
@@ -134,12 +147,17 @@ void check_vocabulary(const std::vector<std::string>& vocab, TokenizerKind kind,
     }
 }
 
-Tokenizer::Tokenizer(std::vector<std::string> vocab, TokenizerKind kind) : vocab_(std::move(vocab)), kind_(kind) {
+Tokenizer::Tokenizer(std::vector<std::string> vocab, TokenizerKind kind, const std::vector<std::string>& merges)
+    : vocab_(std::move(vocab)), kind_(kind) {
     check_vocabulary(vocab_, kind_, "tokenizer: the vocabulary");
+    if (kind_ != TokenizerKind::Gpt2Bpe && !merges.empty())
+        fail("tokenizer: merges are for the \"gpt2_bpe\" tokenizer; this one is \"", tokenizer_kind_name(kind_), "\"");
+    if (kind_ == TokenizerKind::Gpt2Bpe) bpe_ = std::make_shared<const BytePairEncoder>(vocab_, merges, "tokenizer: merges");
     for (size_t id = 0; id < vocab_.size(); ++id) ids_.emplace(vocab_[id], static_cast<int64_t>(id));
 }
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown, int64_t* unknown_count) const {
+    if (kind_ == TokenizerKind::Gpt2Bpe) return bpe_->encode(text);  // nothing is unknown
     if (kind_ == TokenizerKind::Whitespace) return encode_words(text, /*exactly=*/false, unknown_count);
     std::vector<int64_t> ids;
     for (size_t at = 0; at < text.size();) {
@@ -162,6 +180,7 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown
 }
 
 std::vector<int64_t> Tokenizer::encode_exactly(const std::string& text) const {
+    if (kind_ == TokenizerKind::Gpt2Bpe) return bpe_->encode(text);
     return kind_ == TokenizerKind::Whitespace ? encode_words(text, /*exactly=*/true, nullptr) : encode(text);
 }
 
@@ -201,9 +220,19 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
     std::string text;
     for (int64_t id : ids) {
         if (kind_ == TokenizerKind::Whitespace && !text.empty()) text += ' ';
-        text += token(id);
+        if (kind_ == TokenizerKind::Gpt2Bpe) {
+            token(id);  // the range check
+            text += bpe_->bytes(id);
+        } else {
+            text += token(id);
+        }
     }
     return text;
+}
+
+std::string Tokenizer::label(int64_t id) const {
+    const std::string& shown = token(id);
+    return kind_ == TokenizerKind::Gpt2Bpe ? bytes_label(bpe_->bytes(id)) : shown;
 }
 
 const std::string& Tokenizer::token(int64_t id) const {

@@ -17,18 +17,34 @@
 //   A word outside the vocabulary becomes <unk> when the vocabulary has it
 //   (counted in unknown_count), else it is an Error naming the word and its
 //   position (its index among the words).
+// kind Gpt2Bpe (GPT-2's byte-level BPE, models/gpt2_bpe.h): the vocabulary's
+//   strings are byte-level tokens ("Ġthe" = the bytes " the") and `merges`
+//   ("left right", rank order) say how bytes join into tokens.
+//   encode("The cat") -> GPT-2's ids, e.g. 464 3797 with GPT-2's vocabulary
+//   decode(ids)       -> the tokens' bytes joined: the exact text back (a
+//                        cut in the middle of a character leaves a partial
+//                        UTF-8 sequence: show it through label or the
+//                        terminal text rule). No token is special, none
+//                        unknown: a byte without its one-byte token is an Error.
+// label(id) is how every view shows a token (pictures, the explorer, tables):
+//   Char / Whitespace: the token as it is; Gpt2Bpe: its bytes, with a space
+//   as "␣", a newline as "↵", a tab as "⇥" and a byte that is no whole UTF-8
+//   character (or a control) as "<0xE2>" (bytes_label, models/gpt2_bpe.h).
 #pragma once
+
+#include "models/gpt2_bpe.h"
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace tinyformer {
 
-enum class TokenizerKind { Char, Whitespace };
+enum class TokenizerKind { Char, Whitespace, Gpt2Bpe };
 
-// "char" / "whitespace"; Error listing both for anything else.
+// "char" / "whitespace" / "gpt2_bpe"; Error listing them for anything else.
 TokenizerKind tokenizer_kind(const std::string& name);
 const char* tokenizer_kind_name(TokenizerKind kind);
 
@@ -39,7 +55,9 @@ bool is_special_token(const std::string& token);
 // one entry; no entry empty; no two equal; valid UTF-8 without a control
 // character (C0 U+0000..U+001F, DEL, C1 U+0080..U+009F); kind Char: every
 // non-special entry one code point; kind Whitespace: no non-special entry
-// holds whitespace (space, tab, newline, CR, VT, FF: what encode splits on).
+// holds whitespace (space, tab, newline, CR, VT, FF: what encode splits on);
+// kind Gpt2Bpe: every entry is made of characters that stand for bytes
+// (models/gpt2_bpe.h, rule 2), and so no two entries stand for the same bytes.
 // Error for the first entry that breaks one, naming `where` (e.g.
 // "model.safetensors: __metadata__ \"vocab\""), the entry's index, the rule,
 // and the entry itself unless it holds a control character or invalid UTF-8
@@ -48,8 +66,10 @@ void check_vocabulary(const std::vector<std::string>& vocab, TokenizerKind kind,
 
 class Tokenizer {
 public:
-    // Error (check_vocabulary) for a vocabulary that breaks a rule.
-    explicit Tokenizer(std::vector<std::string> vocab, TokenizerKind kind = TokenizerKind::Char);
+    // Error (check_vocabulary) for a vocabulary that breaks a rule, or
+    // (check_merges) merges that do; merges only for kind Gpt2Bpe.
+    explicit Tokenizer(std::vector<std::string> vocab, TokenizerKind kind = TokenizerKind::Char,
+                       const std::vector<std::string>& merges = {});
 
     std::vector<int64_t> encode(const std::string& text, bool map_unknown = false, int64_t* unknown_count = nullptr) const;
     // Every character (Char) or word (Whitespace) must be an ordinary token:
@@ -58,6 +78,8 @@ public:
     std::vector<int64_t> encode_exactly(const std::string& text) const;
     std::string decode(const std::vector<int64_t>& ids) const;
     const std::string& token(int64_t id) const;
+    // The token as a view shows it (above); Error for an id outside the vocabulary.
+    std::string label(int64_t id) const;
     int64_t id_of(const std::string& token) const;  // Error if absent
     bool contains(const std::string& token) const { return ids_.count(token) != 0; }
     int64_t size() const { return static_cast<int64_t>(vocab_.size()); }
@@ -69,6 +91,7 @@ private:
     std::vector<std::string> vocab_;
     TokenizerKind kind_;
     std::map<std::string, int64_t> ids_;
+    std::shared_ptr<const BytePairEncoder> bpe_;  // kind Gpt2Bpe only
 };
 
 }  // namespace tinyformer

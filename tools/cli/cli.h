@@ -30,5 +30,6 @@ int align_command(const Arguments& args);
 int cost_command(const Arguments& args);
 int trace_command(const Arguments& args);
 int explore_command(const Arguments& args);
+int tokenize_command(const Arguments& args);
 
 }  // namespace tinyformer::cli
