@@ -6,9 +6,12 @@
 //                 its ckpt.pt + meta.pkl by the nanoGPT converter
 //   mingpt-sort   minGPT's sorting demo (tanh GELU, untied head without bias) trained by
 //                 tools/python/examples/train_mingpt_sort.py, exported from its state_dict
+//   gpt2-tiny     a 2-layer GPT-2 with its own 557-token byte-level BPE vocabulary,
+//                 trained by tools/python/examples/train_gpt2_tiny.py, exported from its
+//                 Hugging Face folder (config.json, model.safetensors, vocab.json, merges.txt)
 //
 // The reference outputs are PyTorch's: families/gpt.py's GPT.generate(do_sample=False)
-// (nanoGPT's loop with the argmax) on the trained module, written to NAME.greedy.tsv by
+// (nanoGPT's loop with the argmax) or families/hf_gpt2.py's generate_greedy on the trained module, written to NAME.greedy.tsv by
 // those scripts (data/families/README.md gives the commands). Neither model has an end
 // token, so each prompt asks for exactly as many tokens as PyTorch generated
 // (--max-new-tokens).
@@ -28,10 +31,12 @@ namespace {
 
 struct Continuation {
     std::string prompt, output;
+    size_t tokens;  // how many tokens PyTorch generated
 };
 
-// NAME.greedy.tsv: "prompt TAB continuation" per line, '#' lines are comments. Split at
-// the first tab only, and nothing trimmed: a prompt or a continuation may end in a space.
+// NAME.greedy.tsv: "prompt TAB continuation [TAB tokens]" per line, '#' lines are
+// comments. Nothing trimmed: a prompt or a continuation may end in a space. Without the
+// third column the continuation's characters are its tokens (a char tokenizer over ASCII).
 std::vector<Continuation> continuations(const std::string& path) {
     std::ifstream file(path);
     REQUIRE_MESSAGE(file.good(), "missing ", path, " (run the tests from the repository root)");
@@ -40,7 +45,12 @@ std::vector<Continuation> continuations(const std::string& path) {
         if (line.empty() || line[0] == '#') continue;
         const size_t tab = line.find('\t');
         REQUIRE(tab != std::string::npos);
-        rows.push_back({line.substr(0, tab), line.substr(tab + 1)});
+        const size_t second = line.find('\t', tab + 1);
+        Continuation row{line.substr(0, tab), line.substr(tab + 1, second == std::string::npos ? std::string::npos
+                                                                                                : second - tab - 1),
+                         0};
+        row.tokens = second == std::string::npos ? row.output.size() : std::stoul(line.substr(second + 1));
+        rows.push_back(row);
     }
     return rows;
 }
@@ -54,10 +64,7 @@ int same_as_pytorch(const std::string& name, size_t expected_rows) {
     int same = 0;
     for (const Continuation& row : rows) {
         CAPTURE(row.prompt);
-        // The continuation's length in characters is its token count: both models use
-        // the char tokenizer over ASCII characters.
-        const CliRun run =
-            run_tinyformer({"run", model, "--max-new-tokens", std::to_string(row.output.size()), row.prompt});
+        const CliRun run = run_tinyformer({"run", model, "--max-new-tokens", std::to_string(row.tokens), row.prompt});
         INFO("stderr: ", run.err);
         REQUIRE(run.status == 0);
         CHECK(run.out == row.output + "\n");
@@ -83,4 +90,9 @@ TEST_CASE("families: the minGPT sort model sorts as PyTorch's generate does, and
         std::sort(sorted.begin(), sorted.end());
         CHECK(row.output == sorted);
     }
+}
+
+TEST_CASE("families: the tiny GPT-2 (byte-level BPE) continues each committed prompt as PyTorch does") {
+    const int same = same_as_pytorch("gpt2-tiny", 5);
+    MESSAGE("gpt2-tiny: ", same, "/5 continuations identical to PyTorch's");
 }

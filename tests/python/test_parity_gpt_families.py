@@ -1,14 +1,17 @@
 #!/usr/bin/python3
-"""The committed decoder-only family models (data/families/nanogpt-char*, mingpt-sort*)
-against the committed PyTorch weights, through the project's own families/gpt.py module
-(run by `make parity`; needs PyTorch and build/tinyformer).
+"""The committed decoder-only family models (data/families/nanogpt-char*, mingpt-sort*,
+gpt2-tiny*) against the committed PyTorch weights, through the project's own
+families/gpt.py and families/hf_gpt2.py modules (run by `make parity`; needs PyTorch
+and build/tinyformer).
 
 For each model:
-- check(committed .safetensors, the GPT module holding the committed weights, loaded
-  from the nanoGPT ckpt.pt / the minGPT state_dict): logits at every position and every
-  per-head weight on random batches; the worst normalised error is printed (<= 1 passes);
-- the committed greedy continuations are what GPT.generate(do_sample=False) makes with
-  the committed weights now;
+- check(committed .safetensors, the module holding the committed weights, loaded from
+  the nanoGPT ckpt.pt / the minGPT state_dict / the HF folder): logits at every position
+  (and every per-head weight the GPT module keeps) on random batches; the worst
+  normalised error is printed (<= 1 passes);
+- the committed greedy continuations are what the module's own greedy loop
+  (GPT.generate(do_sample=False), GPT2LMHead.generate_greedy) makes with the committed
+  weights now;
 - the converter run again on the committed upstream file writes the same tensors as
   the committed .safetensors.
 
@@ -28,6 +31,10 @@ import safetensors_io as st  # noqa: E402
 import tinyformer_export as te  # noqa: E402
 from families import write_converted  # noqa: E402
 from families import gpt as G  # noqa: E402
+from families import hf_gpt2 as H  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tools" / "python" / "examples"))
+import train_gpt2_tiny  # noqa: E402  (its BPE encoder, for the prompts)
 
 DATA = REPO / "data" / "families"
 NUMBERS = {}
@@ -56,7 +63,32 @@ def mingpt():
     return converted, module.eval(), vocab
 
 
-MODELS = {"nanogpt-char": nanogpt, "mingpt-sort": mingpt}
+class Gpt2Tiny:
+    """GPT2LMHead holding the HF folder's weights, with the folder's BPE for text."""
+
+    def __init__(self):
+        folder = DATA / "gpt2-tiny"
+        cfg, state, _ = H.read_folder(folder)
+        self.module = H.GPT2LMHead(H.GPT2Config(vocab_size=cfg["vocab_size"], n_positions=cfg["n_positions"],
+                                                n_embd=cfg["n_embd"], n_layer=cfg["n_layer"], n_head=cfg["n_head"]))
+        missing, unexpected = self.module.load_state_dict(state, strict=False)
+        assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+        self.module.eval()
+        self.vocab, self.merges = H.read_bpe(folder / "vocab.json", folder / "merges.txt")
+        self.stoi = {t: i for i, t in enumerate(self.vocab)}
+
+    def greedy(self, prompt, count):
+        idx = torch.tensor([train_gpt2_tiny.encode(prompt, self.merges, self.stoi)])
+        new = self.module.generate_greedy(idx, count)[0, idx.shape[1]:].tolist()
+        return train_gpt2_tiny.decode(new, self.vocab)
+
+
+def gpt2_tiny():
+    tiny = Gpt2Tiny()
+    return H.convert_hf_gpt2(str(DATA / "gpt2-tiny")), tiny.module, tiny
+
+
+MODELS = {"nanogpt-char": nanogpt, "mingpt-sort": mingpt, "gpt2-tiny": gpt2_tiny}
 
 
 def greedy_rows(name):
@@ -77,10 +109,14 @@ class GptFamilyParity(unittest.TestCase):
         for name, load in MODELS.items():
             with self.subTest(name):
                 _, module, vocab = load()
-                stoi = {ch: i for i, ch in enumerate(vocab)}
                 rows = greedy_rows(name)
                 self.assertGreaterEqual(len(rows), 5)
-                for prompt, want in rows:
+                for row in rows:
+                    prompt, want = row[0], row[1]
+                    if isinstance(vocab, Gpt2Tiny):  # third column: the tokens generated
+                        self.assertEqual(vocab.greedy(prompt, int(row[2])), want, prompt)
+                        continue
+                    stoi = {ch: i for i, ch in enumerate(vocab)}
                     idx = torch.tensor([[stoi[ch] for ch in prompt]])
                     ids = module.generate(idx, len(want), do_sample=False)[0, idx.shape[1]:].tolist()
                     self.assertEqual("".join(vocab[i] for i in ids), want, prompt)
