@@ -68,6 +68,11 @@ struct AttentionOptions {
     Padding query_padding;         // [B, L], true = padded query; empty = none
     int64_t query_block = 256;     // streaming: queries per block
     int64_t key_tile = 2048;       // streaming: keys per tile (256 x 2048 floats = 2 MiB of scores)
+    // Rows 0..n-1 of every batch row of `value` are already known to be
+    // finite (a KV cache's earlier positions, checked by an earlier step):
+    // the check that the values are finite reads only the rows from n on.
+    // 0 (the default, the reference): every row is checked.
+    int64_t value_rows_known_finite = 0;
 };
 
 // The path that runs: Automatic is Materialized when weights are wanted (only
