@@ -33,6 +33,7 @@ struct Problem {
     bool mask_blocks_nothing;
     const Padding& query_padding;
     float scale;  // 1 / sqrt(Dk)
+    float blocked_score;  // what a blocked key's score becomes: -inf, or options.mask_value
     int64_t heads;
     ConstBatchView query;  // for error messages
     ConstBatchView key;
@@ -73,12 +74,13 @@ void check_scores_finite(const Problem& problem, const HeadSlice& slice, int64_t
 }
 
 // Adds the mask M to one query's scores for keys [first_key, first_key+count):
-// -inf where the key is blocked (weight exactly 0 after softmax), + bias where
-// an additive mask carries one.
-void apply_mask(float* scores, int64_t first_key, int64_t count, const Mask::Row& row) {
+// `blocked` where the key is blocked — -inf (weight exactly 0 after softmax),
+// or the mask_value that replaces the score — and + bias where an additive
+// mask carries one.
+void apply_mask(float* scores, int64_t first_key, int64_t count, const Mask::Row& row, float blocked) {
     if (row.step == 0) {  // the mask broadcasts over keys: one answer for the whole row
         if (!row.allowed[0])
-            std::fill(scores, scores + count, kMinusInfinity);
+            std::fill(scores, scores + count, blocked);
         else if (row.bias)
             for (int64_t j = 0; j < count; ++j) scores[j] += row.bias[0];
         return;
@@ -86,9 +88,9 @@ void apply_mask(float* scores, int64_t first_key, int64_t count, const Mask::Row
     const uint8_t* allowed = row.allowed + first_key * row.step;
     if (row.bias) {
         const float* bias = row.bias + first_key * row.step;
-        for (int64_t j = 0; j < count; ++j) scores[j] = allowed[j] ? scores[j] + bias[j] : kMinusInfinity;
+        for (int64_t j = 0; j < count; ++j) scores[j] = allowed[j] ? scores[j] + bias[j] : blocked;
     } else {
-        for (int64_t j = 0; j < count; ++j) scores[j] = allowed[j] ? scores[j] : kMinusInfinity;
+        for (int64_t j = 0; j < count; ++j) scores[j] = allowed[j] ? scores[j] : blocked;
     }
 }
 
@@ -108,7 +110,8 @@ void attend_materialized(const Problem& problem, const HeadSlice& slice, float* 
             zero_row(row, S);
             continue;
         }
-        if (!problem.mask_blocks_nothing) apply_mask(row, 0, S, problem.mask.row(slice.batch, slice.head, l));
+        if (!problem.mask_blocks_nothing)
+            apply_mask(row, 0, S, problem.mask.row(slice.batch, slice.head, l), problem.blocked_score);
         if (!softmax_row(row, S)) fail_empty_row(problem, slice, l);  // over S, the key axis
     }
     gemm(scores, Transpose::No, slice.value, Transpose::No, slice.output);  // [L, Dv]; padded rows: zero_padded_queries
@@ -167,7 +170,9 @@ Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_
         // The keys this block may attend: [first_key, last_key].
         int64_t first_key = 0, last_key = S - 1;
         bool holes = false;
-        if (!problem.mask_blocks_nothing) {
+        // With a mask_value, a blocked key is a score like any other: every key is computed.
+        const bool blocked_keys_weigh_zero = problem.blocked_score == kMinusInfinity;
+        if (!problem.mask_blocks_nothing && blocked_keys_weigh_zero) {
             first_key = S;
             last_key = -1;
             for (int64_t r = 0; r < rows; ++r) {
@@ -202,7 +207,7 @@ Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_
                 float* row = probabilities.row(r);
                 check_scores_finite(problem, slice, l, s0, row, keys);
                 if (!problem.is_padded_query(slice.batch, l) && !problem.mask_blocks_nothing)
-                    apply_mask(row, s0, keys, problem.mask.row(slice.batch, slice.head, l));
+                    apply_mask(row, s0, keys, problem.mask.row(slice.batch, slice.head, l), problem.blocked_score);
                 const float tile_max = row_max(row, keys);
                 if (problem.is_padded_query(slice.batch, l) || tile_max == kMinusInfinity) {
                     zero_row(row, keys);  // nothing of this tile takes part
@@ -321,8 +326,16 @@ AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, Co
 
     const AttentionPath path = resolve_path(options, "attention");
 
-    const Problem problem{mask,  mask.allows_everything(), options.query_padding, 1.0f / std::sqrt(float(Dk)),
-                          heads, query,                    key};
+    if (options.mask_value && !std::isfinite(*options.mask_value))
+        fail("attention: mask_value must be finite, got ", *options.mask_value);
+    const Problem problem{mask,
+                          mask.allows_everything(),
+                          options.query_padding,
+                          1.0f / std::sqrt(float(Dk)),
+                          options.mask_value.value_or(kMinusInfinity),
+                          heads,
+                          query,
+                          key};
     AttentionResult result{Tensor({B, L, heads * Dv}), Tensor(), Tensor(), path};
     if (options.want_weights) result.weights = Tensor({B, heads, L, S});
     if (options.want_scores) result.scores = Tensor({B, heads, L, S});

@@ -10,13 +10,25 @@
 // -inf before softmax, so their weight is exactly 0 and each query's allowed
 // weights sum to 1. A finite additive bias in the mask is added as it is.
 //
+// options.mask_value (a finite number, the config's "mask_value"): blocked
+// keys' scores are REPLACED by it instead (PyTorch's masked_fill(mask == 0,
+// mask_value) before softmax, as the Annotated Transformer does with -1e9):
+//   scores[l, s] = allowed(l, s) ? Q_l K_s / sqrt(Dk) + bias : mask_value
+// A blocked key then keeps the weight exp(mask_value - max) / z: exactly 0 in
+// float32 whenever some allowed score is above mask_value + 87.3 (so -1e9
+// gives the -inf numbers for every query that may attend a key), and a query
+// whose keys are ALL blocked gets uniform weights 1/S over its S keys (all
+// its scores are equal) instead of the Error below. With mask_value the
+// streaming path computes every key's score (it skips no masked tile).
+//
 // Query padding (options.query_padding [B, L], true = padding): the output
 // row and weight row of a padded query are exactly 0 — masking padded keys
 // does not remove padded queries' outputs, so this is done here, explicitly.
 //
-// A query that may attend no key has no softmax distribution: Error naming
-// the batch and query index — unless that query is padding (then 0). No NaN
-// ever leaves this function.
+// A query that may attend no key has no softmax distribution (without
+// mask_value: every score is -inf): Error naming the batch and query index —
+// unless that query is padding (then 0). Padded queries are 0 with
+// mask_value too. No NaN ever leaves this function.
 //
 // Two paths, one answer (to float rounding):
 //   Materialized: scores [L, S] via sgemm, mask, softmax, then A V. Memory
@@ -34,6 +46,8 @@
 
 #include "engine/mask.h"
 #include "engine/tensor.h"
+
+#include <optional>
 
 namespace tinyformer {
 
@@ -68,6 +82,9 @@ struct AttentionOptions {
     Padding query_padding;         // [B, L], true = padded query; empty = none
     int64_t query_block = 256;     // streaming: queries per block
     int64_t key_tile = 2048;       // streaming: keys per tile (256 x 2048 floats = 2 MiB of scores)
+    // Absent: blocked keys' scores are -inf. Given (finite): they are replaced
+    // by it (masked_fill semantics, see the top of this file).
+    std::optional<float> mask_value;
     // Rows 0..n-1 of every batch row of `value` are already known to be
     // finite (a KV cache's earlier positions, checked by an earlier step):
     // the check that the values are finite reads only the rows from n on.

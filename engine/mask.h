@@ -7,7 +7,11 @@
 // be 1 and then broadcasts, as in PyTorch (a causal mask is [1,1,T,T], a key
 // padding mask [B,1,1,S]). Attention applies it to the scores BEFORE softmax,
 // as -inf, so a blocked key gets weight exactly 0 and the allowed weights of
-// each row still sum to 1.
+// each row still sum to 1; a query whose keys are all blocked is an Error
+// (unless it is a padded query, whose output is 0). A model whose config
+// gives "mask_value" (e.g. -1e9, the Annotated Transformer) has blocked
+// scores REPLACED by that value instead (masked_fill): then a query whose
+// keys are all blocked gets uniform weights over its keys (engine/attention.h).
 //
 // Raw Boolean tensors from elsewhere are never guessed at: they enter only
 // through a conversion named for where they come from —

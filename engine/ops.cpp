@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace tinyformer {
 
@@ -37,7 +38,7 @@ void scale(float* row, int64_t n, float factor) {
 }
 
 // Two passes, as PyTorch: the mean first, then the mean squared distance from
-// it (the biased variance: divide by N, not N - 1).
+// it (the biased variance: divide by N, not N - 1). beta == nullptr: no shift.
 void layer_norm_row(float* row, int64_t n, const float* gamma, const float* beta, float eps) {
     double sum = 0;
     for (int64_t j = 0; j < n; ++j) sum += row[j];
@@ -46,7 +47,22 @@ void layer_norm_row(float* row, int64_t n, const float* gamma, const float* beta
     for (int64_t j = 0; j < n; ++j) squares += (row[j] - mean) * (row[j] - mean);
     const double variance = squares / static_cast<double>(n);
     const double inverse_std = 1.0 / std::sqrt(variance + eps);
-    for (int64_t j = 0; j < n; ++j) row[j] = static_cast<float>((row[j] - mean) * inverse_std * gamma[j] + beta[j]);
+    for (int64_t j = 0; j < n; ++j)
+        row[j] = static_cast<float>((row[j] - mean) * inverse_std * gamma[j] + (beta ? beta[j] : 0.0));
+}
+
+// The Annotated Transformer's form: the same two passes, but the UNBIASED
+// standard deviation (divide by N - 1; n >= 2) with eps added outside the root.
+void layer_norm_std_row(float* row, int64_t n, const float* gamma, const float* beta, float eps) {
+    double sum = 0;
+    for (int64_t j = 0; j < n; ++j) sum += row[j];
+    const double mean = sum / static_cast<double>(n);
+    double squares = 0;
+    for (int64_t j = 0; j < n; ++j) squares += (row[j] - mean) * (row[j] - mean);
+    const double std_unbiased = std::sqrt(squares / static_cast<double>(n - 1));
+    const double inverse = 1.0 / (std_unbiased + eps);
+    for (int64_t j = 0; j < n; ++j)
+        row[j] = static_cast<float>(gamma[j] * (row[j] - mean) * inverse + (beta ? beta[j] : 0.0));
 }
 
 void add(float* a, const float* b, int64_t n) {
@@ -61,11 +77,17 @@ void gelu(float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) x[i] = x[i] * 0.5f * (1.0f + std::erf(x[i] / std::sqrt(2.0f)));
 }
 
+// sqrt(2 / pi) = 0.7978845608...; x^3 of |x| above 7e12 is inf, and tanh(+-inf) = +-1: no NaN.
+void gelu_tanh(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+        x[i] = 0.5f * x[i] * (1.0f + std::tanh(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
+
 }  // namespace reference
 
 const kernels::Table kernels::kReferenceTable{reference::exp_shifted_sum, reference::row_max, reference::scale,
-                                              reference::layer_norm_row, reference::add, reference::relu,
-                                              reference::gelu};
+                                              reference::layer_norm_row, reference::layer_norm_std_row,
+                                              reference::add, reference::relu, reference::gelu, reference::gelu_tanh};
 
 // Each operation calls the variant in use (engine/cpu/kernels.h: the best this
 // CPU runs, or the one TINYFORMER_KERNELS names).
@@ -95,17 +117,34 @@ Tensor softmax_rows(const Tensor& x) {
     return y;
 }
 
-Tensor layer_norm(Tensor x, const Tensor& gamma, const Tensor& beta, float eps) {
-    if (x.empty()) fail("layer_norm: x is empty");
+namespace {
+
+// The checks and row loop both LayerNorms share; `row_kernel` is one of the table's.
+Tensor normalise_rows(const char* who, Tensor x, const Tensor& gamma, const Tensor& beta, float eps,
+                      void (*row_kernel)(float*, int64_t, const float*, const float*, float)) {
+    if (x.empty()) fail(who, ": x is empty");
     const int64_t n = x.dim(-1);
-    if (gamma.shape() != Shape{n} || beta.shape() != Shape{n})
-        fail("layer_norm: gamma and beta must be [", n, "] for x ", shape_string(x.shape()), ", got gamma ",
-             shape_string(gamma.shape()), ", beta ", shape_string(beta.shape()));
-    if (!(eps > 0.0f)) fail("layer_norm: eps must be > 0, got ", eps);
+    if (gamma.shape() != Shape{n} || (!beta.empty() && beta.shape() != Shape{n}))
+        fail(who, ": gamma and beta must be [", n, "] for x ", shape_string(x.shape()), ", got gamma ",
+             shape_string(gamma.shape()), ", beta ", shape_string(beta.shape()), " (beta may be empty: no shift)");
+    if (!(eps > 0.0f)) fail(who, ": eps must be > 0, got ", eps);
     const int64_t rows = n > 0 ? x.numel() / n : 0;
-    const kernels::Table& kernel = kernels::table();
-    for (int64_t r = 0; r < rows; ++r) kernel.layer_norm_row(x.data() + r * n, n, gamma.data(), beta.data(), eps);
+    const float* shift = beta.empty() ? nullptr : beta.data();
+    for (int64_t r = 0; r < rows; ++r) row_kernel(x.data() + r * n, n, gamma.data(), shift, eps);
     return x;
+}
+
+}  // namespace
+
+Tensor layer_norm(Tensor x, const Tensor& gamma, const Tensor& beta, float eps) {
+    return normalise_rows("layer_norm", std::move(x), gamma, beta, eps, kernels::table().layer_norm_row);
+}
+
+Tensor layer_norm_std(Tensor x, const Tensor& gamma, const Tensor& beta, float eps) {
+    if (!x.empty() && x.dim(-1) < 2)
+        fail("layer_norm_std: the last axis of x ", shape_string(x.shape()),
+             " must hold at least 2 numbers (the unbiased std divides by N - 1)");
+    return normalise_rows("layer_norm_std", std::move(x), gamma, beta, eps, kernels::table().layer_norm_std_row);
 }
 
 Tensor relu(Tensor x) {
@@ -115,6 +154,11 @@ Tensor relu(Tensor x) {
 
 Tensor gelu(Tensor x) {
     kernels::table().gelu(x.data(), x.numel());
+    return x;
+}
+
+Tensor gelu_tanh(Tensor x) {
+    kernels::table().gelu_tanh(x.data(), x.numel());
     return x;
 }
 

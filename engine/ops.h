@@ -5,8 +5,14 @@
 //                  that is entirely -inf has no distribution: Error.
 //   layer_norm:    y = (x - mean) / sqrt(var + eps) * gamma + beta over the
 //                  last axis, var the biased (1/N) variance, as PyTorch.
+//   layer_norm_std: y = gamma * (x - mean) / (std + eps) + beta, std the
+//                  UNBIASED standard deviation sqrt(sum (x - mean)^2 / (N - 1))
+//                  and eps outside the root (the Annotated Transformer's
+//                  LayerNorm); N >= 2. Both: an empty beta means no shift (+ 0).
 //   relu:          max(0, x)
 //   gelu:          x * 0.5 * (1 + erf(x / sqrt(2)))  — the exact form, PyTorch's default
+//   gelu_tanh:     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  — the tanh
+//                  approximation: nn.GELU(approximate="tanh"), GPT-2's gelu_new
 //   add:           a + b, same shapes (the residual connection)
 //
 // Each formula is written out plainly in engine/ops.cpp (namespace reference);
@@ -39,8 +45,10 @@ Tensor softmax_rows(const Tensor& x);
 // These take x (or a) by value: pass a temporary (or std::move) and the
 // result reuses its memory; pass a named tensor and it is copied first.
 Tensor layer_norm(Tensor x, const Tensor& gamma, const Tensor& beta, float eps);
+Tensor layer_norm_std(Tensor x, const Tensor& gamma, const Tensor& beta, float eps);
 Tensor relu(Tensor x);
 Tensor gelu(Tensor x);
+Tensor gelu_tanh(Tensor x);
 Tensor add(Tensor a, const Tensor& b);
 
 // Rows `rows` of the batch axis of x [B, ...], in that order (repeats allowed):

@@ -6,9 +6,22 @@
 
 namespace tinyformer {
 
+const char* activation_name(Activation activation) {
+    switch (activation) {
+        case Activation::Relu: return "relu";
+        case Activation::Gelu: return "gelu";
+        case Activation::GeluTanh: return "gelu_tanh";
+    }
+    return "unknown";
+}
+
 Tensor FeedForward::forward(const Tensor& x, Observer* observer) const {
     Tensor hidden = linear1.forward(x);  // [B, T, F]
-    hidden = activation == Activation::Relu ? relu(std::move(hidden)) : gelu(std::move(hidden));
+    switch (activation) {
+        case Activation::Relu: hidden = relu(std::move(hidden)); break;
+        case Activation::Gelu: hidden = gelu(std::move(hidden)); break;
+        case Activation::GeluTanh: hidden = gelu_tanh(std::move(hidden)); break;
+    }
     if (observer && observer->wants_everything()) observer->record("hidden", hidden);
     return linear2.forward(hidden);  // [B, T, D]
 }

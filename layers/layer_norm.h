@@ -1,6 +1,16 @@
-// LayerNorm — nn.LayerNorm(D) at inference, over the last axis:
-//   y = (x - mean) / sqrt(var + eps) * weight + bias,  var biased (divide by D)
-//   x [..., D]   weight [D]   bias [D]
+// LayerNorm — a normalisation over the last axis, in one of two forms
+// (the config's "norm", docs/FORMAT.md):
+//
+//   layer_norm (nn.LayerNorm(D) at inference):
+//     y = (x - mean) / sqrt(var + eps) * weight + bias
+//     var = sum (x - mean)^2 / D             the biased variance, eps inside the root
+//   layer_norm_std (the Annotated Transformer's LayerNorm, a_2 and b_2 there):
+//     y = weight * (x - mean) / (std + eps) + bias
+//     std = sqrt(sum (x - mean)^2 / (D - 1))  the UNBIASED std, eps outside the root
+//                                             (D >= 2: the config refuses D = 1)
+//
+//   x [..., D]   weight [D]   bias [D], or empty when the model has none
+//   (the config's "norm_bias": false, nanoGPT's bias=False): then y has no "+ bias".
 #pragma once
 
 #include "engine/ops.h"
@@ -9,11 +19,17 @@
 
 namespace tinyformer {
 
+enum class NormKind { LayerNorm, LayerNormStd };
+
 struct LayerNorm {
     Tensor weight;  // [D], the gain (gamma)
-    Tensor bias;    // [D], the shift (beta)
+    Tensor bias;    // [D], the shift (beta); empty: none
     float eps = 1e-5f;
-    Tensor forward(Tensor x) const { return layer_norm(std::move(x), weight, bias, eps); }
+    NormKind kind = NormKind::LayerNorm;
+    Tensor forward(Tensor x) const {
+        return kind == NormKind::LayerNorm ? layer_norm(std::move(x), weight, bias, eps)
+                                           : layer_norm_std(std::move(x), weight, bias, eps);
+    }
 };
 
 }  // namespace tinyformer

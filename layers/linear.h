@@ -1,5 +1,6 @@
-// Linear — nn.Linear at inference: y = x W^T + b.
-//   x [..., in]   weight [out, in] (PyTorch layout)   bias [out]   y [..., out]
+// Linear — nn.Linear at inference: y = x W^T + b, or y = x W^T when the layer
+// has no bias (nn.Linear(bias=False); the config's "bias" / "head_bias": false).
+//   x [..., in]   weight [out, in] (PyTorch layout)   bias [out], or empty: none   y [..., out]
 #pragma once
 
 #include "engine/matmul.h"
@@ -8,7 +9,7 @@ namespace tinyformer {
 
 struct Linear {
     Tensor weight;  // [out, in]
-    Tensor bias;    // [out]
+    Tensor bias;    // [out]; empty: no bias
     Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
 };
 

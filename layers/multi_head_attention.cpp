@@ -4,6 +4,7 @@
 #include "engine/ops.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tinyformer {
 
@@ -27,8 +28,9 @@ void check_shape(const Tensor& t, const Shape& expected, const char* name) {
 
 }  // namespace
 
-MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name)
-    : heads_(heads), name_(std::move(name)) {
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name,
+                                       std::optional<float> mask_value)
+    : heads_(heads), name_(std::move(name)), mask_value_(mask_value) {
     if (weights.out_proj_weight.rank() != 2)
         fail("MultiHeadAttention: out_proj.weight must be [D,D], got ", shape_string(weights.out_proj_weight.shape()));
     d_model_ = weights.out_proj_weight.dim(0);
@@ -37,9 +39,11 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights,
     if (heads < 1 || D % heads != 0)
         fail("MultiHeadAttention: d_model (", D, ") must be divisible by the number of heads (", heads, ")");
     check_shape(weights.in_proj_weight, {3 * D, D}, "in_proj_weight");
-    check_shape(weights.in_proj_bias, {3 * D}, "in_proj_bias");
+    if (!weights.in_proj_bias.empty()) check_shape(weights.in_proj_bias, {3 * D}, "in_proj_bias");
     check_shape(weights.out_proj_weight, {D, D}, "out_proj.weight");
-    check_shape(weights.out_proj_bias, {D}, "out_proj.bias");
+    if (!weights.out_proj_bias.empty()) check_shape(weights.out_proj_bias, {D}, "out_proj.bias");
+    if (mask_value && !std::isfinite(*mask_value))
+        fail("MultiHeadAttention: mask_value must be finite, got ", *mask_value);
     w_in_ = weights.in_proj_weight;
     b_in_ = weights.in_proj_bias;
     w_out_ = weights.out_proj_weight;
@@ -55,7 +59,8 @@ void MultiHeadAttention::set_zeroed_heads(std::vector<int64_t> heads) {
 
 // Rows part*D..(part+1)*D-1 of in_proj: W_Q (part 0), W_K (1), W_V (2), read in place.
 Tensor MultiHeadAttention::project(const Tensor& x, int64_t part) const {
-    return linear(x, w_in_.matrix().rows_range(part * d_model_, d_model_), b_in_.data() + part * d_model_);
+    return linear(x, w_in_.matrix().rows_range(part * d_model_, d_model_),
+                  b_in_.empty() ? nullptr : b_in_.data() + part * d_model_);
 }
 
 Tensor MultiHeadAttention::project_query(const Tensor& x_q) const { return project(x_q, 0); }
@@ -91,6 +96,7 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
     AttentionOptions asked = options;  // what the observer wants computed
     asked.want_weights = options.want_weights || observer;
     asked.want_scores = options.want_scores || everything;
+    if (mask_value_) asked.mask_value = mask_value_;  // the model's: blocked scores are replaced by it
     if (everything) {
         observer->record("q", query_tensor());  // [B, L, D]
         observer->record("k", key_tensor());    // [B, S, D]

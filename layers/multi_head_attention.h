@@ -10,6 +10,17 @@
 //   head_h = Attention(Q_h, K_h, V_h)      Q_h = columns h*Dh..(h+1)*Dh-1, Dh = D/H
 //   MHA(x) = Concat(head_1, ..., head_H) W_O^T + b_O     [B, L, D]
 //
+// Without biases (the config's "bias": false, nanoGPT's bias=False),
+// in_proj_bias and out_proj_bias are empty and the "+ b" terms are absent.
+// A checkpoint with separate q_proj / k_proj / v_proj weights (the config's
+// "qkv": "separate") is fused into in_proj_weight = [W_Q; W_K; W_V] by the
+// loader (models/transformer.cpp), which is the same product row for row.
+//
+// mask_value (the config's "mask_value"; absent: -inf): what blocked keys'
+// scores become before softmax (AttentionOptions::mask_value,
+// engine/attention.h): with it, a query whose keys are all blocked gets
+// uniform weights over them. It holds for every call of the module.
+//
 // D % H == 0 is required. Per-head weights come back as [B, H, L, S], never
 // averaged over heads. Cross-attention is the same module with x_kv = the
 // encoder memory, so L != S is normal.
@@ -36,6 +47,7 @@
 #include "layers/kv_cache.h"
 #include "layers/observer.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,15 +55,17 @@ namespace tinyformer {
 
 struct MultiHeadAttentionWeights {
     Tensor in_proj_weight;   // [3D, D]
-    Tensor in_proj_bias;     // [3D]
+    Tensor in_proj_bias;     // [3D], or empty: no bias
     Tensor out_proj_weight;  // [D, D]
-    Tensor out_proj_bias;    // [D]
+    Tensor out_proj_bias;    // [D], or empty: no bias
 };
 
 class MultiHeadAttention {
 public:
     // name: the module's tensor prefix in the checkpoint, or empty.
-    MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name = "");
+    // mask_value: absent, blocked scores are -inf; given (finite), they are replaced by it.
+    MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name = "",
+                       std::optional<float> mask_value = std::nullopt);
 
     // x_q [B, L, D], x_kv [B, S, D] -> output [B, L, D] (+ weights [B, H, L, S]).
     // The code the model runs: forward(x, x) (the same tensor) is self-attention,
@@ -88,6 +102,7 @@ public:
     int64_t d_model() const { return d_model_; }
     int64_t heads() const { return heads_; }
     const std::string& name() const { return name_; }
+    const std::optional<float>& mask_value() const { return mask_value_; }
 
     // Head ablation (see the top of this file): head indices 0..H-1, Error
     // for any other; {} restores the module.
@@ -103,9 +118,10 @@ private:
 
     int64_t d_model_, heads_;
     std::string name_;
+    std::optional<float> mask_value_;
     std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
     Tensor project(const Tensor& x, int64_t part) const;  // x W^T + b with W_Q, W_K or W_V (part 0, 1, 2)
-    Tensor w_in_, b_in_;  // in_proj_weight [3D, D] = W_Q; W_K; W_V, and in_proj_bias [3D]
+    Tensor w_in_, b_in_;  // in_proj_weight [3D, D] = W_Q; W_K; W_V, and in_proj_bias [3D] (or empty)
     Tensor w_out_, b_out_;
 };
 

@@ -143,11 +143,34 @@ Tensor Checkpoint::take(const std::string& name, const Shape& expected) {
     return tensor;
 }
 
+namespace {
+
+// Why the config leaves out a tensor of this name, when one of the optional
+// layer-form keys does (docs/FORMAT.md section 1), or "".
+std::string left_out_by(const std::string& name, const ModelConfig& config) {
+    const bool head = name == "lm_head.weight" || name == "generator.weight";
+    const bool head_bias = name == "lm_head.bias" || name == "generator.bias";
+    const bool norm_bias = name.ends_with(".bias") && name.find(".norm") != std::string::npos;
+    const bool fused = name.ends_with(".in_proj_weight") || name.ends_with(".in_proj_bias");
+    const bool separate = name.find("_proj.") != std::string::npos && name.find(".out_proj.") == std::string::npos;
+    const bool stack_bias = !head_bias && !norm_bias && (name.ends_with(".bias") || name.ends_with(".in_proj_bias"));
+    if (head && config.tie_embeddings) return "; the config's 'tie_embeddings' is true: the head is the token embedding";
+    if (head_bias && !config.head_bias) return "; the config's 'head_bias' is false";
+    if (norm_bias && !config.norm_bias) return "; the config's 'norm_bias' is false";
+    if (fused && config.qkv == QkvLayout::Separate) return "; the config's 'qkv' is \"separate\" (q_proj, k_proj, v_proj)";
+    if (separate && config.qkv == QkvLayout::Fused) return "; the config's 'qkv' is \"fused\" (in_proj_weight)";
+    if (stack_bias && !config.bias) return "; the config's 'bias' is false";
+    return "";
+}
+
+}  // namespace
+
 void Checkpoint::refuse_unknown() const {
     for (const auto& [name, stored] : file_.tensors())
         if (!taken_.count(name))
-            fail(file_.path(), ": unknown tensor '", name, "' ", shape_string(stored.shape),
-                 " (not used by the ", architecture_name(config_.arch), " model that this config describes)");
+            fail(file_.path(), ": unknown tensor '", name, "' ", shape_string(stored.shape), " (not used by the ",
+                 architecture_name(config_.arch), " model that this config describes", left_out_by(name, config_),
+                 ")");
 }
 
 }  // namespace tinyformer

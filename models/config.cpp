@@ -178,6 +178,10 @@ const char* attention_kind_name(SelfAttentionKind kind) {
     return "unknown";
 }
 
+const char* norm_name(NormKind kind) { return kind == NormKind::LayerNorm ? "layer_norm" : "layer_norm_std"; }
+
+const char* qkv_layout_name(QkvLayout layout) { return layout == QkvLayout::Fused ? "fused" : "separate"; }
+
 ModelConfig parse_config(const std::string& json_text) {
     // The config is one flat object; values nest no further.
     const json object = parse_json(json_text, /*max_depth=*/1, "config");
@@ -197,7 +201,9 @@ ModelConfig parse_config(const std::string& json_text) {
         read.problem("'d_model' (", *d_model, ") must be divisible by 'nhead' (", *nhead, ")");
     const std::optional<int64_t> dim_feedforward = read.positive("dim_feedforward");
     const std::optional<Activation> activation =
-        read.choice<Activation>("activation", {{"relu", Activation::Relu}, {"gelu", Activation::Gelu}});
+        read.choice<Activation>("activation", {{"relu", Activation::Relu},
+                                               {"gelu", Activation::Gelu},
+                                               {"gelu_tanh", Activation::GeluTanh}});
     const std::optional<bool> norm_first = read.boolean("norm_first");
     const std::optional<double> eps = read.number("layer_norm_eps", /*required=*/false);
     // In float32, as LayerNorm adds it: 1e-85 would become 0, and a row of
@@ -206,6 +212,23 @@ ModelConfig parse_config(const std::string& json_text) {
     if (eps && !(*eps >= std::numeric_limits<float>::min() && *eps < 1.0))
         read.problem("'layer_norm_eps' must be in [", std::numeric_limits<float>::min(),
                      ", 1) (a positive normal float32), got ", *eps);
+    // The optional keys of the layers' forms (docs/FORMAT.md, section 1); absent = nn.Transformer's.
+    const std::optional<NormKind> norm = read.choice<NormKind>(
+        "norm", {{"layer_norm", NormKind::LayerNorm}, {"layer_norm_std", NormKind::LayerNormStd}}, false);
+    if (norm == NormKind::LayerNormStd && d_model == 1)
+        read.problem("'norm' \"layer_norm_std\" needs 'd_model' >= 2 (its unbiased std divides by d_model - 1), got 1");
+    const std::optional<bool> bias = read.boolean("bias", false);
+    const std::optional<bool> norm_bias = read.boolean("norm_bias", false);
+    const std::optional<bool> head_bias = read.boolean("head_bias", false);
+    const std::optional<bool> tie_embeddings = read.boolean("tie_embeddings", false);
+    const std::optional<QkvLayout> qkv =
+        read.choice<QkvLayout>("qkv", {{"fused", QkvLayout::Fused}, {"separate", QkvLayout::Separate}}, false);
+    const std::optional<double> mask_value = read.number("mask_value", false);
+    // Replacing scores before softmax: it must stay a finite negative number in float32.
+    if (mask_value && !(*mask_value >= -static_cast<double>(std::numeric_limits<float>::max()) &&
+                        static_cast<float>(*mask_value) < 0.0f))
+        read.problem("'mask_value' must be a finite negative number in float32 (e.g. -1e9), got ",
+                     json_excerpt(*read.get("mask_value", "float", false)));
     const std::optional<int64_t> max_len = read.positive("max_len");
     const std::optional<PositionalEncoding> pos_encoding =
         read.choice<PositionalEncoding>("pos_encoding", {{"sinusoidal", PositionalEncoding::Sinusoidal},
@@ -288,6 +311,13 @@ ModelConfig parse_config(const std::string& json_text) {
         config.final_norm = *final_norm;
         config.attention = *attention;
     }
+    config.norm = norm.value_or(NormKind::LayerNorm);
+    config.bias = bias.value_or(true);
+    config.norm_bias = norm_bias.value_or(true);
+    config.head_bias = head_bias.value_or(true);
+    config.tie_embeddings = tie_embeddings.value_or(false);
+    config.qkv = qkv.value_or(QkvLayout::Fused);
+    if (mask_value) config.mask_value = static_cast<float>(*mask_value);
     config.pad_id = ids[0].value_or(-1);
     config.bos_id = ids[1].value_or(-1);
     config.eos_id = ids[2].value_or(-1);

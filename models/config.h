@@ -3,7 +3,9 @@
 // naming the key: a missing required key (with its type), a wrong type, an
 // unknown key, an unknown arch / activation / pos_encoding / attention value
 // (with the allowed values), sizes outside 1..2^24, d_model % nhead != 0, and
-// keys that do not belong to the arch. It checks the whole config and throws
+// keys that do not belong to the arch, a "norm": "layer_norm_std" with
+// d_model 1 (no unbiased std of one number), and a "mask_value" that is not a
+// negative float32. It checks the whole config and throws
 // one Error listing every problem, on one line: "config: <problem>", or
 // "config: 3 problems: <problem>; <problem>; <problem>". With the arch missing
 // or bad, the keys of every arch are checked where present.
@@ -11,14 +13,19 @@
 
 #include "layers/embedding.h"
 #include "layers/feed_forward.h"
+#include "layers/layer_norm.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace tinyformer {
 
 enum class Architecture { EncoderDecoder, DecoderOnly, EncoderOnly };
 enum class SelfAttentionKind { Causal, PrefixLm, Bidirectional };
+// How the attention's input projections are stored: one in_proj_weight [3D, D]
+// (nn.MultiheadAttention), or q_proj / k_proj / v_proj [D, D] each.
+enum class QkvLayout { Fused, Separate };
 
 struct ModelConfig {
     Architecture arch = Architecture::EncoderDecoder;
@@ -36,11 +43,21 @@ struct ModelConfig {
     bool embed_scale = false;
     SelfAttentionKind attention = SelfAttentionKind::Causal;  // single-stack
     int64_t pad_id = -1, bos_id = -1, eos_id = -1;            // -1: not given
+    // Optional keys whose defaults are the PyTorch nn.Transformer layout (docs/FORMAT.md, section 1):
+    NormKind norm = NormKind::LayerNorm;  // "norm": "layer_norm" | "layer_norm_std" (layers/layer_norm.h)
+    bool bias = true;            // the stack's Linear layers (attention in/out, linear1/2) have biases
+    bool norm_bias = true;       // the LayerNorms have biases
+    bool head_bias = true;       // lm_head.bias / generator.bias exists
+    bool tie_embeddings = false; // the head's weight is embed.weight (tgt_embed.weight): no head weight in the file
+    QkvLayout qkv = QkvLayout::Fused;
+    std::optional<float> mask_value;  // absent: blocked scores are -inf; else replaced by it (engine/attention.h)
 };
 
 ModelConfig parse_config(const std::string& json_text);
 
 const char* architecture_name(Architecture arch);       // "encoder_decoder", ...
 const char* attention_kind_name(SelfAttentionKind kind);  // "causal", "prefix_lm", "bidirectional"
+const char* norm_name(NormKind kind);                       // "layer_norm", "layer_norm_std"
+const char* qkv_layout_name(QkvLayout layout);              // "fused", "separate"
 
 }  // namespace tinyformer

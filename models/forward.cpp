@@ -40,7 +40,8 @@ Padding read_padding(const SafetensorsFile& inputs, const std::string& name, con
 
 // A batch row whose source is all padding leaves its target queries no key
 // in cross-attention (softmax has no distribution). Refused here, by name,
-// unless every target query of that row is padding too (then its output is 0).
+// unless every target query of that row is padding too (then its output is 0),
+// or the model has a mask_value (then those queries weigh every padded key alike).
 void refuse_queries_without_memory(const std::string& path, const Padding& source, const Padding& target,
                                    const TokenIds& target_ids) {
     if (source.empty()) return;
@@ -77,7 +78,8 @@ Tensor forward_pass(const Model& model, const SafetensorsFile& inputs, Observer*
             fail(inputs.path(), ": src_ids has B=", source.batch, " but tgt_ids has B=", target.batch);
         const Padding source_padding = read_padding(inputs, "src_key_padding_mask", source);
         const Padding target_padding = read_padding(inputs, "tgt_key_padding_mask", target);
-        refuse_queries_without_memory(inputs.path(), source_padding, target_padding, target);
+        // With a mask_value, such a query has uniform weights over the padded memory instead (engine/attention.h).
+        if (!model.config.mask_value) refuse_queries_without_memory(inputs.path(), source_padding, target_padding, target);
         const Tensor memory = model.encoder_decoder->encode(source, source_padding, observer);
         return model.encoder_decoder->decode(target, memory, target_padding, source_padding, observer);
     }

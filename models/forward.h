@@ -12,7 +12,10 @@
 // and the input's name: unknown input names, wrong dtypes, ranks or batch
 // sizes, token ids outside the vocabulary, T > max_len (when positions are
 // encoded), prefix_len outside 0..T, and a source row that is all padding
-// while its target row has a real query (that query would attend no key).
+// while its target row has a real query (that query would attend no key) —
+// unless the config has a "mask_value": then that query's cross-attention
+// weights are uniform over the padded source (engine/attention.h), whose
+// memory rows are exactly 0 (padded queries), so it reads out_proj(b_V).
 #pragma once
 
 #include "engine/safetensors.h"

@@ -11,29 +11,72 @@ namespace tinyformer {
 
 namespace {
 
-// Loaders: one function per layer kind, taking tensors by PyTorch name.
+// Loaders: one function per layer kind, taking tensors by PyTorch name. A
+// tensor the config says is absent ("bias": false, ...) is not taken, so a
+// file that holds it anyway is refused as holding an unknown tensor.
 
-Linear load_linear(Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in) {
-    return {checkpoint.take(prefix + ".weight", {out, in}), checkpoint.take(prefix + ".bias", {out})};
+// prefix.weight [out, in], and prefix.bias [out] when `with_bias`.
+Linear load_linear(Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, bool with_bias) {
+    return {checkpoint.take(prefix + ".weight", {out, in}),
+            with_bias ? checkpoint.take(prefix + ".bias", {out}) : Tensor()};
 }
 
 LayerNorm load_layer_norm(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
-    return {checkpoint.take(prefix + ".weight", {config.d_model}), checkpoint.take(prefix + ".bias", {config.d_model}),
-            config.layer_norm_eps};
+    return {checkpoint.take(prefix + ".weight", {config.d_model}),
+            config.norm_bias ? checkpoint.take(prefix + ".bias", {config.d_model}) : Tensor(), config.layer_norm_eps,
+            config.norm};
 }
 
+// Rows of `parts` one after another: [W_Q; W_K; W_V] [3D, D] from three [D, D]
+// (or three [D] biases into one [3D]) — nn.MultiheadAttention's in_proj layout.
+Tensor concatenate_rows(const std::vector<Tensor>& parts) {
+    Shape shape = parts.front().shape();
+    shape[0] *= static_cast<int64_t>(parts.size());
+    std::vector<float> values;
+    values.reserve(static_cast<size_t>(parts.front().numel()) * parts.size());
+    for (const Tensor& part : parts) values.insert(values.end(), part.data(), part.data() + part.numel());
+    return Tensor(shape, std::move(values));
+}
+
+// "qkv": "fused" reads prefix.in_proj_weight [3D, D] (+ in_proj_bias [3D]);
+// "separate" reads prefix.q_proj.weight, .k_proj.weight, .v_proj.weight [D, D]
+// (+ .bias [D] each) and fuses them here into the same layout, row for row.
 MultiHeadAttention load_attention(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
     const int64_t D = config.d_model;
-    MultiHeadAttentionWeights weights{checkpoint.take(prefix + ".in_proj_weight", {3 * D, D}),
-                                      checkpoint.take(prefix + ".in_proj_bias", {3 * D}),
-                                      checkpoint.take(prefix + ".out_proj.weight", {D, D}),
-                                      checkpoint.take(prefix + ".out_proj.bias", {D})};
-    return MultiHeadAttention(weights, config.nhead, prefix);
+    MultiHeadAttentionWeights weights;
+    if (config.qkv == QkvLayout::Fused) {
+        weights.in_proj_weight = checkpoint.take(prefix + ".in_proj_weight", {3 * D, D});
+        if (config.bias) weights.in_proj_bias = checkpoint.take(prefix + ".in_proj_bias", {3 * D});
+    } else {
+        std::vector<Tensor> matrices, biases;
+        for (const char* part : {".q_proj", ".k_proj", ".v_proj"}) {
+            matrices.push_back(checkpoint.take(prefix + part + ".weight", {D, D}));
+            if (config.bias) biases.push_back(checkpoint.take(prefix + part + ".bias", {D}));
+        }
+        weights.in_proj_weight = concatenate_rows(matrices);
+        if (config.bias) weights.in_proj_bias = concatenate_rows(biases);
+    }
+    weights.out_proj_weight = checkpoint.take(prefix + ".out_proj.weight", {D, D});
+    if (config.bias) weights.out_proj_bias = checkpoint.take(prefix + ".out_proj.bias", {D});
+    return MultiHeadAttention(weights, config.nhead, prefix, config.mask_value);
+}
+
+// The output head [V, D]: `name`.weight, or with "tie_embeddings" the token
+// embedding `embedding_weight` itself (then `name`.weight must not be in the
+// file); `name`.bias [V] when "head_bias".
+Linear load_head(Checkpoint& checkpoint, const std::string& name, const Tensor& embedding_weight,
+                 const ModelConfig& config) {
+    const int64_t V = embedding_weight.dim(0), D = config.d_model;
+    Linear head;
+    if (!config.tie_embeddings) head.weight = checkpoint.take(name + ".weight", {V, D});
+    if (config.head_bias) head.bias = checkpoint.take(name + ".bias", {V});
+    return head;
 }
 
 FeedForward load_feed_forward(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
-    return {load_linear(checkpoint, prefix + ".linear1", config.dim_feedforward, config.d_model),
-            load_linear(checkpoint, prefix + ".linear2", config.d_model, config.dim_feedforward), config.activation};
+    return {load_linear(checkpoint, prefix + ".linear1", config.dim_feedforward, config.d_model, config.bias),
+            load_linear(checkpoint, prefix + ".linear2", config.d_model, config.dim_feedforward, config.bias),
+            config.activation};
 }
 
 EncoderLayer load_encoder_layer(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
@@ -93,6 +136,12 @@ void record_everything(Observer* observer, const char* name, const Tensor& value
     if (observer && observer->wants_everything()) observer->record(name, value);
 }
 
+// logits = h W^T (+ b) [B, n, V]: W is the head's own weight, or with tied
+// embeddings (an empty head weight) the token embedding [V, D], read in place.
+Tensor head_logits(const Linear& head, const Embedding& embedding, const Tensor& h) {
+    return linear(h, head.weight.empty() ? embedding.token_weight : head.weight, head.bias);
+}
+
 [[noreturn]] void unknown_attention(const std::string& name, const std::vector<std::string>& names) {
     std::string known;
     for (const std::string& each : names) known.append(known.empty() ? "" : ", ").append(each);
@@ -145,7 +194,7 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& 
     for (int64_t i = 0; i < config.num_decoder_layers; ++i)
         decoder_layers_.push_back(load_decoder_layer(checkpoint, "transformer.decoder.layers." + std::to_string(i), config));
     decoder_norm_ = load_layer_norm(checkpoint, "transformer.decoder.norm", config);
-    generator_ = load_linear(checkpoint, "generator", config.tgt_vocab_size, D);
+    generator_ = load_head(checkpoint, "generator", target_embedding_.token_weight, config);
 }
 
 Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source_padding, Observer* observer) const {
@@ -225,7 +274,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     if (cache) cache->length += target.length;
     x = decoder_norm_.forward(std::move(x));
     record_everything(observer, "decoder.norm.output", x);
-    Tensor logits = generator_.forward(x);  // [B, n, V]
+    Tensor logits = head_logits(generator_, target_embedding_, x);  // [B, n, V]
     zero_padded_queries(logits, target_padding);  // [B, n, V]: a padded position's logits are 0
     refuse_non_finite(logits, "generator");
     record_everything(observer, "logits", logits);
@@ -260,7 +309,7 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config));
     if (final_norm_) norm_ = load_layer_norm(checkpoint, "transformer.norm", config);
-    lm_head_ = load_linear(checkpoint, "lm_head", config.vocab_size, config.d_model);
+    lm_head_ = load_head(checkpoint, "lm_head", embedding_.token_weight, config);
 }
 
 Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, const std::vector<int64_t>& prefix_lengths,
@@ -299,7 +348,7 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
         x = norm_.forward(std::move(x));
         record_everything(observer, "layers.norm.output", x);
     }
-    Tensor logits = lm_head_.forward(x);  // [B, n, V]
+    Tensor logits = head_logits(lm_head_, embedding_, x);  // [B, n, V]
     zero_padded_queries(logits, padding);  // [B, n, V]: a padded position's logits are 0
     refuse_non_finite(logits, "lm_head");
     record_everything(observer, "logits", logits);

@@ -6,12 +6,21 @@
 //   h      = decoder_norm(DecoderLayer^N(embed(tgt), memory))  [B, T, D]
 //            self: causal AND target key padding; cross: source key padding
 //   logits = generator(h)                                      [B, T, V]
+//            (with "tie_embeddings": h tgt_embed.weight^T (+ generator.bias))
 //
 // SingleStackModel — nn.TransformerEncoder of EncoderLayers, with lm_head:
 //   decoder_only, "causal":     query i sees key j iff j <= i
 //   decoder_only, "prefix_lm":  query i sees key j iff j < prefix_len[b] or j <= i
 //   encoder_only:               every query sees every key
-//   key padding applies on top; optional final norm; logits = lm_head(h).
+//   key padding applies on top; optional final norm; logits = lm_head(h)
+//   (with "tie_embeddings": h embed.weight^T (+ lm_head.bias)).
+//
+// The config's layer-form keys (docs/FORMAT.md section 1) are read by the
+// loaders in transformer.cpp, each in one place: "bias", "norm_bias" and
+// "head_bias" leave the biases out (empty tensors: no "+ b"), "norm" and
+// "activation" choose the LayerNorm and FFN forms (layers/layer_norm.h,
+// layers/feed_forward.h), "qkv": "separate" is fused into in_proj at load,
+// and "mask_value" goes to every attention module (engine/attention.h).
 //
 // Padded positions (true in a padding mask) are padded queries too: their
 // logits and attention-weight rows are exactly 0. With an `observer`
@@ -100,7 +109,7 @@ private:
     std::vector<EncoderLayer> encoder_layers_;
     std::vector<DecoderLayer> decoder_layers_;
     LayerNorm encoder_norm_, decoder_norm_;
-    Linear generator_;
+    Linear generator_;  // weight empty when tied to tgt_embed.weight
 };
 
 class SingleStackModel {
@@ -130,7 +139,7 @@ private:
     std::vector<EncoderLayer> layers_;
     bool final_norm_;
     LayerNorm norm_;
-    Linear lm_head_;
+    Linear lm_head_;  // weight empty when tied to embed.weight
 };
 
 // A model file, loaded: exactly one of the two models is set, by config.arch.

@@ -191,6 +191,74 @@ TEST_CASE("A fully masked query is an error naming batch and query, unless it is
     }
 }
 
+TEST_CASE("mask_value replaces blocked scores: a fully masked query gets uniform weights 1/S, a partly masked one the -inf numbers") {
+    // One batch row, Dk = Dv = 1 (scale 1): queries [1], [2]; keys [1], [0], [-1]; values 3, 6, 9.
+    // Query 0 may attend keys 0 and 1; query 1 may attend none.
+    const Tensor q({1, 2, 1}, {1.0f, 2.0f}), k({1, 3, 1}, {1.0f, 0.0f, -1.0f}), v({1, 3, 1}, {3.0f, 6.0f, 9.0f});
+    const Mask mask = Mask::from_allowed(bools({2, 3}, {1, 1, 0, 0, 0, 0}));
+    // Query 0: scores [1, 0, -1]; key 2 becomes -1e9, exp(-1e9 - 1) = 0 in float:
+    //   weights [e / (e + 1), 1 / (e + 1), 0] = [0.7310586, 0.2689414, 0], as with -inf;
+    //   output 3 * 0.7310586 + 6 * 0.2689414 = 3.8068243
+    // Query 1: every score is -1e9: exp(0) = 1 each, weights [1/3, 1/3, 1/3]; output (3 + 6 + 9) / 3 = 6.
+    // Without mask_value query 1 has no distribution: an Error (the test above).
+    for (AttentionPath path : kBothPaths)
+        for (int64_t key_tile : {2048, 2, 1}) {
+            CAPTURE(path_name(path));
+            CAPTURE(key_tile);
+            AttentionOptions options = options_for(path, path == AttentionPath::Materialized);
+            options.key_tile = key_tile;
+            CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, mask, options),
+                                 doctest::Contains("query 1 of batch 0 may attend no key"), Error);
+            options.mask_value = -1e9f;
+            const AttentionResult result = scaled_dot_product_attention(q, k, v, mask, options);
+            CHECK(result.output.at({0, 0, 0}) == doctest::Approx(3.8068243).epsilon(1e-6));
+            CHECK(result.output.at({0, 1, 0}) == doctest::Approx(6.0).epsilon(1e-6));
+            if (path == AttentionPath::Materialized) {
+                CHECK(result.weights.at({0, 0, 0}) == doctest::Approx(0.7310586).epsilon(1e-6));
+                CHECK(result.weights.at({0, 0, 2}) == 0.0f);
+                for (int64_t s = 0; s < 3; ++s) CHECK(result.weights.at({0, 1, s}) == doctest::Approx(1.0 / 3.0).epsilon(1e-7));
+            }
+            // A padded query is still exactly 0, mask_value or not.
+            options.query_padding = Padding::from_lengths({1}, 2);
+            const AttentionResult padded = scaled_dot_product_attention(q, k, v, mask, options);
+            CHECK(padded.output.at({0, 1, 0}) == 0.0f);
+            CHECK_FALSE(std::signbit(padded.output.at({0, 1, 0})));
+            CHECK(padded.output.at({0, 0, 0}) == result.output.at({0, 0, 0}));
+        }
+    SUBCASE("a mask_value that is not finite is refused") {
+        AttentionOptions options;
+        options.mask_value = -kInf;
+        CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, mask, options),
+                             doctest::Contains("mask_value must be finite, got -inf"), Error);
+    }
+    SUBCASE("partly masked rows: mask_value -1e9 gives the -inf weights exactly, and the streaming path agrees") {
+        Random random(11);
+        const Tensor q2 = random.normal_tensor({2, 9, 8}), k2 = random.normal_tensor({2, 9, 8}),
+                     v2 = random.normal_tensor({2, 9, 4});
+        const Padding padding = Padding::from_flags(bools({2, 9}, {1, 1, 0, 0, 0, 0, 0, 0, 0,    // left padding
+                                                                    0, 0, 0, 0, 0, 0, 0, 1, 1}));  // right padding
+        const Mask causal = Mask::causal(9) & Mask::key_padding(padding);
+        AttentionOptions hard = options_for(AttentionPath::Materialized, true);
+        hard.query_padding = padding;
+        AttentionOptions filled = hard;
+        filled.mask_value = -1e9f;
+        const AttentionResult minus_inf = multi_head_scaled_dot_product_attention(q2, k2, v2, 2, causal, hard);
+        const AttentionResult replaced = multi_head_scaled_dot_product_attention(q2, k2, v2, 2, causal, filled);
+        CHECK(replaced.weights.values() == minus_inf.weights.values());
+        CHECK(replaced.output.values() == minus_inf.output.values());
+        for (int64_t key_tile : {2048, 3, 1}) {
+            AttentionOptions streaming = filled;
+            streaming.path = AttentionPath::Streaming;
+            streaming.want_weights = false;
+            streaming.key_tile = key_tile;
+            streaming.query_block = 4;
+            const AttentionResult streamed = multi_head_scaled_dot_product_attention(q2, k2, v2, 2, causal, streaming);
+            for (int64_t i = 0; i < streamed.output.numel(); ++i)
+                CHECK(streamed.output.data()[i] == doctest::Approx(replaced.output.data()[i]).epsilon(1e-5).scale(1.0));
+        }
+    }
+}
+
 TEST_CASE("-inf gives exactly zero weight; a finite negative only suppresses; zeroing after softmax unnormalises") {
     // One query q = 1 (Dk = 1, scale 1) against keys 0, 0, 10004: scores 0, 0, 10004.
     const Tensor q({1, 1, 1}, {1.0f});

@@ -244,7 +244,38 @@ const std::vector<BadInput> kMetadataAndConfig = {
      1, {"arch.safetensors", "config: 'arch' is \"gpt\"", "\"encoder_decoder\""}},
     {"unknown activation", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "activation.safetensors", kModel, "activation", "swish")); },
-     1, {"activation.safetensors", "config: 'activation' is \"swish\"", "\"gelu\", \"relu\""}},
+     1, {"activation.safetensors", "config: 'activation' is \"swish\"", "\"gelu\", \"gelu_tanh\", \"relu\""}},
+    {"unknown norm", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "norm.safetensors", kModel, "norm", "rms")); },
+     1, {"norm.safetensors", "config: 'norm' is \"rms\"", "\"layer_norm\", \"layer_norm_std\""}},
+    {"layer_norm_std with d_model 1", [](const TempDirectory& d) {
+         const std::string model = edited(d, "norm-std-d1.safetensors", kModel, [](Contents& c) {
+             json config = json::parse(c.metadata.at("config"));
+             config["d_model"] = 1;
+             config["nhead"] = 1;
+             config["norm"] = "layer_norm_std";
+             c.metadata["config"] = config.dump(); });
+         return forward_model(d, model); },
+     1, {"norm-std-d1.safetensors", "'norm' \"layer_norm_std\" needs 'd_model' >= 2", "got 1"}},
+    {"bias not a bool", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "bias.safetensors", kModel, "bias", "no")); },
+     1, {"bias.safetensors", "config: 'bias' must be true or false, got \"no\""}},
+    {"unknown qkv layout", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "qkv.safetensors", kModel, "qkv", "split")); },
+     1, {"qkv.safetensors", "config: 'qkv' is \"split\"", "\"fused\", \"separate\""}},
+    {"mask_value not negative", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "mask-value.safetensors", kModel, "mask_value", 1e9)); },
+     1, {"mask-value.safetensors", "'mask_value' must be a finite negative number in float32", "got 1000000000"}},
+    {"bias false but the biases are in the file", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "extra-bias.safetensors", kModel, "bias", false)); },
+     1, {"extra-bias.safetensors", "unknown tensor 'transformer.", "bias'"}},
+    {"tie_embeddings but generator.weight is in the file", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "tied.safetensors", kModel, "tie_embeddings", true)); },
+     1, {"tied.safetensors", "unknown tensor 'generator.weight' [11,16]"}},
+    {"qkv separate but the file has in_proj_weight", [](const TempDirectory& d) {
+         return forward_model(d, config_with(d, "separate.safetensors", kModel, "qkv", "separate")); },
+     1, {"separate.safetensors", "missing tensor 'transformer.encoder.layers.0.self_attn.q_proj.weight'",
+         "(expected F32 [16,16])"}},
     {"unknown pos_encoding", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "pos.safetensors", kModel, "pos_encoding", "rotary")); },
      1, {"pos.safetensors", "config: 'pos_encoding' is \"rotary\"", "\"sinusoidal\""}},
@@ -877,7 +908,7 @@ const std::vector<BadInput> kNotSafetensors = {
              c.metadata["config"] = config.dump(); });
          return std::vector<std::string>{"info", model}; },
      1, {"three.safetensors: config: 3 problems: ", "missing key 'dim_feedforward' (int)",
-         "'activation' is \"swish\"; expected one of \"gelu\", \"relu\"",
+         "'activation' is \"swish\"; expected one of \"gelu\", \"gelu_tanh\", \"relu\"",
          "unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)"}},
     {"config with three problems at once, through forward", [](const TempDirectory& d) {
          const std::string model = edited(d, "three-forward.safetensors", kModel, [](Contents& c) {

@@ -454,3 +454,355 @@ TEST_CASE("A sinusoidal config of 2^27 numbers loads without a [max_len, D] tabl
     REQUIRE(logits.shape() == expected.shape());
     CHECK(logits.values() == expected.values());
 }
+
+// ---- The layer-form keys (docs/FORMAT.md section 1): bias, norm_bias, head_bias,
+// tie_embeddings, qkv, norm, activation "gelu_tanh", mask_value. Each file without
+// a tensor is checked against the old-style file that holds the equivalent one
+// (zero biases, a copy of the embedding, the fused concatenation): the two are
+// different loading and forward paths, and their logits must be the same numbers.
+
+namespace {
+
+bool is_stack_bias(const std::string& name) {
+    for (const char* end : {".in_proj_bias", ".out_proj.bias", ".linear1.bias", ".linear2.bias"})
+        if (name.ends_with(end)) return true;
+    return false;
+}
+bool is_norm_bias(const std::string& name) { return name.ends_with(".bias") && name.find(".norm") != std::string::npos; }
+bool is_head_bias(const std::string& name) { return name == "lm_head.bias" || name == "generator.bias"; }
+
+void zero_out(TensorToWrite& t) { std::fill(t.bytes.begin(), t.bytes.end(), uint8_t{0}); }
+
+// Every tensor for which `pick` is true: set to 0 (old style) or removed (new style).
+Contents zeroed(Contents contents, bool (*pick)(const std::string&)) {
+    for (TensorToWrite& t : contents.tensors)
+        if (pick(t.name)) zero_out(t);
+    return contents;
+}
+Contents dropped(Contents contents, bool (*pick)(const std::string&), const char* key) {
+    std::erase_if(contents.tensors, [&](const TensorToWrite& t) { return pick(t.name); });
+    nlohmann::json config = contents.config();
+    config[key] = false;
+    contents.set_config(config);
+    return contents;
+}
+
+// Rows [first, first+count) of a 2-D (or 1-D) F32 tensor, as a tensor named `name`.
+TensorToWrite row_block(const TensorToWrite& t, const std::string& name, int64_t first, int64_t count) {
+    const int64_t width = t.shape.size() == 2 ? t.shape[1] : 1;
+    TensorToWrite part{name, "F32", t.shape, {}};
+    part.shape[0] = count;
+    part.bytes.assign(t.bytes.begin() + first * width * 4, t.bytes.begin() + (first + count) * width * 4);
+    return part;
+}
+
+// in_proj_weight [3D, D] / in_proj_bias [3D] of every attention split into
+// q_proj / k_proj / v_proj .weight [D, D] / .bias [D], and "qkv": "separate".
+Contents separated(Contents contents, int64_t D) {
+    std::vector<TensorToWrite> kept;
+    for (const TensorToWrite& t : contents.tensors) {
+        for (const char* fused : {".in_proj_weight", ".in_proj_bias"}) {
+            if (!t.name.ends_with(fused)) continue;
+            const std::string prefix = t.name.substr(0, t.name.size() - std::strlen(fused));
+            const char* suffix = std::string(fused) == ".in_proj_weight" ? ".weight" : ".bias";
+            int64_t part = 0;
+            for (const char* projection : {".q_proj", ".k_proj", ".v_proj"})
+                kept.push_back(row_block(t, prefix + projection + suffix, D * part++, D));
+        }
+        if (!t.name.ends_with(".in_proj_weight") && !t.name.ends_with(".in_proj_bias")) kept.push_back(t);
+    }
+    contents.tensors = kept;
+    nlohmann::json config = contents.config();
+    config["qkv"] = "separate";
+    contents.set_config(config);
+    return contents;
+}
+
+int64_t count_named(const Contents& contents, bool (*pick)(const std::string&)) {
+    return std::count_if(contents.tensors.begin(), contents.tensors.end(),
+                         [&](const TensorToWrite& t) { return pick(t.name); });
+}
+
+}  // namespace
+
+TEST_CASE("bias, norm_bias, head_bias false: a file without those biases gives the logits of the file with them zeroed") {
+    TempDirectory dir;
+    for (const std::string& base : {kEncoderDecoder, kPrefixLm}) {
+        CAPTURE(base);
+        const Contents full = read_contents(base + ".model.safetensors");
+        const std::string inputs = base + ".inputs.safetensors";
+        const Tensor original = logits_of(base + ".model.safetensors", inputs);
+        struct Kind {
+            bool (*pick)(const std::string&);
+            const char* key;
+        };
+        for (const Kind& kind : {Kind{is_stack_bias, "bias"}, Kind{is_norm_bias, "norm_bias"}, Kind{is_head_bias, "head_bias"}}) {
+            CAPTURE(kind.key);
+            REQUIRE(count_named(full, kind.pick) > 0);
+            const Contents without = dropped(full, kind.pick, kind.key);
+            CHECK(count_named(without, kind.pick) == 0);
+            const Tensor old_style = logits_of(write_contents(dir, "zeroed.safetensors", zeroed(full, kind.pick)), inputs);
+            const Tensor new_style = logits_of(write_contents(dir, "dropped.safetensors", without), inputs);
+            CHECK(new_style.values() == old_style.values());
+            CHECK(new_style.values() != original.values());  // the biases mattered: the test can fail
+        }
+        // All three at once, and the info line says so.
+        Contents none = dropped(dropped(dropped(full, is_stack_bias, "bias"), is_norm_bias, "norm_bias"), is_head_bias,
+                                "head_bias");
+        const Contents all_zero = zeroed(zeroed(zeroed(full, is_stack_bias), is_norm_bias), is_head_bias);
+        const std::string none_path = write_contents(dir, "none.safetensors", none);
+        CHECK(logits_of(none_path, inputs).values() ==
+              logits_of(write_contents(dir, "all_zero.safetensors", all_zero), inputs).values());
+        const auto info = test_helpers::run_tinyformer({"info", none_path});
+        CHECK(info.status == 0);
+        CHECK(info.out.find("bias no, norm_bias no, head_bias no, tie_embeddings no, qkv fused") != std::string::npos);
+    }
+}
+
+TEST_CASE("A file holding a tensor its config says is absent is refused, naming the tensor; a missing one too") {
+    TempDirectory dir;
+    const Contents full = read_contents(kPrefixLm + ".model.safetensors");
+    SUBCASE("bias false, but the biases are still there") {
+        Contents contents = full;
+        nlohmann::json config = contents.config();
+        config["bias"] = false;
+        contents.set_config(config);
+        const std::string path = write_contents(dir, "extra_bias.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.layers.",
+                             "; the config's 'bias' is false)");
+    }
+    SUBCASE("norm_bias false, but transformer.norm.bias is still there") {
+        Contents contents = dropped(full, [](const std::string& n) { return is_norm_bias(n) && n != "transformer.norm.bias"; },
+                                    "norm_bias");
+        const std::string path = write_contents(dir, "extra_norm_bias.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.norm.bias' [16]",
+                             "; the config's 'norm_bias' is false)");
+    }
+    SUBCASE("head_bias false, but lm_head.bias is there; tie_embeddings, but lm_head.weight is there") {
+        Contents contents = full;
+        nlohmann::json config = contents.config();
+        config["head_bias"] = false;
+        contents.set_config(config);
+        std::string path = write_contents(dir, "extra_head_bias.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'lm_head.bias' [14]",
+                             "; the config's 'head_bias' is false)");
+        config["head_bias"] = true;
+        config["tie_embeddings"] = true;
+        contents.set_config(config);
+        path = write_contents(dir, "extra_head.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'lm_head.weight' [14,16]",
+                             "'tie_embeddings' is true: the head is the token embedding)");
+    }
+    SUBCASE("bias true (the default) and one stack bias missing") {
+        Contents contents = full;
+        contents.remove("transformer.layers.1.linear2.bias");
+        const std::string path = write_contents(dir, "missing_bias.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(),
+                             "missing tensor 'transformer.layers.1.linear2.bias' (expected F32 [16])");
+    }
+    SUBCASE("qkv separate: a missing or misshapen projection, and a leftover in_proj_weight") {
+        Contents contents = separated(full, 16);
+        contents.remove("transformer.layers.0.self_attn.k_proj.weight");
+        std::string path = write_contents(dir, "missing_k.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(),
+                             "missing tensor 'transformer.layers.0.self_attn.k_proj.weight' (expected F32 [16,16])");
+        contents = separated(full, 16);
+        contents.replace(tinyformer::f32_tensor("transformer.layers.1.self_attn.v_proj.bias", Tensor({17})));
+        path = write_contents(dir, "bad_v.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "tensor 'transformer.layers.1.self_attn.v_proj.bias' has shape [17]",
+                             "expected [16]");
+        contents = separated(full, 16);
+        for (const TensorToWrite& t : full.tensors)
+            if (t.name == "transformer.layers.0.self_attn.in_proj_weight") contents.tensors.push_back(t);
+        path = write_contents(dir, "leftover.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(),
+                             "unknown tensor 'transformer.layers.0.self_attn.in_proj_weight' [48,16]",
+                             "the config's 'qkv' is \"separate\" (q_proj, k_proj, v_proj))");
+    }
+}
+
+TEST_CASE("tie_embeddings: the head is the token embedding; the logits of a file holding a copy of it as the head") {
+    TempDirectory dir;
+    struct Case {
+        std::string base, embedding, head;
+    };
+    for (const Case& c : {Case{kEncoderDecoder, "tgt_embed.weight", "generator.weight"},
+                          Case{kPrefixLm, "embed.weight", "lm_head.weight"}}) {
+        CAPTURE(c.base);
+        const Contents full = read_contents(c.base + ".model.safetensors");
+        const std::string inputs = c.base + ".inputs.safetensors";
+        Contents copied = full;  // old style: the head holds a copy of the embedding
+        TensorToWrite head = copied.tensor(c.embedding);
+        head.name = c.head;
+        copied.replace(head);
+        Contents tied = full;  // new style: no head weight at all
+        tied.remove(c.head);
+        nlohmann::json config = tied.config();
+        config["tie_embeddings"] = true;
+        tied.set_config(config);
+        const std::string tied_path = write_contents(dir, "tied.safetensors", tied);
+        const Tensor old_style = logits_of(write_contents(dir, "copied.safetensors", copied), inputs);
+        CHECK(logits_of(tied_path, inputs).values() == old_style.values());
+        CHECK(old_style.values() != logits_of(c.base + ".model.safetensors", inputs).values());
+        const auto info = test_helpers::run_tinyformer({"info", tied_path});
+        CHECK(info.status == 0);
+        CHECK(info.out.find("tie_embeddings yes") != std::string::npos);
+    }
+}
+
+TEST_CASE("qkv separate: q_proj, k_proj, v_proj give the logits of their fused concatenation, in every attention") {
+    TempDirectory dir;
+    for (const std::string& base : {kEncoderDecoder, kPrefixLm}) {
+        CAPTURE(base);
+        const Contents full = read_contents(base + ".model.safetensors");
+        const std::string inputs = base + ".inputs.safetensors";
+        const Contents separate = separated(full, 16);
+        CHECK(std::none_of(separate.tensors.begin(), separate.tensors.end(),
+                           [](const TensorToWrite& t) { return t.name.find("in_proj") != std::string::npos; }));
+        const std::string path = write_contents(dir, "separate.safetensors", separate);
+        CHECK(logits_of(path, inputs).values() == logits_of(base + ".model.safetensors", inputs).values());
+        // Without biases too: the separate file without .bias, against the fused one with zero biases.
+        const Contents fused_zero = zeroed(full, is_stack_bias);
+        const Contents separate_none = separated(dropped(full, is_stack_bias, "bias"), 16);
+        CHECK(logits_of(write_contents(dir, "separate_none.safetensors", separate_none), inputs).values() ==
+              logits_of(write_contents(dir, "fused_zero.safetensors", fused_zero), inputs).values());
+        // Swapping q and k changes the numbers: the rows are put back in their order.
+        Contents swapped = separate;
+        for (TensorToWrite& t : swapped.tensors) {
+            if (t.name.ends_with(".q_proj.weight")) t.name.replace(t.name.size() - 13, 6, "k_proj");
+            else if (t.name.ends_with(".k_proj.weight")) t.name.replace(t.name.size() - 13, 6, "q_proj");
+        }
+        CHECK(logits_of(write_contents(dir, "swapped.safetensors", swapped), inputs).values() !=
+              logits_of(path, inputs).values());
+    }
+}
+
+namespace {
+
+// A decoder_only model whose pass can be worked by hand: D = F = V = 4, one
+// pre-LN layer, no positions, no biases anywhere (bias, norm_bias, head_bias
+// false). The attention's W_O is 0, so x + attention(norm1(x)) = x; linear1,
+// linear2 and lm_head are the identity, norms' weights 1. So
+//   logits = x + act(norm2(x))     for each position's embedding x
+Contents hand_model(const std::string& norm, const std::string& activation) {
+    const nlohmann::json config = {
+        {"format", "tinyformer/1"}, {"arch", "decoder_only"}, {"d_model", 4},        {"nhead", 1},
+        {"dim_feedforward", 4},     {"num_layers", 1},        {"activation", activation},
+        {"norm_first", true},       {"layer_norm_eps", 1e-6}, {"final_norm", false}, {"vocab_size", 4},
+        {"max_len", 4},             {"pos_encoding", "none"}, {"embed_scale", false}, {"attention", "causal"},
+        {"norm", norm},             {"bias", false},          {"norm_bias", false},  {"head_bias", false}};
+    const Tensor identity({4, 4}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+    Contents contents;
+    contents.set_config(config);
+    const std::string layer = "transformer.layers.0.";
+    contents.tensors = {
+        tinyformer::f32_tensor("embed.weight", Tensor({4, 4}, {1, 2, 3, 4, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0, 0, 0})),
+        tinyformer::f32_tensor(layer + "self_attn.in_proj_weight", Tensor::filled({12, 4}, 0.25f)),
+        tinyformer::f32_tensor(layer + "self_attn.out_proj.weight", Tensor({4, 4})),
+        tinyformer::f32_tensor(layer + "linear1.weight", identity),
+        tinyformer::f32_tensor(layer + "linear2.weight", identity),
+        tinyformer::f32_tensor(layer + "norm1.weight", Tensor::filled({4}, 1.0f)),
+        tinyformer::f32_tensor(layer + "norm2.weight", Tensor::filled({4}, 1.0f)),
+        tinyformer::f32_tensor("lm_head.weight", identity)};
+    return contents;
+}
+
+}  // namespace
+
+TEST_CASE("norm layer_norm_std and activation gelu_tanh: a model worked by hand") {
+    TempDirectory dir;
+    const std::string inputs = dir.file("inputs.safetensors");
+    tinyformer::write_safetensors(inputs, {ids("ids", {1, 2}, {0, 1})});  // embeddings [1,2,3,4] and [0,0,1,-1]
+    auto logits = [&](const std::string& norm, const std::string& activation) {
+        return logits_of(write_contents(dir, "hand.safetensors", hand_model(norm, activation)), inputs);
+    };
+    auto near = [](double expected) { return doctest::Approx(expected).epsilon(2e-6).scale(1.0); };
+    // Worked with python3's math module. Position 0, x = [1,2,3,4]: mean 2.5, x - mean = [-1.5,-0.5,0.5,1.5],
+    // sum of squares 5.
+    //   layer_norm_std: std = sqrt(5 / 3) = 1.2909944; n = (x - mean) / (1.2909944 + 1e-6)
+    //                   = [-1.1618941, -0.3872980, 0.3872980, 1.1618941]
+    //   gelu_tanh(n) = 0.5 n (1 + tanh(0.7978846 (n + 0.044715 n^3))) = [-0.1426980, -0.1352774, 0.2520206, 1.0191961]
+    //   logits = x + gelu_tanh(n) = [0.8573020, 1.8647226, 3.2520206, 5.0191961]
+    // Position 1, x = [0,0,1,-1]: mean 0, sum of squares 2, std = sqrt(2/3) = 0.8164966,
+    //   n = [0, 0, 1.2247434, -1.2247434]; logits = [0, 0, 2.0893912, -1.1353522]
+    SUBCASE("layer_norm_std + gelu_tanh") {
+        const Tensor y = logits("layer_norm_std", "gelu_tanh");
+        REQUIRE(y.shape() == Shape{1, 2, 4});
+        const double expected[8] = {0.857302, 1.8647226, 3.2520206, 5.0191961, 0, 0, 2.0893912, -1.1353522};
+        for (int i = 0; i < 8; ++i) CHECK(y.data()[i] == near(expected[i]));
+    }
+    // nn.LayerNorm instead: var = 5 / 4 (biased), n = (x - mean) / sqrt(1.25 + 1e-6)
+    //   = [-1.3416402, -0.4472134, 0.4472134, 1.3416402]; logits = [0.8792119, 1.8535886, 3.300802, 5.2208521]
+    //   position 1: var = 2 / 4, n = [0, 0, 1.4142122, -1.4142122]; logits = [0, 0, 2.3027531, -1.1114591]
+    SUBCASE("layer_norm + gelu_tanh: the biased variance gives other numbers") {
+        const Tensor y = logits("layer_norm", "gelu_tanh");
+        const double expected[8] = {0.8792119, 1.8535886, 3.300802, 5.2208521, 0, 0, 2.3027531, -1.1114591};
+        for (int i = 0; i < 8; ++i) CHECK(y.data()[i] == near(expected[i]));
+    }
+    // The exact GELU instead: 0.5 n (1 + erf(n / sqrt 2)); logits = [0.8575062, 1.8647293, 3.2520273, 5.0194003]
+    //   position 1: [0, 0, 2.0896101, -1.1351332]
+    SUBCASE("layer_norm_std + gelu (erf): the tanh form differs in the 4th digit") {
+        const Tensor y = logits("layer_norm_std", "gelu");
+        const double expected[8] = {0.8575062, 1.8647293, 3.2520273, 5.0194003, 0, 0, 2.0896101, -1.1351332};
+        for (int i = 0; i < 8; ++i) CHECK(y.data()[i] == near(expected[i]));
+    }
+    SUBCASE("the same model with q/k/v separate gives the same numbers; a norm bias it says is absent is refused") {
+        Contents contents = hand_model("layer_norm_std", "gelu_tanh");
+        contents.tensors.push_back(tinyformer::f32_tensor("transformer.layers.0.norm2.bias", Tensor({4})));
+        const std::string path = write_contents(dir, "extra.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.layers.0.norm2.bias' [4]");
+        Contents separate = separated(hand_model("layer_norm_std", "gelu_tanh"), 4);
+        CHECK(logits_of(write_contents(dir, "separate.safetensors", separate), inputs).values() ==
+              logits("layer_norm_std", "gelu_tanh").values());
+    }
+}
+
+TEST_CASE("mask_value: a target query over an all-padding source weighs every source key alike; other rows as with -inf") {
+    TempDirectory dir;
+    // ed_post_relu_sin: B = 2, S = 7, T = 5. Batch row 1's source is all padding.
+    const std::string inputs = dir.file("inputs.safetensors");
+    std::vector<uint8_t> source_padding(14, 0);
+    std::fill(source_padding.begin() + 7, source_padding.end(), uint8_t{1});
+    tinyformer::write_safetensors(inputs, {ids("src_ids", {2, 7}, counting_ids(2, 7, 13)),
+                                           ids("tgt_ids", {2, 5}, counting_ids(2, 5, 11)),
+                                           mask("src_key_padding_mask", {2, 7}, source_padding)});
+    const Contents full = read_contents(kEncoderDecoder + ".model.safetensors");
+    const std::string plain = kEncoderDecoder + ".model.safetensors";
+    // Without mask_value: refused by name (the query would attend no key).
+    CHECK_ERROR_CONTAINS(logits_of(plain, inputs), "marks every source position of batch 1 as padding",
+                         "cross-attention query 0 of batch 1 may attend no key");
+    Contents filled = full;
+    nlohmann::json config = filled.config();
+    config["mask_value"] = -1e9;
+    filled.set_config(config);
+    const std::string path = write_contents(dir, "mask_value.safetensors", filled);
+    const Model model = Model::load(path);
+    const auto outputs = tinyformer::run_forward(model, SafetensorsFile::read(inputs), true);
+    // Every cross-attention weight of batch row 1 is 1/S = 1/7: all 7 scores are -1e9.
+    for (const char* name : {"attention.decoder.0.cross", "attention.decoder.1.cross"}) {
+        CAPTURE(name);
+        const Tensor& weights = outputs.at(name);  // [B, H, T, S]
+        REQUIRE(weights.shape() == Shape{2, 4, 5, 7});
+        for (int64_t h = 0; h < 4; ++h)
+            for (int64_t t = 0; t < 5; ++t)
+                for (int64_t s = 0; s < 7; ++s) CHECK(weights.at({1, h, t, s}) == doctest::Approx(1.0 / 7.0).epsilon(1e-6));
+    }
+    const Tensor& logits = outputs.at("logits");
+    CHECK(logits.all_finite());
+    // The streaming path (no weights asked) gives the same logits.
+    const Tensor streamed = tinyformer::run_forward(model, SafetensorsFile::read(inputs), false).at("logits");
+    for (int64_t i = 0; i < logits.numel(); ++i)
+        CHECK(streamed.data()[i] == doctest::Approx(logits.data()[i]).epsilon(1e-5).scale(1.0));
+    // Batch row 0 attends real keys everywhere: the numbers of the model without mask_value.
+    const std::string unpadded = dir.file("unpadded.safetensors");
+    tinyformer::write_safetensors(unpadded, {ids("src_ids", {2, 7}, counting_ids(2, 7, 13)),
+                                             ids("tgt_ids", {2, 5}, counting_ids(2, 5, 11))});
+    const Tensor minus_inf = logits_of(plain, unpadded);
+    for (int64_t i = 0; i < 5 * 11; ++i)
+        CHECK(logits.data()[i] == doctest::Approx(minus_inf.data()[i]).epsilon(1e-6).scale(1.0));
+    // On the reference inputs (partly padded rows), -1e9 gives the -inf logits exactly.
+    const std::string reference_inputs = kEncoderDecoder + ".inputs.safetensors";
+    CHECK(logits_of(path, reference_inputs).values() == logits_of(plain, reference_inputs).values());
+    const auto info = test_helpers::run_tinyformer({"info", path});
+    CHECK(info.out.find("mask_value -1e+09") != std::string::npos);
+}

@@ -19,7 +19,9 @@ using nlohmann::json;
 using tinyformer::Activation;
 using tinyformer::Architecture;
 using tinyformer::ModelConfig;
+using tinyformer::NormKind;
 using tinyformer::PositionalEncoding;
+using tinyformer::QkvLayout;
 using tinyformer::SelfAttentionKind;
 using tinyformer::parse_config;
 
@@ -133,6 +135,92 @@ TEST_CASE("A valid config of each arch parses to the fields it names") {
     }
 }
 
+TEST_CASE("The layer-form keys default to nn.Transformer's and parse to the fields they name") {
+    SUBCASE("absent: layer_norm, every bias, untied, fused in_proj, no mask_value (-inf)") {
+        for (const json& config : {encoder_decoder_config(), decoder_only_config(), encoder_only_config()}) {
+            const ModelConfig c = parse(config);
+            CHECK(c.norm == NormKind::LayerNorm);
+            CHECK(c.bias);
+            CHECK(c.norm_bias);
+            CHECK(c.head_bias);
+            CHECK_FALSE(c.tie_embeddings);
+            CHECK(c.qkv == QkvLayout::Fused);
+            CHECK_FALSE(c.mask_value.has_value());
+        }
+    }
+    SUBCASE("given, in every arch") {
+        for (json config : {encoder_decoder_config(), decoder_only_config(), encoder_only_config()}) {
+            config["activation"] = "gelu_tanh";
+            config["norm"] = "layer_norm_std";
+            config["bias"] = false;
+            config["norm_bias"] = false;
+            config["head_bias"] = false;
+            config["tie_embeddings"] = true;
+            config["qkv"] = "separate";
+            config["mask_value"] = -1e9;
+            const ModelConfig c = parse(config);
+            CHECK(c.activation == Activation::GeluTanh);
+            CHECK(c.norm == NormKind::LayerNormStd);
+            CHECK_FALSE(c.bias);
+            CHECK_FALSE(c.norm_bias);
+            CHECK_FALSE(c.head_bias);
+            CHECK(c.tie_embeddings);
+            CHECK(c.qkv == QkvLayout::Separate);
+            REQUIRE(c.mask_value.has_value());
+            CHECK(*c.mask_value == -1e9f);
+        }
+        CHECK(parse(with(decoder_only_config(), "norm", "layer_norm")).norm == NormKind::LayerNorm);
+        CHECK(parse(with(decoder_only_config(), "qkv", "fused")).qkv == QkvLayout::Fused);
+        CHECK(parse(with(decoder_only_config(), "bias", true)).bias);
+        CHECK(*parse(with(decoder_only_config(), "mask_value", -1)).mask_value == -1.0f);  // an integer is a number
+    }
+}
+
+TEST_CASE("The layer-form keys refuse a bad type or value, naming the key, what was expected and what came") {
+    const json base = decoder_only_config();
+    SUBCASE("activation and norm: an unknown name lists the allowed ones") {
+        CHECK_ERROR_CONTAINS(parse(with(base, "activation", "gelu_new")), "'activation' is \"gelu_new\"",
+                             "expected one of \"gelu\", \"gelu_tanh\", \"relu\"");
+        CHECK_ERROR_CONTAINS(parse(with(base, "norm", "rms_norm")), "'norm' is \"rms_norm\"",
+                             "expected one of \"layer_norm\", \"layer_norm_std\"");
+        CHECK_ERROR_CONTAINS(parse(with(base, "norm", true)), "'norm' must be a string", "got true");
+    }
+    SUBCASE("layer_norm_std with d_model 1: the unbiased std of one number is undefined") {
+        json one = with(with(with(base, "d_model", 1), "nhead", 1), "norm", "layer_norm_std");
+        CHECK_ERROR_CONTAINS(parse(one), "'norm' \"layer_norm_std\" needs 'd_model' >= 2", "got 1");
+        CHECK(parse(with(one, "norm", "layer_norm")).d_model == 1);  // nn.LayerNorm(1) is defined
+    }
+    SUBCASE("the bias flags and tie_embeddings must be bools") {
+        for (const char* key : {"bias", "norm_bias", "head_bias", "tie_embeddings"}) {
+            CAPTURE(key);
+            const std::string expected = tinyformer::text_of("'", key, "' must be true or false");
+            CHECK_ERROR_CONTAINS(parse(with(base, key, 0)), expected.c_str(), "got 0");
+            CHECK_ERROR_CONTAINS(parse(with(base, key, "false")), expected.c_str(), "got \"false\"");
+        }
+    }
+    SUBCASE("qkv: fused or separate") {
+        CHECK_ERROR_CONTAINS(parse(with(base, "qkv", "split")), "'qkv' is \"split\"",
+                             "expected one of \"fused\", \"separate\"");
+        CHECK_ERROR_CONTAINS(parse(with(base, "qkv", 3)), "'qkv' must be a string", "got 3");
+    }
+    SUBCASE("mask_value: a finite negative number in float32") {
+        CHECK_ERROR_CONTAINS(parse(with(base, "mask_value", "-1e9")), "'mask_value' must be a number", "got \"-1e9\"");
+        CHECK_ERROR_CONTAINS(parse(with(base, "mask_value", 0)), "'mask_value' must be a finite negative number",
+                             "got 0");
+        CHECK_ERROR_CONTAINS(parse(with(base, "mask_value", 5.5)), "'mask_value' must be a finite negative number",
+                             "got 5.5");
+        CHECK_ERROR_CONTAINS(parse(with(base, "mask_value", -1e39)), "'mask_value' must be a finite negative number",
+                             "got -1e+39");  // beyond float32: -inf
+        CHECK_ERROR_CONTAINS(parse(with(base, "mask_value", -1e-50)), "'mask_value' must be a finite negative number",
+                             "got -1e-50");  // rounds to -0 in float32
+        CHECK_ERROR_CONTAINS(parse(with(base, "mask_value", nullptr)), "'mask_value' must be a number", "got null");
+    }
+    SUBCASE("several at once are listed together") {
+        json bad = with(with(base, "bias", "no"), "qkv", "both");
+        CHECK_ERROR_CONTAINS(parse(bad), "config: 2 problems:", "'bias' must be true or false", "'qkv' is \"both\"");
+    }
+}
+
 TEST_CASE("A missing required key is refused by name and type, for every required key of every arch") {
     const std::vector<std::pair<std::string, std::string>> common = {
         {"format", "string, \"tinyformer/1\""},
@@ -140,7 +228,7 @@ TEST_CASE("A missing required key is refused by name and type, for every require
         {"d_model", "int"},
         {"nhead", "int"},
         {"dim_feedforward", "int"},
-        {"activation", "string, one of \"gelu\", \"relu\""},
+        {"activation", "string, one of \"gelu\", \"gelu_tanh\", \"relu\""},
         {"norm_first", "bool"},
         {"max_len", "int"},
         {"pos_encoding", "string, one of \"learned\", \"none\", \"sinusoidal\""},
@@ -178,7 +266,7 @@ TEST_CASE("A config with several problems lists all of them in one line") {
         config["dropout"] = 0.1;
         CHECK(test_helpers::error_message([&] { parse(config); }) ==
               "config: 3 problems: missing key 'dim_feedforward' (int); 'activation' is \"swish\"; expected one of "
-              "\"gelu\", \"relu\"; unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)");
+              "\"gelu\", \"gelu_tanh\", \"relu\"; unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)");
     }
     SUBCASE("the constructor arguments of nn.Transformer, as a user might start: every problem at once") {
         const json config = {{"d_model", 512},         {"nhead", 8},           {"num_encoder_layers", 6},
@@ -303,7 +391,7 @@ TEST_CASE("Each config rule refuses a bad value, naming the key, what was expect
     }
     SUBCASE("an unknown activation lists the allowed values") {
         CHECK_ERROR_CONTAINS(parse(with(base, "activation", "swish")), "'activation' is \"swish\"",
-                             "expected one of \"gelu\", \"relu\"");
+                             "expected one of \"gelu\", \"gelu_tanh\", \"relu\"");
     }
     SUBCASE("an unknown pos_encoding lists the allowed values") {
         CHECK_ERROR_CONTAINS(parse(with(base, "pos_encoding", "rotary")), "'pos_encoding' is \"rotary\"",

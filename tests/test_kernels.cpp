@@ -82,6 +82,25 @@ TEST_CASE("Each fast kernel variant agrees with the reference variant, at length
             reference.gelu(g_reference.data(), n);
             for (size_t i = 0; i < row.size(); ++i)
                 CHECK(std::fabs(g[i] - g_reference[i]) <= 4e-7 * std::fabs(row[i]) + 1e-7);
+            // layer_norm_std_row against the reference's unbiased std (n >= 2), and both without beta
+            if (n >= 2) {
+                std::vector<float> std_normed = row, std_reference = row;
+                k.layer_norm_std_row(std_normed.data(), n, gamma.data(), beta.data(), 1e-6f);
+                reference.layer_norm_std_row(std_reference.data(), n, gamma.data(), beta.data(), 1e-6f);
+                for (size_t i = 0; i < row.size(); ++i)
+                    CHECK(std_normed[i] == doctest::Approx(std_reference[i]).epsilon(1e-5).scale(1.0));
+            }
+            std::vector<float> unshifted = row, unshifted_reference = row;
+            k.layer_norm_row(unshifted.data(), n, gamma.data(), nullptr, 1e-5f);
+            reference.layer_norm_row(unshifted_reference.data(), n, gamma.data(), nullptr, 1e-5f);
+            for (size_t i = 0; i < row.size(); ++i)
+                CHECK(unshifted[i] == doctest::Approx(unshifted_reference[i]).epsilon(1e-5).scale(1.0));
+            // gelu_tanh against the reference's std::tanh form: within a few ulp of x / (1 + exp(-2z))
+            std::vector<float> t = row, t_reference = row;
+            k.gelu_tanh(t.data(), n);
+            reference.gelu_tanh(t_reference.data(), n);
+            for (size_t i = 0; i < row.size(); ++i)
+                CHECK(std::fabs(t[i] - t_reference[i]) <= 4e-7 * std::fabs(row[i]) + 1e-7);
             // add, relu, scale: exactly the reference's
             std::vector<float> a = row, r = row, s = row, a_reference = row, r_reference = row, s_reference = row;
             k.add(a.data(), gamma.data(), n);
@@ -148,20 +167,50 @@ TEST_CASE("The GELU kernel against the reference's std::erf GELU over [-10, 10] 
     }
 }
 
+TEST_CASE("The tanh GELU kernel against the reference's std::tanh form over [-12, 12] in steps of 1/1024") {
+    // The kernel computes 0.5 x (1 + tanh z) as x / (1 + exp(-2z)) with the softmax's
+    // exponential; the reference variant's std::tanh form is the yardstick. Below about
+    // -10.6 both give 0 (tanh z is -1 in float); the sign and 0 are exact.
+    std::vector<float> x;
+    for (int i = -12 * 1024; i <= 12 * 1024; ++i) x.push_back(static_cast<float>(i) / 1024.0f);
+    std::vector<float> expected = x;
+    kernels::kReferenceTable.gelu_tanh(expected.data(), static_cast<int64_t>(expected.size()));
+    for (Variant variant : fast_variants()) {
+        CAPTURE(kernels::variant_name(variant));
+        const UseVariant use(variant);
+        std::vector<float> g = x;
+        kernels::table().gelu_tanh(g.data(), static_cast<int64_t>(g.size()));
+        double worst = 0, worst_absolute = 0;
+        for (size_t i = 0; i < x.size(); ++i) {
+            worst = std::max(worst, std::fabs(g[i] - expected[i]) / (4e-7 * std::fabs(x[i]) + 1e-7));
+            worst_absolute = std::max(worst_absolute, static_cast<double>(std::fabs(g[i] - expected[i])));
+            if (x[i] == 0.0f) CHECK(g[i] == 0.0f);
+            if (x[i] > 0.0f) CHECK(g[i] > 0.0f);
+            if (x[i] < -0.0f && x[i] > -5.0f) CHECK(g[i] < 0.0f);
+        }
+        MESSAGE(std::string(kernels::variant_name(variant)), ": worst absolute error of gelu_tanh over [-12, 12]: ",
+                worst_absolute);
+        CHECK(worst <= 1.0);  // error / bound
+    }
+}
+
 TEST_CASE("The fast kernel variants give the reference's softmax and LayerNorm through engine/ops, to a few ulp") {
     const Tensor x = Random(3).normal_tensor({5, 77}, 3.0f);
     const Tensor gamma = Random(4).normal_tensor({77}), beta = Random(5).normal_tensor({77});
-    Tensor softmax_reference, norm_reference;
+    Tensor softmax_reference, norm_reference, std_reference;
     {
         const UseVariant use(Variant::Reference);
         softmax_reference = softmax_rows(x);
         norm_reference = layer_norm(x, gamma, beta, 1e-5f);
+        std_reference = layer_norm_std(x, gamma, beta, 1e-6f);
     }
     for (Variant variant : fast_variants()) {
         CAPTURE(kernels::variant_name(variant));
         const UseVariant use(variant);
         const Tensor softmax = softmax_rows(x), norm = layer_norm(x, gamma, beta, 1e-5f);
+        const Tensor norm_std = layer_norm_std(x, gamma, beta, 1e-6f);
         for (int64_t i = 0; i < x.numel(); ++i) {
+            CHECK(norm_std.data()[i] == doctest::Approx(std_reference.data()[i]).epsilon(1e-6).scale(1.0));
             CHECK(softmax.data()[i] == doctest::Approx(softmax_reference.data()[i]).epsilon(1e-6));
             CHECK(norm.data()[i] == doctest::Approx(norm_reference.data()[i]).epsilon(1e-6).scale(1.0));
         }

@@ -189,6 +189,89 @@ TEST_CASE("gelu is the exact erf form x * (1 + erf(x / sqrt 2)) / 2") {
     }
 }
 
+TEST_CASE("gelu_tanh is the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))") {
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // sqrt(2/pi) = 0.7978845608; worked with python3's math module:
+        //   x =  1: z = 0.7978845608 * (1 + 0.044715)      =  0.8335620, tanh z =  0.6823840
+        //           0.5 * 1 * (1 + 0.6823840)                =  0.8411920
+        //   x = -1: tanh z = -0.6823840: 0.5 * -1 * 0.3176160 = -0.1588080
+        //   x =  2: z = 0.7978845608 * (2 + 0.044715 * 8)  =  1.8811884, tanh z =  0.9545977
+        //           0.5 * 2 * 1.9545977                      =  1.9545977
+        //   x = -2: 0.5 * -2 * (1 - 0.9545977)               = -0.0454023
+        //   x = -3: z = -3.3569437, tanh z = -0.9975751: 0.5 * -3 * 0.0024249 = -0.0036374
+        //   x =  0: 0
+        Tensor y = tinyformer::gelu_tanh(Tensor({6}, {0, 1, -1, 2, -2, -3}));
+        CHECK(y.shape() == Shape{6});
+        CHECK(y.at({0}) == 0.0f);
+        CHECK(y.at({1}) == near(0.8411919906));
+        CHECK(y.at({2}) == near(-0.1588080094));
+        CHECK(y.at({3}) == near(1.9545976941));
+        CHECK(y.at({4}) == near(-0.0454023059));
+        CHECK(y.at({5}) == doctest::Approx(-0.0036373921).epsilon(1e-4));  // 1 + tanh cancels: fewer digits
+        // The exact erf form gives gelu(1) = 0.8413447: further off than the tolerance.
+        CHECK(y.at({1}) != near(0.8413447461));
+        // Far out: x and 0, never NaN (x^3 overflows to inf for |x| > 7e12).
+        Tensor far = tinyformer::gelu_tanh(Tensor({4}, {30, -30, 1e20f, -1e20f}));
+        CHECK(far.at({0}) == 30.0f);
+        CHECK(far.at({1}) == 0.0f);
+        CHECK(far.at({2}) == 1e20f);
+        CHECK(far.at({3}) == 0.0f);
+    }
+}
+
+TEST_CASE("layer_norm_std of [1,2,3] divides by the unbiased std plus eps (the Annotated Transformer's form)") {
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // mean = 2; sum of squares = 1 + 0 + 1 = 2
+        // std = sqrt(2 / (N - 1)) = sqrt(2 / 2) = 1   (unbiased: N - 1; layer_norm's var is 2/3)
+        // (x - mean) / (std + eps) = [-1, 0, 1] / (1 + 1e-6) = [-0.999999, 0, 0.999999]
+        Tensor ones = Tensor::filled({3}, 1.0f), zeros(Shape{3});
+        Tensor y = tinyformer::layer_norm_std(Tensor({1, 3}, {1, 2, 3}), ones, zeros, 1e-6f);
+        CHECK(y.shape() == Shape{1, 3});
+        CHECK(y.at({0, 0}) == near(-0.999999));
+        CHECK(y.at({0, 1}) == 0.0f);
+        CHECK(y.at({0, 2}) == near(0.999999));
+        SUBCASE("eps is outside the root: a large eps shows it") {
+            // eps = 0.5: 1 / (1 + 0.5) = 0.6666667 (inside the root it would be 1 / sqrt(1.5) = 0.8164966)
+            Tensor wide = tinyformer::layer_norm_std(Tensor({3}, {1, 2, 3}), ones, zeros, 0.5f);
+            CHECK(wide.at({2}) == near(0.6666666667));
+        }
+        SUBCASE("gamma scales and beta shifts; rows on their own; no beta is no shift") {
+            // gamma = [2, 1, 0.5], beta = [0.5, -1, 1]:
+            //   -0.999999 * 2 + 0.5 = -1.499998;  0 - 1 = -1;  0.999999 * 0.5 + 1 = 1.4999995
+            Tensor scaled = tinyformer::layer_norm_std(Tensor({3}, {1, 2, 3}), Tensor({3}, {2, 1, 0.5f}),
+                                                       Tensor({3}, {0.5f, -1, 1}), 1e-6f);
+            CHECK(scaled.at({0}) == near(-1.499998));
+            CHECK(scaled.at({1}) == near(-1.0));
+            CHECK(scaled.at({2}) == near(1.4999995));
+            // row [10, 20, 30]: std = sqrt(200 / 2) = 10; 10 / (10 + 1e-6) = 0.9999999
+            Tensor rows = tinyformer::layer_norm_std(Tensor({2, 3}, {1, 2, 3, 10, 20, 30}), ones, Tensor(), 1e-6f);
+            CHECK(rows.at({0, 0}) == near(-0.999999));
+            CHECK(rows.at({1, 0}) == near(-0.9999999));
+            CHECK(rows.at({1, 2}) == near(0.9999999));
+        }
+        SUBCASE("one number has no unbiased std: refused, as are wrong gamma/beta sizes") {
+            CHECK_THROWS_WITH_AS(tinyformer::layer_norm_std(Tensor({2, 1}, {1, 2}), Tensor({1}, {1}), Tensor(), 1e-6f),
+                                 doctest::Contains("must hold at least 2 numbers"), Error);
+            CHECK_THROWS_WITH_AS(tinyformer::layer_norm_std(Tensor({3}, {1, 2, 3}), ones, Tensor(Shape{2}), 1e-6f),
+                                 doctest::Contains("beta [2]"), Error);
+        }
+    }
+}
+
+TEST_CASE("layer_norm without beta equals layer_norm with a zero beta, number for number") {
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        const Tensor x({2, 5}, {1, -2, 3, 0.5f, 7, -1, -1, 4, 2, 0});
+        const Tensor gamma({5}, {1, 2, -0.5f, 3, 0.25f}), zeros(Shape{5});
+        CHECK(tinyformer::layer_norm(x, gamma, Tensor(), 1e-5f).values() ==
+              tinyformer::layer_norm(x, gamma, zeros, 1e-5f).values());
+        CHECK(tinyformer::layer_norm_std(x, gamma, Tensor(), 1e-6f).values() ==
+              tinyformer::layer_norm_std(x, gamma, zeros, 1e-6f).values());
+    }
+}
+
 TEST_CASE("gather_batch picks, repeats and drops batch rows (beam search reorders its hypotheses with it)") {
     // x [3, 2]: row b holds {10b, 10b + 1}. Rows {2, 0, 2} -> {20, 21}, {0, 1}, {20, 21}.
     const Tensor x({3, 2}, {0, 1, 10, 11, 20, 21});

@@ -35,16 +35,19 @@ namespace tinyformer::kernels {
 namespace {
 
 #define TINYFORMER_TABLE(NS) \
-    Table { NS::exp_shifted_sum, NS::row_max, NS::scale, NS::layer_norm_row, NS::add, NS::relu, NS::gelu }
+    Table {                                                                                                  \
+        NS::exp_shifted_sum, NS::row_max, NS::scale, NS::layer_norm_row, NS::layer_norm_std_row, NS::add, NS::relu, \
+            NS::gelu, NS::gelu_tanh                                                                          \
+    }
 
 const Table kBaseline = TINYFORMER_TABLE(baseline);
 #ifdef TINYFORMER_KERNEL_VARIANTS
 const Table kAvx2 = TINYFORMER_TABLE(avx2);
 // LayerNorm: GCC 12's AVX-512 code for the eight-lane sums measured slower
 // than its AVX2 code (tinyformer-bench kernels; docs/PERFORMANCE.md), so the
-// AVX-512 table keeps the AVX2 LayerNorm.
-const Table kAvx512{avx512::exp_shifted_sum, avx512::row_max, avx512::scale, avx2::layer_norm_row, avx512::add,
-                    avx512::relu, avx512::gelu};
+// AVX-512 table keeps the AVX2 LayerNorms (the two share those sums).
+const Table kAvx512{avx512::exp_shifted_sum, avx512::row_max, avx512::scale, avx2::layer_norm_row,
+                    avx2::layer_norm_std_row, avx512::add, avx512::relu, avx512::gelu, avx512::gelu_tanh};
 #endif
 
 constexpr Variant kEveryVariant[] = {Variant::Reference, Variant::Baseline, Variant::Avx2, Variant::Avx512};

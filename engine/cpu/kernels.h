@@ -1,8 +1,8 @@
-// Row kernels — softmax's exponential and maximum, LayerNorm, residual add,
-// ReLU, GELU — in one plain variant and three fast ones, chosen at run time:
+// Row kernels — softmax's exponential and maximum, the two LayerNorms,
+// residual add, ReLU, the two GELUs — in one plain variant and three fast ones, chosen at run time:
 //
 //   reference        the formulas as written, one element at a time (std::exp,
-//                    std::erf, two-pass mean and biased variance): engine/ops.cpp
+//                    std::erf, std::tanh, two-pass mean and variance): engine/ops.cpp
 //   baseline x86-64  SSE2, the eight-lane loops of engine/cpu/kernels.inc
 //   avx2+fma         the same loops compiled for AVX2 and FMA
 //   avx512           for AVX-512 F/BW/DQ/VL (its LayerNorm is the AVX2 one,
@@ -29,11 +29,15 @@ struct Table {
     float (*exp_shifted_sum)(float* row, int64_t n, float shift);
     float (*row_max)(const float* row, int64_t n);
     void (*scale)(float* row, int64_t n, float factor);  // row *= factor
-    // y = (x - mean) / sqrt(var + eps) * gamma + beta over one row, in place
+    // y = (x - mean) / sqrt(var + eps) * gamma + beta over one row, in place;
+    // beta == nullptr: no shift
     void (*layer_norm_row)(float* row, int64_t n, const float* gamma, const float* beta, float eps);
+    // y = gamma (x - mean) / (std + eps) + beta, std unbiased (N - 1), n >= 2
+    void (*layer_norm_std_row)(float* row, int64_t n, const float* gamma, const float* beta, float eps);
     void (*add)(float* a, const float* b, int64_t n);  // a += b
     void (*relu)(float* x, int64_t n);                 // x = max(0, x)
     void (*gelu)(float* x, int64_t n);                 // x = x (1 + erf(x / sqrt 2)) / 2
+    void (*gelu_tanh)(float* x, int64_t n);            // x = x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
 };
 
 // The reference variant's table: the plain formulas, defined in engine/ops.cpp

@@ -100,12 +100,17 @@ int info_command(const Arguments& args) {
         std::printf("  layers: %lld, attention %s, final norm %s; vocabulary %lld\n", (long long)c.num_layers,
                     attention_kind_name(c.attention), c.final_norm ? "yes" : "no", (long long)c.vocab_size);
     std::printf("  %s, %s, layer_norm_eps %g, positions %s (max_len %lld), embed_scale %s\n",
-                c.activation == Activation::Relu ? "relu" : "gelu", c.norm_first ? "pre-LN" : "post-LN",
+                activation_name(c.activation), c.norm_first ? "pre-LN" : "post-LN",
                 c.layer_norm_eps,
                 c.pos_encoding == PositionalEncoding::Sinusoidal ? "sinusoidal"
                 : c.pos_encoding == PositionalEncoding::Learned  ? "learned"
                                                                  : "none",
                 (long long)c.max_len, c.embed_scale ? "yes" : "no");
+    // The optional keys of the layers' forms (docs/FORMAT.md, section 1), always shown.
+    const std::string mask_value = c.mask_value ? text_of(*c.mask_value) : std::string("absent (-inf)");
+    std::printf("  norm %s, bias %s, norm_bias %s, head_bias %s, tie_embeddings %s, qkv %s, mask_value %s\n",
+                norm_name(c.norm), c.bias ? "yes" : "no", c.norm_bias ? "yes" : "no", c.head_bias ? "yes" : "no",
+                c.tie_embeddings ? "yes" : "no", qkv_layout_name(c.qkv), mask_value.c_str());
     std::printf("  special ids: pad %lld, bos %lld, eos %lld (-1 = not set)\n", (long long)c.pad_id,
                 (long long)c.bos_id, (long long)c.eos_id);
     const TextMetadata& text = model.text;

@@ -10,16 +10,22 @@ Where each formula of the lesson lives (X is [B, T, D], one row per token):
 
     sinusoidal_table   P[pos, 2i] = sin(pos / 10000^(2i/D)), P[pos, 2i+1] = cos(same)
     embed              X = E[ids] * sqrt(D) (if embed_scale) + P[0..T-1]
-    linear             y = x W^T + b              (PyTorch's weight layout [out, in])
-    layer_norm         LayerNorm(x) = (x - mean) / sqrt(var + eps) * gamma + beta
-    activation         ReLU(x) = max(x, 0),  GELU(x) = x/2 * (1 + erf(x / sqrt(2)))
+    linear             y = x W^T + b              (PyTorch's weight layout [out, in];
+                       no b when the file has none: config bias / head_bias false)
+    layer_norm         LayerNorm(x) = (x - mean) / sqrt(var + eps) * gamma + beta,
+                       or with norm "layer_norm_std" gamma (x - mean) / (std + eps) + beta,
+                       std unbiased (divide by D - 1); no beta when norm_bias is false
+    activation         ReLU(x) = max(x, 0),  GELU(x) = x/2 * (1 + erf(x / sqrt(2))),
+                       gelu_tanh(x) = x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
     feed_forward       FFN(x) = W2 act(W1 x + b1) + b2
     softmax            softmax over the key axis; -inf gets weight 0, a row that is
                        all -inf (a query that may see no key) gets all zeros
     attention          A = softmax(Q K^T / sqrt(dk) + M), O = A V, per head
-                       (M = 0 where the query may see the key, -inf where not)
+                       (M = 0 where the query may see the key, -inf where not;
+                       with mask_value m, masked scores are replaced by m)
     multi_head_attention
-                       Q = Xq Wq^T + bq, K = Xkv Wk^T + bk, V = Xkv Wv^T + bv,
+                       Q = Xq Wq^T + bq, K = Xkv Wk^T + bk, V = Xkv Wv^T + bv
+                       (Wq, Wk, Wv: in_proj_weight's blocks, or q/k/v_proj with qkv "separate"),
                        split into H heads of dk = D/H, attention per head,
                        MHA = Concat(O_1..O_H) Wo^T + bo
     encoder_layer      post-LN: x = LN1(x + MHA(x)); x = LN2(x + FFN(x))
@@ -76,23 +82,46 @@ def embed(cfg, w, table, ids):
 
 
 def linear(w, p, x):
-    """y = x W^T + b, with W = w[p.weight] [out, in] and b = w[p.bias] [out]."""
-    return x @ w[p + ".weight"].T + w[p + ".bias"]
+    """y = x W^T + b, with W = w[p.weight] [out, in] and b = w[p.bias] [out] (none if absent)."""
+    y = x @ w[p + ".weight"].T
+    return y + w[p + ".bias"] if p + ".bias" in w else y
 
 
-def layer_norm(w, p, x, eps):
-    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis (biased variance)."""
+def layer_norm(cfg, w, p, x):
+    """Over the last axis, with eps = layer_norm_eps, by the config's norm:
+    layer_norm:     (x - mean) / sqrt(var + eps) * gamma + beta (biased variance, divide by D)
+    layer_norm_std: gamma * (x - mean) / (std + eps) + beta (unbiased std, divide by D - 1)
+    beta is absent (0) when the file has no p.bias (norm_bias false)."""
+    eps = cfg.get("layer_norm_eps", 1e-5)
     mu = x.mean(-1, keepdims=True)
-    var = ((x - mu) ** 2).mean(-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + eps) * w[p + ".weight"] + w[p + ".bias"]
+    if cfg.get("norm", "layer_norm") == "layer_norm_std":
+        std = np.sqrt(((x - mu) ** 2).sum(-1, keepdims=True) / (x.shape[-1] - 1))
+        y = w[p + ".weight"] * (x - mu) / (std + eps)
+    else:
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        y = (x - mu) / np.sqrt(var + eps) * w[p + ".weight"]
+    return y + w[p + ".bias"] if p + ".bias" in w else y
 
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def activation(x, kind):
-    """ReLU(x) = max(x, 0); GELU(x) = x/2 * (1 + erf(x / sqrt(2))) (exact, not tanh)."""
-    return np.maximum(x, 0) if kind == "relu" else 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+    """ReLU(x) = max(x, 0); GELU(x) = x/2 * (1 + erf(x / sqrt(2))) (exact);
+    gelu_tanh(x) = x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    if kind == "relu":
+        return np.maximum(x, 0)
+    if kind == "gelu_tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
+
+
+def head(cfg, w, p, embedding, x):
+    """logits = x W^T + b with W = w[p.weight], or with tie_embeddings the token
+    embedding w[embedding] [V, D] (the file has no p.weight)."""
+    weight = w[embedding] if cfg.get("tie_embeddings", False) else w[p + ".weight"]
+    y = x @ weight.T
+    return y + w[p + ".bias"] if p + ".bias" in w else y
 
 
 def feed_forward(cfg, w, p, x):
@@ -116,13 +145,18 @@ def softmax(scores):
     return e / np.where(total == 0, 1, total)
 
 
-def attention(q, k, v, allowed, qpad):
+def attention(q, k, v, allowed, qpad, mask_value=None):
     """A = softmax(Q K^T / sqrt(dk) + M), O = A V for every batch row and head.
     q [B, H, L, dk], k and v [B, H, S, dk]; allowed [B, L, S] True = the query
     may see the key (M = 0), False = M = -inf; qpad [B, L] True = padded query,
-    whose row of A is set to 0. Returns (O [B, H, L, dk], A [B, H, L, S])."""
-    m = np.where(allowed[:, None], 0.0, -np.inf)              # [B, 1, L, S], the same for every head
-    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1]) + m
+    whose row of A is set to 0. With mask_value m, a masked score is replaced by
+    m instead (masked_fill): a query that sees no key gets uniform weights.
+    Returns (O [B, H, L, dk], A [B, H, L, S])."""
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+    if mask_value is None:
+        scores = scores + np.where(allowed[:, None], 0.0, -np.inf)  # [B, 1, L, S], the same for every head
+    else:
+        scores = np.where(allowed[:, None], scores, float(np.float32(mask_value)))
     a = softmax(scores)
     a = np.where(qpad[:, None, :, None], 0.0, a)
     return a @ v, a
@@ -135,17 +169,21 @@ def multi_head_attention(cfg, w, p, xq, xkv, allowed, qpad):
     Returns (output [B, L, D], per-head weights [B, H, L, S])."""
     d, h = cfg["d_model"], cfg["nhead"]
     dk = d // h
-    if (~allowed.any(-1) & ~qpad).any():
+    mask_value = cfg.get("mask_value")
+    if mask_value is None and (~allowed.any(-1) & ~qpad).any():
         raise RuntimeError(f"{p}: a non-padded query sees no key")
-    wi, bi = w[p + ".in_proj_weight"], w[p + ".in_proj_bias"]
-    q = xq @ wi[:d].T + bi[:d]
-    k = xkv @ wi[d:2 * d].T + bi[d:2 * d]
-    v = xkv @ wi[2 * d:].T + bi[2 * d:]
+    if cfg.get("qkv", "fused") == "separate":
+        q, k, v = (linear(w, p + part, x) for part, x in ((".q_proj", xq), (".k_proj", xkv), (".v_proj", xkv)))
+    else:
+        wi, bi = w[p + ".in_proj_weight"], w.get(p + ".in_proj_bias", np.zeros(3 * d))
+        q = xq @ wi[:d].T + bi[:d]
+        k = xkv @ wi[d:2 * d].T + bi[d:2 * d]
+        v = xkv @ wi[2 * d:].T + bi[2 * d:]
     b, l, s = q.shape[0], q.shape[1], k.shape[1]
     q = q.reshape(b, l, h, dk).transpose(0, 2, 1, 3)            # [B, H, L, dk]
     k = k.reshape(b, s, h, dk).transpose(0, 2, 1, 3)            # [B, H, S, dk]
     v = v.reshape(b, s, h, dk).transpose(0, 2, 1, 3)
-    o, weights = attention(q, k, v, allowed, qpad)
+    o, weights = attention(q, k, v, allowed, qpad, mask_value)
     o = o.transpose(0, 2, 1, 3).reshape(b, l, d)                # Concat(heads)
     return linear(w, p + ".out_proj", o), weights
 
@@ -159,16 +197,15 @@ def encoder_layer(cfg, w, p, x, allowed, pad):
     """One nn.TransformerEncoderLayer (also each layer of decoder_only and
     encoder_only models, whose mask decides causal / prefix-LM / bidirectional).
     Returns (x, self-attention weights)."""
-    eps = cfg["layer_norm_eps"]
     if cfg["norm_first"]:
-        y = layer_norm(w, p + ".norm1", x, eps)
+        y = layer_norm(cfg, w, p + ".norm1", x)
         a, wt = multi_head_attention(cfg, w, p + ".self_attn", y, y, allowed, pad)
         x = x + a
-        x = x + feed_forward(cfg, w, p, layer_norm(w, p + ".norm2", x, eps))
+        x = x + feed_forward(cfg, w, p, layer_norm(cfg, w, p + ".norm2", x))
     else:
         a, wt = multi_head_attention(cfg, w, p + ".self_attn", x, x, allowed, pad)
-        x = layer_norm(w, p + ".norm1", x + a, eps)
-        x = layer_norm(w, p + ".norm2", x + feed_forward(cfg, w, p, x), eps)
+        x = layer_norm(cfg, w, p + ".norm1", x + a)
+        x = layer_norm(cfg, w, p + ".norm2", x + feed_forward(cfg, w, p, x))
     return x, wt
 
 
@@ -176,21 +213,20 @@ def decoder_layer(cfg, w, p, x, mem, self_allowed, cross_allowed, pad):
     """One nn.TransformerDecoderLayer: causal self-attention, cross-attention
     (queries from x, keys and values from the encoder's memory), FFN.
     Returns (x, self-attention weights, cross-attention weights)."""
-    eps = cfg["layer_norm_eps"]
     if cfg["norm_first"]:
-        y = layer_norm(w, p + ".norm1", x, eps)
+        y = layer_norm(cfg, w, p + ".norm1", x)
         a, ws = multi_head_attention(cfg, w, p + ".self_attn", y, y, self_allowed, pad)
         x = x + a
-        a, wc = multi_head_attention(cfg, w, p + ".multihead_attn", layer_norm(w, p + ".norm2", x, eps), mem,
+        a, wc = multi_head_attention(cfg, w, p + ".multihead_attn", layer_norm(cfg, w, p + ".norm2", x), mem,
                                      cross_allowed, pad)
         x = x + a
-        x = x + feed_forward(cfg, w, p, layer_norm(w, p + ".norm3", x, eps))
+        x = x + feed_forward(cfg, w, p, layer_norm(cfg, w, p + ".norm3", x))
     else:
         a, ws = multi_head_attention(cfg, w, p + ".self_attn", x, x, self_allowed, pad)
-        x = layer_norm(w, p + ".norm1", x + a, eps)
+        x = layer_norm(cfg, w, p + ".norm1", x + a)
         a, wc = multi_head_attention(cfg, w, p + ".multihead_attn", x, mem, cross_allowed, pad)
-        x = layer_norm(w, p + ".norm2", x + a, eps)
-        x = layer_norm(w, p + ".norm3", x + feed_forward(cfg, w, p, x), eps)
+        x = layer_norm(cfg, w, p + ".norm2", x + a)
+        x = layer_norm(cfg, w, p + ".norm3", x + feed_forward(cfg, w, p, x))
     return x, ws, wc
 
 
@@ -246,14 +282,17 @@ def spec_forward(cfg, w, inputs):
         for i in range(cfg["num_encoder_layers"]):
             x, out[f"attention.encoder.{i}"] = encoder_layer(
                 cfg, w, f"transformer.encoder.layers.{i}", x, enc_allowed, spad)
-        mem = layer_norm(w, "transformer.encoder.norm", x, cfg["layer_norm_eps"])
+        mem = layer_norm(cfg, w, "transformer.encoder.norm", x)
+        # A padded source position is a padded query: its memory row is exactly 0, as
+        # tinyformer's. Only a mask_value model over an all-padding source row reads it.
+        mem = np.where(spad[:, :, None], 0.0, mem)
         # the decoder, its final norm, the generator
         y = embed(cfg, w, "tgt_embed.weight", tgt)
         for i in range(cfg["num_decoder_layers"]):
             y, out[f"attention.decoder.{i}.self"], out[f"attention.decoder.{i}.cross"] = decoder_layer(
                 cfg, w, f"transformer.decoder.layers.{i}", y, mem, dec_allowed, cross_allowed, tpad)
-        y = layer_norm(w, "transformer.decoder.norm", y, cfg["layer_norm_eps"])
-        logits = linear(w, "generator", y)
+        y = layer_norm(cfg, w, "transformer.decoder.norm", y)
+        logits = head(cfg, w, "generator", "tgt_embed.weight", y)
         qpad = tpad
         qpads = {k: (spad if k.startswith("attention.encoder.") else tpad) for k in out}
     else:
@@ -266,8 +305,8 @@ def spec_forward(cfg, w, inputs):
         for n in range(cfg["num_layers"]):
             x, out[f"attention.layers.{n}"] = encoder_layer(cfg, w, f"transformer.layers.{n}", x, allowed, pad)
         if cfg["final_norm"]:
-            x = layer_norm(w, "transformer.norm", x, cfg["layer_norm_eps"])
-        logits = linear(w, "lm_head", x)
+            x = layer_norm(cfg, w, "transformer.norm", x)
+        logits = head(cfg, w, "lm_head", "embed.weight", x)
         qpad = pad
         qpads = {k: pad for k in out}
     out["logits"] = np.where(qpad[:, :, None], 0.0, logits)
