@@ -152,6 +152,7 @@ parity: deps
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_export.py
+	/usr/bin/python3 tests/python/test_families_gpt.py
 	/usr/bin/python3 tests/python/test_trace.py
 	/usr/bin/python3 tests/python/test_check.py
 	@for t in tests/python/test_parity_*.py tests/python/test_families_*.py; do \

@@ -44,7 +44,6 @@ import io
 import math
 import os
 import pickle
-import types
 import zipfile
 from dataclasses import dataclass
 
@@ -237,45 +236,121 @@ class GPT(nn.Module):
 # Reading files safely: torch.save archives and nanoGPT's meta.pkl
 # ----------------------------------------------------------------------------
 
-class _TorchAllowlistUnpickler(pickle.Unpickler):
-    """The unpickler torch.load is given when its own weights_only=True loader
-    stops at an opcode it does not implement (torch 1.13 has no BINFLOAT, opcode
-    71, so any float in model_args, config or optimizer state stops it). Same
-    policy as weights_only: find_class returns only torch's allowlist (tensor
-    rebuild functions, storage and tensor classes, dtypes, OrderedDict, Size) and
-    refuses every other global by name, so no code from the file runs; the
-    opcodes are the standard library's. Storage names ("...Storage") are
-    resolved by torch.load's own wrapper before they reach find_class."""
+# torch.save's storage class names -> dtype (the typed storages every torch version writes)
+STORAGE_DTYPES = {
+    "FloatStorage": torch.float32, "DoubleStorage": torch.float64, "HalfStorage": torch.float16,
+    "BFloat16Storage": torch.bfloat16, "LongStorage": torch.int64, "IntStorage": torch.int32,
+    "ShortStorage": torch.int16, "CharStorage": torch.int8, "ByteStorage": torch.uint8, "BoolStorage": torch.bool,
+}
+
+
+class _StorageType:
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+
+def _rebuild_tensor(storage, offset, size, stride, requires_grad=False, hooks=None, *rest):
+    """torch._utils._rebuild_tensor_v2's job, done here: a view of the storage's
+    elements (as_strided checks the view stays inside the storage), copied."""
+    if not torch.is_tensor(storage) or not isinstance(offset, int) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (*size, *stride)):
+        raise pickle.UnpicklingError("a tensor record with a malformed storage, offset, size or stride")
+    try:
+        return torch.as_strided(storage, tuple(size), tuple(stride), offset).clone()
+    except RuntimeError as e:
+        raise pickle.UnpicklingError(f"a tensor record outside its storage ({e})") from None
+
+
+def _rebuild_parameter(data, requires_grad=False, hooks=None, *rest):
+    if not torch.is_tensor(data):
+        raise pickle.UnpicklingError("a Parameter record without a tensor")
+    return data
+
+
+class _TorchArchiveUnpickler(pickle.Unpickler):
+    """Reads data.pkl of a torch.save zip archive allowing exactly: dicts, lists,
+    tuples, strings, numbers, bools, None, OrderedDict, and tensors (rebuilt here
+    from the archive's raw storage records by _rebuild_tensor, never by torch's
+    own rebuild functions). Every other global is refused by name, so nothing
+    from the file is called. Used when torch.load(weights_only=True) refuses a
+    file that holds only those: torch 1.13's weights_only has no BINFLOAT
+    (pickle opcode 71), so every float in model_args, config or the optimizer
+    state stops it. (torch.load cannot take a safer pickle_module instead: torch
+    1.13 replaces any pickle_module by pickle when weights_only is false.)"""
+
+    def __init__(self, data, archive, prefix):
+        super().__init__(io.BytesIO(data))
+        self.archive, self.prefix = archive, prefix
 
     def find_class(self, module, name):
-        allowed = _torch_allowlist()
-        key = f"{module}.{name}"
-        if key in allowed:
-            return allowed[key]
-        raise pickle.UnpicklingError(f"refused the global {key}: the file would need it to be built, and a "
-                                     f"checkpoint of tensors, numbers, strings and containers never does")
+        if module == "collections" and name == "OrderedDict":
+            from collections import OrderedDict
+            return OrderedDict
+        if module == "torch" and name in STORAGE_DTYPES:
+            return _StorageType(STORAGE_DTYPES[name])
+        if module == "torch._utils" and name == "_rebuild_tensor_v2":
+            return _rebuild_tensor
+        if module == "torch._utils" and name == "_rebuild_parameter":
+            return _rebuild_parameter
+        raise pickle.UnpicklingError(f"refused the global {module}.{name}: the file would need it to be built, and "
+                                     f"a checkpoint of tensors, numbers, strings and containers never does")
+
+    def persistent_load(self, pid):
+        if (not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
+                or not isinstance(pid[1], _StorageType) or not isinstance(pid[2], str)):
+            raise pickle.UnpicklingError(f"refused a persistent id {str(pid)[:80]}: not a tensor storage record")
+        dtype, key = pid[1].dtype, pid[2]
+        try:
+            raw = self.archive.read(f"{self.prefix}/data/{key}")
+        except KeyError:
+            raise pickle.UnpicklingError(f"the archive has no storage record data/{key}") from None
+        size = torch.empty((), dtype=dtype).element_size()
+        if len(raw) % size:
+            raise pickle.UnpicklingError(f"storage record data/{key} is {len(raw)} bytes, not whole {dtype} elements")
+        if not raw:
+            return torch.empty(0, dtype=dtype)
+        return torch.frombuffer(bytearray(raw), dtype=dtype)
 
 
-def _torch_allowlist():
+MAX_PICKLE_BYTES = 256 << 20
+
+
+def _read_torch_archive(path):
+    """The object a torch.save zip archive holds, through _TorchArchiveUnpickler."""
+    with zipfile.ZipFile(path) as archive:
+        names = archive.namelist()
+        pkls = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
+        if len(pkls) != 1:
+            raise pickle.UnpicklingError("not a torch.save archive (no single <name>/data.pkl)")
+        prefix = pkls[0][: -len("/data.pkl")]
+        if f"{prefix}/byteorder" in names and archive.read(f"{prefix}/byteorder").strip() != b"little":
+            raise pickle.UnpicklingError("saved big-endian; only little-endian archives are read")
+        info = archive.getinfo(pkls[0])
+        if info.file_size > MAX_PICKLE_BYTES:
+            raise pickle.UnpicklingError(f"data.pkl is {info.file_size} bytes, more than {MAX_PICKLE_BYTES}")
+        return _TorchArchiveUnpickler(archive.read(pkls[0]), archive, prefix).load()
+
+
+def _is_torchscript(path):
+    """A TorchScript archive (code/ and constants.pkl): torch.load would hand it
+    to torch.jit.load, even with weights_only=True. Never loaded here."""
     try:
-        from torch._weights_only_unpickler import _get_allowed_globals
-        return _get_allowed_globals()
-    except ImportError:   # a torch without it: the few a state_dict needs
-        from collections import OrderedDict
-        return {"collections.OrderedDict": OrderedDict, "torch._utils._rebuild_tensor_v2": torch._utils._rebuild_tensor_v2,
-                "torch._utils._rebuild_parameter": torch._utils._rebuild_parameter, "torch.Size": torch.Size}
-
-
-_ALLOWLIST_PICKLE = types.SimpleNamespace(__name__="tinyformer_allowlist_pickle", Unpickler=_TorchAllowlistUnpickler,
-                                          load=None, UnpicklingError=pickle.UnpicklingError)
+        with zipfile.ZipFile(path) as archive:
+            return any(n.endswith("/constants.pkl") or "/code/" in n for n in archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
 def load_torch_file(path, what="checkpoint"):
     """The object a torch.save file holds, built without running code from it:
     torch.load(weights_only=True) first; when that refuses (torch 1.13 cannot
-    read floats that way), the same allowlist through _TorchAllowlistUnpickler.
-    Never a plain unpickling. Raises ValueError naming the file and the reason."""
+    read floats that way), _TorchArchiveUnpickler's allowlist. Never a plain
+    unpickling; TorchScript archives are refused. Raises ValueError naming the
+    file and the reason."""
     path = str(path)
+    if zipfile.is_zipfile(path) and _is_torchscript(path):
+        raise ValueError(f"{path}: a TorchScript archive (torch.jit.save), not a torch.save file of weights: "
+                         f"save the model's state_dict (or nanoGPT's ckpt.pt) instead")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except OSError as e:
@@ -286,13 +361,13 @@ def load_torch_file(path, what="checkpoint"):
         raise ValueError(f"{path}: cannot load the {what} as a torch.save file ({type(e).__name__}: {e})") from None
     if not zipfile.is_zipfile(path):
         raise ValueError(f"{path}: refused: torch.load(weights_only=True) stopped ({first}) and the file is not "
-                         f"torch's zip format, the only one read here without weights_only; re-save it with "
-                         f"a current torch.save")
+                         f"torch's zip format, the only one read here without it; re-save it with torch.save")
     try:
-        return torch.load(path, map_location="cpu", pickle_module=_ALLOWLIST_PICKLE)
+        return _read_torch_archive(path)
     except pickle.UnpicklingError as e:
         raise ValueError(f"{path}: refused: {e}") from None
-    except Exception as e:   # noqa: BLE001
+    except (zipfile.BadZipFile, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError,
+            MemoryError, RecursionError, OverflowError, RuntimeError) as e:
         raise ValueError(f"{path}: cannot load the {what} ({type(e).__name__}: {e}; torch.load(weights_only=True) "
                          f"said: {first})") from None
 
@@ -328,7 +403,9 @@ def read_meta(path):
     except OSError as e:
         raise ValueError(f"{path}: cannot read meta.pkl: {e.strerror or e}") from None
     except pickle.UnpicklingError as e:
-        raise ValueError(f"{path}: refused: {e}") from None
+        if str(e).startswith("refused"):
+            raise ValueError(f"{path}: refused: {e}") from None
+        raise ValueError(f"{path}: not a readable pickle ({e})") from None
     except (EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError, MemoryError,
             RecursionError, OverflowError) as e:
         if isinstance(e, ValueError) and str(e).startswith(path):
@@ -573,7 +650,8 @@ def _check_model_args(where, model_args, config):
             raise ValueError(f"{where}: model_args[{key!r}] = {model_args[key]!r} but the tensors say {found!r}")
 
 
-def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None):
+def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None,
+                    eos_id=None, train_max_len=None, prompt_suffix=None, meta=None, visible_controls=False):
     """A nanoGPT checkpoint -> Converted.
 
     ckpt_path: the ckpt.pt nanoGPT's train.py writes ({'model', 'model_args',
@@ -585,7 +663,18 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     vocab / tokenizer / merges: a vocabulary given directly instead of meta.pkl
     (e.g. GPT-2's, with tokenizer="gpt2_bpe" and merges, for a model trained on
     GPT-2 ids: see hf_gpt2.read_bpe); without any, the file has ids only.
+    eos_id, train_max_len, prompt_suffix: written as given (nanoGPT has none).
+    meta: another name for meta_path (the command line's --meta).
+    visible_controls: a character vocabulary usually holds "\n", and no token may
+    hold a control character (docs/FORMAT.md); True writes each control
+    character as its visible Unicode picture (U+2400 + code: "\n" -> "␊",
+    DEL -> "␡"), so text typed with "␊" stands for a newline; False
+    (the default) refuses such a vocabulary, naming the entries.
     """
+    if meta is not None:
+        if meta_path is not None:
+            raise ValueError("convert_nanogpt: give meta_path or meta, not both")
+        meta_path = meta
     where = str(ckpt_path)
     ckpt = load_torch_file(ckpt_path, "nanoGPT checkpoint")
     if not isinstance(ckpt, dict):
@@ -610,15 +699,73 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     if heads is None:
         needed.append(("n_head", "model_args has no n_head (a bare state_dict does not tell the head count)"))
     _missing("convert_nanogpt", needed)
-    state, _ = drop_mask_buffers(strip_prefixes(state), where)
+    state, notes = _cleaned(state, where)
     converted = assemble(state, n_head=heads, gelu=gelu, where=where)
+    converted.notes.extend(notes)
     _check_model_args(where, model_args, converted.config)
     if model_args.get("n_head") is not None and n_head is not None and model_args["n_head"] != n_head:
         raise ValueError(f"convert_nanogpt: n_head = {n_head} but model_args['n_head'] = {model_args['n_head']}")
     converted.metadata.update(_vocabulary("convert_nanogpt", meta_path, vocab, tokenizer, merges,
                                           converted.config["vocab_size"]))
+    _visible_controls(converted, visible_controls, meta_path)
+    _extras(converted, eos_id, train_max_len, prompt_suffix)
     converted.reference = _reference(converted, gelu)
     return converted
+
+
+def _cleaned(state, where):
+    """strip_prefixes + drop_mask_buffers, with notes saying what was done."""
+    notes = []
+    stripped = strip_prefixes(state)
+    if any(k.startswith(PREFIXES) for k in state):
+        notes.append("key prefix _orig_mod. (torch.compile) / module. (DDP) removed")
+    state, dropped = drop_mask_buffers(stripped, where)
+    if dropped:
+        notes.append(f"{dropped} causal-mask buffer{'s' if dropped != 1 else ''} (attn.bias [1,1,T,T] / "
+                     f"attn.masked_bias) dropped: "
+                     f"tinyformer's causal attention is that mask")
+    return state, notes
+
+
+def control_picture(ch):
+    """The visible stand-in of a C0 control character or DEL (Unicode's Control
+    Pictures block: U+2400 + code, DEL -> U+2421); other characters unchanged."""
+    code = ord(ch)
+    if code < 0x20:
+        return chr(0x2400 + code)
+    return "\u2421" if code == 0x7F else ch
+
+
+def _visible_controls(converted, allowed, where):
+    vocab = converted.metadata.get("vocab")
+    if vocab is None or converted.metadata.get("tokenizer") != "char":
+        return
+    bad = [i for i, t in enumerate(vocab) if any(control_picture(c) != c for c in t)]
+    if not bad:
+        return
+    if not allowed:
+        shown = ", ".join(f"vocab[{i}] = {vocab[i]!r}" for i in bad[:4])
+        raise ValueError(f"{where}: {shown}: tinyformer tokens cannot hold control characters (docs/FORMAT.md); "
+                         f"pass visible_controls=True (--visible-controls) to store each as its visible picture "
+                         f"(\n -> {control_picture(chr(10))}), or convert without the vocabulary (ids only)")
+    pictures = [control_picture(c) for c in vocab]
+    clash = sorted(set(pictures[i] for i in bad) & set(vocab))
+    if clash:
+        raise ValueError(f"{where}: the vocabulary already holds {clash[0]!r}, the picture a control character "
+                         f"would be stored as")
+    converted.metadata["vocab"] = pictures
+    converted.notes.append("control characters stored as their pictures: " + ", ".join(
+        f"{vocab[i]!r} -> {pictures[i]}" for i in bad))
+
+
+def _extras(converted, eos_id=None, train_max_len=None, prompt_suffix=None):
+    """Keys no GPT file records, written when the caller gives them."""
+    if eos_id is not None:
+        converted.config["eos_id"] = eos_id
+    if train_max_len is not None:
+        converted.metadata["train_max_len"] = train_max_len
+    if prompt_suffix is not None:
+        converted.metadata["prompt_suffix"] = prompt_suffix
 
 
 def _vocabulary(function, meta_path, vocab, tokenizer, merges, vocab_size):
@@ -640,7 +787,8 @@ def _vocabulary(function, meta_path, vocab, tokenizer, merges, vocab_size):
     return md
 
 
-def convert_mingpt(state_dict_path, n_head=None, vocab=None, tokenizer=None, gelu="tanh"):
+def convert_mingpt(state_dict_path, n_head=None, vocab=None, tokenizer=None, gelu="tanh", eos_id=None,
+                   train_max_len=None, prompt_suffix=None):
     """A minGPT state_dict (torch.save(model.state_dict(), path)) -> Converted.
     minGPT: tanh GELU (NewGELU), nn.LayerNorm with bias, Linear biases, untied
     lm_head without bias, attn.bias mask buffers (dropped). n_head is required:
@@ -652,10 +800,12 @@ def convert_mingpt(state_dict_path, n_head=None, vocab=None, tokenizer=None, gel
     state = load_torch_file(state_dict_path, "minGPT state_dict")
     if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
         raise ValueError(f"{where}: expected a state_dict (a dict name -> tensor), got {type(state).__name__}")
-    state, _ = drop_mask_buffers(strip_prefixes(state), where)
+    state, notes = _cleaned(state, where)
     converted = assemble(state, n_head=n_head, gelu=gelu, where=where)
+    converted.notes.extend(notes)
     converted.metadata.update(_vocabulary("convert_mingpt", None, vocab, tokenizer, None,
                                           converted.config["vocab_size"]))
+    _extras(converted, eos_id, train_max_len, prompt_suffix)
     converted.reference = _reference(converted, gelu)
     return converted
 
@@ -707,8 +857,12 @@ def _module_eps(ln):
     return 1e-5 if eps is None else float(eps)   # nanoGPT's LayerNorm has no eps attribute: it uses 1e-5
 
 
-def from_module(module, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None):
-    """Converted from a live GPT module (ours, nanoGPT's, minGPT's); reference = module."""
+def from_module(module, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None, eos_id=None,
+                train_max_len=None, prompt_suffix=None):
+    """Converted from a live GPT module (ours, nanoGPT's, minGPT's); reference = module.
+    gelu and n_head are read from the module when it tells them (ours, nanoGPT's
+    nn.GELU, minGPT's NewGELU; attn.n_head); vocab/tokenizer/merges/eos_id/
+    train_max_len/prompt_suffix are written as given."""
     if not recognise(module):
         raise ValueError(f"from_module: {type(module).__name__} is not a nanoGPT/minGPT-style GPT")
     found_gelu = _module_gelu(module)
@@ -719,8 +873,10 @@ def from_module(module, gelu=None, n_head=None, vocab=None, tokenizer=None, merg
             n_head = getattr(module.config, "n_head", None)
     needed = []
     if gelu is None:
-        needed.append(("gelu", f"the MLP's activation {type(getattr(module.transformer.h[0].mlp, 'gelu', None)).__name__} "
-                               f"is not one recognised: give \"exact\" or \"tanh\""))
+        act = getattr(module.transformer.h[0].mlp, "gelu", None)
+        what = (f"the MLP's activation {type(act).__name__} is not one recognised" if act is not None else
+                "the MLP holds no GELU module (nanoGPT before mid-2023 called the tanh function new_gelu)")
+        needed.append(("gelu", f"{what}: give \"exact\" or \"tanh\""))
     if n_head is None:
         needed.append(("n_head", "the attention module has no n_head attribute"))
     _missing("from_module", needed)
@@ -729,9 +885,11 @@ def from_module(module, gelu=None, n_head=None, vocab=None, tokenizer=None, merg
     eps = _module_eps(module.transformer.ln_f)
     where = type(module).__name__
     state = {k: v for k, v in module.state_dict().items()}
-    state, _ = drop_mask_buffers(strip_prefixes(state), where)
+    state, notes = _cleaned(state, where)
     converted = assemble(state, n_head=n_head, gelu=gelu, where=where, layer_norm_eps=eps)
+    converted.notes.extend(notes)
     converted.metadata.update(_vocabulary("from_module", None, vocab, tokenizer, merges,
                                           converted.config["vocab_size"]))
+    _extras(converted, eos_id, train_max_len, prompt_suffix)
     converted.reference = module
     return converted

@@ -49,7 +49,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted
 from . import gpt as _gpt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: safe_write, safetensors_io
@@ -288,9 +287,10 @@ IGNORED_OPTIONS = ("reorder_and_upcast_attn",)   # baddbmm in float32 with the s
 
 
 def read_folder(folder):
-    """(config.json as a dict, state_dict with "transformer." keys and Linear-free
-    HF layout, dict of tokenizer files found). Weights from model.safetensors
-    (safetensors_io) or pytorch_model.bin (torch.load, weights_only)."""
+    """(config.json as a dict, state_dict with "transformer." keys, still in HF's
+    Conv1D layout, {tokenizer file name: path} of those present). Weights from
+    model.safetensors (safetensors_io, widened to float32) or pytorch_model.bin
+    (families.gpt.load_torch_file: weights_only, or its allowlist reader)."""
     folder = str(folder)
     if not os.path.isdir(folder):
         raise ValueError(f"{folder}: not a folder (an HF GPT-2 model is a folder with config.json)")
@@ -341,7 +341,7 @@ def _to_linear_layout(state, where):
 def _refuse_options(cfg, where):
     bad = []
     for key, allowed in SUPPORTED_OPTIONS.items():
-        if key in cfg and cfg[key] not in allowed and not (cfg[key] is None and False in allowed):
+        if key in cfg and cfg[key] not in allowed:
             bad.append(f"{key} = {json.dumps(cfg[key])} (tinyformer computes only {json.dumps(allowed[0])})")
     act = cfg.get("activation_function", "gelu_new")
     if act not in ACTIVATIONS:
@@ -368,7 +368,7 @@ def convert_hf_gpt2(folder, vocab_json=None, merges_txt=None, eos=True):
     needed = [k for k in ("n_embd", "n_layer", "n_head") if k not in cfg]
     if needed:
         raise ValueError(f"{cfg_path}: missing {', '.join(needed)}")
-    state, _ = _gpt.drop_mask_buffers(_gpt.strip_prefixes(state), where)
+    state, notes = _gpt._cleaned(state, where)
     if cfg.get("tie_word_embeddings", True) is False and "lm_head.weight" not in state:
         raise ValueError(f"{where}: tie_word_embeddings is false but the weights have no lm_head.weight")
     if cfg.get("tie_word_embeddings", True) is not False:
@@ -377,6 +377,7 @@ def convert_hf_gpt2(folder, vocab_json=None, merges_txt=None, eos=True):
     converted = _gpt.assemble(_to_linear_layout(state, where), n_head=cfg["n_head"], gelu=None, where=where,
                               layer_norm_eps=float(eps), activation=ACTIVATIONS[cfg.get("activation_function", "gelu_new")],
                               max_len_name="n_positions")
+    converted.notes.extend(notes)
     c = converted.config
     for key, ours in (("n_embd", c["d_model"]), ("n_layer", c["num_layers"]), ("vocab_size", c["vocab_size"]),
                       ("n_positions", c["max_len"]), ("n_inner", c["dim_feedforward"])):
@@ -429,9 +430,11 @@ def recognise(module):
             and hasattr(b.attn.c_attn, "nf") and hasattr(b, "mlp") and hasattr(b.mlp, "c_fc"))
 
 
-def from_module(module):
+def from_module(module, vocab=None, merges=None, eos_id=None, train_max_len=None):
     """Converted from a live HF-style GPT-2 module; reference = module. The config
-    (ours: GPT2Config; transformers': GPT2Config) gives n_head, eps, activation."""
+    (ours: GPT2Config; transformers': GPT2Config) gives n_head, eps, activation.
+    vocab (list, index = id) + merges (list of "left right") give tokenizer
+    gpt2_bpe; eos_id defaults to <|endoftext|>'s id when the vocab has it."""
     if not recognise(module):
         raise ValueError(f"from_module: {type(module).__name__} is not an HF-style GPT-2")
     cfg = module.config
@@ -440,12 +443,23 @@ def from_module(module):
                                         "add_cross_attention", "model_type") if hasattr(cfg, k)}
     where = type(module).__name__
     _refuse_options(cfg, where)
-    state, _ = _gpt.drop_mask_buffers(_gpt.strip_prefixes(dict(module.state_dict())), where)
+    state, notes = _gpt._cleaned(dict(module.state_dict()), where)
     if cfg.get("tie_word_embeddings", True) is not False:
         state.pop("lm_head.weight", None)
     converted = _gpt.assemble(_to_linear_layout(state, where), n_head=cfg["n_head"], gelu=None, where=where,
                               layer_norm_eps=float(cfg.get("layer_norm_epsilon", 1e-5)),
                               activation=ACTIVATIONS[cfg.get("activation_function", "gelu_new")],
                               max_len_name="n_positions")
+    converted.notes.extend(notes)
+    if (vocab is None) != (merges is None):
+        raise ValueError("from_module: GPT-2's tokenizer needs both vocab and merges")
+    if vocab is not None:
+        vocab = list(vocab)
+        if len(vocab) != converted.config["vocab_size"]:
+            raise ValueError(f"from_module: {len(vocab)} tokens but vocab_size is {converted.config['vocab_size']}")
+        converted.metadata.update({"tokenizer": "gpt2_bpe", "vocab": vocab, "merges": list(merges)})
+        if eos_id is None and EOS_TOKEN in vocab:
+            eos_id = vocab.index(EOS_TOKEN)
+    _gpt._extras(converted, eos_id, train_max_len)
     converted.reference = module
     return converted
