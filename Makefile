@@ -137,10 +137,12 @@ bench: deps
 # then test the Python safetensors reader on the shared header table
 # (tests/python/test_safetensors_io.py, numpy only), the exporter (tests/python/test_export.py: exported modules vs tinyformer)
 # and the activation traces (tests/python/test_trace.py: `tinyformer trace` vs
-# tools/python/torch_trace.py, compared by tools/python/compare_trace.py);
-# check against the user's own module (tests/python/test_check.py: the false passes
-# of issue #22 fail), then every tests/python/test_parity_*.py (each family's
-# committed file against its committed PyTorch weights) and test_families_*.py.
+# tools/python/torch_trace.py, compared by tools/python/compare_trace.py), generate()
+# (tests/python/test_generate.py: `tinyformer run` through the Python API), the
+# families' conversions (tests/python/test_families_gpt.py), check against the user's
+# own module (tests/python/test_check.py: the false passes of issue #22 fail), then
+# every tests/python/test_parity_*.py (each family's committed file against its
+# committed PyTorch weights).
 # Not part of `make test`, which uses the committed data/reference/.
 parity: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
@@ -154,8 +156,9 @@ parity: deps
 	/usr/bin/python3 tests/python/test_export.py
 	/usr/bin/python3 tests/python/test_families_gpt.py
 	/usr/bin/python3 tests/python/test_trace.py
+	/usr/bin/python3 tests/python/test_generate.py
 	/usr/bin/python3 tests/python/test_check.py
-	@for t in tests/python/test_parity_*.py tests/python/test_families_*.py; do \
+	@for t in tests/python/test_parity_*.py; do \
 	  [ -e "$$t" ] || continue; echo "/usr/bin/python3 $$t"; /usr/bin/python3 "$$t" || exit 1; done
 
 # Debian's python3-numpy (installed if missing), for test-tools.

@@ -7,10 +7,10 @@
 // encoder-decoder: the source is read by the encoder; the decoder reads
 //   <bos> (when the config has one) followed by the target (given, or the
 //   model's own greedy output), so decoder query t predicts target token t.
-//   A model without bos_id or eos_id cannot generate: give the target.
+//   A model without bos_id or eos_id gets no greedy target here: give it.
 // decoder-only: the sequence is [<bos>] prompt [suffix] continuation (the
 //   target, or the greedy output when the model has an eos_id to stop at,
-//   else none); a prefix_lm model's prefix is everything before the
+//   else none: `explore` decodes such a model itself, to --max-new-tokens); a prefix_lm model's prefix is everything before the
 //   continuation.
 // encoder-only: the tokens, bidirectional self-attention; no target.
 #pragma once

@@ -37,10 +37,11 @@ void refuse_teacher_forced_beyond_memory(const Model& model, const std::vector<i
 // The target of an example: the one given, or the model's greedy output
 // (after refuse_inputs_without_room and refuse_teacher_forced_beyond_memory
 // on the input).
-// A model that cannot generate — encoder_only, or without an eos_id to stop
-// at — gets an empty target (a decoder-only one is read on its input alone),
-// except an encoder_decoder one, whose decoder needs tokens: Error asking for
-// a target when it has no bos_id or eos_id.
+// An encoder_only model, and a model without an eos_id (it generates, but
+// only to a length someone chooses: `run` and `explore` decode it up to
+// --max-new-tokens themselves), get an empty target here (a decoder-only one
+// is read on its input alone), except an encoder_decoder one, whose decoder
+// needs tokens: Error asking for a target when it has no bos_id or eos_id.
 std::vector<int64_t> target_or_greedy(const Model& model, const std::vector<int64_t>& input,
                                       const std::optional<std::vector<int64_t>>& target);
 

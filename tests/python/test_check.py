@@ -206,6 +206,32 @@ class CheckAgainstTheUsersModel(unittest.TestCase):
         failure = self.assert_fails(wrong, model, first="logits")
         WORST["(c) exact GELU file vs the tanh-GELU model"] = failure.worst
 
+    def test_c_nanogpt_module_with_tanh_gelu_exported_as_exact(self):
+        """The same with families/gpt.py's GPT (nanoGPT's layout and names): its state_dict converted
+        with --gelu exact fails against the module; with tanh it matches."""
+        from families import gpt
+        torch.manual_seed(5)
+        model = gpt.GPT(gpt.GPTConfig(block_size=16, vocab_size=V, n_layer=2, n_head=H, n_embd=D, bias=True,
+                                      gelu="tanh", tie=True)).eval()
+        with torch.no_grad():
+            for block in model.transformer.h:
+                block.mlp.c_fc.weight.mul_(40.0)          # trained-size pre-activations (init std is 0.02)
+            model.lm_head.weight.mul_(10.0)
+        state = self.path("ckpt.pt")
+        torch.save(model.state_dict(), state)
+        for gelu in ("exact", "tanh"):
+            path = self.path(f"{gelu}.safetensors")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+                rc = te.main(["--from", "nanogpt", state, "--gelu", gelu, "--n-head", str(H), "--out", path,
+                              "--no-check"])
+            self.assertEqual(rc, 0, out.getvalue())
+            if gelu == "exact":
+                WORST["(c) nanoGPT GPT, exact-GELU file vs tanh module"] = self.assert_fails(path, model).worst
+            else:
+                WORST["(c) nanoGPT GPT, tanh-GELU file vs tanh module"] = worst = te.check(path, model)
+                self.assertLessEqual(worst, 1.0)
+
     def test_callable_reference(self):
         model = build(LMWithFinalNorm, 4)
         right = self.path("right.safetensors")

@@ -101,6 +101,70 @@ class AnnotatedParity(unittest.TestCase):
                 self.assertGreater(worst, 1.0, what)
 
 
+class AnnotatedConverter(unittest.TestCase):
+    """convert_annotated's own rules (no engine needed)."""
+
+    def small(self):
+        torch.manual_seed(0)
+        return A.make_model(7, 9, N=1, d_model=8, d_ff=16, h=2, dropout=0.0).eval()
+
+    def test_names_are_renamed_not_changed(self):
+        model = self.small()
+        converted = A.from_module(model, max_len=12)
+        state = model.state_dict()
+        self.assertIs(converted.reference, model)
+        self.assertEqual(converted.config["nhead"], 2)
+        self.assertEqual(converted.config["pos_encoding"], "sinusoidal")
+        pairs = {"transformer.encoder.layers.0.self_attn.q_proj.weight": "encoder.layers.0.self_attn.linears.0.weight",
+                 "transformer.decoder.layers.0.multihead_attn.out_proj.bias": "decoder.layers.0.src_attn.linears.3.bias",
+                 "transformer.decoder.layers.0.norm3.weight": "decoder.layers.0.sublayer.2.norm.a_2",
+                 "transformer.encoder.norm.bias": "encoder.norm.b_2", "generator.weight": "generator.proj.weight",
+                 "tgt_embed.weight": "tgt_embed.0.lut.weight",
+                 "transformer.encoder.layers.0.linear2.weight": "encoder.layers.0.feed_forward.w_2.weight"}
+        for ours, theirs in pairs.items():
+            self.assertTrue(torch.equal(converted.tensors[ours], state[theirs]), ours)
+        self.assertEqual(len(converted.tensors), len([k for k in state if not k.endswith(".pe")]))
+
+    def test_the_full_buffer_is_stored_as_learned_positions(self):
+        converted = A.from_module(self.small())
+        self.assertEqual(converted.config["pos_encoding"], "learned")
+        self.assertEqual(converted.config["max_len"], 5000)
+        self.assertEqual(list(converted.tensors["pos_embed.weight"].shape), [5000, 8])
+        self.assertIn("differs from FORMAT's sinusoidal table by up to", converted.notes[0])
+
+    def test_refusals_name_what_is_wrong(self):
+        state = self.small().state_dict()
+        cases = [({}, {"n_head": None}, "needs n_head"),
+                 ({}, {"n_head": 3}, "n_head = 3"),
+                 ({"extra.weight": torch.zeros(2)}, {"n_head": 2}, "extra.weight"),
+                 ({"tgt_embed.1.pe": state["tgt_embed.1.pe"] + 1}, {"n_head": 2}, "differ"),
+                 ({}, {"n_head": 2, "max_len": 6000}, "max_len = 6000")]
+        for change, kwargs, piece in cases:
+            with self.subTest(piece=piece), self.assertRaises(ValueError) as caught:
+                A.convert_annotated(dict(state, **change), **kwargs)
+            self.assertIn(piece, str(caught.exception))
+        broken = {k: v for k, v in state.items() if k != "decoder.layers.0.src_attn.linears.2.bias"}
+        with self.assertRaises(ValueError) as caught:
+            A.convert_annotated(broken, n_head=2)
+        self.assertIn("decoder.layers.0.src_attn.linears.2.bias", str(caught.exception))
+
+    def test_write_converted_refuses_what_the_engine_would(self):
+        converted = A.from_module(self.small(), max_len=12)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = str(Path(tmp) / "m.safetensors")
+            for metadata, piece in [({"vocab": list("abcdefghi"), "nonsense": 1}, "unknown keys"),
+                                    ({"vocab": list("abc")}, "len(vocab) = 3"),
+                                    ({"vocab": list("abcdefghi"), "src_vocab": list("abcdefg"), "merges": ["a b"]},
+                                     "only the \"gpt2_bpe\" tokenizer has merges"),
+                                    ({"vocab": list("abcdefghi")}, "serves the source too")]:
+                with self.subTest(piece=piece), self.assertRaises(ValueError) as caught:
+                    write_converted(path, Converted(converted.config, converted.tensors, metadata))
+                self.assertIn(piece, str(caught.exception))
+            with self.assertRaises(ValueError) as caught:
+                write_converted(path, Converted(dict(converted.config, mask_value=1.0), converted.tensors, {}))
+            self.assertIn("mask_value", str(caught.exception))
+
+
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     for case, worst in NUMBERS.items():

@@ -25,8 +25,9 @@ const char* kGenerationFlagsHelp =
     "  --seed S     the seed of the draws (default 0; input i of several draws from seed\n"
     "               S + i): the same seed gives the same tokens on every machine\n"
     "               Sampling is on when any of --temperature, --top-k, --top-p is given; the\n"
-    "               others keep T = 1, every token, P = 1 (the exact steps: models/decoding.h,\n"
-    "               docs/TOY_MODELS.md#sampling). A third search beside greedy and --beam, not with it.\n";
+    "               others keep T = 1, every token, P = 1. It is a third search beside greedy\n"
+    "               and --beam, not used with --beam (the exact steps: models/decoding.h,\n"
+    "               docs/TOY_MODELS.md#sampling).\n";
 
 namespace {
 

@@ -10,7 +10,15 @@ Three functions, one per architecture, take the modules themselves:
     export_decoder_only(path, layers=..., embed=..., lm_head=..., max_len=..., [attention, ...,
                         prompt_suffix])
     export_encoder_only(path, layers=..., embed=..., head=..., max_len=..., [...])
-    check(path, n_batches=3, seed=0) -> worst normalised error (<= 1 passes); raises on failure
+    export(model, path, ...)      the whole model: a family (tools/python/families: the Annotated
+                                  Transformer, nanoGPT/minGPT, GPT-2) recognised from the module,
+                                  or stock modules found by type; every parameter must find its place
+    write_converted(path, converted)   a families.Converted (a family converter's output)
+    check(path, reference=None, n_batches=3, seed=0) -> worst normalised error (<= 1 passes);
+                                  raises CheckFailed (a CheckError) naming the first output that differs.
+                                  reference = YOUR model (a family module, any module or callable
+                                  ids -> logits / (src, tgt) -> logits); without it the result only
+                                  says the file is consistent with the settings it was exported with
 
 `transformer` is a stock nn.Transformer, `layers` a stock nn.TransformerEncoder
 (decoder-only models run it with a causal or prefix-LM mask), embeddings are
@@ -53,6 +61,9 @@ to this file, never through the working directory).
 
 Command line (from any folder; Debian's python3-torch):
 
+    /usr/bin/python3 tools/python/tinyformer_export.py --from annotated STATE.pt --n-head 8 --out M.safetensors
+    /usr/bin/python3 tools/python/tinyformer_export.py --from nanogpt ckpt.pt --meta meta.pkl --out M.safetensors
+    /usr/bin/python3 tools/python/tinyformer_export.py --check M.safetensors --against annotated STATE.pt --n-head 8
     /usr/bin/python3 tools/python/tinyformer_export.py --check MODEL.safetensors
     /usr/bin/python3 tools/python/tinyformer_export.py --from-state-dict STATE.pt --arch encoder_decoder \\
         --nhead 8 --activation relu --norm-first false --max-len 128 --vocab vocab.json \\
@@ -1669,8 +1680,8 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     ap.add_argument("--against", nargs=2, metavar=("FAMILY", "FILE"),
                     help="--check: compare with this model (the family's flags as for --from)")
     fam = ap.add_argument_group("--from / --against families")
-    fam.add_argument("--n-head", type=_whole(1), help="mingpt, annotated: attention heads (a state_dict does not "
-                                                      "record them)")
+    fam.add_argument("--n-head", type=_whole(1), help="mingpt, annotated (and nanogpt from a bare state_dict): "
+                                                      "attention heads (a state_dict does not record them)")
     fam.add_argument("--meta", metavar="meta.pkl", help="nanogpt: the character vocabulary nanoGPT's prepare.py "
                                                        "wrote (read with a restricted unpickler: no code runs)")
     fam.add_argument("--gelu", choices=["exact", "tanh"], help="nanogpt: which GELU the checkpoint was trained with "
@@ -1679,7 +1690,8 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
                                                              "serves the source too unless --src-vocab")
     ap.add_argument("--batches", type=_whole(1), default=3, help="check: random batches (default 3)")
     ap.add_argument("--seed", type=int, default=0, help="check: seed of the random batches (default 0)")
-    g = ap.add_argument_group("--from-state-dict")
+    g = ap.add_argument_group("--from-state-dict (and for --from: --out, --no-check, --max-len, --vocab, --src-vocab, "
+                              "--tokenizer, --pad-id, --bos-id, --eos-id, --train-max-len, --dtype)")
     g.add_argument("--arch", choices=["encoder_decoder", "decoder_only", "encoder_only"])
     g.add_argument("--out", metavar="OUT.safetensors", help="the checkpoint to write")
     g.add_argument("--no-check", action="store_true", help="do not run check on the written file")
@@ -1762,7 +1774,12 @@ def _main_check(path, args, against, reference=None, reference_text=None):
             reference_text = f"the {family} module holding {source}'s weights"
         ref = None
         if reference is not None:
-            cfg = st.metadata_json(st.read(path)[1], "config") if os.path.isfile(path) else {"arch": None}
+            if not os.path.isfile(path):
+                raise OSError(f"--check {path}: no such file")
+            try:
+                cfg = st.metadata_json(st.read(path)[1], "config")
+            except (KeyError, ValueError) as e:
+                raise CheckError(f"{path}: not a tinyformer checkpoint ({e})") from None
             ref = _reference_for(reference, cfg)
             if reference_text:
                 ref.description = reference_text
@@ -1786,7 +1803,7 @@ def _main_check(path, args, against, reference=None, reference_text=None):
 
 FAMILIES = ("nanogpt", "mingpt", "annotated", "hf-gpt2")
 _FAMILY_NEEDS = {"mingpt": [("--n-head", "n_head")], "annotated": [("--n-head", "n_head")]}
-_FAMILY_FLAGS = {"nanogpt": {"meta", "gelu"}, "mingpt": {"n_head"}, "annotated": {"n_head", "tgt_vocab"},
+_FAMILY_FLAGS = {"nanogpt": {"meta", "gelu", "n_head"}, "mingpt": {"n_head"}, "annotated": {"n_head", "tgt_vocab"},
                  "hf-gpt2": set()}
 
 
@@ -1798,6 +1815,8 @@ def _convert_family(family, source, args, mode):
     for flag, key in [("--n-head", "n_head"), ("--meta", "meta"), ("--gelu", "gelu"), ("--tgt-vocab", "tgt_vocab")]:
         if getattr(args, key) is not None and key not in _FAMILY_FLAGS[family]:
             raise ValueError(f"{flag} does not apply to {mode} {family}")
+    if args.n_head is None and args.nhead is not None and "n_head" in _FAMILY_FLAGS[family]:
+        args.n_head = args.nhead           # --nhead, the --from-state-dict spelling, means the same
     missing = [flag for flag, key in _FAMILY_NEEDS.get(family, []) if getattr(args, key) is None]
     if missing:
         raise ValueError(f"{mode} {family} needs {', '.join(missing)}")
@@ -1822,17 +1841,22 @@ def _convert_family(family, source, args, mode):
     convert = getattr(module, function, None)
     if convert is None:
         raise ValueError(f"{mode} {family}: tools/python/{module_name.replace('.', '/')}.py has no {function} yet")
+    extras = {k: v for k, v in [("eos_id", args.eos_id), ("train_max_len", args.train_max_len),
+                                ("prompt_suffix", args.prompt_suffix)] if v is not None}
+    if args.vocab and family != "hf-gpt2":
+        extras.update(vocab=_read_vocab(args.vocab, "--vocab"), tokenizer=args.tokenizer)
     if family == "nanogpt":
-        return convert(source, meta=args.meta, gelu=args.gelu)
+        return convert(source, meta=args.meta, gelu=args.gelu, n_head=args.n_head, **extras)
     if family == "mingpt":
-        return convert(source, n_head=args.n_head)
+        return convert(source, n_head=args.n_head, **extras)
     return convert(source)
 
 
 def _main_from(ap, args):
     family, source = args.from_family
     if args.out is None:
-        missing = ["--out"] + [flag for flag, key in _FAMILY_NEEDS.get(family, []) if getattr(args, key) is None]
+        missing = ["--out"] + [flag for flag, key in _FAMILY_NEEDS.get(family, [])
+                               if getattr(args, key) is None and args.nhead is None]
         ap.error(f"--from {family} needs {', '.join(missing)}")
     inputs = [(flag, value) for flag, value in [("--from", source), ("--meta", args.meta), ("--vocab", args.vocab),
                                                 ("--src-vocab", args.src_vocab), ("--tgt-vocab", args.tgt_vocab)]
@@ -1861,6 +1885,81 @@ def _main_from(ap, args):
         return 0
     return _main_check(args.out, args, None, converted.reference,
                        f"the {family} module holding {source}'s weights")
+
+
+# ----------------------------------------------------------------------------
+# generate(): the model's continuation, by `tinyformer run` (helper C's part)
+# ----------------------------------------------------------------------------
+
+def generate(path, prompt, *, max_new_tokens=None, temperature=None, top_k=None, top_p=None, seed=0, ids=False):
+    """The continuation tinyformer generates for `prompt` with the model file
+    `path`: it runs `build/tinyformer run` ($TINYFORMER_BIN, as check runs
+    `forward`), so the tokens are exactly the command line's.
+
+    prompt: text (ids=False; through the model's tokenizer, framed as `run`
+        frames it: <bos>, the prompt suffix) -> returns the output text as
+        `run` prints it (a control character shown escaped); or a list of
+        token ids (ids=True; `run --ids`) -> returns the output's token ids
+        (`run --print-ids`), without <bos>/<eos>.
+    max_new_tokens: at most this many new tokens, never past the model's
+        max_len (None: run's default, 1024 for a model with an eos_id, 64 for
+        one without, which never stops by itself).
+    temperature (> 0), top_k (>= 1), top_p (0 < p <= 1): any of them given
+        turns sampling on (models/decoding.h: softmax(logits / T), top-k,
+        then top-p, renormalised, drawn with the engine's SplitMix64);
+        None of them: greedy decoding.
+    seed: the draws' seed (an int >= 0): the same seed gives the same tokens
+        on every machine; only with sampling (a seed other than 0 without
+        it is refused, as `run --seed` is).
+    Raises ValueError for settings `run` refuses as usage errors (exit 2,
+    its message naming the flag), RuntimeError when `run` fails otherwise
+    (exit 1: the file, the prompt), FileNotFoundError without the binary."""
+    def whole(name, value, least):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"generate: {name} must be an int >= {least}, got {value!r}")
+        return str(value)
+
+    def number(name, value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"generate: {name} must be a number, got {value!r}")
+        return repr(float(value))  # run refuses nan, inf and the values out of range
+
+    command = [tinyformer_binary(), "run", os.fspath(path)]
+    if max_new_tokens is not None:
+        command += ["--max-new-tokens", whole("max_new_tokens", max_new_tokens, 1)]
+    sampling = [name for name, value in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p))
+                if value is not None]
+    if temperature is not None:
+        command += ["--temperature", number("temperature", temperature)]
+    if top_k is not None:
+        command += ["--top-k", whole("top_k", top_k, 1)]
+    if top_p is not None:
+        command += ["--top-p", number("top_p", top_p)]
+    whole("seed", seed, 0)
+    if sampling:
+        command += ["--seed", str(seed)]
+    elif seed != 0:
+        raise ValueError(f"generate: seed={seed} seeds sampling, which is off; give temperature, top_k or top_p")
+    if ids:
+        if isinstance(prompt, (str, bytes)) or not all(isinstance(i, int) and not isinstance(i, bool) for i in prompt):
+            raise ValueError(f"generate: with ids=True the prompt is a list of token ids, got {prompt!r}")
+        command += ["--print-ids", "--ids", ",".join(str(i) for i in prompt)]
+    else:
+        if not isinstance(prompt, str):
+            raise ValueError(f"generate: the prompt is text (or token ids with ids=True), got {prompt!r}")
+        command += ["--", prompt]  # a prompt that starts with "--" is text, not a flag
+    run = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if run.returncode == 2:
+        raise ValueError(run.stderr.strip())
+    if run.returncode != 0:
+        raise RuntimeError(f"tinyformer run failed (exit {run.returncode}): {run.stderr.strip()}")
+    line = run.stdout[:-1] if run.stdout.endswith("\n") else run.stdout
+    if ids:
+        return [int(i) for i in line.split(",")] if line else []
+    return line
+
+
+__all__.append("generate")
 
 
 if __name__ == "__main__":
