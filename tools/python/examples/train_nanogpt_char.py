@@ -60,7 +60,7 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tools" / "python"))
 import safe_write  # noqa: E402
 from families import write_converted  # noqa: E402
-from families.gpt import GPT, GPTConfig, convert_nanogpt  # noqa: E402
+from families.gpt import GPT, GPTConfig, convert_nanogpt, load_torch_file, read_meta  # noqa: E402
 
 NAME = "nanogpt-char"
 ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
@@ -68,7 +68,10 @@ ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nin
 TENS = ["", "", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 PROMPTS = ["forty one, forty two, ", "one hundred and six, ", "seventy seven, seventy eight, seventy nine, ",
            "three hundred and twelve, three hundred and thirteen, ", "nine, ten, "]
-NEW_TOKENS = 48  # characters generated after each prompt (the model has no end token)
+# Characters generated after each prompt (the model has no end token): 48, or fewer
+# so that prompt + continuation fit in block_size, the positions tinyformer decodes
+# into (nanoGPT's generate would crop the context and go on).
+NEW_TOKENS = 48
 
 
 def in_words(n):
@@ -117,11 +120,21 @@ def main():
     parser.add_argument("--out", default=str(REPO / "data" / "families"), help="folder (default data/families)")
     parser.add_argument("--max-iters", type=int, default=2000)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--greedy-only", action="store_true",
+                        help="no training: rewrite NAME.greedy.tsv from the committed ckpt.pt and meta.pkl")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     folder = out / NAME
     folder.mkdir(parents=True, exist_ok=True)
+    if args.greedy_only:
+        ckpt = load_torch_file(folder / "ckpt.pt")
+        a = ckpt["model_args"]
+        model = GPT(GPTConfig(block_size=a["block_size"], vocab_size=a["vocab_size"], n_layer=a["n_layer"],
+                              n_head=a["n_head"], n_embd=a["n_embd"], bias=a["bias"], gelu="exact", tie=True))
+        model.load_state_dict(ckpt["model"])
+        write_greedy(model.eval(), read_meta(folder / "meta.pkl"), out)
+        return
 
     # The training settings, as nanoGPT's config/train_shakespeare_char.py names them.
     config = dict(batch_size=16, block_size=64, n_layer=4, n_head=4, n_embd=64, dropout=0.0, bias=False,
@@ -218,14 +231,20 @@ def main():
     write_converted(str(target), converted)
     print(f"{NAME}: exported {target.name} with the nanoGPT converter ({os.path.getsize(target)} bytes)")
 
+    write_greedy(model, chars, out)
+
+
+def write_greedy(model, chars, out):
+    """NAME.greedy.tsv: prompt TAB PyTorch's greedy continuation TAB its length."""
     stoi = {ch: i for i, ch in enumerate(chars)}
-    lines = [f"# prompt\tPyTorch greedy continuation, {NEW_TOKENS} characters "
+    lines = [f"# prompt\tPyTorch greedy continuation\tcharacters: {NEW_TOKENS}, or as many as fit in block_size "
              f"(families.gpt.GPT.generate(do_sample=False), tools/python/examples/train_nanogpt_char.py)"]
     for prompt in PROMPTS:
         idx = torch.tensor([[stoi[ch] for ch in prompt]])
-        ids = model.generate(idx, NEW_TOKENS, do_sample=False)[0, idx.shape[1]:].tolist()
+        count = min(NEW_TOKENS, model.config.block_size - len(prompt))
+        ids = model.generate(idx, count, do_sample=False)[0, idx.shape[1]:].tolist()
         continuation = "".join(chars[i] for i in ids)
-        lines.append(f"{prompt}\t{continuation}")
+        lines.append(f"{prompt}\t{continuation}\t{count}")
         print(f"  greedy: {prompt!r} -> {continuation!r}")
     safe_write.write_text(str(out / f"{NAME}.greedy.tsv"), "\n".join(lines) + "\n")
 
