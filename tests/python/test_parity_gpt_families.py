@@ -102,7 +102,7 @@ class GptFamilyParity(unittest.TestCase):
             with self.subTest(name):
                 _, module, _ = load()
                 worst = te.check(str(DATA / f"{name}.safetensors"), module, n_batches=4)
-                NUMBERS[f"{name}: committed file vs GPT(committed weights)"] = worst
+                NUMBERS[f"{name}: committed file vs {type(module).__name__}(committed weights)"] = worst
                 self.assertLessEqual(worst, 1.0)
 
     def test_committed_greedy_continuations_are_generate_now(self):
