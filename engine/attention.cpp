@@ -235,7 +235,8 @@ Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_
     return computed;
 }
 
-void check_inputs(ConstBatchView query, ConstBatchView key, ConstBatchView value, int64_t heads) {
+void check_inputs(ConstBatchView query, ConstBatchView key, ConstBatchView value, int64_t heads,
+                  int64_t value_rows_known_finite) {
     // Built only for a message: this runs at every decoding step.
     auto shapes = [&] {
         return "query " + shape_string(query.shape()) + ", key " + shape_string(key.shape()) + ", value " +
@@ -253,7 +254,14 @@ void check_inputs(ConstBatchView query, ConstBatchView key, ConstBatchView value
         fail("attention: key has S=", key.rows, " but value has S=", value.rows, " (", shapes(), ")");
     if (key.rows == 0 || query.cols == 0)
         fail("attention: source length S and key dimension Dk must be positive; got ", shapes());
-    if (!value.all_finite()) fail("attention: value holds a non-finite number (", shapes(), ")");
+    if (value_rows_known_finite < 0)
+        fail("attention: value_rows_known_finite must be >= 0, got ", value_rows_known_finite);
+    // The rows not known to be finite yet: all of them by default; at a
+    // decoding step with a KV cache, only the new position's.
+    const int64_t known = std::min(value_rows_known_finite, value.rows);
+    const ConstBatchView unchecked{value.data + known * value.row_stride, value.batch, value.rows - known, value.cols,
+                                   value.batch_stride, value.row_stride};
+    if (!unchecked.all_finite()) fail("attention: value holds a non-finite number (", shapes(), ")");
 }
 
 }  // namespace
@@ -305,7 +313,7 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, con
 AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, ConstBatchView key, ConstBatchView value,
                                                         int64_t heads, const Mask& mask,
                                                         const AttentionOptions& options) {
-    check_inputs(query, key, value, heads);
+    check_inputs(query, key, value, heads, options.value_rows_known_finite);
     const int64_t B = query.batch, L = query.rows, S = key.rows;
     const int64_t Dk = query.cols / heads, Dv = value.cols / heads;
     mask.check_broadcasts_to({B, heads, L, S}, "attention");

@@ -85,6 +85,11 @@ struct AttentionOptions {
     // Absent: blocked keys' scores are -inf. Given (finite): they are replaced
     // by it (masked_fill semantics, see the top of this file).
     std::optional<float> mask_value;
+    // Rows 0..n-1 of every batch row of `value` are already known to be
+    // finite (a KV cache's earlier positions, checked by an earlier step):
+    // the check that the values are finite reads only the rows from n on.
+    // 0 (the default, the reference): every row is checked.
+    int64_t value_rows_known_finite = 0;
 };
 
 // The path that runs: Automatic is Materialized when weights are wanted (only

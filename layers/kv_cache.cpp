@@ -51,6 +51,7 @@ void KVCache::assign(Tensor key, Tensor value) {
              shape_string(value.shape()));
     batch_ = key.dim(0);
     length_ = capacity_ = key.dim(1);
+    known_finite_values_ = 0;
     width_ = key.dim(2);
     key_ = std::move(key);
     value_ = std::move(value);
@@ -76,6 +77,7 @@ void KVCache::append(ConstBatchView key, ConstBatchView value) {
         width_ = key.cols;
         capacity_ = key.rows;
         length_ = 0;
+        known_finite_values_ = 0;
         key_ = Tensor({batch_, capacity_, width_});
         value_ = Tensor({batch_, capacity_, width_});
     }
@@ -106,6 +108,11 @@ void KVCache::keep_rows(const std::vector<int64_t>& rows) {
     key_ = std::move(key);
     value_ = std::move(value);
     batch_ = kept;
+}
+
+void KVCache::set_known_finite_values(int64_t n) {
+    if (n < 0 || n > length_) fail("KVCache::set_known_finite_values: n = ", n, " outside 0..", length_);
+    known_finite_values_ = n;
 }
 
 Tensor KVCache::key_tensor() const {

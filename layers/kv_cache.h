@@ -11,6 +11,10 @@
 //             capacity * D), which attention reads in place.
 //   keep_rows: beam search keeps, drops and duplicates hypotheses: batch row
 //             i becomes old row rows[i] (repeats allowed).
+//   known_finite_values: how many leading positions of values() an attention
+//             call has already found finite (MultiHeadAttention records it
+//             after each call), so the next step checks only its new rows
+//             (AttentionOptions::value_rows_known_finite). 0 after assign().
 //
 // append(Tensor, Tensor) into an empty cache and assign() take the tensors
 // over (no copy); append of views — the model's path, the K and V columns of
@@ -49,6 +53,10 @@ public:
     ConstBatchView values() const { return view(value_); }
     // Batch row i := old row rows[i]; rows may repeat and may be fewer.
     void keep_rows(const std::vector<int64_t>& rows);
+    // Positions 0..n-1 of every batch row of values() are known to be finite.
+    int64_t known_finite_values() const { return known_finite_values_; }
+    // Records that positions 0..n-1 (n <= length) were found finite.
+    void set_known_finite_values(int64_t n);
     // The valid rows copied out as tensors [B, length, D] (for observers and tests).
     Tensor key_tensor() const;
     Tensor value_tensor() const;
@@ -61,6 +69,7 @@ private:
 
     Tensor key_, value_;  // [B, capacity, D], or empty
     int64_t batch_ = 0, length_ = 0, capacity_ = 0, width_ = 0;
+    int64_t known_finite_values_ = 0;  // <= length_
 };
 
 }  // namespace tinyformer

@@ -86,6 +86,7 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& c
                         [&] { return cache.value_tensor(); });
 }
 
+
 template <typename QueryTensor, typename KeyTensor, typename ValueTensor>
 AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatchView key, ConstBatchView value,
                                                  const Mask& mask, const AttentionOptions& options, Observer* observer,
@@ -155,9 +156,15 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
     const int64_t B = x_new.dim(0), n = x_new.dim(1), D = d_model_;
     const auto part = [&](int64_t p) { return ConstBatchView{qkv.data() + p * D, B, n, D, n * 3 * D, 3 * D}; };
     cache.append(part(1), part(2));  // copied to rows length..length+n-1 of the cache's buffers
-    return attend_views(part(0), cache.keys(), cache.values(), mask, options, observer,
-                        [&] { return column_block(qkv, 0, D); }, [&] { return cache.key_tensor(); },
-                        [&] { return cache.value_tensor(); });
+    // The positions cached before this call were found finite by the calls
+    // that added them: only the n new rows' values are checked.
+    AttentionOptions checked = options;
+    checked.value_rows_known_finite = std::max(options.value_rows_known_finite, cache.known_finite_values());
+    AttentionResult result = attend_views(part(0), cache.keys(), cache.values(), mask, checked, observer,
+                                          [&] { return column_block(qkv, 0, D); }, [&] { return cache.key_tensor(); },
+                                          [&] { return cache.value_tensor(); });
+    cache.set_known_finite_values(cache.length());  // attend_views threw if any value was not finite
+    return result;
 }
 
 AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache,
@@ -170,7 +177,12 @@ AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tenso
                      shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
         cache.assign(project_key(x_kv), project_value(x_kv));
     }
-    return attend(project_query(x_q), cache, mask, options, observer);
+    // The memory's values are checked at the first step only (as above).
+    AttentionOptions checked = options;
+    checked.value_rows_known_finite = std::max(options.value_rows_known_finite, cache.known_finite_values());
+    AttentionResult result = attend(project_query(x_q), cache, mask, checked, observer);
+    cache.set_known_finite_values(cache.length());
+    return result;
 }
 
 }  // namespace tinyformer

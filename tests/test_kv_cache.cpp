@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+
 using namespace tinyformer;
 
 namespace {
@@ -98,4 +100,36 @@ TEST_CASE("Attention over the cache, a token at a time, equals attention over th
         for (int64_t b = 0; b < B; ++b)
             for (int64_t c = 0; c < D; ++c) CHECK(out.at({b, 0, c}) == doctest::Approx(whole.at({b, t, c})).epsilon(1e-5));
     }
+}
+
+TEST_CASE("A decoding step checks only its new positions' values: the cache records what was found finite") {
+    const int64_t D = 8, H = 2, B = 1;
+    Random random(8);
+    const MultiHeadAttentionWeights weights{random.normal_tensor({3 * D, D}, 0.3f), random.normal_tensor({3 * D}, 0.1f),
+                                            random.normal_tensor({D, D}, 0.3f), random.normal_tensor({D}, 0.1f)};
+    const MultiHeadAttention attention(weights, H);
+    KVCache cache;
+    CHECK(cache.known_finite_values() == 0);
+    attention.forward_appending(random.normal_tensor({B, 3, D}, 1.0f), cache, Mask::causal(3), {});  // a prompt
+    CHECK(cache.known_finite_values() == 3);
+    attention.forward_appending(random.normal_tensor({B, 1, D}, 1.0f), cache, Mask(), {});  // a step
+    CHECK(cache.known_finite_values() == 4);
+    CHECK_THROWS_WITH_AS(cache.set_known_finite_values(5), doctest::Contains("outside 0..4"), Error);
+    cache.assign(random.normal_tensor({B, 2, D}, 1.0f), random.normal_tensor({B, 2, D}, 1.0f));
+    CHECK(cache.known_finite_values() == 0);  // new values: nothing known about them
+
+    // The engine's side: rows 0..n-1 are skipped by the check, the rest still read.
+    Tensor query = random.normal_tensor({B, 1, D}, 1.0f), key = random.normal_tensor({B, 3, D}, 1.0f),
+           value = random.normal_tensor({B, 3, D}, 1.0f);
+    value.at({0, 2, 5}) = std::numeric_limits<float>::infinity();  // in the last row
+    AttentionOptions options;
+    options.value_rows_known_finite = 2;
+    CHECK_THROWS_WITH_AS(multi_head_scaled_dot_product_attention(query, key, value, H, Mask(), options),
+                         doctest::Contains("value holds a non-finite number"), Error);
+    options.value_rows_known_finite = 0;  // the reference: every row checked
+    CHECK_THROWS_WITH_AS(multi_head_scaled_dot_product_attention(query, key, value, H, Mask(), options),
+                         doctest::Contains("value holds a non-finite number"), Error);
+    options.value_rows_known_finite = -1;
+    CHECK_THROWS_WITH_AS(multi_head_scaled_dot_product_attention(query, key, value, H, Mask(), options),
+                         doctest::Contains("value_rows_known_finite must be >= 0"), Error);
 }

@@ -31,6 +31,7 @@ struct Suite {
     const char* name;
     const char* summary;
     void (*run)(const Settings&);
+    bool in_every = true;  // run when no suite is named (false: a part of another suite, run alone)
 };
 
 // Every suite, in the order `no argument` runs them. A new suite is a file
@@ -44,8 +45,10 @@ const Suite kSuites[] = {
      tinyformer::bench::run_encoder_suite},
     {"kernels", "softmax and LayerNorm ns/element in each CPU variant (baseline x86-64, AVX2, AVX-512)",
      tinyformer::bench::run_kernels_suite},
-    {"decode", "greedy decoding tokens/s: toy reverse model and a base-size encoder-decoder, vs PyTorch",
+    {"decode", "greedy decoding tokens/s: toy reverse model, a base-size encoder-decoder, a nanoGPT-shaped model, vs PyTorch",
      tinyformer::bench::run_decode_suite},
+    {"decode-gpt", "the decode suite's nanoGPT-shaped model alone (1 thread or --threads N), vs PyTorch",
+     tinyformer::bench::run_decode_gpt_suite, false},
 };
 
 void print_usage(std::FILE* out) {
@@ -124,7 +127,8 @@ CommandLine parse_command_line(int argc, char** argv) {
         command_line.suites.push_back(found);
     }
     if (command_line.suites.empty())
-        for (const Suite& suite : kSuites) command_line.suites.push_back(&suite);
+        for (const Suite& suite : kSuites)
+            if (suite.in_every) command_line.suites.push_back(&suite);
     return command_line;
 }
 
