@@ -158,6 +158,25 @@ class HostileArchives(unittest.TestCase):
         t = s("x") + b"\x94" + b"".join(b"h" + bytes([d]) + b"h" + bytes([d]) + b"\x86" + b"\x94" for d in range(80))
         self.refused(self.archive(t + b"Q", {}), "refused a persistent id (tuple)")
 
+    def test_a_shared_halves_value_in_meta_is_not_printed(self):
+        # vocab_size = t80 (a tuple, allowed as a value): the mismatch message names its type only
+        path = os.path.join(self.dir.name, "meta.pkl")
+        t = s("x") + b"\x94" + b"0" + b"".join(b"h" + bytes([d]) + b"h" + bytes([d]) + b"\x86" + b"\x94" + b"0"
+                                             for d in range(80)) + b"h" + bytes([80])   # POPs: only t80 stays
+        itos = b"}" + i(0) + s("a") + b"s"
+        with open(path, "wb") as f:
+            f.write(b"\x80\x02}" + s("itos") + itos + b"s" + s("vocab_size") + t + b"s.")
+        with self.assertRaises(ValueError) as cm:
+            gpt.read_meta(path)
+        self.assertIn("vocab_size = a tuple", str(cm.exception))
+
+    def test_a_shared_halves_n_head_in_model_args_is_not_printed(self):
+        with self.assertRaises(ValueError) as cm:
+            gpt.assemble({"transformer.wte.weight": torch.zeros(4, 4), "transformer.wpe.weight": torch.zeros(2, 4), "transformer.ln_f.weight": torch.ones(4),
+                          "transformer.h.0.ln_1.weight": torch.ones(4)},
+                         n_head=((1, 1), (1, 1)), gelu="exact", where="x")
+        self.assertIn("n_head = a tuple", str(cm.exception))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -468,6 +468,16 @@ class _DataOnlyUnpickler(_PlainDataOpcodes):
 MAX_META_BYTES = 64 << 20
 
 
+def _shown(value):
+    """A value read from a stranger's file, for an error message: atomic values
+    as repr (cut at 80 characters), anything else by its type only (str() of a
+    tuple built from shared halves would take 2**depth steps)."""
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        text = repr(value)
+        return text if len(text) <= 80 else text[:77] + "..."
+    return f"a {type(value).__name__}"
+
+
 def read_meta(path):
     """nanoGPT's meta.pkl (data/*/prepare.py: {'vocab_size': n, 'itos': {id: ch},
     'stoi': {ch: id}}), read with _DataOnlyUnpickler. Returns the vocabulary as a
@@ -504,7 +514,7 @@ def read_meta(path):
         if not isinstance(ch, str):
             raise ValueError(f"{path}: itos[{i}] is a {type(ch).__name__}, expected a str")
     if "vocab_size" in meta and meta["vocab_size"] != n:
-        raise ValueError(f"{path}: vocab_size = {meta['vocab_size']!r} but 'itos' has {n} entries")
+        raise ValueError(f"{path}: vocab_size = {_shown(meta['vocab_size'])} but 'itos' has {n} entries")
     stoi = meta.get("stoi")
     if stoi is not None and (not isinstance(stoi, dict) or any(stoi.get(ch) != i for i, ch in enumerate(vocab))):
         raise ValueError(f"{path}: 'stoi' is not the inverse of 'itos'")
@@ -620,7 +630,7 @@ def assemble(state, *, n_head, gelu, where, layer_norm_eps=1e-5, activation=None
     if layers == 0:
         raise ValueError(f"{where}: no transformer.h.0.* keys: a GPT has at least one block")
     if isinstance(n_head, bool) or not isinstance(n_head, int) or n_head < 1 or d % n_head:
-        raise ValueError(f"{where}: n_head = {n_head!r}: expected a positive int dividing n_embd = {d}")
+        raise ValueError(f"{where}: n_head = {_shown(n_head)}: expected a positive int dividing n_embd = {d}")
     c_fc = state.get("transformer.h.0.mlp.c_fc.weight")
     if c_fc is None or c_fc.dim() != 2:
         raise ValueError(f"{where}: no 2-d transformer.h.0.mlp.c_fc.weight")
@@ -726,7 +736,7 @@ def _check_model_args(where, model_args, config):
              "block_size": config["max_len"], "bias": config["bias"]}
     for key, found in pairs.items():
         if key in model_args and model_args[key] is not None and model_args[key] != found:
-            raise ValueError(f"{where}: model_args[{key!r}] = {model_args[key]!r} but the tensors say {found!r}")
+            raise ValueError(f"{where}: model_args[{key!r}] = {_shown(model_args[key])} but the tensors say {found!r}")
 
 
 def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None,
@@ -783,7 +793,7 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     converted.notes.extend(notes)
     _check_model_args(where, model_args, converted.config)
     if model_args.get("n_head") is not None and n_head is not None and model_args["n_head"] != n_head:
-        raise ValueError(f"convert_nanogpt: n_head = {n_head} but model_args['n_head'] = {model_args['n_head']}")
+        raise ValueError(f"convert_nanogpt: n_head = {n_head} but model_args['n_head'] = {_shown(model_args['n_head'])}")
     converted.metadata.update(_vocabulary("convert_nanogpt", meta_path, vocab, tokenizer, merges,
                                           converted.config["vocab_size"]))
     _visible_controls(converted, visible_controls, meta_path)
