@@ -139,7 +139,8 @@ bench: deps
 # and the activation traces (tests/python/test_trace.py: `tinyformer trace` vs
 # tools/python/torch_trace.py, compared by tools/python/compare_trace.py), generate()
 # (tests/python/test_generate.py: `tinyformer run` through the Python API), the
-# families' conversions (tests/python/test_families_gpt.py), check against the user's
+# families' conversions (tests/python/test_families_gpt.py; hostile torch.save
+# archives: tests/python/test_torch_archive.py), check against the user's
 # own module (tests/python/test_check.py: the false passes of issue #22 fail), then
 # every tests/python/test_parity_*.py (each family's committed file against its
 # committed PyTorch weights).
@@ -155,6 +156,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_export.py
 	/usr/bin/python3 tests/python/test_families_gpt.py
+	/usr/bin/python3 tests/python/test_torch_archive.py
 	/usr/bin/python3 tests/python/test_trace.py
 	/usr/bin/python3 tests/python/test_generate.py
 	/usr/bin/python3 tests/python/test_gpt2_bpe_vocab.py

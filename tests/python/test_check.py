@@ -243,6 +243,18 @@ class CheckAgainstTheUsersModel(unittest.TestCase):
             model.lm_head.bias[3] += 0.05
         self.assert_fails(right, lambda ids: model(ids), first="logits")
 
+    def test_nothing_compared_is_never_a_pass(self):
+        model = build(LMWithFinalNorm, 4)
+        right = self.path("nothing.safetensors")
+        te.export(model, right, max_len=32, final_norm=model.ln_f)
+        with self.assertRaises(ValueError):
+            te.check(right, model, n_batches=0)            # 0 batches: no comparison at all
+        # a batch of nothing but padding compares nothing: no ratio to count as a pass
+        import numpy as np
+        ratio, found = te._compare("logits", np.zeros((1, 2, 3), np.float32), np.ones((1, 2, 3), np.float32),
+                                   np.ones((1, 2), bool), 0)
+        self.assertIsNone(found)
+
     def test_cli_check_against_without_family_is_a_usage_error(self):
         err = io.StringIO()
         with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as caught:

@@ -1112,6 +1112,8 @@ def _compare(name, ours, theirs, qpad, k):
     b = theirs.astype(np.float64)
     if not np.isfinite(b[~rows]).all():
         raise CheckError(f"{name}: PyTorch's output is not finite at a non-padding position (batch {k})")
+    if rows.all():
+        return 0.0, None          # nothing but padding: nothing compared (check() refuses to pass on that)
     ratio = np.abs(ours.astype(np.float64) - b) / (ATOL + RTOL * np.abs(b))
     ratio[rows] = 0
     at = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
@@ -1411,6 +1413,8 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
                 raise CheckError(f"{path}: its settings have no stock-module twin to compare with ({e}); give the "
                                  f"reference module: check(path, reference=your_model), or on the command line "
                                  f"--against FAMILY FILE") from None
+    if isinstance(n_batches, bool) or not isinstance(n_batches, int) or n_batches < 1:
+        raise ValueError(f"check: n_batches = {n_batches!r}: expected a positive int (0 batches compare nothing)")
     check.last_source = ref.description
     binary = tinyformer_binary()
     rng = np.random.default_rng(seed)
@@ -1446,6 +1450,9 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
                 if found is not None and (name not in worst or ratio > worst[name][0]):
                     worst[name] = (ratio, found)
     compared = [name for name in order if name in worst]
+    if "logits" not in worst:
+        raise CheckError(f"{path}: no logits were compared (the reference gave none, or every position was "
+                         f"padding): nothing shows the file matches")
     overall = max(worst[n][0] for n in compared)
     if verbose:
         print(f"check {path}: PyTorch side: {ref.description}; {n_batches} batches"

@@ -40,6 +40,7 @@ into tinyformer's decoder_only layout (docs/FORMAT.md section 1; the table is
 in docs/FAMILIES.md) and return a families.Converted.
 """
 
+import collections
 import io
 import math
 import os
@@ -251,12 +252,18 @@ class _StorageType:
 
 def _rebuild_tensor(storage, offset, size, stride, requires_grad=False, hooks=None, *rest):
     """torch._utils._rebuild_tensor_v2's job, done here: a view of the storage's
-    elements (as_strided checks the view stays inside the storage), copied."""
+    elements (as_strided checks the view stays inside the storage), sharing the
+    storage as torch.load does. A view may not hold more elements than its
+    storage (a stride of 0 would otherwise turn 4 bytes of the file into
+    terabytes as soon as the tensor is copied)."""
     if not torch.is_tensor(storage) or not isinstance(offset, int) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (*size, *stride)):
         raise pickle.UnpicklingError("a tensor record with a malformed storage, offset, size or stride")
+    if math.prod(size) > storage.numel():
+        raise pickle.UnpicklingError(f"a tensor record of {math.prod(size)} elements over a storage of "
+                                     f"{storage.numel()} (an expanded view; save a copy of it instead)")
     try:
-        return torch.as_strided(storage, tuple(size), tuple(stride), offset).clone()
+        return torch.as_strided(storage, tuple(size), tuple(stride), offset)
     except RuntimeError as e:
         raise pickle.UnpicklingError(f"a tensor record outside its storage ({e})") from None
 
@@ -267,7 +274,61 @@ def _rebuild_parameter(data, requires_grad=False, hooks=None, *rest):
     return data
 
 
-class _TorchArchiveUnpickler(pickle.Unpickler):
+ATOMIC_KEYS = (str, int, float, bool, bytes, type(None))
+
+
+class _PlainDataOpcodes(pickle._Unpickler):
+    """The pure-Python unpickler with the opcodes that could act on a stranger's
+    objects narrowed (its dispatch table is a class attribute, the C one's is
+    not reachable):
+      BUILD (obj.__setstate__(state) / setattr): only an OrderedDict taking a
+          dict of attributes (torch.save's state_dict._metadata). On a tensor
+          BUILD is Tensor.__setstate__ -> set_(storage, offset, size, stride),
+          which resizes an empty storage to any size; on anything else setattr.
+      SETITEM(S): keys only str, int, float, bool, bytes, None. A key is hashed
+          when stored, and a tuple key built from shared halves ((t, t), then
+          ((t, t), (t, t)), ...) takes 2**depth steps to hash: a hang.
+      sets and frozensets: refused (they hash too, and no checkpoint has them)."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def _load_build(self):
+        state = self.stack.pop()
+        inst = self.stack[-1]
+        if type(inst) is not collections.OrderedDict or not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
+            raise pickle.UnpicklingError(f"refused to set the state of a {type(inst).__name__} (BUILD): only an "
+                                         f"OrderedDict's attributes are set by a file of plain data and tensors")
+        inst.__dict__.update(state)
+
+    def _key(self, key):
+        if not isinstance(key, ATOMIC_KEYS):
+            raise pickle.UnpicklingError(f"refused a dict key of type {type(key).__name__}: keys here are "
+                                         f"strings and numbers")
+        return key
+
+    def _load_setitem(self):
+        value = self.stack.pop()
+        key = self._key(self.stack.pop())
+        self.stack[-1][key] = value
+
+    def _load_setitems(self):
+        items = self.pop_mark()
+        d = self.stack[-1]
+        for i in range(0, len(items), 2):
+            d[self._key(items[i])] = items[i + 1]
+
+    def _refuse_set(self):
+        raise pickle.UnpicklingError("refused a set: a file of plain data and tensors has none")
+
+    dispatch[pickle.BUILD[0]] = _load_build
+    dispatch[pickle.SETITEM[0]] = _load_setitem
+    dispatch[pickle.SETITEMS[0]] = _load_setitems
+    for _op in (pickle.EMPTY_SET, pickle.ADDITEMS, pickle.FROZENSET):
+        dispatch[_op[0]] = _refuse_set
+    del _op
+
+
+class _TorchArchiveUnpickler(_PlainDataOpcodes):
     """Reads data.pkl of a torch.save zip archive allowing exactly: dicts, lists,
     tuples, strings, numbers, bools, None, OrderedDict, and tensors (rebuilt here
     from the archive's raw storage records by _rebuild_tensor, never by torch's
@@ -278,9 +339,11 @@ class _TorchArchiveUnpickler(pickle.Unpickler):
     state stops it. (torch.load cannot take a safer pickle_module instead: torch
     1.13 replaces any pickle_module by pickle when weights_only is false.)"""
 
-    def __init__(self, data, archive, prefix):
+    def __init__(self, data, archive, prefix, budget):
         super().__init__(io.BytesIO(data))
         self.archive, self.prefix = archive, prefix
+        self.records = {}          # key -> the record's bytes, read once however often data.pkl names it
+        self.budget = budget       # bytes the records may still take: the archive's size on disk
 
     def find_class(self, module, name):
         if module == "collections" and name == "OrderedDict":
@@ -298,18 +361,26 @@ class _TorchArchiveUnpickler(pickle.Unpickler):
     def persistent_load(self, pid):
         if (not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
                 or not isinstance(pid[1], _StorageType) or not isinstance(pid[2], str)):
-            raise pickle.UnpicklingError(f"refused a persistent id {str(pid)[:80]}: not a tensor storage record")
+            raise pickle.UnpicklingError(f"refused a persistent id ({type(pid).__name__}): not a tensor storage record")
         dtype, key = pid[1].dtype, pid[2]
-        try:
-            raw = self.archive.read(f"{self.prefix}/data/{key}")
-        except KeyError:
-            raise pickle.UnpicklingError(f"the archive has no storage record data/{key}") from None
+        raw = self.records.get(key)
+        if raw is None:
+            name = f"{self.prefix}/data/{key}"
+            try:
+                info = self.archive.getinfo(name)
+            except KeyError:
+                raise pickle.UnpicklingError(f"the archive has no storage record data/{key[:80]}") from None
+            if info.file_size > self.budget:
+                raise pickle.UnpicklingError(f"storage record data/{key[:80]} unpacks to {info.file_size} bytes, more "
+                                             f"than the archive holds on disk (torch.save stores records uncompressed)")
+            self.budget -= info.file_size
+            raw = self.records[key] = bytearray(self.archive.read(name))
         size = torch.empty((), dtype=dtype).element_size()
         if len(raw) % size:
-            raise pickle.UnpicklingError(f"storage record data/{key} is {len(raw)} bytes, not whole {dtype} elements")
+            raise pickle.UnpicklingError(f"storage record data/{key[:80]} is {len(raw)} bytes, not whole {dtype} elements")
         if not raw:
             return torch.empty(0, dtype=dtype)
-        return torch.frombuffer(bytearray(raw), dtype=dtype)
+        return torch.frombuffer(raw, dtype=dtype)
 
 
 MAX_PICKLE_BYTES = 256 << 20
@@ -328,7 +399,7 @@ def _read_torch_archive(path):
         info = archive.getinfo(pkls[0])
         if info.file_size > MAX_PICKLE_BYTES:
             raise pickle.UnpicklingError(f"data.pkl is {info.file_size} bytes, more than {MAX_PICKLE_BYTES}")
-        return _TorchArchiveUnpickler(archive.read(pkls[0]), archive, prefix).load()
+        return _TorchArchiveUnpickler(archive.read(pkls[0]), archive, prefix, os.path.getsize(path)).load()
 
 
 def _is_torchscript(path):
@@ -342,37 +413,45 @@ def _is_torchscript(path):
 
 
 def load_torch_file(path, what="checkpoint"):
-    """The object a torch.save file holds, built without running code from it:
-    torch.load(weights_only=True) first; when that refuses (torch 1.13 cannot
-    read floats that way), _TorchArchiveUnpickler's allowlist. Never a plain
-    unpickling; TorchScript archives are refused. Raises ValueError naming the
-    file and the reason."""
+    """The object a torch.save file holds, built without running code from it.
+    torch's zip format (every torch.save since 1.6) is read by
+    _TorchArchiveUnpickler's allowlist only: torch 1.13's weights_only cannot
+    read floats, and it lets BUILD call Tensor.set_ and hashes any tuple key.
+    The legacy non-zip format goes to torch.load(weights_only=True). Never a
+    plain unpickling; TorchScript archives are refused. Raises ValueError
+    naming the file and the reason."""
     path = str(path)
-    if zipfile.is_zipfile(path) and _is_torchscript(path):
-        raise ValueError(f"{path}: a TorchScript archive (torch.jit.save), not a torch.save file of weights: "
-                         f"save the model's state_dict (or nanoGPT's ckpt.pt) instead")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        is_zip = zipfile.is_zipfile(path)
     except OSError as e:
         raise ValueError(f"{path}: cannot read the {what}: {e.strerror or e}") from None
-    except pickle.UnpicklingError as e:
-        first = str(e).split("WeightsUnpickler error:")[-1].strip()
-    except Exception as e:   # noqa: BLE001 - torch.load raises many kinds on a file that is not its own
-        raise ValueError(f"{path}: cannot load the {what} as a torch.save file ({type(e).__name__}: {e})") from None
-    if not zipfile.is_zipfile(path):
-        raise ValueError(f"{path}: refused: torch.load(weights_only=True) stopped ({first}) and the file is not "
-                         f"torch's zip format, the only one read here without it; re-save it with torch.save")
+    if not is_zip:
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True)
+        except OSError as e:
+            raise ValueError(f"{path}: cannot read the {what}: {e.strerror or e}") from None
+        except pickle.UnpicklingError as e:
+            first = str(e).split("WeightsUnpickler error:")[-1].strip()
+            raise ValueError(f"{path}: refused: torch.load(weights_only=True) stopped ({first}) and the file is "
+                             f"not torch's zip format, the only one read here without it; re-save it with "
+                             f"torch.save") from None
+        except Exception as e:   # noqa: BLE001 - torch.load raises many kinds on a file that is not its own
+            raise ValueError(f"{path}: cannot load the {what} as a torch.save file ({type(e).__name__}: {e})") from None
+    if _is_torchscript(path):
+        raise ValueError(f"{path}: a TorchScript archive (torch.jit.save), not a torch.save file of weights: "
+                         f"save the model's state_dict (or nanoGPT's ckpt.pt) instead")
     try:
         return _read_torch_archive(path)
     except pickle.UnpicklingError as e:
         raise ValueError(f"{path}: refused: {e}") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read the {what}: {e.strerror or e}") from None
     except (zipfile.BadZipFile, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError,
-            MemoryError, RecursionError, OverflowError, RuntimeError) as e:
-        raise ValueError(f"{path}: cannot load the {what} ({type(e).__name__}: {e}; torch.load(weights_only=True) "
-                         f"said: {first})") from None
+            MemoryError, RecursionError, OverflowError, RuntimeError, NotImplementedError) as e:
+        raise ValueError(f"{path}: cannot load the {what} as a torch.save archive ({type(e).__name__}: {e})") from None
 
 
-class _DataOnlyUnpickler(pickle.Unpickler):
+class _DataOnlyUnpickler(_PlainDataOpcodes):
     """Unpickles plain data only: dict, list, tuple, str, bytes, int, float, bool,
     None (the opcodes that build those need no global). Every global (a class,
     a function: what a malicious pickle calls to run code) is refused, and
@@ -387,6 +466,16 @@ class _DataOnlyUnpickler(pickle.Unpickler):
 
 
 MAX_META_BYTES = 64 << 20
+
+
+def _shown(value):
+    """A value read from a stranger's file, for an error message: atomic values
+    as repr (cut at 80 characters), anything else by its type only (str() of a
+    tuple built from shared halves would take 2**depth steps)."""
+    if isinstance(value, (str, bytes, int, float, bool, type(None))):
+        text = repr(value)
+        return text if len(text) <= 80 else text[:77] + "..."
+    return f"a {type(value).__name__}"
 
 
 def read_meta(path):
@@ -425,7 +514,7 @@ def read_meta(path):
         if not isinstance(ch, str):
             raise ValueError(f"{path}: itos[{i}] is a {type(ch).__name__}, expected a str")
     if "vocab_size" in meta and meta["vocab_size"] != n:
-        raise ValueError(f"{path}: vocab_size = {meta['vocab_size']!r} but 'itos' has {n} entries")
+        raise ValueError(f"{path}: vocab_size = {_shown(meta['vocab_size'])} but 'itos' has {n} entries")
     stoi = meta.get("stoi")
     if stoi is not None and (not isinstance(stoi, dict) or any(stoi.get(ch) != i for i, ch in enumerate(vocab))):
         raise ValueError(f"{path}: 'stoi' is not the inverse of 'itos'")
@@ -541,7 +630,7 @@ def assemble(state, *, n_head, gelu, where, layer_norm_eps=1e-5, activation=None
     if layers == 0:
         raise ValueError(f"{where}: no transformer.h.0.* keys: a GPT has at least one block")
     if isinstance(n_head, bool) or not isinstance(n_head, int) or n_head < 1 or d % n_head:
-        raise ValueError(f"{where}: n_head = {n_head!r}: expected a positive int dividing n_embd = {d}")
+        raise ValueError(f"{where}: n_head = {_shown(n_head)}: expected a positive int dividing n_embd = {d}")
     c_fc = state.get("transformer.h.0.mlp.c_fc.weight")
     if c_fc is None or c_fc.dim() != 2:
         raise ValueError(f"{where}: no 2-d transformer.h.0.mlp.c_fc.weight")
@@ -647,7 +736,7 @@ def _check_model_args(where, model_args, config):
              "block_size": config["max_len"], "bias": config["bias"]}
     for key, found in pairs.items():
         if key in model_args and model_args[key] is not None and model_args[key] != found:
-            raise ValueError(f"{where}: model_args[{key!r}] = {model_args[key]!r} but the tensors say {found!r}")
+            raise ValueError(f"{where}: model_args[{key!r}] = {_shown(model_args[key])} but the tensors say {found!r}")
 
 
 def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=None, tokenizer=None, merges=None,
@@ -704,7 +793,7 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     converted.notes.extend(notes)
     _check_model_args(where, model_args, converted.config)
     if model_args.get("n_head") is not None and n_head is not None and model_args["n_head"] != n_head:
-        raise ValueError(f"convert_nanogpt: n_head = {n_head} but model_args['n_head'] = {model_args['n_head']}")
+        raise ValueError(f"convert_nanogpt: n_head = {n_head} but model_args['n_head'] = {_shown(model_args['n_head'])}")
     converted.metadata.update(_vocabulary("convert_nanogpt", meta_path, vocab, tokenizer, merges,
                                           converted.config["vocab_size"]))
     _visible_controls(converted, visible_controls, meta_path)
