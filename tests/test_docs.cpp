@@ -306,6 +306,12 @@ struct ExistenceChecks {
                 auto script = std::find_if(command.begin(), command.end(), [](const std::string& w) { return ends_with(w, ".py"); });
                 REQUIRE_MESSAGE(script != command.end(), "a python3 command without a .py script");
                 python_scripts.emplace(*script, where);
+            } else if (program == "build/tinyformer-bench") {
+                // The benchmarks are not built by make test: a suite named is one tools/bench/main.cpp lists.
+                if (command.size() > 1 && !starts_with(command[1], "-"))
+                    CHECK_MESSAGE(test_helpers::read_file("tools/bench/main.cpp").find("{\"" + command[1] + "\",") !=
+                                      std::string::npos,
+                                  "tinyformer-bench has no suite ", command[1]);
             } else {
                 REQUIRE_MESSAGE(program != "python3", "use Debian's /usr/bin/python3, as the rest of the docs do");
                 REQUIRE_MESSAGE((program == "mkdir" || program == "tee"), "no rule checks the program ", program,

@@ -89,6 +89,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -1547,11 +1548,26 @@ _RESAVE = ("re-save the weights alone with torch.save(model.state_dict(), PATH),
 
 
 def load_state_dict_file(path, shown=None):
-    """{name: tensor} of a torch.save file, loaded with weights_only=True: tensors
-    and plain containers only, so nothing in the file can run. Raises ValueError
+    """{name: tensor} of a torch.save file: torch's zip format through the
+    project's allowlist reader (families/gpt.py, load_torch_file), the legacy
+    format with weights_only=True: tensors and plain containers only, so nothing
+    in the file can run. Raises ValueError
     saying why and what to do (a pickled module, an object of another class, a
     dict holding more than tensors)."""
     shown = shown or str(path)
+    try:
+        is_zip = zipfile.is_zipfile(path)
+    except OSError as e:
+        raise ValueError(f"{shown}: cannot read: {e.strerror or e}") from None
+    if is_zip:  # torch's zip format: the project's allowlist reader (families/gpt.py, load_torch_file)
+        from families.gpt import load_torch_file
+        try:
+            state = load_torch_file(path, "state_dict")
+        except ValueError as e:
+            why = str(e).removeprefix(str(path) + ": ")
+            raise ValueError(f"{shown}: {why}; loading it needs more than tensors, and unpickling that could run "
+                             f"code; {_RESAVE}") from None
+        return _only_tensors(state, shown)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
@@ -1562,6 +1578,10 @@ def load_state_dict_file(path, shown=None):
         raise ValueError(f"{shown}: cannot read: {e.strerror or e}") from None
     except Exception as e:   # noqa: BLE001 - torch.load raises many kinds on a file that is not its own
         raise ValueError(f"{shown}: cannot load it as a torch.save file ({type(e).__name__}: {e})") from None
+    return _only_tensors(state, shown)
+
+
+def _only_tensors(state, shown):
     if not isinstance(state, dict):
         raise ValueError(f"{shown}: holds a {type(state).__name__}, not a state_dict (a dict of name -> tensor); "
                          f"{_RESAVE}")
