@@ -1223,16 +1223,22 @@ class _AnnotatedReference(_Reference):
 
     def run(self, cfg, inputs):
         t = {k: torch.from_numpy(v) for k, v in inputs.items()}
-        hooks = _Hooks(self.family.attention_modules(self.module), "attn")
-        try:
-            with torch.no_grad():
-                out = self.family.annotated_log_probs(self.module, t["src_ids"], t["tgt_ids"],
-                                                      t["src_key_padding_mask"], t["tgt_key_padding_mask"])
-        finally:
-            hooks.remove()
-        result = {"logits": out.float().numpy()}
-        result.update({k: v.numpy() for k, v in hooks.weights.items()})
-        return result
+        return _outputs_with_weights(
+            _Hooks(self.family.attention_modules(self.module), "attn"),
+            lambda: self.family.annotated_log_probs(self.module, t["src_ids"], t["tgt_ids"],
+                                                    t["src_key_padding_mask"], t["tgt_key_padding_mask"]))
+
+
+def _outputs_with_weights(hooks, forward):
+    """{"logits": forward()} plus the per-head weights the hooks caught during it."""
+    try:
+        with torch.no_grad():
+            out = forward()
+    finally:
+        hooks.remove()
+    result = {"logits": out.float().numpy()}
+    result.update({k: v.numpy() for k, v in hooks.weights.items()})
+    return result
 
 
 def _gpt_family(module):
@@ -1255,16 +1261,10 @@ class _GPTReference(_Reference):
         self.description = f"your GPT module ({type(module).__name__})"
 
     def run(self, cfg, inputs):
-        hooks = _Hooks([(block.attn, f"attention.layers.{i}") for i, block in enumerate(self.module.transformer.h)],
-                       "weights")
-        try:
-            with torch.no_grad():
-                out = _tensor_output(self.module(torch.from_numpy(inputs["ids"])), self.description)
-        finally:
-            hooks.remove()
-        result = {"logits": out.float().numpy()}
-        result.update({k: v.numpy() for k, v in hooks.weights.items()})
-        return result
+        return _outputs_with_weights(
+            _Hooks([(block.attn, f"attention.layers.{i}") for i, block in enumerate(self.module.transformer.h)],
+                   "weights"),
+            lambda: _tensor_output(self.module(torch.from_numpy(inputs["ids"])), self.description))
 
 
 class _CallableReference(_Reference):
@@ -1898,6 +1898,8 @@ def _convert_family(family, source, args, mode):
     for flag, key in [("--n-head", "n_head"), ("--meta", "meta"), ("--gelu", "gelu"), ("--tgt-vocab", "tgt_vocab")]:
         if getattr(args, key) is not None and key not in _FAMILY_FLAGS[family]:
             raise ValueError(f"{flag} does not apply to {mode} {family}")
+    if args.visible_controls and family != "nanogpt":
+        raise ValueError(f"--visible-controls does not apply to {mode} {family} (only nanogpt reads meta.pkl)")
     if args.n_head is None and args.nhead is not None and "n_head" in _FAMILY_FLAGS[family]:
         args.n_head = args.nhead           # --nhead, the --from-state-dict spelling, means the same
     missing = [flag for flag, key in _FAMILY_NEEDS.get(family, []) if getattr(args, key) is None]
