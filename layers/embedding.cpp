@@ -7,6 +7,17 @@
 
 namespace tinyformer {
 
+const char* pos_encoding_name(PositionalEncoding encoding) {
+    switch (encoding) {
+        case PositionalEncoding::Sinusoidal: return "sinusoidal";
+        case PositionalEncoding::Learned: return "learned";
+        case PositionalEncoding::None: return "none";
+        case PositionalEncoding::Rotary: return "rotary";
+        case PositionalEncoding::Alibi: return "alibi";
+    }
+    return "unknown";
+}
+
 SinusoidalPositions::SinusoidalPositions(int64_t max_len, int64_t d_model) : max_len_(max_len), d_model_(d_model) {
     if (max_len < 1 || d_model < 1)
         fail("sinusoidal positions: max_len and d_model must be >= 1, got ", max_len, " and ", d_model);

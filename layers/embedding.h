@@ -18,7 +18,11 @@
 
 namespace tinyformer {
 
-enum class PositionalEncoding { Sinusoidal, Learned, None };
+// Rotary and Alibi add nothing here (no table): rotary turns q and k inside
+// the attention (layers/rotary.h), ALiBi is a bias of the mask (models/mask_policy.h).
+enum class PositionalEncoding { Sinusoidal, Learned, None, Rotary, Alibi };
+
+const char* pos_encoding_name(PositionalEncoding encoding);  // "sinusoidal", "learned", "none", "rotary", "alibi"
 
 // Token ids of a batch, row-major [B, T].
 struct TokenIds {

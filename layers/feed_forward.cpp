@@ -11,6 +11,8 @@ const char* activation_name(Activation activation) {
         case Activation::Relu: return "relu";
         case Activation::Gelu: return "gelu";
         case Activation::GeluTanh: return "gelu_tanh";
+        case Activation::Silu: return "silu";
+        case Activation::SwiGlu: return "swiglu";
     }
     return "unknown";
 }
@@ -21,6 +23,8 @@ Tensor FeedForward::forward(const Tensor& x, Observer* observer) const {
         case Activation::Relu: hidden = relu(std::move(hidden)); break;
         case Activation::Gelu: hidden = gelu(std::move(hidden)); break;
         case Activation::GeluTanh: hidden = gelu_tanh(std::move(hidden)); break;
+        case Activation::Silu:
+        case Activation::SwiGlu: fail("FeedForward: activation \"", activation_name(activation), "\" is not implemented yet");
     }
     if (observer && observer->wants_everything()) observer->record("hidden", hidden);
     return linear2.forward(hidden);  // [B, T, D]

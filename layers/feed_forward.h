@@ -17,9 +17,9 @@
 
 namespace tinyformer {
 
-enum class Activation { Relu, Gelu, GeluTanh };
+enum class Activation { Relu, Gelu, GeluTanh, Silu, SwiGlu };  // Silu, SwiGlu: issue #23 (not yet computed)
 
-const char* activation_name(Activation activation);  // "relu", "gelu", "gelu_tanh"
+const char* activation_name(Activation activation);  // "relu", "gelu", "gelu_tanh", "silu", "swiglu"
 
 struct FeedForward {
     Linear linear1;  // [F, D]

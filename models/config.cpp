@@ -178,7 +178,14 @@ const char* attention_kind_name(SelfAttentionKind kind) {
     return "unknown";
 }
 
-const char* norm_name(NormKind kind) { return kind == NormKind::LayerNorm ? "layer_norm" : "layer_norm_std"; }
+const char* norm_name(NormKind kind) {
+    switch (kind) {
+        case NormKind::LayerNorm: return "layer_norm";
+        case NormKind::LayerNormStd: return "layer_norm_std";
+        case NormKind::RmsNorm: return "rms_norm";
+    }
+    return "unknown";
+}
 
 const char* qkv_layout_name(QkvLayout layout) { return layout == QkvLayout::Fused ? "fused" : "separate"; }
 
@@ -203,7 +210,9 @@ ModelConfig parse_config(const std::string& json_text) {
     const std::optional<Activation> activation =
         read.choice<Activation>("activation", {{"relu", Activation::Relu},
                                                {"gelu", Activation::Gelu},
-                                               {"gelu_tanh", Activation::GeluTanh}});
+                                               {"gelu_tanh", Activation::GeluTanh},
+                                               {"silu", Activation::Silu},
+                                               {"swiglu", Activation::SwiGlu}});
     const std::optional<bool> norm_first = read.boolean("norm_first");
     const std::optional<double> eps = read.number("layer_norm_eps", /*required=*/false);
     // In float32, as LayerNorm adds it: 1e-85 would become 0, and a row of
@@ -214,11 +223,15 @@ ModelConfig parse_config(const std::string& json_text) {
                      ", 1) (a positive normal float32), got ", *eps);
     // The optional keys of the layers' forms (docs/FORMAT.md, section 1); absent = nn.Transformer's.
     const std::optional<NormKind> norm = read.choice<NormKind>(
-        "norm", {{"layer_norm", NormKind::LayerNorm}, {"layer_norm_std", NormKind::LayerNormStd}}, false);
+        "norm",
+        {{"layer_norm", NormKind::LayerNorm}, {"layer_norm_std", NormKind::LayerNormStd}, {"rms_norm", NormKind::RmsNorm}},
+        false);
     if (norm == NormKind::LayerNormStd && d_model == 1)
         read.problem("'norm' \"layer_norm_std\" needs 'd_model' >= 2 (its unbiased std divides by d_model - 1), got 1");
     const std::optional<bool> bias = read.boolean("bias", false);
     const std::optional<bool> norm_bias = read.boolean("norm_bias", false);
+    if (norm == NormKind::RmsNorm && norm_bias == true)
+        read.problem("'norm_bias' is true but 'norm' is \"rms_norm\", which has no bias (leave 'norm_bias' out)");
     const std::optional<bool> head_bias = read.boolean("head_bias", false);
     const std::optional<bool> tie_embeddings = read.boolean("tie_embeddings", false);
     const std::optional<QkvLayout> qkv =
@@ -233,7 +246,27 @@ ModelConfig parse_config(const std::string& json_text) {
     const std::optional<PositionalEncoding> pos_encoding =
         read.choice<PositionalEncoding>("pos_encoding", {{"sinusoidal", PositionalEncoding::Sinusoidal},
                                                          {"learned", PositionalEncoding::Learned},
-                                                         {"none", PositionalEncoding::None}});
+                                                         {"none", PositionalEncoding::None},
+                                                         {"rotary", PositionalEncoding::Rotary},
+                                                         {"alibi", PositionalEncoding::Alibi}});
+    const bool rotary = pos_encoding == PositionalEncoding::Rotary;
+    const std::optional<double> rope_theta = read.number("rope_theta", false);
+    if (rope_theta && !rotary)
+        read.problem("'rope_theta' belongs to \"pos_encoding\": \"rotary\"");
+    else if (rope_theta && !(*rope_theta > 1.0 && *rope_theta <= 1e30))
+        read.problem("'rope_theta' must be a number in (1, 1e30], got ", *rope_theta);
+    const std::optional<RopePairs> rope_pairs =
+        read.choice<RopePairs>("rope_pairs", {{"adjacent", RopePairs::Adjacent}, {"half", RopePairs::Half}}, false);
+    if (rope_pairs && !rotary) read.problem("'rope_pairs' belongs to \"pos_encoding\": \"rotary\"");
+    if (rotary && d_model && nhead && *d_model % *nhead == 0 && (*d_model / *nhead) % 2 != 0)
+        read.problem("\"pos_encoding\": \"rotary\" turns pairs of a head's dimensions and needs an even head size "
+                     "'d_model' / 'nhead', got ", *d_model / *nhead);
+    if ((rotary || pos_encoding == PositionalEncoding::Alibi) && arch == Architecture::EncoderDecoder)
+        read.problem("\"pos_encoding\": \"", pos_encoding_name(*pos_encoding),
+                     "\" is for decoder_only and encoder_only models, not encoder_decoder");
+    const std::optional<int64_t> n_kv_heads = read.positive("n_kv_heads", false);
+    if (n_kv_heads && nhead && *nhead % *n_kv_heads != 0)
+        read.problem("'n_kv_heads' (", *n_kv_heads, ") must divide 'nhead' (", *nhead, ")");
     const std::optional<bool> embed_scale = read.boolean("embed_scale");
     if (pos_encoding == PositionalEncoding::Sinusoidal && max_len && d_model && *max_len * *d_model > (int64_t{1} << 27))
         read.problem("a sinusoidal table of 'max_len' x 'd_model' = ", *max_len, " x ", *d_model,
@@ -318,6 +351,10 @@ ModelConfig parse_config(const std::string& json_text) {
     config.tie_embeddings = tie_embeddings.value_or(false);
     config.qkv = qkv.value_or(QkvLayout::Fused);
     if (mask_value) config.mask_value = static_cast<float>(*mask_value);
+    if (config.norm == NormKind::RmsNorm) config.norm_bias = false;
+    if (rope_theta) config.rope_theta = static_cast<float>(*rope_theta);
+    config.rope_pairs = rope_pairs.value_or(RopePairs::Adjacent);
+    config.n_kv_heads = n_kv_heads.value_or(config.nhead);
     config.pad_id = ids[0].value_or(-1);
     config.bos_id = ids[1].value_or(-1);
     config.eos_id = ids[2].value_or(-1);

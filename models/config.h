@@ -5,7 +5,10 @@
 // (with the allowed values), sizes outside 1..2^24, d_model % nhead != 0, and
 // keys that do not belong to the arch, a "norm": "layer_norm_std" with
 // d_model 1 (no unbiased std of one number), and a "mask_value" that is not a
-// negative float32. It checks the whole config and throws
+// negative float32, "norm_bias": true with "rms_norm" (RMSNorm has no
+// bias), "rope_theta" / "rope_pairs" without rotary, an odd head size with
+// rotary, rotary or alibi for encoder_decoder, an "n_kv_heads" that does not
+// divide "nhead". It checks the whole config and throws
 // one Error listing every problem, on one line: "config: <problem>", or
 // "config: 3 problems: <problem>; <problem>; <problem>". With the arch missing
 // or bad, the keys of every arch are checked where present.
@@ -14,6 +17,7 @@
 #include "layers/embedding.h"
 #include "layers/feed_forward.h"
 #include "layers/layer_norm.h"
+#include "layers/rotary.h"
 
 #include <cstdint>
 #include <optional>
@@ -51,13 +55,17 @@ struct ModelConfig {
     bool tie_embeddings = false; // the head's weight is embed.weight (tgt_embed.weight): no head weight in the file
     QkvLayout qkv = QkvLayout::Fused;
     std::optional<float> mask_value;  // absent: blocked scores are -inf; else replaced by it (engine/attention.h)
+    // Positions and attention heads of section 10.4 (docs/FORMAT.md, section 1):
+    float rope_theta = 10000.0f;                // "rope_theta", rotary only
+    RopePairs rope_pairs = RopePairs::Adjacent;  // "rope_pairs", rotary only (layers/rotary.h)
+    int64_t n_kv_heads = 0;                     // "n_kv_heads" (GQA, MQA when 1); parse_config sets nhead when absent
 };
 
 ModelConfig parse_config(const std::string& json_text);
 
 const char* architecture_name(Architecture arch);       // "encoder_decoder", ...
 const char* attention_kind_name(SelfAttentionKind kind);  // "causal", "prefix_lm", "bidirectional"
-const char* norm_name(NormKind kind);                       // "layer_norm", "layer_norm_std"
+const char* norm_name(NormKind kind);                       // "layer_norm", "layer_norm_std", "rms_norm"
 const char* qkv_layout_name(QkvLayout layout);              // "fused", "separate"
 
 }  // namespace tinyformer

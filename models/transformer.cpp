@@ -305,6 +305,9 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
     : config_(config), final_norm_(config.final_norm) {
     if (config.arch == Architecture::EncoderDecoder)
         fail("SingleStackModel: the config's arch is encoder_decoder");
+    if (config.pos_encoding == PositionalEncoding::Rotary || config.pos_encoding == PositionalEncoding::Alibi)
+        fail("model: pos_encoding \"", pos_encoding_name(config.pos_encoding), "\" is not implemented yet");
+    if (config.n_kv_heads != config.nhead) fail("model: n_kv_heads != nhead is not implemented yet");
     embedding_ = load_embedding(checkpoint, checkpoint.take("embed.weight", {config.vocab_size, config.d_model}), config);
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config));

@@ -277,8 +277,8 @@ const std::vector<BadInput> kMetadataAndConfig = {
      1, {"separate.safetensors", "missing tensor 'transformer.encoder.layers.0.self_attn.q_proj.weight'",
          "(expected F32 [16,16])"}},
     {"unknown pos_encoding", [](const TempDirectory& d) {
-         return forward_model(d, config_with(d, "pos.safetensors", kModel, "pos_encoding", "rotary")); },
-     1, {"pos.safetensors", "config: 'pos_encoding' is \"rotary\"", "\"sinusoidal\""}},
+         return forward_model(d, config_with(d, "pos.safetensors", kModel, "pos_encoding", "rope")); },
+     1, {"pos.safetensors", "config: 'pos_encoding' is \"rope\"", "\"sinusoidal\""}},
     {"unknown attention", [](const TempDirectory& d) {
          return forward(d, config_with(d, "attention.safetensors", kPrefixModel, "attention", "sliding"), kPrefixInputs); },
      1, {"attention.safetensors", "config: 'attention' is \"sliding\"", "\"prefix_lm\""}},
@@ -908,18 +908,18 @@ const std::vector<BadInput> kNotSafetensors = {
              c.metadata["config"] = config.dump(); });
          return std::vector<std::string>{"info", model}; },
      1, {"three.safetensors: config: 3 problems: ", "missing key 'dim_feedforward' (int)",
-         "'activation' is \"swish\"; expected one of \"gelu\", \"gelu_tanh\", \"relu\"",
+         "'activation' is \"swish\"; expected one of \"gelu\", \"gelu_tanh\", \"relu\", \"silu\", \"swiglu\"",
          "unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)"}},
     {"config with three problems at once, through forward", [](const TempDirectory& d) {
          const std::string model = edited(d, "three-forward.safetensors", kModel, [](Contents& c) {
              json config = json::parse(c.metadata.at("config"));
              config["nhead"] = 0;
-             config["pos_encoding"] = "rotary";
+             config["pos_encoding"] = "rope";
              config["num_layers"] = 2;
              c.metadata["config"] = config.dump(); });
          return forward_model(d, model); },
      1, {"three-forward.safetensors: config: 3 problems: ", "'nhead' must be in 1..16777216, got 0",
-         "'pos_encoding' is \"rotary\"; expected one of \"learned\", \"none\", \"sinusoidal\"",
+         "'pos_encoding' is \"rope\"; expected one of \"alibi\", \"learned\", \"none\", \"rotary\", \"sinusoidal\"",
          "unknown key 'num_layers' for arch \"encoder_decoder\" (it belongs to decoder_only / encoder_only)"}},
     {"a torch.save file (a zip archive) as the model, through info", [](const TempDirectory& d) {
          // The start of a zip local file header, its first entry archive/data.pkl, as torch.save writes.

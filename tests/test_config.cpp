@@ -176,13 +176,59 @@ TEST_CASE("The layer-form keys default to nn.Transformer's and parse to the fiel
     }
 }
 
+TEST_CASE("The keys of section 10.4 (rms_norm, silu, swiglu, rotary, alibi, n_kv_heads) parse, with their defaults") {
+    const json base = decoder_only_config();  // d_model 24, nhead 6: head size 4
+    const ModelConfig plain = parse(base);
+    CHECK(plain.n_kv_heads == plain.nhead);  // absent: every query head has its own K/V head
+    CHECK(plain.rope_theta == 10000.0f);
+    CHECK(plain.rope_pairs == tinyformer::RopePairs::Adjacent);
+    json llama = with(with(with(with(base, "norm", "rms_norm"), "activation", "swiglu"), "pos_encoding", "rotary"),
+                      "n_kv_heads", 1);
+    const ModelConfig c = parse(llama);
+    CHECK(c.norm == NormKind::RmsNorm);
+    CHECK_FALSE(c.norm_bias);  // RMSNorm has no bias, whatever the default
+    CHECK(c.activation == Activation::SwiGlu);
+    CHECK(c.pos_encoding == PositionalEncoding::Rotary);
+    CHECK(c.n_kv_heads == 1);
+    const ModelConfig half = parse(with(with(llama, "rope_pairs", "half"), "rope_theta", 500000));
+    CHECK(half.rope_pairs == tinyformer::RopePairs::Half);
+    CHECK(half.rope_theta == 500000.0f);
+    CHECK(parse(with(base, "activation", "silu")).activation == Activation::Silu);
+    CHECK(parse(with(base, "pos_encoding", "alibi")).pos_encoding == PositionalEncoding::Alibi);
+    CHECK(std::string(norm_name(NormKind::RmsNorm)) == "rms_norm");
+    CHECK(std::string(activation_name(Activation::SwiGlu)) == "swiglu");
+    CHECK(std::string(pos_encoding_name(PositionalEncoding::Alibi)) == "alibi");
+    CHECK(std::string(tinyformer::rope_pairs_name(tinyformer::RopePairs::Half)) == "half");
+}
+
+TEST_CASE("The keys of section 10.4 refuse what they cannot mean, naming the key") {
+    const json base = decoder_only_config();  // d_model 24, nhead 6
+    CHECK_ERROR_CONTAINS(parse(with(with(base, "norm", "rms_norm"), "norm_bias", true)),
+                         "'norm_bias' is true but 'norm' is \"rms_norm\", which has no bias");
+    CHECK_ERROR_CONTAINS(parse(with(base, "rope_theta", 10000)), "'rope_theta' belongs to \"pos_encoding\": \"rotary\"");
+    CHECK_ERROR_CONTAINS(parse(with(base, "rope_pairs", "half")), "'rope_pairs' belongs to \"pos_encoding\": \"rotary\"");
+    const json rotary = with(base, "pos_encoding", "rotary");
+    CHECK_ERROR_CONTAINS(parse(with(rotary, "rope_pairs", "interleaved")), "'rope_pairs' is \"interleaved\"",
+                         "expected one of \"adjacent\", \"half\"");
+    CHECK_ERROR_CONTAINS(parse(with(rotary, "rope_theta", 0.5)), "'rope_theta' must be a number in (1, 1e30]", "got 0.5");
+    CHECK_ERROR_CONTAINS(parse(with(rotary, "rope_theta", -10000)), "'rope_theta' must be a number", "got -10000");
+    // d_model 6, nhead 2: head size 3, odd, has no pairs to turn
+    CHECK_ERROR_CONTAINS(parse(with(with(rotary, "d_model", 6), "nhead", 2)), "needs an even head size", "got 3");
+    CHECK_ERROR_CONTAINS(parse(with(base, "n_kv_heads", 4)), "'n_kv_heads' (4) must divide 'nhead' (6)");
+    CHECK_ERROR_CONTAINS(parse(with(base, "n_kv_heads", 0)), "'n_kv_heads' must be in 1..");
+    json seq2seq = encoder_decoder_config();
+    CHECK_ERROR_CONTAINS(parse(with(seq2seq, "pos_encoding", "alibi")),
+                         "\"pos_encoding\": \"alibi\" is for decoder_only and encoder_only models, not encoder_decoder");
+    CHECK_ERROR_CONTAINS(parse(with(seq2seq, "pos_encoding", "rotary")), "\"rotary\" is for decoder_only");
+}
+
 TEST_CASE("The layer-form keys refuse a bad type or value, naming the key, what was expected and what came") {
     const json base = decoder_only_config();
     SUBCASE("activation and norm: an unknown name lists the allowed ones") {
         CHECK_ERROR_CONTAINS(parse(with(base, "activation", "gelu_new")), "'activation' is \"gelu_new\"",
-                             "expected one of \"gelu\", \"gelu_tanh\", \"relu\"");
-        CHECK_ERROR_CONTAINS(parse(with(base, "norm", "rms_norm")), "'norm' is \"rms_norm\"",
-                             "expected one of \"layer_norm\", \"layer_norm_std\"");
+                             "expected one of \"gelu\", \"gelu_tanh\", \"relu\", \"silu\", \"swiglu\"");
+        CHECK_ERROR_CONTAINS(parse(with(base, "norm", "rmsnorm")), "'norm' is \"rmsnorm\"",
+                             "expected one of \"layer_norm\", \"layer_norm_std\", \"rms_norm\"");
         CHECK_ERROR_CONTAINS(parse(with(base, "norm", true)), "'norm' must be a string", "got true");
     }
     SUBCASE("layer_norm_std with d_model 1: the unbiased std of one number is undefined") {
@@ -228,10 +274,10 @@ TEST_CASE("A missing required key is refused by name and type, for every require
         {"d_model", "int"},
         {"nhead", "int"},
         {"dim_feedforward", "int"},
-        {"activation", "string, one of \"gelu\", \"gelu_tanh\", \"relu\""},
+        {"activation", "string, one of \"gelu\", \"gelu_tanh\", \"relu\", \"silu\", \"swiglu\""},
         {"norm_first", "bool"},
         {"max_len", "int"},
-        {"pos_encoding", "string, one of \"learned\", \"none\", \"sinusoidal\""},
+        {"pos_encoding", "string, one of \"alibi\", \"learned\", \"none\", \"rotary\", \"sinusoidal\""},
         {"embed_scale", "bool"},
     };
     const struct {
@@ -266,7 +312,7 @@ TEST_CASE("A config with several problems lists all of them in one line") {
         config["dropout"] = 0.1;
         CHECK(test_helpers::error_message([&] { parse(config); }) ==
               "config: 3 problems: missing key 'dim_feedforward' (int); 'activation' is \"swish\"; expected one of "
-              "\"gelu\", \"gelu_tanh\", \"relu\"; unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)");
+              "\"gelu\", \"gelu_tanh\", \"relu\", \"silu\", \"swiglu\"; unknown key 'dropout' (see docs/FORMAT.md for the keys of each arch)");
     }
     SUBCASE("the constructor arguments of nn.Transformer, as a user might start: every problem at once") {
         const json config = {{"d_model", 512},         {"nhead", 8},           {"num_encoder_layers", 6},
@@ -277,7 +323,7 @@ TEST_CASE("A config with several problems lists all of them in one line") {
         CHECK(test_helpers::error_message([&] { parse(config); }) ==
               "config: 7 problems: missing key 'format' (string, \"tinyformer/1\"); missing key 'arch' (string, one "
               "of \"decoder_only\", \"encoder_decoder\", \"encoder_only\"); missing key 'max_len' (int); missing key "
-              "'pos_encoding' (string, one of \"learned\", \"none\", \"sinusoidal\"); missing key 'embed_scale' "
+              "'pos_encoding' (string, one of \"alibi\", \"learned\", \"none\", \"rotary\", \"sinusoidal\"); missing key 'embed_scale' "
               "(bool); unknown key 'batch_first'; unknown key 'dropout' (see docs/FORMAT.md for the keys of each "
               "arch)");
     }
@@ -391,11 +437,11 @@ TEST_CASE("Each config rule refuses a bad value, naming the key, what was expect
     }
     SUBCASE("an unknown activation lists the allowed values") {
         CHECK_ERROR_CONTAINS(parse(with(base, "activation", "swish")), "'activation' is \"swish\"",
-                             "expected one of \"gelu\", \"gelu_tanh\", \"relu\"");
+                             "expected one of \"gelu\", \"gelu_tanh\", \"relu\", \"silu\", \"swiglu\"");
     }
     SUBCASE("an unknown pos_encoding lists the allowed values") {
-        CHECK_ERROR_CONTAINS(parse(with(base, "pos_encoding", "rotary")), "'pos_encoding' is \"rotary\"",
-                             "\"learned\"", "\"none\"", "\"sinusoidal\"");
+        CHECK_ERROR_CONTAINS(parse(with(base, "pos_encoding", "rope")), "'pos_encoding' is \"rope\"",
+                             "\"alibi\"", "\"learned\"", "\"none\"", "\"rotary\"", "\"sinusoidal\"");
     }
     SUBCASE("an unknown attention lists the allowed values") {
         CHECK_ERROR_CONTAINS(parse(with(base, "attention", "sliding")), "'attention' is \"sliding\"",

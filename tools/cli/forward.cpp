@@ -102,15 +102,17 @@ int info_command(const Arguments& args) {
     std::printf("  %s, %s, layer_norm_eps %g, positions %s (max_len %lld), embed_scale %s\n",
                 activation_name(c.activation), c.norm_first ? "pre-LN" : "post-LN",
                 c.layer_norm_eps,
-                c.pos_encoding == PositionalEncoding::Sinusoidal ? "sinusoidal"
-                : c.pos_encoding == PositionalEncoding::Learned  ? "learned"
-                                                                 : "none",
+                pos_encoding_name(c.pos_encoding),
                 (long long)c.max_len, c.embed_scale ? "yes" : "no");
     // The optional keys of the layers' forms (docs/FORMAT.md, section 1), always shown.
     const std::string mask_value = c.mask_value ? text_of(*c.mask_value) : std::string("absent (-inf)");
     std::printf("  norm %s, bias %s, norm_bias %s, head_bias %s, tie_embeddings %s, qkv %s, mask_value %s\n",
                 norm_name(c.norm), c.bias ? "yes" : "no", c.norm_bias ? "yes" : "no", c.head_bias ? "yes" : "no",
                 c.tie_embeddings ? "yes" : "no", qkv_layout_name(c.qkv), mask_value.c_str());
+    if (c.pos_encoding == PositionalEncoding::Rotary)
+        std::printf("  rotary: rope_theta %g, rope_pairs %s\n", c.rope_theta, rope_pairs_name(c.rope_pairs));
+    std::printf("  heads: %lld query, %lld key/value%s\n", (long long)c.nhead, (long long)c.n_kv_heads,
+                c.n_kv_heads == c.nhead ? "" : c.n_kv_heads == 1 ? " (multi-query)" : " (grouped-query)");
     std::printf("  special ids: pad %lld, bos %lld, eos %lld (-1 = not set)\n", (long long)c.pad_id,
                 (long long)c.bos_id, (long long)c.eos_id);
     const TextMetadata& text = model.text;
