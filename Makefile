@@ -146,7 +146,7 @@ bench: deps
 # and the activation traces (tests/python/test_trace.py: `tinyformer trace` vs
 # tools/python/torch_trace.py, compared by tools/python/compare_trace.py), generate()
 # (tests/python/test_generate.py: `tinyformer run` through the Python API), the
-# families' conversions (tests/python/test_families_gpt.py; hostile torch.save
+# families' conversions (tests/python/test_families_gpt.py, test_families_llama.py; hostile torch.save
 # archives: tests/python/test_torch_archive.py), check against the user's
 # own module (tests/python/test_check.py: the false passes of issue #22 fail), then
 # every tests/python/test_parity_*.py (each family's committed file against its
@@ -163,6 +163,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_export.py
 	/usr/bin/python3 tests/python/test_families_gpt.py
+	/usr/bin/python3 tests/python/test_families_llama.py
 	/usr/bin/python3 tests/python/test_torch_archive.py
 	/usr/bin/python3 tests/python/test_trace.py
 	/usr/bin/python3 tests/python/test_generate.py

@@ -437,6 +437,22 @@ def check_merges(name, merges, vocab):
         seen[merge] = i
 
 
+def _check_scores(scores, vocab):
+    """sentencepiece_bpe (llama2.c's tokenizer.bin): one finite float32 score per vocab entry."""
+    if vocab is None:
+        _refuse("vocab", None, 'tokenizer "sentencepiece_bpe" needs its vocabulary (the pieces)')
+    if scores is None or isinstance(scores, (str, bytes)) or not hasattr(scores, "__len__"):
+        _refuse("scores", _Desc(type(scores).__name__), 'tokenizer "sentencepiece_bpe" needs a list of scores, one '
+                                                        'per piece')
+    scores = list(scores)
+    if len(scores) != len(vocab):
+        _refuse("len(scores)", len(scores), f"does not match len(vocab) = {len(vocab)}")
+    for i, x in enumerate(scores):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not np.isfinite(np.float32(x)):
+            _refuse(f"scores[{i}]", x, "expected a finite float32 number")
+    return [float(np.float32(x)) for x in scores]
+
+
 def _check_prompt_suffix(prompt_suffix, vocab, tokenizer):
     """The suffix must encode with the model's tokenizer into ordinary tokens
     (never a special token, never <unk>), as the engine's loader requires."""
@@ -762,7 +778,7 @@ def _family_of(module):
     """(family name, families module) whose recognise(module) is True, or (None, None)."""
     import importlib
     for name, modname in [("annotated", "families.annotated"), ("gpt", "families.gpt"),
-                          ("hf-gpt2", "families.hf_gpt2")]:
+                          ("hf-gpt2", "families.hf_gpt2"), ("llama2c", "families.llama")]:
         try:
             family = importlib.import_module(modname)
         except ImportError:
@@ -885,7 +901,7 @@ def export(module, path, **kwargs):
 # Writing a family converter's output (tools/python/families)
 # ----------------------------------------------------------------------------
 
-CONVERTED_TOKENIZERS = TOKENIZERS + ("gpt2_bpe",)
+CONVERTED_TOKENIZERS = TOKENIZERS + ("gpt2_bpe", "sentencepiece_bpe")
 _VOCAB_SIZE_KEY = {"encoder_decoder": ("tgt_vocab_size", "src_vocab_size"), "decoder_only": ("vocab_size", None),
                    "encoder_only": ("vocab_size", None)}
 
@@ -916,10 +932,11 @@ def write_converted(path, converted, dtype=None):
     if not isinstance(eps, float) or not FLOAT32_MIN_NORMAL <= eps < 1:
         _refuse("config.layer_norm_eps", eps, "tinyformer needs a positive normal float32 below 1")
     md = dict(converted.metadata)
-    unknown = sorted(set(md) - {"vocab", "src_vocab", "tokenizer", "merges", "prompt_suffix", "train_max_len"})
+    unknown = sorted(set(md) - {"vocab", "src_vocab", "tokenizer", "merges", "scores", "prompt_suffix",
+                                "train_max_len"})
     if unknown:
         _refuse("metadata", unknown, "unknown keys (FORMAT.md section 1 lists vocab, src_vocab, tokenizer, merges, "
-                                     "prompt_suffix, train_max_len)")
+                                     "scores, prompt_suffix, train_max_len)")
     tokenizer = md.get("tokenizer", "char")
     if tokenizer not in CONVERTED_TOKENIZERS:
         _refuse("tokenizer", tokenizer, "expected one of " + ", ".join(f'"{t}"' for t in CONVERTED_TOKENIZERS))
@@ -953,13 +970,18 @@ def write_converted(path, converted, dtype=None):
             if not isinstance(m, str) or len(m.split(" ")) != 2 or "" in m.split(" "):
                 _refuse(f"merges[{i}]", m, 'expected "left right": two tokens and one space')
         meta["merges"] = json.dumps(list(merges), ensure_ascii=False)
+    if tokenizer == "sentencepiece_bpe":
+        meta["scores"] = json.dumps(_check_scores(md.get("scores"), vocab))
+    elif "scores" in md:
+        _refuse("scores", _Desc("a list"), f'only the "sentencepiece_bpe" tokenizer has scores (tokenizer is '
+                                           f'"{tokenizer}")')
     if "prompt_suffix" in md:
         suffix = md["prompt_suffix"]
         if arch != "decoder_only":
             _refuse("prompt_suffix", suffix, "only a decoder_only model has a prompt suffix")
         if not isinstance(suffix, str) or not suffix:
             _refuse("prompt_suffix", suffix, "expected a non-empty string")
-        if tokenizer != "gpt2_bpe":
+        if tokenizer not in ("gpt2_bpe", "sentencepiece_bpe"):
             _check_prompt_suffix(suffix, vocab, tokenizer)
         meta["prompt_suffix"] = suffix
     id_sizes = {"pad_id": [(tgt_size, "target vocabulary" if src_key else "vocabulary")],
@@ -1267,6 +1289,30 @@ class _GPTReference(_Reference):
             lambda: _tensor_output(self.module(torch.from_numpy(inputs["ids"])), self.description))
 
 
+class _LlamaReference(_Reference):
+    """A llama2.c-style Transformer (families/llama.py's, or upstream model.py's):
+    unpadded batches, logits at every position, and the weights of each attention
+    when it keeps them (.weights: ours). Upstream's forward returns only the last
+    position without targets; with targets it returns them all, so it is called
+    with dummy targets then (its loss is ignored)."""
+    padding = False
+
+    def __init__(self, module):
+        self.module = module
+        self.description = f"your llama2.c Transformer ({type(module).__name__})"
+
+    def run(self, cfg, inputs):
+        from families import llama
+        ids = torch.from_numpy(inputs["ids"])
+
+        def forward():
+            out = _tensor_output(self.module(ids), self.description)
+            if out.shape[1] != ids.shape[1] and _accepts(self.module.forward, "targets"):
+                out = _tensor_output(self.module(ids, targets=torch.zeros_like(ids)), self.description)
+            return out
+        return _outputs_with_weights(_Hooks(llama.attention_modules(self.module), "weights"), forward)
+
+
 class _CallableReference(_Reference):
     """Any module or callable: ids -> logits (single-stack) or (src, tgt) ->
     logits (encoder_decoder). Padding is used only when it takes the padding
@@ -1339,6 +1385,12 @@ def _reference_for(reference, cfg):
             if cfg["arch"] != "decoder_only":
                 raise ValueError(f"the reference is a GPT module (decoder_only) but the file is {cfg['arch']}")
             return _GPTReference(reference)
+        from families import llama
+        if llama.recognise(reference):
+            if cfg["arch"] != "decoder_only":
+                raise ValueError(f"the reference is a llama2.c Transformer (decoder_only) but the file is "
+                                 f"{cfg['arch']}")
+            return _LlamaReference(reference)
     if callable(reference):
         return _CallableReference(reference, cfg["arch"])
     raise ValueError(f"reference = {_describe(reference)}: expected a module or a callable "
@@ -1720,7 +1772,9 @@ def main(argv=None):
                                                               the Annotated Transformer's make_model
       hf-gpt2 FOLDER                                          Hugging Face GPT-2 (config.json +
                                                               model.safetensors / pytorch_model.bin)
-      llama2c                                                 not yet (issue #23)
+      llama2c CKPT.pt [--tokenizer tokenizer.bin]             llama2.c train.py's ckpt.pt
+      llama2c-bin MODEL.bin [--tokenizer tokenizer.bin]       llama2.c export.py's model.bin (v0 or v1;
+                                                              the int8 v2 is refused)
   --check MODEL [--against FAMILY FILE]
                                  run check(): tinyformer forward vs PyTorch on random batches;
                                  prints the worst error and OK or FAIL (exit 1). With --against
@@ -1756,7 +1810,7 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     mode.add_argument("--check", metavar="MODEL", help="check MODEL.safetensors against PyTorch")
     mode.add_argument("--from-state-dict", metavar="STATE.pt", help="convert a saved state_dict (torch.save)")
     mode.add_argument("--from", dest="from_family", nargs=2, metavar=("FAMILY", "FILE"),
-                      help="convert a family's model: " + ", ".join(FAMILIES) + " (llama2c: not yet)")
+                      help="convert a family's model: " + ", ".join(FAMILIES))
     ap.add_argument("--against", nargs=2, metavar=("FAMILY", "FILE"),
                     help="--check: compare with this model (the family's flags as for --from)")
     fam = ap.add_argument_group("--from / --against families")
@@ -1794,7 +1848,10 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
                    help="decoder_only mask (default causal)")
     g.add_argument("--vocab", metavar="FILE.json", help="JSON array of token strings (target vocabulary)")
     g.add_argument("--src-vocab", metavar="FILE.json", help="encoder_decoder: source vocabulary, when it differs")
-    g.add_argument("--tokenizer", choices=list(TOKENIZERS), default="char", help="default char")
+    g.add_argument("--tokenizer", metavar="NAME|tokenizer.bin",
+                   help="char (default) or whitespace; for --from llama2c / llama2c-bin: llama2.c's tokenizer.bin "
+                        "(its pieces and scores become the model's sentencepiece_bpe vocabulary; without it the "
+                        "model takes ids)")
     g.add_argument("--prompt-suffix", help="decoder_only: text every prompt ends with")
     g.add_argument("--train-max-len", type=_whole(1), help="longest training input, in tokens")
     g.add_argument("--pad-id", type=_whole(0))
@@ -1806,11 +1863,18 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     torch.set_num_threads(1)
     if args.against and not args.check:
         ap.error("--against goes with --check MODEL")
+    family = None
     if args.from_family or args.against:
         family = (args.from_family or args.against)[0]
-        if family not in FAMILIES and family != "llama2c":
+        if family not in FAMILIES:
             ap.error(f"{'--from' if args.from_family else '--against'} {family}: unknown family; expected one of "
                      f"{', '.join(FAMILIES)}")
+    if family not in LLAMA_FAMILIES:
+        if args.tokenizer is None:
+            args.tokenizer = "char"
+        elif args.tokenizer not in TOKENIZERS:
+            ap.error(f"--tokenizer {args.tokenizer}: expected one of {', '.join(TOKENIZERS)} (a tokenizer.bin goes "
+                     f"with --from llama2c / llama2c-bin)")
     if args.from_family:
         return _main_from(ap, args)
     if args.against:
@@ -1884,17 +1948,15 @@ def _main_check(path, args, against, reference=None, reference_text=None):
     return 0
 
 
-FAMILIES = ("nanogpt", "mingpt", "annotated", "hf-gpt2")
+FAMILIES = ("nanogpt", "mingpt", "annotated", "hf-gpt2", "llama2c", "llama2c-bin")
+LLAMA_FAMILIES = ("llama2c", "llama2c-bin")
 _FAMILY_NEEDS = {"mingpt": [("--n-head", "n_head")], "annotated": [("--n-head", "n_head")]}
 _FAMILY_FLAGS = {"nanogpt": {"meta", "gelu", "n_head"}, "mingpt": {"n_head"}, "annotated": {"n_head", "tgt_vocab"},
-                 "hf-gpt2": set()}
+                 "hf-gpt2": set(), "llama2c": set(), "llama2c-bin": set()}
 
 
 def _convert_family(family, source, args, mode):
     """The family's converter on FILE with the flags given (families/*.py)."""
-    if family == "llama2c":
-        raise ValueError(f"{mode} llama2c: not yet (issue #23 adds Llama-style models: RMSNorm, rotary "
-                         f"positions, SwiGLU)")
     for flag, key in [("--n-head", "n_head"), ("--meta", "meta"), ("--gelu", "gelu"), ("--tgt-vocab", "tgt_vocab")]:
         if getattr(args, key) is not None and key not in _FAMILY_FLAGS[family]:
             raise ValueError(f"{flag} does not apply to {mode} {family}")
@@ -1906,6 +1968,8 @@ def _convert_family(family, source, args, mode):
     if missing:
         raise ValueError(f"{mode} {family} needs {', '.join(missing)}")
     shown = f"{mode} {family} {source}"
+    if family in LLAMA_FAMILIES:
+        return _convert_llama2c(family, source, args, mode)
     if family == "annotated":
         from families import annotated
         tgt = _read_vocab(args.tgt_vocab, "--tgt-vocab") if args.tgt_vocab else (
@@ -1938,6 +2002,23 @@ def _convert_family(family, source, args, mode):
     return convert(source)
 
 
+def _convert_llama2c(family, source, args, mode):
+    """--from llama2c CKPT.pt / llama2c-bin MODEL.bin [--tokenizer tokenizer.bin] (families/llama.py)."""
+    for flag, value in [("--vocab", args.vocab), ("--src-vocab", args.src_vocab), ("--prompt-suffix", args.prompt_suffix),
+                        ("--bos-id", args.bos_id), ("--pad-id", args.pad_id), ("--max-len", args.max_len)]:
+        if value is not None:
+            raise ValueError(f"{flag} does not apply to {mode} {family} (the model's vocabulary is its tokenizer.bin: "
+                             f"--tokenizer; bos 1 and eos 2 are llama2.c's, max_len is its max_seq_len)")
+    from families import llama
+    convert = llama.convert_llama2c_checkpoint if family == "llama2c" else llama.convert_llama2c_bin
+    converted = convert(source, tokenizer=args.tokenizer)
+    if args.eos_id is not None:
+        converted.config["eos_id"] = args.eos_id
+    if args.train_max_len is not None:
+        converted.metadata["train_max_len"] = args.train_max_len
+    return converted
+
+
 def _main_from(ap, args):
     family, source = args.from_family
     if args.out is None:
@@ -1945,7 +2026,8 @@ def _main_from(ap, args):
                                if getattr(args, key) is None and args.nhead is None]
         ap.error(f"--from {family} needs {', '.join(missing)}")
     inputs = [(flag, value) for flag, value in [("--from", source), ("--meta", args.meta), ("--vocab", args.vocab),
-                                                ("--src-vocab", args.src_vocab), ("--tgt-vocab", args.tgt_vocab)]
+                                                ("--src-vocab", args.src_vocab), ("--tgt-vocab", args.tgt_vocab),
+                                                ("--tokenizer", args.tokenizer if family in LLAMA_FAMILIES else None)]
               if value is not None]
     try:
         safe_write.check_outputs([("--out", args.out)], inputs)

@@ -835,3 +835,85 @@ def vocabulary_of(pieces, where):
                              f"tinyformer's tokens cannot (convert without the tokenizer to take ids)")
         vocab.append(p)
     return vocab, notes
+
+
+# ----------------------------------------------------------------------------
+# run.c's encoding with such a vocabulary (the reference for tokenizer "sentencepiece_bpe")
+# ----------------------------------------------------------------------------
+
+def encode(text, vocab, scores, dummy_prefix=True):
+    """Token ids of `text` the way llama2.c's run.c encodes (without BOS/EOS):
+    a leading " " when the text is non-empty (SentencePiece's dummy prefix), each
+    UTF-8 character looked up as a piece, else its bytes as the pieces "<0xXX>";
+    then repeatedly merge the adjacent pair whose concatenation is a piece with
+    the HIGHEST score (the leftmost of equal scores), until no pair is a piece.
+    This plain loop is O(n^2) in the text's length: keep texts short, or split
+    them where no piece crosses (encode_words)."""
+    index = {p: i for i, p in enumerate(vocab)}
+    if dummy_prefix and text:
+        text = " " + text
+    ids = []
+    for ch in text:
+        if ch in index:
+            ids.append(index[ch])
+            continue
+        for b in ch.encode("utf-8"):
+            piece = f"<0x{b:02X}>"
+            if piece not in index:
+                raise ValueError(f"encode: {ch!r} is not a piece and the byte piece {piece} is not either")
+            ids.append(index[piece])
+    while True:
+        best, at = None, -1
+        for i in range(len(ids) - 1):
+            j = index.get(vocab[ids[i]] + vocab[ids[i + 1]])
+            if j is not None and (best is None or scores[j] > scores[best]):
+                best, at = j, i
+        if best is None:
+            return ids
+        ids[at:at + 2] = [best]
+
+
+def encode_words(text, vocab, scores):
+    """encode() of a long text, chunk by chunk: split before every space. The same
+    ids as encode(text) when no piece holds a space after its first character (so
+    no merge can cross a chunk's start), which encode_words checks."""
+    if any(" " in p[1:] for p in vocab):
+        raise ValueError("encode_words: a piece holds a space after its first character; use encode()")
+    cache, ids = {}, []
+    chunks = [" " + text] if text else []
+    if chunks:
+        chunks = [c for c in _split_before_spaces(chunks[0])]
+    for chunk in chunks:
+        if chunk not in cache:
+            cache[chunk] = encode(chunk, vocab, scores, dummy_prefix=False)
+        ids.extend(cache[chunk])
+    return ids
+
+
+def _split_before_spaces(text):
+    start = 0
+    for i in range(1, len(text)):
+        if text[i] == " ":
+            yield text[start:i]
+            start = i
+    yield text[start:]
+
+
+def decode(ids, vocab):
+    """Text of ids as run.c prints them: a piece right after BOS (id 1) drops its
+    leading space; "<0xXX>" pieces are raw bytes; <s> / </s> / <unk> print nothing
+    here (run.c stops at them or never samples them)."""
+    out, previous = bytearray(), None
+    for i in ids:
+        piece = vocab[i]
+        if i in (0, 1, 2):
+            previous = i
+            continue
+        if previous == 1 and piece.startswith(" "):
+            piece = piece[1:]
+        if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+            out.append(int(piece[3:5], 16))
+        else:
+            out.extend(piece.encode("utf-8"))
+        previous = i
+    return out.decode("utf-8", errors="replace")
