@@ -118,6 +118,13 @@ which rewrites every file here, this README included, byte for byte the same
 lists the cases, `--case NAME` makes one, `--out DIR` writes elsewhere,
 `--check` only re-verifies the files in place.
 
+The `*_rotary_*` cases (rotary positions and grouped-query attention, which no
+stock PyTorch module has) are not made here but by
+`tools/python/make_rotary_reference.py`, from a plain-torch module of its own
+written from FORMAT.md's formulas; `/usr/bin/python3 tools/python/make_rotary_reference.py`
+rewrites only their files (deterministic too). tests/test_parity.cpp compares
+every case in this folder alike.
+
 ## Files (three per case, all safetensors, see docs/FORMAT.md)
 
 - `CASE.model.safetensors` — the checkpoint, exactly FORMAT.md section 1: the
