@@ -34,7 +34,7 @@ struct Problem {
     const Padding& query_padding;
     float scale;  // 1 / sqrt(Dk)
     float blocked_score;  // what a blocked key's score becomes: -inf, or options.mask_value
-    int64_t heads;
+    int64_t heads;  // H, the query heads
     ConstBatchView query;  // for error messages
     ConstBatchView key;
 
@@ -235,7 +235,7 @@ Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_
     return computed;
 }
 
-void check_inputs(ConstBatchView query, ConstBatchView key, ConstBatchView value, int64_t heads,
+void check_inputs(ConstBatchView query, ConstBatchView key, ConstBatchView value, AttentionHeads heads,
                   int64_t value_rows_known_finite) {
     // Built only for a message: this runs at every decoding step.
     auto shapes = [&] {
@@ -244,12 +244,19 @@ void check_inputs(ConstBatchView query, ConstBatchView key, ConstBatchView value
     };
     if (query.batch != key.batch || key.batch != value.batch)
         fail("attention: batch dimensions must match; got ", shapes());
-    if (heads < 1) fail("attention: heads must be >= 1, got ", heads);
-    for (int64_t last : {query.cols, key.cols, value.cols})
-        if (last % heads != 0)
-            fail("attention: the last axis (", last, ") is not divisible by H=", heads, " heads; got ", shapes());
-    if (query.cols != key.cols)
-        fail("attention: key has Dk=", key.cols / heads, " but query has Dk=", query.cols / heads, " (", shapes(), ")");
+    const int64_t H = heads.query, Hkv = heads.key_value;
+    if (H < 1) fail("attention: heads must be >= 1, got ", H);
+    if (Hkv < 1 || H % Hkv != 0)
+        fail("attention: the key/value heads Hkv=", Hkv, " must be >= 1 and divide the H=", H, " query heads");
+    if (query.cols % H != 0)
+        fail("attention: the query's last axis (", query.cols, ") is not divisible by H=", H, " heads; got ", shapes());
+    for (int64_t last : {key.cols, value.cols})
+        if (last % Hkv != 0)
+            fail("attention: the key/value last axis (", last, ") is not divisible by Hkv=", Hkv,
+                 " key/value heads; got ", shapes());
+    if (query.cols / H != key.cols / Hkv)
+        fail("attention: key has Dk=", key.cols / Hkv, " but query has Dk=", query.cols / H, " (", shapes(),
+             H != Hkv ? text_of("; H=", H, " query heads, Hkv=", Hkv, " key/value heads)") : std::string(")"));
     if (key.rows != value.rows)
         fail("attention: key has S=", key.rows, " but value has S=", value.rows, " (", shapes(), ")");
     if (key.rows == 0 || query.cols == 0)
@@ -301,7 +308,7 @@ const char* path_name(AttentionPath path) {
 }
 
 AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                                        int64_t heads, const Mask& mask,
+                                                        AttentionHeads heads, const Mask& mask,
                                                         const AttentionOptions& options) {
     if (query.rank() != 3 || key.rank() != 3 || value.rank() != 3)
         fail("attention: query, key and value must be three-dimensional [B,L,Dk], [B,S,Dk], [B,S,Dv]; got query ",
@@ -311,11 +318,12 @@ AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, con
 }
 
 AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, ConstBatchView key, ConstBatchView value,
-                                                        int64_t heads, const Mask& mask,
+                                                        AttentionHeads head_counts, const Mask& mask,
                                                         const AttentionOptions& options) {
-    check_inputs(query, key, value, heads, options.value_rows_known_finite);
+    check_inputs(query, key, value, head_counts, options.value_rows_known_finite);
+    const int64_t heads = head_counts.query, kv_heads = head_counts.key_value;
     const int64_t B = query.batch, L = query.rows, S = key.rows;
-    const int64_t Dk = query.cols / heads, Dv = value.cols / heads;
+    const int64_t Dk = query.cols / heads, Dv = value.cols / kv_heads;
     mask.check_broadcasts_to({B, heads, L, S}, "attention");
     if (!options.query_padding.empty() &&
         (options.query_padding.batch() != B || options.query_padding.length() != L))
@@ -349,9 +357,10 @@ AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, Co
     FloatBuffer scratch(static_cast<size_t>(scratch_size));
     for (int64_t b = 0; b < B; ++b)
         for (int64_t h = 0; h < heads; ++h) {
-            const HeadSlice slice{split_heads(query, heads, b, h),  // [L, Dk] of [B, L, H*Dk]
-                                  split_heads(key, heads, b, h),    // [S, Dk]
-                                  split_heads(value, heads, b, h),  // [S, Dv]
+            const int64_t g = head_counts.key_value_head(h);  // h / (H / Hkv): the group's K/V head, shared
+            const HeadSlice slice{split_heads(query, heads, b, h),    // [L, Dk] of [B, L, H*Dk]
+                                  split_heads(key, kv_heads, b, g),   // [S, Dk] of [B, S, Hkv*Dk]
+                                  split_heads(value, kv_heads, b, g), // [S, Dv] of [B, S, Hkv*Dv]
                                   merge_heads(result.output, heads, b, h),  // [L, Dv] of [B, L, H*Dv]
                                   options.want_weights ? result.weights.matrix(b * heads + h) : MatrixView{},
                                   options.want_scores ? result.scores.matrix(b * heads + h) : MatrixView{},

@@ -42,6 +42,19 @@
 // head h is the column block h of the last axis, read as a strided 2-D view
 // (split_heads, below: no copy). Output [B, L, H*Dv] (heads concatenated in
 // place: merge_heads), weights [B, H, L, S], mask broadcast to [B, H, L, S].
+//
+// Grouped-query attention (GQA; multi-query when Hkv = 1): the heads are
+// AttentionHeads{H, Hkv}, Hkv dividing H, and key/value are NARROWER than
+// the query: key [B, S, Hkv*Dk], value [B, S, Hkv*Dv]. The H/Hkv query heads
+// of a group share one key/value head:
+//
+//   query head h reads key/value head  g = h / (H / Hkv)      (integer division)
+//
+// (llama2.c's h / kv_mul; PyTorch's repeat_interleave(H / Hkv) of K and V
+// along the head axis, then ordinary attention.) Here head g is the same
+// strided view for each of its query heads: nothing is copied or expanded.
+// Hkv = H is ordinary multi-head attention. The counts are given, never
+// guessed from the widths: widths that do not fit them are an Error.
 #pragma once
 
 #include "engine/mask.h"
@@ -71,6 +84,17 @@ MatrixView merge_heads(Tensor& concat, int64_t heads, int64_t b, int64_t h);
 // output after W_O (b_O must not revive the row), and the model's outputs
 // (the residual, FFN and final norm make padded rows non-zero again).
 void zero_padded_queries(Tensor& x, const Padding& padding);
+
+// The head counts of one multi-head call: H query heads and Hkv key/value
+// heads (GQA, see the top of this file). From one number: H = Hkv.
+struct AttentionHeads {
+    int64_t query = 1;      // H
+    int64_t key_value = 1;  // Hkv, divides H
+    AttentionHeads(int64_t heads) : query(heads), key_value(heads) {}  // NOLINT: H heads of everything
+    AttentionHeads(int64_t query_heads, int64_t key_value_heads) : query(query_heads), key_value(key_value_heads) {}
+    // The key/value head that query head h reads: h / (H / Hkv).
+    int64_t key_value_head(int64_t h) const { return h / (query / key_value); }
+};
 
 enum class AttentionPath { Automatic, Materialized, Streaming };
 const char* path_name(AttentionPath path);  // "materialized", "streaming", "automatic"
@@ -113,14 +137,15 @@ struct AttentionResult {
 AttentionResult scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                              const Mask& mask = Mask(), const AttentionOptions& options = {});
 
+// heads: H, or AttentionHeads{H, Hkv} with key [B, S, Hkv*Dk], value [B, S, Hkv*Dv].
 AttentionResult multi_head_scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                                        int64_t heads, const Mask& mask = Mask(),
+                                                        AttentionHeads heads, const Mask& mask = Mask(),
                                                         const AttentionOptions& options = {});
-// The same with query, key and value as batch views [B, L, H*Dk], [B, S, H*Dk],
-// [B, S, H*Dv]: the first S rows of a KV cache's buffers (layers/kv_cache.h),
+// The same with query, key and value as batch views [B, L, H*Dk], [B, S, Hkv*Dk],
+// [B, S, Hkv*Dv]: the first S rows of a KV cache's buffers (layers/kv_cache.h),
 // or the Q, K, V column blocks of one fused projection, read in place.
 AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, ConstBatchView key, ConstBatchView value,
-                                                        int64_t heads, const Mask& mask = Mask(),
+                                                        AttentionHeads heads, const Mask& mask = Mask(),
                                                         const AttentionOptions& options = {});
 
 }  // namespace tinyformer

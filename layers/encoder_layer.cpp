@@ -11,7 +11,7 @@ AttentionOptions attention_options(const Padding& query_padding) {
 }
 
 Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& padding, Observer* observer,
-                             KVCache* cache) const {
+                             KVCache* cache, const std::vector<int64_t>& first_positions) const {
     if (observer && observer->wants_everything()) observer->record("input", x);
     auto attention_observer = observe_part(observer, "self_attn.");
     auto ffn_observer = observe_part(observer, "ffn.");
@@ -19,7 +19,8 @@ Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& p
     KVCache& keys_values = cache ? *cache : whole_sequence;
     auto self_attention = [&](const Tensor& input) {
         return self_attn.forward_appending(input, keys_values, mask, attention_options(padding),
-                                           attention_observer ? &*attention_observer : nullptr).output;
+                                           attention_observer ? &*attention_observer : nullptr, first_positions)
+            .output;
     };
     auto ffn = [&](const Tensor& input) { return feed_forward.forward(input, ffn_observer ? &*ffn_observer : nullptr); };
     Tensor output;

@@ -19,6 +19,11 @@
 //   to [B, H, n, S] with S the cache length after appending. Without a cache
 //   the layer sees the whole sequence at once — the same code with an empty
 //   cache.
+//
+//   first_positions [B] (rotary positions, layers/rotary.h): row b's tokens
+//   are at positions first_positions[b] + 0..n-1 — 0..T-1 for a whole
+//   sequence, a row's own next position at a decoding step. Empty: every row
+//   starts at the cache's length.
 #pragma once
 
 #include "layers/feed_forward.h"
@@ -34,7 +39,7 @@ struct EncoderLayer {
     bool norm_first = false;
 
     Tensor forward(const Tensor& x, const Mask& mask, const Padding& padding, Observer* observer = nullptr,
-                   KVCache* cache = nullptr) const;
+                   KVCache* cache = nullptr, const std::vector<int64_t>& first_positions = {}) const;
 };
 
 // Attention options for a layer's call: the query padding.

@@ -2,7 +2,10 @@
 // attention layer between decoding steps, without copying them every step.
 //
 //   storage:  key and value buffers [B, capacity, D]; rows 0..length-1 of
-//             each batch row are valid.
+//             each batch row are valid. D is the width of K and V: d_model,
+//             or Hkv*Dh with grouped-query attention (layers/multi_head_attention.h)
+//             — the cache shrinks by H/Hkv. With rotary positions the keys are
+//             held already rotated (layers/rotary.h).
 //   append:   the new positions' keys/values [B, n, D] are written at rows
 //             length..length+n-1. When they do not fit, the buffers grow to
 //             max(2 * capacity, length + n) (one copy; amortised O(1) per

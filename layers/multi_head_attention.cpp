@@ -28,18 +28,28 @@ void check_shape(const Tensor& t, const Shape& expected, const char* name) {
 
 }  // namespace
 
-MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name,
-                                       std::optional<float> mask_value)
-    : heads_(heads), name_(std::move(name)), mask_value_(mask_value) {
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights, AttentionHeads heads,
+                                       std::string name, std::optional<float> mask_value,
+                                       std::optional<RotaryEmbedding> rotary)
+    : heads_(heads.query), kv_heads_(heads.key_value), name_(std::move(name)), mask_value_(mask_value),
+      rotary_(std::move(rotary)) {
     if (weights.out_proj_weight.rank() != 2)
         fail("MultiHeadAttention: out_proj.weight must be [D,D], got ", shape_string(weights.out_proj_weight.shape()));
     d_model_ = weights.out_proj_weight.dim(0);
     const int64_t D = d_model_;
     if (D < 1) fail("MultiHeadAttention: d_model must be >= 1, got ", D);
-    if (heads < 1 || D % heads != 0)
-        fail("MultiHeadAttention: d_model (", D, ") must be divisible by the number of heads (", heads, ")");
-    check_shape(weights.in_proj_weight, {3 * D, D}, "in_proj_weight");
-    if (!weights.in_proj_bias.empty()) check_shape(weights.in_proj_bias, {3 * D}, "in_proj_bias");
+    if (heads_ < 1 || D % heads_ != 0)
+        fail("MultiHeadAttention: d_model (", D, ") must be divisible by the number of heads (", heads_, ")");
+    if (kv_heads_ < 1 || heads_ % kv_heads_ != 0)
+        fail("MultiHeadAttention: the key/value heads (", kv_heads_, ") must be >= 1 and divide the heads (", heads_,
+             ")");
+    head_dim_ = D / heads_;
+    if (rotary_ && rotary_->head_dim() != head_dim_)
+        fail("MultiHeadAttention: the rotary positions are for heads of ", rotary_->head_dim(),
+             " dimensions, but the heads have Dh = D/H = ", head_dim_);
+    const int64_t rows = D + 2 * kv_width();  // 3D when Hkv = H
+    check_shape(weights.in_proj_weight, {rows, D}, "in_proj_weight");
+    if (!weights.in_proj_bias.empty()) check_shape(weights.in_proj_bias, {rows}, "in_proj_bias");
     check_shape(weights.out_proj_weight, {D, D}, "out_proj.weight");
     if (!weights.out_proj_bias.empty()) check_shape(weights.out_proj_bias, {D}, "out_proj.bias");
     if (mask_value && !std::isfinite(*mask_value))
@@ -57,10 +67,14 @@ void MultiHeadAttention::set_zeroed_heads(std::vector<int64_t> heads) {
     zeroed_heads_ = std::move(heads);
 }
 
-// Rows part*D..(part+1)*D-1 of in_proj: W_Q (part 0), W_K (1), W_V (2), read in place.
+int64_t MultiHeadAttention::part_offset(int64_t part) const { return part == 0 ? 0 : d_model_ + (part - 1) * kv_width(); }
+int64_t MultiHeadAttention::part_width(int64_t part) const { return part == 0 ? d_model_ : kv_width(); }
+
+// W_Q (part 0: rows 0..D-1 of in_proj), W_K (1: the next Hkv*Dh rows), W_V
+// (2: the last Hkv*Dh), read in place.
 Tensor MultiHeadAttention::project(const Tensor& x, int64_t part) const {
-    return linear(x, w_in_.matrix().rows_range(part * d_model_, d_model_),
-                  b_in_.empty() ? nullptr : b_in_.data() + part * d_model_);
+    return linear(x, w_in_.matrix().rows_range(part_offset(part), part_width(part)),
+                  b_in_.empty() ? nullptr : b_in_.data() + part_offset(part));
 }
 
 Tensor MultiHeadAttention::project_query(const Tensor& x_q) const { return project(x_q, 0); }
@@ -99,13 +113,14 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
     if (mask_value_) asked.mask_value = mask_value_;  // the model's: blocked scores are replaced by it
     if (everything) {
         observer->record("q", query_tensor());  // [B, L, D]
-        observer->record("k", key_tensor());    // [B, S, D]
-        observer->record("v", value_tensor());  // [B, S, D]
+        observer->record("k", key_tensor());    // [B, S, Hkv*Dh]
+        observer->record("v", value_tensor());  // [B, S, Hkv*Dh]
     }
     // Heads are column blocks of Q, K, V: the engine reads them as views.
     AttentionResult result;
     try {
-        result = multi_head_scaled_dot_product_attention(query, key, value, heads_, mask, asked);
+        result = multi_head_scaled_dot_product_attention(query, key, value, AttentionHeads{heads_, kv_heads_}, mask,
+                                                         asked);
     } catch (const Error& error) {
         if (name_.empty()) throw;
         fail(name_, ": ", error.message());  // which layer's attention, e.g. an overflow in its values
@@ -145,16 +160,36 @@ AttentionResult MultiHeadAttention::forward(const Tensor& x_q, const Tensor& x_k
 }
 
 AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,
-                                                     const AttentionOptions& options, Observer* observer) const {
+                                                     const AttentionOptions& options, Observer* observer,
+                                                     const std::vector<int64_t>& first_positions) const {
     if (x_new.rank() != 3 || x_new.dim(2) != d_model_)
         fail("MultiHeadAttention: input must be [B,n,D] with D=", d_model_, "; got ", shape_string(x_new.shape()));
     if (!cache.empty() && cache.batch() != x_new.dim(0))
         fail("MultiHeadAttention: the cache holds B=", cache.batch(), " rows but the input has B=", x_new.dim(0));
+    if (!first_positions.empty() && static_cast<int64_t>(first_positions.size()) != x_new.dim(0))
+        fail("MultiHeadAttention: first_positions has ", first_positions.size(), " values for B=", x_new.dim(0),
+             " rows");
     // Self-attention: Q, K and V in one product, [Q | K | V] = x in_proj_weight^T + in_proj_bias,
-    // [B, n, 3D] (one sgemm, or at a decoding step one sgemv, instead of three), each read in place.
-    const Tensor qkv = linear(x_new, w_in_, b_in_);
-    const int64_t B = x_new.dim(0), n = x_new.dim(1), D = d_model_;
-    const auto part = [&](int64_t p) { return ConstBatchView{qkv.data() + p * D, B, n, D, n * 3 * D, 3 * D}; };
+    // [B, n, D + 2*Hkv*Dh] (one sgemm, or at a decoding step one sgemv, instead of three), each read in place.
+    Tensor qkv = linear(x_new, w_in_, b_in_);
+    const int64_t B = x_new.dim(0), n = x_new.dim(1), D = d_model_, width = qkv.dim(2);
+    const auto part = [&](int64_t p) {
+        return ConstBatchView{qkv.data() + part_offset(p), B, n, part_width(p), n * width, width};
+    };
+    if (rotary_) {
+        // Turn Q and K by each token's own position, before K goes into the cache.
+        if (observer && observer->wants_everything()) {
+            observer->record("q_unrotated", column_block(qkv, 0, D));                       // [B, n, D]
+            observer->record("k_unrotated", column_block(qkv, part_offset(1), kv_width()));  // [B, n, Hkv*Dh]
+        }
+        for (int64_t b = 0; b < B; ++b) {
+            const int64_t first = first_positions.empty() ? cache.length() : first_positions[static_cast<size_t>(b)];
+            for (int64_t t = 0; t < n; ++t) {
+                float* row = qkv.data() + (b * n + t) * width;  // [Q | K | V] of one token
+                rotary_->rotate(row, heads_, row + part_offset(1), kv_heads_, first + t);
+            }
+        }
+    }
     cache.append(part(1), part(2));  // copied to rows length..length+n-1 of the cache's buffers
     // The positions cached before this call were found finite by the calls
     // that added them: only the n new rows' values are checked.
@@ -170,6 +205,9 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
 AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache,
                                                   const Mask& mask, const AttentionOptions& options,
                                                   Observer* observer) const {
+    if (rotary_)
+        fail("MultiHeadAttention", name_.empty() ? "" : " " + name_,
+             ": rotary positions belong to self-attention; this module cannot attend to fixed keys (cross-attention)");
     if (cache.empty()) {
         for (const Tensor* x : {&x_q, &x_kv})
             if (x->rank() != 3 || x->dim(2) != d_model_)

@@ -21,6 +21,20 @@
 // engine/attention.h): with it, a query whose keys are all blocked gets
 // uniform weights over them. It holds for every call of the module.
 //
+// Grouped-query attention (the config's "n_kv_heads" = Hkv, dividing H;
+// engine/attention.h): K and V have Hkv heads of Dh, so W_K and W_V are
+// [Hkv*Dh, D] and in_proj_weight is [D + 2*Hkv*Dh, D] (rows W_Q, W_K, W_V):
+//   K = x_kv W_K^T + b_K    [B, S, Hkv*Dh]     V likewise
+//   head_h = Attention(Q_h, K_g, V_g)          g = h / (H / Hkv)
+// The KV cache holds Hkv*Dh columns per position. Hkv = H is the layout above.
+//
+// Rotary positions (the config's "pos_encoding": "rotary", layers/rotary.h):
+// with a RotaryEmbedding, forward_appending turns Q (H heads) and K (Hkv
+// heads) of every new token by that token's position, right after the
+// projection and BEFORE K is appended to the cache (the cache holds turned
+// keys, each turned once); V is never turned, and forward_fixed
+// (cross-attention) refuses a module with rotary positions.
+//
 // D % H == 0 is required. Per-head weights come back as [B, H, L, S], never
 // averaged over heads. Cross-attention is the same module with x_kv = the
 // encoder memory, so L != S is normal.
@@ -40,12 +54,17 @@
 // Observing (layers/observer.h): with an observer, the call hands out
 // "weights" (and, when it wants everything, q, k, v, scores, mask, z and
 // output); weights and scores are then computed whatever the options say.
+// q [B, L, D] and k [B, S, Hkv*Dh] are what the scores use: turned, with
+// rotary positions; such a module also hands out q_unrotated [B, L, D] and
+// k_unrotated [B, n, Hkv*Dh] (the new positions' keys before turning: the
+// whole sequence in a whole-sequence pass).
 #pragma once
 
 #include "engine/attention.h"
 #include "engine/tensor.h"
 #include "layers/kv_cache.h"
 #include "layers/observer.h"
+#include "layers/rotary.h"
 
 #include <optional>
 #include <string>
@@ -54,18 +73,21 @@
 namespace tinyformer {
 
 struct MultiHeadAttentionWeights {
-    Tensor in_proj_weight;   // [3D, D]
-    Tensor in_proj_bias;     // [3D], or empty: no bias
+    Tensor in_proj_weight;   // [3D, D]; with Hkv key/value heads [D + 2*Hkv*Dh, D]
+    Tensor in_proj_bias;     // [3D] ([D + 2*Hkv*Dh]), or empty: no bias
     Tensor out_proj_weight;  // [D, D]
     Tensor out_proj_bias;    // [D], or empty: no bias
 };
 
 class MultiHeadAttention {
 public:
+    // heads: H, or AttentionHeads{H, Hkv} for grouped-query attention.
     // name: the module's tensor prefix in the checkpoint, or empty.
     // mask_value: absent, blocked scores are -inf; given (finite), they are replaced by it.
-    MultiHeadAttention(const MultiHeadAttentionWeights& weights, int64_t heads, std::string name = "",
-                       std::optional<float> mask_value = std::nullopt);
+    // rotary: the rotary positions of a self-attention (head_dim must be D/H), or none.
+    MultiHeadAttention(const MultiHeadAttentionWeights& weights, AttentionHeads heads, std::string name = "",
+                       std::optional<float> mask_value = std::nullopt,
+                       std::optional<RotaryEmbedding> rotary = std::nullopt);
 
     // x_q [B, L, D], x_kv [B, S, D] -> output [B, L, D] (+ weights [B, H, L, S]).
     // The code the model runs: forward(x, x) (the same tensor) is self-attention,
@@ -80,8 +102,12 @@ public:
     // queries attend over every cached position: mask broadcasts to
     // [B, H, n, S] with S = cache length after appending. The model's
     // self-attention call (encoder and decoder layers); forward(x, x) runs it too.
+    // first_positions [B]: the position of row b's first new token (its
+    // tokens are at first_positions[b] + 0..n-1), what rotary positions turn
+    // by; empty: every row starts at the cache's length (0 when empty).
     AttentionResult forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,
-                                      const AttentionOptions& options, Observer* observer = nullptr) const;
+                                      const AttentionOptions& options, Observer* observer = nullptr,
+                                      const std::vector<int64_t>& first_positions = {}) const;
     // Attention over keys and values that do not change between calls
     // (cross-attention to an encoder memory): projected from x_kv into `cache`
     // on the first call, reused after.
@@ -90,8 +116,8 @@ public:
 
     // The steps of forward, for callers that keep K and V (a KV cache).
     Tensor project_query(const Tensor& x_q) const;   // [B, L, D]
-    Tensor project_key(const Tensor& x_kv) const;    // [B, S, D]
-    Tensor project_value(const Tensor& x_kv) const;  // [B, S, D]
+    Tensor project_key(const Tensor& x_kv) const;    // [B, S, Hkv*Dh] (= [B, S, D] when Hkv = H)
+    Tensor project_value(const Tensor& x_kv) const;  // [B, S, Hkv*Dh]
     // Attention over heads of projected Q, K, V, then the output projection.
     AttentionResult attend(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask,
                            const AttentionOptions& options, Observer* observer = nullptr) const;
@@ -101,8 +127,11 @@ public:
 
     int64_t d_model() const { return d_model_; }
     int64_t heads() const { return heads_; }
+    int64_t kv_heads() const { return kv_heads_; }            // Hkv
+    int64_t kv_width() const { return kv_heads_ * head_dim_; }  // Hkv*Dh: K and V columns, a KV cache's width
     const std::string& name() const { return name_; }
     const std::optional<float>& mask_value() const { return mask_value_; }
+    const std::optional<RotaryEmbedding>& rotary() const { return rotary_; }
 
     // Head ablation (see the top of this file): head indices 0..H-1, Error
     // for any other; {} restores the module.
@@ -116,12 +145,15 @@ private:
                                  const AttentionOptions& options, Observer* observer, QueryTensor query_tensor,
                                  KeyTensor key_tensor, ValueTensor value_tensor) const;
 
-    int64_t d_model_, heads_;
+    int64_t d_model_, heads_, kv_heads_, head_dim_;
     std::string name_;
     std::optional<float> mask_value_;
+    std::optional<RotaryEmbedding> rotary_;  // none: no rotary positions
     std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
     Tensor project(const Tensor& x, int64_t part) const;  // x W^T + b with W_Q, W_K or W_V (part 0, 1, 2)
-    Tensor w_in_, b_in_;  // in_proj_weight [3D, D] = W_Q; W_K; W_V, and in_proj_bias [3D] (or empty)
+    int64_t part_offset(int64_t part) const;  // first row of part 0, 1, 2 in in_proj: 0, D, D + Hkv*Dh
+    int64_t part_width(int64_t part) const;   // its rows: D, Hkv*Dh, Hkv*Dh
+    Tensor w_in_, b_in_;  // in_proj_weight [D + 2*Hkv*Dh, D] = W_Q; W_K; W_V, and in_proj_bias (or empty)
     Tensor w_out_, b_out_;
 };
 

@@ -28,10 +28,10 @@ int64_t sum(std::initializer_list<int64_t> terms) {
 
 constexpr int64_t kFloatBytes = 4;
 
-// A projection y = x W^T + b of `rows` = B*L (or B*S) positions, D -> D.
-PartCost projection(const char* name, int64_t D, int64_t rows) {
-    const int64_t activation = product({rows, D});  // x read, y written
-    return {name, product({rows, D, D}), 0, product({kFloatBytes, sum({product({D, D}), D, activation, activation})})};
+// A projection y = x W^T + b of `rows` = B*L (or B*S) positions, D -> out (D, or W for K and V).
+PartCost projection(const char* name, int64_t D, int64_t rows, int64_t out) {
+    const int64_t read = product({rows, D}), written = product({rows, out});  // x read, y written
+    return {name, product({rows, D, out}), 0, product({kFloatBytes, sum({product({D, out}), out, read, written})})};
 }
 
 void check_length(int64_t length, const char* what) {
@@ -72,6 +72,9 @@ void check_cost_shape(const CostShape& shape) {
     if (shape.d_model % shape.heads != 0)
         fail("cost: d_model D=", shape.d_model, " is not divisible by heads H=", shape.heads,
              " (each head takes Dh = D/H columns)");
+    if (shape.kv_heads < 0 || shape.heads % shape.key_value_heads() != 0)
+        fail("cost: key/value heads Hkv=", shape.kv_heads, " must divide heads H=", shape.heads,
+             " (each group of H/Hkv query heads shares one K/V head)");
 }
 
 std::vector<PartCost> AttentionCost::parts() const {
@@ -91,24 +94,31 @@ AttentionCost attention_cost(const CostShape& shape, int64_t queries, int64_t ke
     check_length(queries, "the number of queries L");
     check_length(keys, "the number of keys S");
     const int64_t B = shape.batch, D = shape.d_model, H = shape.heads, L = queries, S = keys;
-    const int64_t BLD = product({B, L, D}), BSD = product({B, S, D}), BHLS = product({B, H, L, S});
+    const int64_t W = shape.key_value_width();  // K and V columns: Hkv*Dh
+    const int64_t BLD = product({B, L, D}), BSW = product({B, S, W}), BHLS = product({B, H, L, S});
     AttentionCost cost;
     cost.label = label;
     cost.queries = L;
     cost.keys = S;
-    cost.query_projection = projection("Q projection", D, product({B, L}));
-    cost.key_projection = projection("K projection", D, product({B, S}));
-    cost.value_projection = projection("V projection", D, product({B, S}));
-    cost.output_projection = projection("output projection", D, product({B, L}));
-    // H heads of [L,Dh] x [Dh,S]: B*H*L*S*Dh = B*L*S*D.
-    cost.scores = {"scores Q K^T", product({B, L, S, D}), 0, product({kFloatBytes, sum({BLD, BSD, BHLS})})};
+    cost.query_projection = projection("Q projection", D, product({B, L}), D);
+    cost.key_projection = projection("K projection", D, product({B, S}), W);
+    cost.value_projection = projection("V projection", D, product({B, S}), W);
+    cost.output_projection = projection("output projection", D, product({B, L}), D);
+    // H heads of [L,Dh] x [Dh,S]: B*H*L*S*Dh = B*L*S*D (a shared K/V head is read by each of its query heads).
+    cost.scores = {"scores Q K^T", product({B, L, S, D}), 0, product({kFloatBytes, sum({BLD, BSW, BHLS})})};
     cost.softmax = {"softmax", 0, BHLS, product({kFloatBytes, 2, BHLS})};
-    cost.weights_values = {"weights x V", product({B, L, S, D}), 0, product({kFloatBytes, sum({BHLS, BSD, BLD})})};
+    cost.weights_values = {"weights x V", product({B, L, S, D}), 0, product({kFloatBytes, sum({BHLS, BSW, BLD})})};
     cost.score_bytes = product({kFloatBytes, BHLS});
+    cost.kv_cache_bytes = product({kFloatBytes, 2, BSW});
     const int64_t query_block = AttentionOptions{}.query_block;
     const int64_t blocks = (L + query_block - 1) / query_block;
-    cost.streaming_core_bytes = product({kFloatBytes, sum({product({2, BLD}), product({blocks, 2, BSD})})});
+    cost.streaming_core_bytes = product({kFloatBytes, sum({product({2, BLD}), product({blocks, 2, BSW})})});
     return cost;
+}
+
+int64_t kv_cache_bytes_per_position(const CostShape& shape) {
+    check_cost_shape(shape);
+    return product({kFloatBytes, 2, shape.key_value_width()});
 }
 
 int64_t LayerCost::macs() const {
@@ -161,7 +171,10 @@ LayerCost layer_cost(const CostShape& shape, int64_t length) {
     return layer;
 }
 
-int64_t attention_parameters(int64_t D) { return sum({product({4, D, D}), product({4, D})}); }
+// W_Q, W_O [D, D] and W_K, W_V [W, D], with their biases.
+int64_t attention_parameters(int64_t D, int64_t W) {
+    return sum({product({2, D, D}), product({2, W, D}), product({2, D}), product({2, W})});
+}
 int64_t feed_forward_parameters(int64_t D, int64_t F) { return sum({product({2, D, F}), F, D}); }
 
 }  // namespace
@@ -169,7 +182,8 @@ int64_t feed_forward_parameters(int64_t D, int64_t F) { return sum({product({2, 
 LayerCost encoder_layer_cost(const CostShape& shape, int64_t length) {
     LayerCost layer = layer_cost(shape, length);
     const int64_t D = shape.d_model;
-    layer.parameter_count = sum({attention_parameters(D), feed_forward_parameters(D, shape.ff), product({2, 2, D})});
+    layer.parameter_count = sum({attention_parameters(D, shape.key_value_width()), feed_forward_parameters(D, shape.ff),
+                                 product({2, 2, D})});
     return layer;
 }
 
@@ -178,8 +192,8 @@ LayerCost decoder_layer_cost(const CostShape& shape, int64_t target_length, int6
     check_length(source_length, "the source length S");
     layer.cross_attention = attention_cost(shape, target_length, source_length, "cross-attention");
     const int64_t D = shape.d_model;
-    layer.parameter_count =
-        sum({product({2, attention_parameters(D)}), feed_forward_parameters(D, shape.ff), product({3, 2, D})});
+    layer.parameter_count = sum({product({2, attention_parameters(D, shape.key_value_width())}),
+                                 feed_forward_parameters(D, shape.ff), product({3, 2, D})});
     return layer;
 }
 
@@ -193,7 +207,7 @@ std::string dominant_by_bytes(const LayerCost& layer) {
 
 int64_t encoder_crossover_length(const CostShape& shape) {
     check_cost_shape(shape);
-    return sum({product({2, shape.d_model}), shape.ff});
+    return sum({shape.d_model, shape.key_value_width(), shape.ff});  // D + W + F (2D + F when W = D)
 }
 
 double decoder_crossover_length(const CostShape& shape, int64_t source_length) {
@@ -201,8 +215,9 @@ double decoder_crossover_length(const CostShape& shape, int64_t source_length) {
     check_length(source_length, "the source length S");
     const double D = static_cast<double>(shape.d_model), F = static_cast<double>(shape.ff);
     const double S = static_cast<double>(source_length);
-    const double b = 3 * D + F + S;  // T^2 - b T - S D = 0, the positive root
-    return (b + std::sqrt(b * b + 4 * S * D)) / 2;
+    const double W = static_cast<double>(shape.key_value_width());
+    const double b = 2 * D + W + F + S;  // T^2 - b T - S W = 0, the positive root
+    return (b + std::sqrt(b * b + 4 * S * W)) / 2;
 }
 
 AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries, int64_t keys,

@@ -2,7 +2,8 @@
 // (lesson 10.3, section 10 and practice 5). `tinyformer cost` prints it.
 //
 // B batch, T sequence length, D d_model, H heads (Dh = D/H), F feed-forward
-// dimension. One attention has L queries and S keys (self-attention L = S = T;
+// dimension, Hkv key/value heads (grouped-query attention; Hkv = H without
+// it): K and V are W = Hkv*Dh wide, W = D when Hkv = H. One attention has L queries and S keys (self-attention L = S = T;
 // cross-attention L = T target positions, S source positions).
 //
 //   MACs   multiply-adds of the matrix products (a MAC is 2 FLOPs). Bias
@@ -17,25 +18,31 @@
 //
 //   part               MACs        bytes / 4
 //   Q projection       B*L*D^2     D^2 + D + 2*B*L*D       (W_Q, b_Q; read x, write Q)
-//   K projection       B*S*D^2     D^2 + D + 2*B*S*D
-//   V projection       B*S*D^2     D^2 + D + 2*B*S*D
+//   K projection       B*S*D*W     D*W + W + B*S*D + B*S*W (W_K [W, D]; read x, write K)
+//   V projection       B*S*D*W     D*W + W + B*S*D + B*S*W
 //   output projection  B*L*D^2     D^2 + D + 2*B*L*D
-//   scores Q K^T       B*L*S*D     B*L*D + B*S*D + B*H*L*S (H heads of L*S*Dh)
+//   scores Q K^T       B*L*S*D     B*L*D + B*S*W + B*H*L*S (H heads of L*S*Dh: GQA
+//                                                           shares K, it saves no MACs)
 //   softmax            0           2*B*H*L*S               (B*H*L*S exps)
-//   weights x V        B*L*S*D     B*H*L*S + B*S*D + B*L*D
+//   weights x V        B*L*S*D     B*H*L*S + B*S*W + B*L*D
+//
+// KV cache (decoding): each attention keeps K and V of every position,
+//   2 * W * 4 bytes per position per sequence = 8*Hkv*Dh bytes (a layer),
+// so grouped-query attention divides it by H/Hkv (Hkv = 1: by H).
 //   FFN (T positions)  2*B*T*D*F   2*D*F + F + D + 2*B*T*D + 4*B*T*F
 //                      (linear1 reads x and writes [B,T,F], the activation
 //                      reads and writes it, linear2 reads it and writes y)
 //
 // Streaming attention (engine/attention.h) never writes the scores: its core
 // moves Q and the output once and K, V once per block of `query_block`
-// queries: bytes/4 = 2*B*L*D + ceil(L/query_block) * 2*B*S*D (the score tile
+// queries: bytes/4 = 2*B*L*D + ceil(L/query_block) * 2*B*S*W (the score tile
 // is taken to stay in cache).
 //
 // Encoder layer (self-attention over T, then FFN):
 //   4*B*T*D^2 (projections) + 2*B*T^2*D (Q K^T and weights x V) + 2*B*T*D*F (FFN)
 // The T^2 terms equal projections + FFN where 2*B*T^2*D = B*T*(4D^2 + 2DF):
 //   T* = (4D^2 + 2DF) / (2D) = 2D + F        (independent of B and H)
+// With W = Hkv*Dh < D the projections are B*T*(2D^2 + 2DW): T* = D + W + F.
 // Below T* the projections and the FFN dominate, above it the attention core.
 // Alone, the core overtakes the FFN at T = F and the projections at T = 2D.
 //
@@ -44,6 +51,7 @@
 // everything else, B*T*(6D^2 + 2DF + 2SD) + 2*B*S*D^2 (cross K and V are
 // projected from the S source positions), meet where
 //   T^2 - (3D + F + S) T - S D = 0,  T* = ((3D+F+S) + sqrt((3D+F+S)^2 + 4SD)) / 2.
+// (With W = Hkv*Dh: T^2 - (2D + W + F + S) T - S W = 0.)
 // This counts one full forward over T positions (training, or a prompt); a
 // KV cache changes the per-step counts of decoding.
 //
@@ -67,10 +75,14 @@ struct CostShape {
     int64_t d_model = 512;  // D
     int64_t heads = 8;      // H, must divide D
     int64_t ff = 2048;      // F
+    int64_t kv_heads = 0;   // Hkv, divides H; 0: = H (no grouped-query attention)
+
+    int64_t key_value_heads() const { return kv_heads > 0 ? kv_heads : heads; }      // Hkv
+    int64_t key_value_width() const { return key_value_heads() * (d_model / heads); }  // W = Hkv*Dh
 };
 
 // Error naming the value when a size is < 1, or naming both D and H when H
-// does not divide D.
+// does not divide D (and Hkv and H when Hkv does not divide H).
 void check_cost_shape(const CostShape& shape);
 
 struct PartCost {
@@ -87,6 +99,7 @@ struct AttentionCost {
     PartCost query_projection, key_projection, value_projection, output_projection;
     PartCost scores, softmax, weights_values;
     int64_t score_bytes = 0;           // [B,H,L,S] float32: what the materialized path holds
+    int64_t kv_cache_bytes = 0;        // K and V [B,S,W] float32: what a KV cache holds for the S keys
     int64_t streaming_core_bytes = 0;  // the core's traffic on the streaming path (see above)
 
     std::vector<PartCost> parts() const;  // the seven parts, in the order above
@@ -121,6 +134,8 @@ struct LayerCost {
 };
 
 AttentionCost attention_cost(const CostShape& shape, int64_t queries, int64_t keys, const std::string& label);
+// K and V of one position of one sequence in one attention's KV cache: 2 * Hkv*Dh * 4 bytes.
+int64_t kv_cache_bytes_per_position(const CostShape& shape);
 LayerCost encoder_layer_cost(const CostShape& shape, int64_t length);
 LayerCost decoder_layer_cost(const CostShape& shape, int64_t target_length, int64_t source_length);
 
@@ -128,7 +143,7 @@ LayerCost decoder_layer_cost(const CostShape& shape, int64_t target_length, int6
 std::string dominant_by_macs(const LayerCost& layer);
 std::string dominant_by_bytes(const LayerCost& layer);
 
-// T* = 2D + F: where an encoder layer's T^2 terms equal its projections + FFN.
+// T* = 2D + F (D + W + F with GQA): where an encoder layer's T^2 terms equal its projections + FFN.
 int64_t encoder_crossover_length(const CostShape& shape);
 // T* of a decoder layer with S source positions (the formula above).
 double decoder_crossover_length(const CostShape& shape, int64_t source_length);

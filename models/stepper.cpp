@@ -69,9 +69,9 @@ public:
         if (mode_ == StepMode::KvCache) {  // room reserved up front: a step allocates nothing
             const int64_t B = static_cast<int64_t>(sources.size());
             cache_.layers.resize(static_cast<size_t>(config.num_decoder_layers));
+            const int64_t width = config.n_kv_heads * (config.d_model / config.nhead);  // K/V columns, Hkv*Dh
             for (DecoderLayerCache& layer : cache_.layers)
-                layer.self.reserve(B, positions_within_budget(positions, B, config.d_model, config.num_decoder_layers),
-                                   config.d_model);
+                layer.self.reserve(B, positions_within_budget(positions, B, width, config.num_decoder_layers), width);
             run_new_tokens();
         }
     }

@@ -29,38 +29,46 @@ LayerNorm load_layer_norm(Checkpoint& checkpoint, const std::string& prefix, con
             config.norm};
 }
 
-// Rows of `parts` one after another: [W_Q; W_K; W_V] [3D, D] from three [D, D]
-// (or three [D] biases into one [3D]) — nn.MultiheadAttention's in_proj layout.
+// Rows of `parts` one after another: [W_Q; W_K; W_V] [D + 2K, D] from [D, D],
+// [K, D], [K, D] (or the biases into one [D + 2K]) — nn.MultiheadAttention's in_proj layout.
 Tensor concatenate_rows(const std::vector<Tensor>& parts) {
     Shape shape = parts.front().shape();
-    shape[0] *= static_cast<int64_t>(parts.size());
+    shape[0] = 0;
     std::vector<float> values;
-    values.reserve(static_cast<size_t>(parts.front().numel()) * parts.size());
-    for (const Tensor& part : parts) values.insert(values.end(), part.data(), part.data() + part.numel());
+    for (const Tensor& part : parts) {
+        shape[0] += part.dim(0);
+        values.insert(values.end(), part.data(), part.data() + part.numel());
+    }
     return Tensor(shape, std::move(values));
 }
 
-// "qkv": "fused" reads prefix.in_proj_weight [3D, D] (+ in_proj_bias [3D]);
-// "separate" reads prefix.q_proj.weight, .k_proj.weight, .v_proj.weight [D, D]
-// (+ .bias [D] each) and fuses them here into the same layout, row for row.
+// "qkv": "fused" reads prefix.in_proj_weight [D + 2*K, D] (+ in_proj_bias [D + 2*K]);
+// "separate" reads prefix.q_proj.weight [D, D], .k_proj.weight and .v_proj.weight
+// [K, D] (+ .bias each) and fuses them here into the same layout, row for row.
+// K = n_kv_heads * Dh is the key/value width (= D without grouped-query attention).
 MultiHeadAttention load_attention(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
-    const int64_t D = config.d_model;
+    const int64_t D = config.d_model, K = config.n_kv_heads * (config.d_model / config.nhead);
     MultiHeadAttentionWeights weights;
     if (config.qkv == QkvLayout::Fused) {
-        weights.in_proj_weight = checkpoint.take(prefix + ".in_proj_weight", {3 * D, D});
-        if (config.bias) weights.in_proj_bias = checkpoint.take(prefix + ".in_proj_bias", {3 * D});
+        weights.in_proj_weight = checkpoint.take(prefix + ".in_proj_weight", {D + 2 * K, D});
+        if (config.bias) weights.in_proj_bias = checkpoint.take(prefix + ".in_proj_bias", {D + 2 * K});
     } else {
         std::vector<Tensor> matrices, biases;
         for (const char* part : {".q_proj", ".k_proj", ".v_proj"}) {
-            matrices.push_back(checkpoint.take(prefix + part + ".weight", {D, D}));
-            if (config.bias) biases.push_back(checkpoint.take(prefix + part + ".bias", {D}));
+            const int64_t rows = part == std::string(".q_proj") ? D : K;
+            matrices.push_back(checkpoint.take(prefix + part + ".weight", {rows, D}));
+            if (config.bias) biases.push_back(checkpoint.take(prefix + part + ".bias", {rows}));
         }
         weights.in_proj_weight = concatenate_rows(matrices);
         if (config.bias) weights.in_proj_bias = concatenate_rows(biases);
     }
     weights.out_proj_weight = checkpoint.take(prefix + ".out_proj.weight", {D, D});
     if (config.bias) weights.out_proj_bias = checkpoint.take(prefix + ".out_proj.bias", {D});
-    return MultiHeadAttention(weights, config.nhead, prefix, config.mask_value);
+    std::optional<RotaryEmbedding> rotary;  // the config refuses rotary for encoder_decoder: never cross-attention
+    if (config.pos_encoding == PositionalEncoding::Rotary)
+        rotary = RotaryEmbedding(config.d_model / config.nhead, config.rope_theta, config.rope_pairs);
+    return MultiHeadAttention(weights, AttentionHeads{config.nhead, config.n_kv_heads}, prefix, config.mask_value,
+                              rotary);
 }
 
 // The output head [V, D]: `name`.weight, or with "tie_embeddings" the token
@@ -311,9 +319,8 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
     : config_(config), final_norm_(config.final_norm) {
     if (config.arch == Architecture::EncoderDecoder)
         fail("SingleStackModel: the config's arch is encoder_decoder");
-    if (config.pos_encoding == PositionalEncoding::Rotary || config.pos_encoding == PositionalEncoding::Alibi)
+    if (config.pos_encoding == PositionalEncoding::Alibi)
         fail("model: pos_encoding \"", pos_encoding_name(config.pos_encoding), "\" is not implemented yet");
-    if (config.n_kv_heads != config.nhead) fail("model: n_kv_heads != nhead is not implemented yet");
     embedding_ = load_embedding(checkpoint, checkpoint.take("embed.weight", {config.vocab_size, config.d_model}), config);
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config));
@@ -351,7 +358,8 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
     record_everything(observer, "embed.output", x);
     for (size_t i = 0; i < layers_.size(); ++i) {
         auto layer = part(observer, "layers." + std::to_string(i) + ".");
-        x = layers_[i].forward(x, mask, padding, pointer(layer), cache ? &cache->layers[i] : nullptr);
+        // Each row's own positions (rotary turns q and k by them): first_positions[b] + 0..n-1.
+        x = layers_[i].forward(x, mask, padding, pointer(layer), cache ? &cache->layers[i] : nullptr, first_positions);
     }
     if (final_norm_) {
         x = norm_.forward(std::move(x));

@@ -247,3 +247,41 @@ TEST_CASE("require_available: the one memory guard, with what needs it and what 
     CHECK_THROWS_WITH_AS(require_available(1e30, "a test"),
                          doctest::Contains(" bytes of memory are available; refused before allocating"), Error);
 }
+
+// Grouped-query attention, worked by hand: B=1, T=3, D=8, H=4 (Dh=2), F=8, Hkv=1
+// (multi-query): K and V are W = Hkv*Dh = 2 wide.
+//   Q, output projection   B*T*D^2 = 3*64             = 192 MACs each
+//   K, V projection        B*T*D*W = 3*8*2            = 48 MACs each
+//     bytes/4: W_K 16 + b 2 + read x 24 + write K 6  = 48 floats = 192 B
+//   scores                 B*T*T*D = 9*8              = 72 MACs (unchanged: every query head attends)
+//     bytes/4: Q 24 + K 6 + [1,4,3,3] 36             = 66 floats = 264 B
+//   KV cache of T=3 positions: K, V [1,3,2] = 12 floats = 48 B; per position 2*2*4 = 16 B
+//     (with Hkv = H = 4: W = 8, 2*8*4 = 64 B per position: H/Hkv = 4 times more)
+//   parameters of the attention: W_Q, W_O 2*64 + W_K, W_V 2*16 + biases 2*8 + 2*2 = 180
+//   crossover T* = D + W + F = 8 + 2 + 8 = 18 (check: 2*T^2*D = 2*324*8 = 5184;
+//     T*(2D^2 + 2DW + 2DF) = 18*(128 + 32 + 128) = 5184)
+TEST_CASE("cost counts grouped-query attention (Hkv=1 of H=4) as worked by hand") {
+    CostShape shape{1, 8, 4, 8};
+    shape.kv_heads = 1;
+    const LayerCost layer = encoder_layer_cost(shape, 3);
+    const AttentionCost& self = layer.self_attention;
+    CHECK(self.query_projection.macs == 192);
+    CHECK(self.output_projection.macs == 192);
+    CHECK(self.key_projection.macs == 48);
+    CHECK(self.value_projection.macs == 48);
+    CHECK(self.key_projection.bytes == 192);
+    CHECK(self.scores.macs == 72);
+    CHECK(self.scores.bytes == 264);
+    CHECK(self.kv_cache_bytes == 48);
+    CHECK(kv_cache_bytes_per_position(shape) == 16);
+    shape.kv_heads = 4;
+    CHECK(kv_cache_bytes_per_position(shape) == 64);
+    shape.kv_heads = 0;  // = H
+    CHECK(kv_cache_bytes_per_position(shape) == 64);
+    shape.kv_heads = 1;
+    // The layer: attention 180 + FFN (2*D*F + F + D = 128 + 8 + 8 = 144) + two LayerNorms 2*2*8 = 32.
+    CHECK(layer.parameter_count == 180 + 144 + 32);
+    CHECK(encoder_crossover_length(shape) == 18);
+    shape.kv_heads = 3;
+    CHECK_ERROR_CONTAINS(check_cost_shape(shape), "key/value heads Hkv=3 must divide heads H=4");
+}

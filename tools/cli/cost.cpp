@@ -28,8 +28,8 @@ namespace tinyformer::cli {
 namespace {
 
 const char* kCostHelp =
-    "usage: tinyformer cost [--batch B] [--d-model D] [--heads H] [--ff F] [--layers N]\n"
-    "                       [--seq T1,T2,...] [--src-len S] [--measure]\n"
+    "usage: tinyformer cost [--batch B] [--d-model D] [--heads H] [--kv-heads K] [--ff F]\n"
+    "                       [--layers N] [--seq T1,T2,...] [--src-len S] [--measure]\n"
     "\n"
     "Counts what an encoder layer (self-attention over T, then the FFN) costs at each\n"
     "sequence length T, part by part: the Q, K, V and output projections, the scores Q K^T,\n"
@@ -57,6 +57,10 @@ const char* kCostHelp =
     "  --batch B     batch, 1..4096, default 1\n"
     "  --d-model D   model dimension, 1..65536, default 512\n"
     "  --heads H     attention heads, must divide D, default 8\n"
+    "  --kv-heads K  key/value heads (grouped-query attention; 1: multi-query), must divide H,\n"
+    "                default H: K and V are K*Dh wide, so the K/V projections and the KV cache\n"
+    "                (2*K*Dh*4 bytes per position per layer) shrink by H/K; the scores do not\n"
+    "                (every query head still attends). Counted only: not with --measure\n"
     "  --ff F        feed-forward dimension, 1..1048576, default 2048\n"
     "  --layers N    layers, 1..1024, default 1 (totals are N times a layer)\n"
     "  --seq LIST    sequence lengths T, comma-separated, each 1..1048576, default 128,512,2048\n"
@@ -149,11 +153,14 @@ Settings parse_settings(const ParsedArguments& parsed) {
     settings.shape.batch = parsed.integer("--batch", 1, 1, 4096);
     settings.shape.d_model = parsed.integer("--d-model", 512, 1, 65536);
     settings.shape.heads = parsed.integer("--heads", 8, 1, 65536);
+    settings.shape.kv_heads = parsed.integer("--kv-heads", settings.shape.heads, 1, 65536);
     settings.shape.ff = parsed.integer("--ff", 2048, 1, kMaxLength);
     settings.layers = parsed.integer("--layers", 1, 1, 1024);
     if (parsed.has("--seq")) settings.lengths = parse_lengths(parsed.value("--seq"));
     settings.source_length = parsed.integer("--src-len", 0, 1, kMaxLength);
     settings.measure = parsed.has("--measure");
+    if (settings.measure && settings.shape.kv_heads != settings.shape.heads)
+        throw UsageError("cost: --measure runs layers with H key/value heads; leave out --kv-heads or --measure");
     try {
         check_cost_shape(settings.shape);
     } catch (const Error& error) {
@@ -321,6 +328,12 @@ void print_layer(const Settings& settings, const LayerCost& layer, const Timing*
         std::printf("  cross-attention scores [B,H,T,S] = %s %s\n",
                     shape_text({B, H, T, layer.cross_attention->keys}).c_str(),
                     bytes_text(static_cast<double>(layer.cross_attention->score_bytes)).c_str());
+    const int64_t W = shape.key_value_width();
+    std::printf("  KV cache (decoding): K and V [B,T,%lld] (Hkv=%lld heads of Dh=%lld) = %s per layer, %s per "
+                "position per sequence per layer\n",
+                static_cast<long long>(W), static_cast<long long>(shape.key_value_heads()),
+                static_cast<long long>(D / H), bytes_text(static_cast<double>(self.kv_cache_bytes)).c_str(),
+                bytes_text(static_cast<double>(kv_cache_bytes_per_position(shape))).c_str());
     std::printf("  streaming path: the self-attention core moves %s instead of %s, scores never in memory\n",
                 bytes_text(static_cast<double>(self.streaming_core_bytes)).c_str(),
                 bytes_text(static_cast<double>(self.core_bytes())).c_str());
@@ -335,16 +348,27 @@ void print_crossover(const Settings& settings) {
     const long long D = shape.d_model, F = shape.ff, H = shape.heads;
     std::printf("Where attention's T^2 terms overtake (lesson 10.3, section 10):\n");
     std::printf("  attention T^2 terms (Q K^T and weights x V)   2*B*T^2*D MACs\n");
-    std::printf("  projections + FFN                             B*T*(4D^2 + 2DF) MACs\n");
-    std::printf("  equal at T* = (4D^2 + 2DF)/(2D) = 2D + F = 2*%lld + %lld = %lld (B and H cancel)\n", D, F,
-                static_cast<long long>(encoder_crossover_length(shape)));
+    const long long W = shape.key_value_width();
+    if (W == D) {
+        std::printf("  projections + FFN                             B*T*(4D^2 + 2DF) MACs\n");
+        std::printf("  equal at T* = (4D^2 + 2DF)/(2D) = 2D + F = 2*%lld + %lld = %lld (B and H cancel)\n", D, F,
+                    static_cast<long long>(encoder_crossover_length(shape)));
+    } else {  // grouped-query attention: K and V are W = Hkv*Dh wide
+        std::printf("  projections + FFN                             B*T*(2D^2 + 2DW + 2DF) MACs, W = Hkv*Dh = %lld\n", W);
+        std::printf("  equal at T* = D + W + F = %lld + %lld + %lld = %lld (B cancels)\n", D, W, F,
+                    static_cast<long long>(encoder_crossover_length(shape)));
+    }
     std::printf("  the core alone overtakes the FFN at T = F = %lld and the projections at T = 2D = %lld\n", F,
                 2 * D);
     std::printf("  the scores [B,H,T,T] outgrow the activations [B,T,D] at T = D/H = %lld\n", D / H);
     if (settings.source_length > 0) {
         const long long S = settings.source_length;
-        std::printf("  decoder layer, S=%lld: T^2 - (3D+F+S) T - S D = 0 -> T* = %.1f\n", S,
-                    decoder_crossover_length(shape, settings.source_length));
+        if (W == D)
+            std::printf("  decoder layer, S=%lld: T^2 - (3D+F+S) T - S D = 0 -> T* = %.1f\n", S,
+                        decoder_crossover_length(shape, settings.source_length));
+        else
+            std::printf("  decoder layer, S=%lld: T^2 - (2D+W+F+S) T - S W = 0 -> T* = %.1f\n", S,
+                        decoder_crossover_length(shape, settings.source_length));
     }
     std::printf("\n");
 }
@@ -387,7 +411,8 @@ void refuse_measuring_beyond_memory(const Settings& settings) {
 }  // namespace
 
 int cost_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--batch", "--d-model", "--heads", "--ff", "--layers", "--seq", "--src-len"},
+    const ParsedArguments parsed(args,
+                                 {"--batch", "--d-model", "--heads", "--kv-heads", "--ff", "--layers", "--seq", "--src-len"},
                                  {"--measure"}, "cost");
     if (parsed.help()) {
         std::printf("%s", kCostHelp);
@@ -397,9 +422,10 @@ int cost_command(const Arguments& args) {
     const CostShape& shape = settings.shape;
     const LayerCost first = encoder_layer_cost(shape, settings.lengths.front());
     if (settings.measure) refuse_measuring_beyond_memory(settings);
-    std::printf("tinyformer cost: B=%lld, D=%lld, H=%lld (Dh=%lld), F=%lld, N=%lld layer(s), float32\n",
+    std::printf("tinyformer cost: B=%lld, D=%lld, H=%lld (Dh=%lld), Hkv=%lld, F=%lld, N=%lld layer(s), float32\n",
                 static_cast<long long>(shape.batch), static_cast<long long>(shape.d_model),
                 static_cast<long long>(shape.heads), static_cast<long long>(shape.d_model / shape.heads),
+                static_cast<long long>(shape.key_value_heads()),
                 static_cast<long long>(shape.ff), static_cast<long long>(settings.layers));
     std::printf("  %s parameters per encoder layer (%s); MACs = multiply-adds, bytes = float32 traffic "
                 "(see --help)\n\n",

@@ -131,6 +131,13 @@ were added, leaving the older files as they were, with
 (a full run on another machine may differ from the older files in the last bits
 of some expected numbers, far inside the tolerance; the checks above hold either way).
 
+The `*_rotary_*` cases (rotary positions and grouped-query attention, which no
+stock PyTorch module has) are not made here but by
+`tools/python/make_rotary_reference.py`, from a plain-torch module of its own
+written from FORMAT.md's formulas; `/usr/bin/python3 tools/python/make_rotary_reference.py`
+rewrites only their files (deterministic too). tests/test_parity.cpp compares
+every case in this folder alike.
+
 ## Files (three per case, all safetensors, see docs/FORMAT.md)
 
 - `CASE.model.safetensors` — the checkpoint, exactly FORMAT.md section 1: the
