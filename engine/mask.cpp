@@ -182,6 +182,63 @@ Mask Mask::from_additive(const Tensor& additive) {
     return Mask(std::move(shape), std::move(allowed), std::move(bias));
 }
 
+std::vector<float> alibi_slopes(int64_t heads) {
+    if (heads < 1) fail("alibi_slopes: heads must be >= 1, got ", heads);
+    // The slopes of a power of two n: 2^(-8 (h+1) / n), h = 0..n-1 (in double, then rounded once).
+    const auto power_of_two_slopes = [](int64_t n) {
+        std::vector<float> slopes;
+        for (int64_t h = 0; h < n; ++h)
+            slopes.push_back(static_cast<float>(std::exp2(-8.0 * static_cast<double>(h + 1) / static_cast<double>(n))));
+        return slopes;
+    };
+    int64_t n = 1;
+    while (n * 2 <= heads) n *= 2;  // n = 2^floor(log2 heads)
+    std::vector<float> slopes = power_of_two_slopes(n);
+    const std::vector<float> finer = power_of_two_slopes(2 * n);
+    for (int64_t i = 0; static_cast<int64_t>(slopes.size()) < heads; i += 2) slopes.push_back(finer[static_cast<size_t>(i)]);
+    return slopes;
+}
+
+Mask Mask::alibi(int64_t heads, const std::vector<std::vector<int64_t>>& query_positions,
+                 const std::vector<std::vector<int64_t>>& key_positions) {
+    const std::vector<float> slopes = alibi_slopes(heads);
+    const int64_t B = static_cast<int64_t>(query_positions.size());
+    if (B < 1 || key_positions.size() != query_positions.size())
+        fail("Mask::alibi: need query_positions and key_positions for the same B >= 1 rows, got ", B, " and ",
+             key_positions.size());
+    const int64_t L = static_cast<int64_t>(query_positions[0].size()), S = static_cast<int64_t>(key_positions[0].size());
+    if (L < 1 || S < 1) fail("Mask::alibi: need L >= 1 queries and S >= 1 keys, got ", L, " and ", S);
+    for (int64_t b = 0; b < B; ++b) {
+        const auto& queries = query_positions[static_cast<size_t>(b)];
+        const auto& keys = key_positions[static_cast<size_t>(b)];
+        if (static_cast<int64_t>(queries.size()) != L || static_cast<int64_t>(keys.size()) != S)
+            fail("Mask::alibi: row ", b, " has ", queries.size(), " query and ", keys.size(), " key positions; row 0 has ",
+                 L, " and ", S);
+        for (const auto* positions : {&queries, &keys})
+            for (int64_t p : *positions)
+                if (p < 0) fail("Mask::alibi: row ", b, " has position ", p, "; positions are >= 0");
+    }
+    std::vector<uint8_t> allowed(static_cast<size_t>(checked_numel({B, heads, L, S}, "Mask::alibi")), 1);
+    std::vector<float> bias(allowed.size());
+    size_t i = 0;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+            for (int64_t l = 0; l < L; ++l)
+                for (int64_t s = 0; s < S; ++s, ++i) {
+                    const int64_t distance = std::abs(query_positions[static_cast<size_t>(b)][static_cast<size_t>(l)] -
+                                                      key_positions[static_cast<size_t>(b)][static_cast<size_t>(s)]);
+                    bias[i] = -slopes[static_cast<size_t>(h)] * static_cast<float>(distance);
+                }
+    return Mask({B, heads, L, S}, std::move(allowed), std::move(bias));
+}
+
+Mask Mask::alibi(int64_t heads, int64_t length) {
+    if (length < 1) fail("Mask::alibi: length must be >= 1, got ", length);
+    std::vector<int64_t> positions(static_cast<size_t>(length));
+    for (int64_t t = 0; t < length; ++t) positions[static_cast<size_t>(t)] = t;
+    return alibi(heads, {positions}, {positions});
+}
+
 Mask Mask::operator&(const Mask& other) const {
     Shape shape{0, 0, 0, 0};
     for (size_t axis = 0; axis < 4; ++axis) {
@@ -200,9 +257,21 @@ Mask Mask::operator&(const Mask& other) const {
             for (int64_t l = 0; l < shape[2]; ++l)
                 for (int64_t s = 0; s < shape[3]; ++s, ++i) {
                     allowed[i] = allows(b, h, l, s) && other.allows(b, h, l, s);
-                    if (with_bias) bias[i] = this->bias(b, h, l, s) + other.bias(b, h, l, s);
+                    // A blocked cell keeps no bias (as from_additive): its -inf is the whole story.
+                    if (with_bias) bias[i] = allowed[i] ? this->bias(b, h, l, s) + other.bias(b, h, l, s) : 0.0f;
                 }
     return Mask(std::move(shape), std::move(allowed), std::move(bias));
+}
+
+Tensor Mask::bias_tensor(const Shape& target) const {
+    check_broadcasts_to(target, "Mask::bias_tensor");
+    Tensor out(target);
+    float* value = out.data();
+    for (int64_t b = 0; b < target[0]; ++b)
+        for (int64_t h = 0; h < target[1]; ++h)
+            for (int64_t l = 0; l < target[2]; ++l)
+                for (int64_t s = 0; s < target[3]; ++s) *value++ = bias(b, h, l, s);
+    return out;
 }
 
 Mask::Row Mask::row(int64_t b, int64_t h, int64_t l) const {

@@ -23,6 +23,9 @@
 //       a float mask added to the scores: 0 = allowed, -inf = blocked. Any
 //       other finite value is kept as a bias: it only suppresses a key, it
 //       never guarantees weight 0.
+//   alibi:
+//       ALiBi's per-head linear position bias (below): every key allowed,
+//       a finite bias per cell; AND it with a causal or padding mask.
 //
 // Padding — which positions of a [B, T] batch are padding (true = padding,
 // PyTorch's key_padding_mask meaning). Padded keys are masked for every
@@ -98,6 +101,21 @@ public:
     // and added to the scores. NaN and +inf are refused.
     static Mask from_additive(const Tensor& additive);
 
+    // ALiBi (Press et al., "Train Short, Test Long"): a bias on the scores,
+    // no position table. Shape [B,H,L,S] with B = query_positions.size()
+    // (1 row broadcasts over the batch), H = heads:
+    //     bias[b, h, l, s] = -slopes[h] * |query_positions[b][l] - key_positions[b][s]|
+    // slopes = alibi_slopes(heads). Every key is allowed: the bias only
+    // lowers far keys; blocking is another mask's job (AND it with causal,
+    // padding). Positions are the tokens' own (a KV-cache slot's token's
+    // position, not the slot index); query_positions [B][L], key_positions
+    // [B][S], the same B, every row the same L and S, positions >= 0.
+    static Mask alibi(int64_t heads, const std::vector<std::vector<int64_t>>& query_positions,
+                      const std::vector<std::vector<int64_t>>& key_positions);
+    // A whole sequence of T tokens at positions 0..T-1: [1,H,T,T],
+    // bias[0, h, i, j] = -slopes[h] * |i - j|.
+    static Mask alibi(int64_t heads, int64_t length);
+
     // AND: a key is allowed only where both masks allow it (biases add).
     // Shapes must broadcast against each other.
     Mask operator&(const Mask& other) const;
@@ -110,6 +128,9 @@ public:
     float bias(int64_t b, int64_t h, int64_t l, int64_t s) const {
         return has_bias() ? bias_[static_cast<size_t>(index(b, h, l, s))] : 0.0f;
     }
+    // The bias broadcast to `target` = [B,H,L,S] (0 where a key is blocked,
+    // and everywhere when there is none): what a trace records as "bias".
+    Tensor bias_tensor(const Shape& target) const;
     // One query's view over the keys, for kernels: key s is allowed iff
     // allowed[s * step] != 0; its bias (if any) is bias[s * step].
     struct Row {
@@ -162,6 +183,16 @@ private:
     std::vector<KeyRange> ranges_;  // one per [B|1, H|1, L|1] row of the mask
     int64_t range_strides_[3] = {};
 };
+
+// ALiBi's head slopes, [H] (Press et al.), a geometric sequence per head:
+//   H a power of two:  slope_h = 2^(-8 (h+1) / H),  h = 0..H-1
+//                      (H = 8: 1/2, 1/4, ..., 1/256)
+//   otherwise:         n = 2^floor(log2 H); the n slopes of n, then the
+//                      slopes of 2n at its even indices 0, 2, 4, ..., the
+//                      first H - n of them
+//                      (H = 6: 2^-2, 2^-4, 2^-6, 2^-8, then 2^-1, 2^-3)
+// Error unless heads >= 1.
+std::vector<float> alibi_slopes(int64_t heads);
 
 // The masks of an encoder-decoder (sequence-to-sequence) model:
 //   decoder_self = causal(T) AND key_padding(target)      [B,1,T,T]

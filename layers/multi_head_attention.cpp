@@ -138,6 +138,7 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
             for (int64_t l = 0; l < L; ++l)
                 for (int64_t s = 0; s < S; ++s) allowed.values[static_cast<size_t>((b * L + l) * S + s)] = mask.allows(b, 0, l, s);
         observer->record_mask("mask", allowed);  // [B, L, S], 1 = may attend
+        if (mask.has_bias()) observer->record("bias", mask.bias_tensor({B, heads_, L, S}));  // [B, H, L, S], ALiBi
     }
     if (observer) observer->record("weights", result.weights);  // [B, H, L, S]
     if (everything) observer->record("z", result.output);        // Concat(heads) [B, L, D], before W_O

@@ -242,7 +242,7 @@ AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries,
 }
 
 PassMemory pass_memory(const CostShape& shape, int64_t queries, int64_t keys, int64_t attentions, bool recording,
-                       int64_t vocabulary) {
+                       int64_t vocabulary, bool additive_bias) {
     const double B = static_cast<double>(shape.batch), L = static_cast<double>(queries),
                  S = static_cast<double>(keys), H = static_cast<double>(shape.heads);
     const double width = static_cast<double>(std::max(shape.d_model, shape.ff));
@@ -252,6 +252,7 @@ PassMemory pass_memory(const CostShape& shape, int64_t queries, int64_t keys, in
     memory.scores = 4 * B * H * std::min(L, 256.0) * S;
     memory.activations = 12 * 4 * B * L * width;
     memory.logits = 4 * B * L * static_cast<double>(vocabulary);
+    memory.bias = additive_bias ? 10 * B * H * L * S : 0;
     return memory;
 }
 

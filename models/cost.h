@@ -170,12 +170,16 @@ AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries,
 //   scores             4*B*H*min(L,256)*S  (one query block of scores per head)
 //   activations        12 * 4*B*L*max(D,F) (about a dozen [B,L,D] / [B,L,F])
 //   logits             4*B*L*V             (V = 0 for a pass without them)
+//   bias               10*B*H*L*S          with an additive bias in the mask (ALiBi,
+//                                          models/mask_policy.h): a flag and a float per
+//                                          [b, head, query, key] of the mask, and of the
+//                                          ALiBi term it is ANDed from
 // In doubles: a file of token ids can ask for more than int64 holds.
 struct PassMemory {
-    double mask = 0, recorded_weights = 0, scores = 0, activations = 0, logits = 0;
-    double total() const { return mask + recorded_weights + scores + activations + logits; }
+    double mask = 0, recorded_weights = 0, scores = 0, activations = 0, logits = 0, bias = 0;
+    double total() const { return mask + recorded_weights + scores + activations + logits + bias; }
 };
 PassMemory pass_memory(const CostShape& shape, int64_t queries, int64_t keys, int64_t attentions, bool recording,
-                       int64_t vocabulary);
+                       int64_t vocabulary, bool additive_bias = false);
 
 }  // namespace tinyformer

@@ -13,6 +13,40 @@ Mask causal_step(const MaskInputs& in) {
     return in.length == 1 ? Mask() : Mask::causal(in.length, in.first + in.length);
 }
 
+// ALiBi's bias for a Self call (see the header): the queries are the last
+// `length` of first+length key slots.
+Mask alibi_term(const ModelConfig& config, const MaskInputs& in) {
+    const int64_t keys = in.first + in.length;
+    if (in.key_positions.empty()) {
+        std::vector<int64_t> key(static_cast<size_t>(keys)), query(static_cast<size_t>(in.length));
+        for (int64_t s = 0; s < keys; ++s) key[static_cast<size_t>(s)] = s;
+        for (int64_t l = 0; l < in.length; ++l) query[static_cast<size_t>(l)] = in.first + l;
+        return Mask::alibi(config.nhead, {query}, {key});
+    }
+    if (static_cast<int64_t>(in.key_positions.size()) != in.batch)
+        fail("attention_mask: key_positions has ", in.key_positions.size(), " rows, the batch ", in.batch);
+    std::vector<std::vector<int64_t>> queries;
+    for (size_t b = 0; b < in.key_positions.size(); ++b) {
+        const auto& row = in.key_positions[b];
+        if (static_cast<int64_t>(row.size()) != keys)
+            fail("attention_mask: key_positions[", b, "] has ", row.size(), " slots, expected first + length = ", keys);
+        queries.emplace_back(row.end() - in.length, row.end());
+    }
+    return Mask::alibi(config.nhead, queries, in.key_positions);
+}
+
+Mask self_mask(const ModelConfig& config, const MaskInputs& in) {
+    if (in.first > 0 && config.attention != SelfAttentionKind::Bidirectional)
+        return causal_step(in) & key_padding_or_all(in.padding);
+    Mask mask;  // bidirectional: nothing but the padding
+    switch (config.attention) {
+        case SelfAttentionKind::Causal: mask = Mask::causal(in.length); break;
+        case SelfAttentionKind::PrefixLm: mask = Mask::prefix_lm(in.prefix_lengths, in.length); break;
+        case SelfAttentionKind::Bidirectional: break;
+    }
+    return mask & key_padding_or_all(in.padding);
+}
+
 }  // namespace
 
 Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInputs& in) {
@@ -33,17 +67,9 @@ Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInp
             const Seq2SeqMasks masks = seq2seq_masks(in.length, in.padding, in.source_padding);
             return call == AttentionCall::DecoderSelf ? masks.decoder_self : masks.cross;
         }
-        case AttentionCall::Self: {
-            if (in.first > 0 && config.attention != SelfAttentionKind::Bidirectional)
-                return causal_step(in) & key_padding_or_all(in.padding);
-            Mask mask;  // bidirectional: nothing but the padding
-            switch (config.attention) {
-                case SelfAttentionKind::Causal: mask = Mask::causal(in.length); break;
-                case SelfAttentionKind::PrefixLm: mask = Mask::prefix_lm(in.prefix_lengths, in.length); break;
-                case SelfAttentionKind::Bidirectional: break;
-            }
-            return mask & key_padding_or_all(in.padding);
-        }
+        case AttentionCall::Self:
+            if (config.pos_encoding == PositionalEncoding::Alibi) return self_mask(config, in) & alibi_term(config, in);
+            return self_mask(config, in);
     }
     fail("attention_mask: unknown attention call");
 }
@@ -52,7 +78,9 @@ DecodingMasks decoding_step_masks(const ModelConfig& config, const MaskInputs& i
     if (config.arch == Architecture::EncoderDecoder)
         return {attention_mask(config, AttentionCall::DecoderSelf, inputs),
                 attention_mask(config, AttentionCall::Cross, inputs)};
-    if (inputs.first > 0 && inputs.length == 1 && inputs.padding.empty()) return {Mask(), Mask()};
+    if (inputs.first > 0 && inputs.length == 1 && inputs.padding.empty() &&
+        config.pos_encoding != PositionalEncoding::Alibi)
+        return {Mask(), Mask()};
     return {attention_mask(config, AttentionCall::Self, inputs), Mask()};
 }
 

@@ -13,6 +13,18 @@
 //
 // An empty Padding means no position is padding.
 //
+// ALiBi (config pos_encoding "alibi", single-stack only): every Self mask
+// above is ANDed with Mask::alibi (engine/mask.h), the per-head bias
+//   bias[b, h, l, s] = -slope_h * |pos(query l) - pos(key s)|     [1|B,H,L,S]
+// where a position is the token's own: in a whole pass key s is at s; in a
+// KV-cache step the queries are the last `length` key slots and each slot's
+// position is key_positions[b][slot] (after right-padded prompts of
+// different lengths a generated token's slot is not its position), or the
+// slot itself when key_positions is empty. Blocked keys (causal, padding)
+// stay blocked; the bias only adds to the allowed ones. Its size is
+// 5*B*H*L*S bytes (a flag and a float per cell; B = 1 without padding and
+// without key_positions), counted by pass_memory (models/cost.h).
+//
 // A decoding step with a KV cache runs only the `length` newest positions,
 // at first..first+length-1, over the first+length cached keys (first > 0):
 // the same rule cut to those query rows, causal(length, first+length): query
@@ -40,6 +52,9 @@ struct MaskInputs {
     int64_t source_length = 0;    // encoder_decoder: S
     Padding source_padding;       // [B, S], or empty
     std::vector<int64_t> prefix_lengths;  // Self with prefix_lm, first = 0: [B]
+    // ALiBi only: [B][first+length], the position of the token in each key
+    // slot (padding slots: any value >= 0, they are blocked), or empty.
+    std::vector<std::vector<int64_t>> key_positions;
 };
 
 Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInputs& inputs);
@@ -52,7 +67,8 @@ Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInp
 //   decoder_only:    self = Self, cross = Mask() (unused); a one-position
 //                    step with no padded slot in the cache is Mask(), which
 //                    blocks nothing (what causal(1, T) AND no padding allows),
-//                    so such a step builds no mask.
+//                    so such a step builds no mask — except with ALiBi,
+//                    whose bias [1|B,H,1,T] every step builds anew.
 struct DecodingMasks {
     Mask self, cross;
 };

@@ -167,6 +167,8 @@ public:
         positions_.clear();
         for (const auto& sequence : sequences_) positions_.push_back(static_cast<int64_t>(sequence.size()) - 1);
         for (auto& flags : cache_padding_) flags.push_back(0);
+        if (alibi()) // the new slot holds the row's newest token, at the row's own position
+            for (size_t b = 0; b < sequences_.size(); ++b) slot_positions_[b].push_back(positions_[b]);
         const Tensor logits = model_.forward_step(newest_, positions_, step_mask(), Padding(), cache_);  // [B, 1, V]
         logits_ = logits.reshaped({B, logits.dim(2)});
     }
@@ -175,6 +177,7 @@ public:
         sequences_ = pick(sequences_, rows);
         prompt_lengths_ = pick(prompt_lengths_, rows);
         cache_padding_ = pick(cache_padding_, rows);
+        slot_positions_ = pick(slot_positions_, rows);
         logits_ = gather_batch(logits_, rows);
         for (KVCache& layer : cache_.layers) layer.keep_rows(rows);
     }
@@ -203,14 +206,33 @@ private:
             flags.reserve(static_cast<size_t>(ids.length + new_positions_));  // one more flag per step
             for (int64_t t = prompt_lengths_[b]; t < ids.length; ++t) flags[static_cast<size_t>(t)] = 1;
             cache_padding_.push_back(std::move(flags));
+            if (alibi()) {  // slot t holds the prompt's token t (padding slots too: blocked anyway)
+                std::vector<int64_t> positions(static_cast<size_t>(ids.length));
+                positions.reserve(static_cast<size_t>(ids.length + new_positions_));
+                for (int64_t t = 0; t < ids.length; ++t) positions[static_cast<size_t>(t)] = t;
+                slot_positions_.push_back(std::move(positions));
+            }
         }
     }
+
+    bool alibi() const { return model_.config().pos_encoding == PositionalEncoding::Alibi; }
 
     // The mask of a one-position step over the cached keys
     // (decoding_step_masks). Without prompt padding it blocks nothing at any
     // step: made once. With it, the padding slots of shorter prompts stay
-    // blocked while the keys grow by one a step: made at each step.
+    // blocked while the keys grow by one a step: made at each step. ALiBi's
+    // bias depends on the distance of each slot's token to the new one: made
+    // at each step from slot_positions_.
     const Mask& step_mask() {
+        if (alibi()) {
+            MaskInputs inputs;
+            inputs.batch = static_cast<int64_t>(sequences_.size());
+            inputs.padding = cache_padding();
+            inputs.first = inputs.padding.length() - 1;
+            inputs.key_positions = slot_positions_;
+            padded_step_mask_ = decoding_step_masks(model_.config(), inputs).self;
+            return *padded_step_mask_;
+        }
         bool padded = false;
         for (const auto& flags : cache_padding_) padded = padded || std::find(flags.begin(), flags.end(), 1) != flags.end();
         MaskInputs inputs;  // one new position per row, over the T cached keys
@@ -240,6 +262,10 @@ private:
     std::vector<std::vector<int64_t>> sequences_;
     std::vector<int64_t> prompt_lengths_;
     std::vector<std::vector<uint8_t>> cache_padding_;  // per row: 1 where a cache slot is prompt padding
+    // ALiBi only, per row: the position of the token each cache slot holds.
+    // Prompts right-padded to P slots: slot t < P holds position t; the k-th
+    // generated token sits at slot P + k but at position prompt_length + k.
+    std::vector<std::vector<int64_t>> slot_positions_;
     TokenIds newest_{0, 1, {}};                        // a step's input: the newest token of every row
     std::vector<int64_t> positions_;                   // and each row's position
     std::optional<Mask> unpadded_step_mask_;           // made at the first step: Mask(), blocks nothing

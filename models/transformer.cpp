@@ -172,13 +172,15 @@ constexpr double kUncheckedPassBytes = 64.0 * 1024 * 1024;
 void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries,
                                int64_t keys, int64_t attentions, bool recording, int64_t vocabulary) {
     const CostShape shape{batch, config.d_model, config.nhead, config.dim_feedforward};
-    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary);
+    const bool alibi = config.pos_encoding == PositionalEncoding::Alibi;  // a [B,H,L,S] bias in the mask
+    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary, alibi);
     // Asking the system (/proc/meminfo, cgroup files) costs more than a toy
     // decoding step, and a pass this small cannot be what exhausts memory.
     if (memory.total() < kUncheckedPassBytes) return;
     require_available(memory.total(), text_of(what, ": B=", batch, " sequences of ", queries, " tokens attending ",
                                               keys, " keys need about ", memory.total(), " bytes (mask ", memory.mask,
-                                              ", recorded attention weights ", memory.recorded_weights, ")"));
+                                              ", recorded attention weights ", memory.recorded_weights,
+                                              alibi ? text_of(", ALiBi bias ", memory.bias) : std::string(), ")"));
 }
 
 AttentionName parse_attention_name(const std::string& name) {
@@ -319,8 +321,6 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
     : config_(config), final_norm_(config.final_norm) {
     if (config.arch == Architecture::EncoderDecoder)
         fail("SingleStackModel: the config's arch is encoder_decoder");
-    if (config.pos_encoding == PositionalEncoding::Alibi)
-        fail("model: pos_encoding \"", pos_encoding_name(config.pos_encoding), "\" is not implemented yet");
     embedding_ = load_embedding(checkpoint, checkpoint.take("embed.weight", {config.vocab_size, config.d_model}), config);
     for (int64_t i = 0; i < config.num_layers; ++i)
         layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config));

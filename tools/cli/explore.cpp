@@ -111,7 +111,7 @@ json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) 
     const std::string& name = map.trace_name;
     const bool decoder_queries = map.stack == "decoder";
     const bool decoder_keys = map.stack == "decoder" && map.kind == "self";
-    return {{"name", name},
+    json out = {{"name", name},
             {"stack", map.stack},
             {"layer", map.layer},
             {"attn", map.kind == "cross" ? "cross_attn" : "self_attn"},
@@ -127,6 +127,12 @@ json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) 
             {"scores", per_head(trace.tensor(name + ".scores"))},
             {"weights", per_head(trace.tensor(name + ".weights"))},
             {"z", matrix(trace.tensor(name + ".z"))}};
+    // Only when the pass recorded them: the mask's additive term (ALiBi), per
+    // head, and q and k before rotation (rotary), docs/FORMAT.md section 4.
+    if (trace.has(name + ".bias")) out["bias"] = per_head(trace.tensor(name + ".bias"));
+    for (const char* unrotated : {"q_unrotated", "k_unrotated"})
+        if (trace.has(name + "." + unrotated)) out[unrotated] = matrix(trace.tensor(name + "." + unrotated));
+    return out;
 }
 
 // Each step along the decoded (or given) path: the top-5 next tokens of the
@@ -275,6 +281,7 @@ json explore_data(const Model& model, const AttentionRun& run, const json& decod
         ids["target"] = run.pass.decoder;
         padding["target"] = std::vector<bool>(run.target_tokens.size(), false);
     }
+    const bool rotary = config.pos_encoding == PositionalEncoding::Rotary;
     return {{"format", "tinyformer-explore/1"},
             {"model",
              {{"name", std::filesystem::path(model_path).stem().string()},
@@ -283,6 +290,10 @@ json explore_data(const Model& model, const AttentionRun& run, const json& decod
               {"nhead", config.nhead},
               {"head_dim", config.d_model / config.nhead},
               {"norm_first", config.norm_first},
+              {"pos_encoding", pos_encoding_name(config.pos_encoding)},
+              {"n_kv_heads", config.n_kv_heads},
+              {"rope_theta", rotary ? json(config.rope_theta) : json(nullptr)},
+              {"rope_pairs", rotary ? json(rope_pairs_name(config.rope_pairs)) : json(nullptr)},
               {"attention", model.encoder_decoder ? json(nullptr) : json(attention_kind_name(config.attention))}}},
             {"input", {{"text", shown}, {"target", run.output}, {"target_given", target_given}}},
             {"sequences", sequences},

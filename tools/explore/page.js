@@ -10,6 +10,10 @@
 // The numbers shown as results are the engine's (scores, weights, z); the
 // page recomputes q.k, the softmax chain and the weighted sum only to show a
 // check mark where they agree.
+// An additive mask term (ALiBi's -slope_h * |i - j|, "bias" per head) is
+// part of the mask: the matrix view's cell shows it, the step chain adds it.
+// Rotary models also carry q and k before rotation ("q_unrotated",
+// "k_unrotated"): the step view shows both, and recomputes the rotation.
 (function () {
   "use strict";
 
@@ -197,6 +201,29 @@
   }
   function headSlice(vector, h, dk) {
     return vector.slice(h * dk, (h + 1) * dk);
+  }
+  // The K/V head query head h reads: h / (H / Hkv), Hkv = the width of k / dk (GQA; Hkv = H otherwise).
+  function kvHead(a, h) {
+    const width = a.k.length ? a.k[0].length : a.H * a.dk;
+    const kvHeads = Math.max(1, Math.round(width / a.dk));
+    return Math.floor(h / Math.max(1, Math.floor(a.H / kvHeads)));
+  }
+  // The additive mask term of head h at (q, k): ALiBi's bias, 0 without one (and at blocked cells).
+  function biasOf(a, h, q, k) {
+    return a.bias && a.mask[q][k] ? a.bias[h][q][k] : 0;
+  }
+  // RoPE of one head's vector x at position pos (layers/rotary.h): the pairs (2i, 2i+1)
+  // ("adjacent") or (i, i + dk/2) ("half") turn by pos * theta^(-2i/dk), i = 0..dk/2-1.
+  function rotate(x, pos, theta, pairs) {
+    const dk = x.length, out = x.slice(), half = dk / 2;
+    for (let i = 0; i < half; ++i) {
+      const a = pairs === "half" ? i : 2 * i, b = pairs === "half" ? i + half : 2 * i + 1;
+      const angle = pos * Math.pow(theta, -2 * i / dk);
+      const c = Math.cos(angle), sn = Math.sin(angle);
+      out[a] = x[a] * c - x[b] * sn;
+      out[b] = x[a] * sn + x[b] * c;
+    }
+    return out;
   }
 
   // Groups in forward order; inside a group, by layer.
@@ -552,10 +579,11 @@
       for (let k = 0; k < a.S; ++k) {
         const kind = cellKind(a, q, k);
         const w = a.weights[h][q][k];
-        const what = a.mask[q][k] ? "weight " + fmt(w, 6) : "masked";
+        const what = a.mask[q][k] ? "weight " + fmt(w, 6) + (a.bias ? ", bias " + fmt(a.bias[h][q][k], 6) : "") : "masked";
         const attrs = { "data-q": q, "data-k": k, "data-weight": w, "data-mask": a.mask[q][k] ? 1 : 0, class: "cell " + kind,
           title: "q" + q + " " + iso(a.qTokens[q]) + " \u2192 k" + k + " " + iso(a.kTokens[k]) + ": " + what + (kind === "padding" ? " (padding)" : "") };
         if (kind === "allowed") attrs.style = { background: viridis(w), color: inkOn(w) };
+        if (a.bias) attrs["data-bias"] = biasOf(a, h, q, k);
         // One format for every weight: two decimals, 0.00 .. 1.00 (the exact number on hover).
         row.appendChild(el("td", attrs, big && kind === "allowed" ? w.toFixed(2) : ""));
       }
@@ -583,25 +611,35 @@
     }
     const kind = cellKind(a, q, k);
     const allowed = a.mask[q][k] ? 1 : 0;
-    const qh = headSlice(a.q[q], h, a.dk), kh = headSlice(a.k[k], h, a.dk);
+    const qh = headSlice(a.q[q], h, a.dk), kh = headSlice(a.k[k], kvHead(a, h), a.dk);
     let dot = 0, scale = 0;
     for (let i = 0; i < a.dk; ++i) { dot += qh[i] * kh[i]; scale += Math.abs(qh[i] * kh[i]); }
     const score = a.scores[h][q][k];
     const w = a.weights[h][q][k];
+    const bias = biasOf(a, h, q, k);
+    const biasText = fmt(bias, 6);
     const rows = [
       ["cell", "query " + q + " " + quoted(a.qTokens[q]) + " \u2192 key " + k + " " + quoted(a.kTokens[k])],
       ["weight (engine)", a.qPad[q] ? fmt(w, 6) + " (padding query: row all 0)" : allowed ? fmt(w, 6) : "masked (" + fmt(w, 6) + " after softmax)"],
       ["raw score q\u00b7k", [fmt(dot, 6), " ", check(dot / Math.sqrt(a.dk), score, scale / Math.sqrt(a.dk))]],
       ["scaled score q\u00b7k/\u221a" + a.dk + " (engine)", fmt(score, 6)],
-      ["mask value", allowed ? "1 = allowed (adds 0)" : "0 = blocked (adds \u2212\u221e)"],
-      ["softmax input", allowed ? fmt(score, 6) : "\u2212\u221e"],
+      ["mask value", allowed ? (a.bias ? "1 = allowed (adds its bias)" : "1 = allowed (adds 0)") : "0 = blocked (adds \u2212\u221e)"],
+    ];
+    if (a.bias) {
+      rows.push(["ALiBi bias of head " + h + " (part of the additive mask)",
+        allowed ? biasText + " = \u2212slope \u00b7 |" + q + " \u2212 " + k + "|" : "none: the key is blocked"]);
+    }
+    rows.push(
+      ["softmax input", allowed ? (a.bias ? fmt(score, 6) + " + " + biasText + " = " + fmt(score + bias, 6) : fmt(score, 6)) : "\u2212\u221e"],
       ["PyTorch nn.MultiheadAttention Boolean attn_mask (True = blocked)", allowed ? "False" : "True"],
       ["PyTorch F.scaled_dot_product_attention Boolean attn_mask (True = allowed)", allowed ? "True" : "False"],
-      ["additive float mask", allowed ? "0.0" : "-inf"],
-    ];
+      ["additive float mask", allowed ? (a.bias ? biasText : "0.0") : "-inf"]);
     if (kind === "padding") rows.push(["padding", (a.qPad[q] ? "the query" : "") + (a.qPad[q] && a.kPad[k] ? " and " : "") + (a.kPad[k] ? "the key" : "") + " is padding"]);
     const table = el("table", { class: "kv", id: "cell-info", "data-q": q, "data-k": k });
-    for (const [name, value] of rows) table.appendChild(el("tr", {}, [el("th", { text: name }), el("td", {}, value)]));
+    for (const [name, value] of rows) {
+      const id = name.startsWith("ALiBi bias") ? "cell-bias" : name === "softmax input" ? "cell-softmax-input" : null;
+      table.appendChild(el("tr", id ? { id } : {}, [el("th", { text: name }), el("td", {}, value)]));
+    }
     root.appendChild(table);
   }
 
@@ -622,32 +660,61 @@
       root.appendChild(el("p", { class: "warn", text: "This query is padding: the softmax below is what its scores would give, but the engine writes its weights row as all 0, so its z is 0 and is not used." }));
     }
     const qh = headSlice(a.q[q], h, dk);
+    const kvh = kvHead(a, h);
+    // Rotary: q and k before rotation too; the page turns them itself (positions 0.. of the pass) for a check.
+    const rotary = !!(a.q_unrotated && a.k_unrotated);
+    const theta = model.rope_theta || 10000, pairs = model.rope_pairs || "adjacent";
+    // The engine's rotated numbers, each with a check against the page's own rotation of `before`.
+    const checkedCells = (before, pos, engine) => {
+      const mine = rotate(before, pos, theta, pairs);
+      const size = Math.max(...before.map(Math.abs));
+      return engine.map((x, i) => el("td", { "data-i": i, "data-value": x }, [fmt(x, 4), " ", check(mine[i], x, size)]));
+    };
     // q_h
     const qTable = el("table", { class: "numbers vec", id: "step-q" });
     qTable.appendChild(el("tr", {}, [el("th", { text: "" })].concat(range(dk).map((i) => el("th", { text: String(i) })))));
-    qTable.appendChild(el("tr", {}, [el("th", { text: "q_h (query " + q + ")" })].concat(vectorCells(qh))));
-    root.appendChild(el("h3", { text: "1. q_h: columns " + h * dk + ".." + ((h + 1) * dk - 1) + " of q" }));
+    if (rotary) {
+      const before = headSlice(a.q_unrotated[q], h, dk);
+      qTable.appendChild(el("tr", { id: "step-q-unrotated" }, [el("th", { text: "q_h before rotation" })].concat(vectorCells(before))));
+      qTable.appendChild(el("tr", { id: "step-q-rotated" }, [el("th", { text: "q_h after rotation (position " + q + ")" })].concat(
+        checkedCells(before, q, qh))));
+    } else {
+      qTable.appendChild(el("tr", {}, [el("th", { text: "q_h (query " + q + ")" })].concat(vectorCells(qh))));
+    }
+    root.appendChild(el("h3", { text: "1. q_h: columns " + h * dk + ".." + ((h + 1) * dk - 1) + " of q" +
+      (rotary ? ", before and after rotary turns its pairs (" + pairs + ", theta " + theta + ") by the query's position" : "") }));
     root.appendChild(el("div", { class: "scroll" }, qTable));
     // k_h
     const kTable = el("table", { class: "numbers vec", id: "step-k" });
     kTable.appendChild(el("tr", {}, [el("th", { text: "key" })].concat(range(dk).map((i) => el("th", { text: String(i) })))));
     for (let k = 0; k < a.S; ++k) {
-      kTable.appendChild(el("tr", { class: a.mask[q][k] ? "" : "masked-row" }, [el("th", { class: "tokcell", text: k + " " + padLabel(a.kTokens[k], a.kPad[k]) })].concat(vectorCells(headSlice(a.k[k], h, dk)))));
+      const cls = a.mask[q][k] ? "" : "masked-row";
+      const label = k + " " + padLabel(a.kTokens[k], a.kPad[k]);
+      const kh = headSlice(a.k[k], kvh, dk);
+      if (rotary) {
+        const before = headSlice(a.k_unrotated[k], kvh, dk);
+        kTable.appendChild(el("tr", { class: cls + " unrotated", "data-k": k }, [el("th", { class: "tokcell", text: label + " before" })].concat(vectorCells(before))));
+        kTable.appendChild(el("tr", { class: cls + " rotated", "data-k": k }, [el("th", { class: "tokcell", text: label + " after" })].concat(
+          checkedCells(before, k, kh))));
+      } else {
+        kTable.appendChild(el("tr", { class: cls }, [el("th", { class: "tokcell", text: label })].concat(vectorCells(kh))));
+      }
     }
     root.appendChild(el("details", { id: "step-keys" }, [
-      el("summary", {}, el("h3", { text: "2. every k_h (" + a.S + " keys): click to show" })),
+      el("summary", {}, el("h3", { text: "2. every k_h (" + a.S + " keys" + (kvh !== h ? ", K/V head " + kvh : "") +
+        (rotary ? ", before and after rotation" : "") + "): click to show" })),
       el("div", { class: "scroll" }, kTable)]));
 
     // the chain
     const scores = a.scores[h][q], weights = a.weights[h][q];
     const dots = [], scales = [];
     for (let k = 0; k < a.S; ++k) {
-      const kh = headSlice(a.k[k], h, dk);
+      const kh = headSlice(a.k[k], kvh, dk);
       let d = 0, s = 0;
       for (let i = 0; i < dk; ++i) { d += qh[i] * kh[i]; s += Math.abs(qh[i] * kh[i]); }
       dots.push(d); scales.push(s);
     }
-    const masked = range(a.S).map((k) => (a.mask[q][k] ? scores[k] : Number.NEGATIVE_INFINITY));
+    const masked = range(a.S).map((k) => (a.mask[q][k] ? scores[k] + biasOf(a, h, q, k) : Number.NEGATIVE_INFINITY));
     const rowMax = Math.max(...masked);
     const shifted = masked.map((x) => (x === Number.NEGATIVE_INFINITY ? x : x - rowMax));
     const exps = shifted.map((x) => Math.exp(x));
@@ -656,14 +723,15 @@
     // The engine writes a padding query's row as all 0.
     const mine = softmax.map((x) => (a.qPad[q] ? 0 : x));
     const chain = el("table", { class: "numbers chain", id: "step-chain" });
-    chain.appendChild(el("tr", {}, ["key", "q\u00b7k", "\u00f7 \u221a" + dk + " = score (engine)", "+ mask", "\u2212 row max", "exp", "\u00f7 sum", "weight (engine)"].map((t) => el("th", { text: t }))));
+    chain.appendChild(el("tr", {}, ["key", "q\u00b7k", "\u00f7 \u221a" + dk + " = score (engine)", a.bias ? "+ mask (ALiBi bias)" : "+ mask", "\u2212 row max", "exp", "\u00f7 sum", "weight (engine)"].map((t) => el("th", { text: t }))));
     for (let k = 0; k < a.S; ++k) {
       const allowed = !!a.mask[q][k];
       chain.appendChild(el("tr", { class: allowed ? "" : "masked-row", "data-k": k }, [
         el("th", { class: "tokcell", text: k + " " + padLabel(a.kTokens[k], a.kPad[k]) }),
         el("td", { text: fmt(dots[k], 6) }),
         el("td", {}, [fmt(scores[k], 6), " ", check(dots[k] / Math.sqrt(dk), scores[k], scales[k] / Math.sqrt(dk))]),
-        el("td", { class: allowed ? "" : "masked" }, allowed ? "+0 \u2192 " + fmt(scores[k], 6) : "masked: \u2212\u221e"),
+        el("td", { class: allowed ? (a.bias ? "bias" : "") : "masked", "data-bias": biasOf(a, h, q, k) },
+          allowed ? (a.bias ? "+ " + fmt(biasOf(a, h, q, k), 6) + " (ALiBi)" : "+0") + " \u2192 " + fmt(masked[k], 6) : "masked: \u2212\u221e"),
         el("td", { text: fmt(shifted[k], 6) }),
         el("td", { text: fmt(exps[k], 6) }),
         el("td", { text: fmt(softmax[k], 6) }),
@@ -685,7 +753,7 @@
     vTable.appendChild(el("tr", {}, [el("th", { text: "key" }), el("th", { text: "weight" })].concat(range(dk).map((i) => el("th", { text: "v_h[" + i + "]" })))));
     const zMine = new Array(dk).fill(0), zScale = new Array(dk).fill(0);
     for (let k = 0; k < a.S; ++k) {
-      const vh = headSlice(a.v[k], h, dk);
+      const vh = headSlice(a.v[k], kvh, dk);
       for (let i = 0; i < dk; ++i) { zMine[i] += weights[k] * vh[i]; zScale[i] += Math.abs(weights[k] * vh[i]); }
       vTable.appendChild(el("tr", { class: a.mask[q][k] ? "" : "masked-row" }, [
         el("th", { class: "tokcell", text: k + " " + shown(a.kTokens[k]) }),

@@ -401,7 +401,7 @@ def check_case(case, out_dir):
     assert file_cfg["format"] == FORMAT_TAG
     assert file_cfg["activation"] in ("relu", "gelu", "silu", "swiglu")
     assert file_cfg.get("norm", "layer_norm") in ("layer_norm", "rms_norm")
-    assert file_cfg["pos_encoding"] in ("sinusoidal", "learned", "none")
+    assert file_cfg["pos_encoding"] in ("sinusoidal", "learned", "none", "alibi")
     assert file_cfg["d_model"] % file_cfg["nhead"] == 0
     if file_cfg["arch"] == "decoder_only":
         assert file_cfg["attention"] in ("causal", "prefix_lm")

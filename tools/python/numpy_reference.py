@@ -159,14 +159,35 @@ def softmax(scores):
     return e / np.where(total == 0, 1, total)
 
 
-def attention(q, k, v, allowed, qpad, mask_value=None):
+def alibi_slopes(heads):
+    """ALiBi's head slopes (Press et al.), a geometric sequence: for n a power of
+    two, start = 2^(-8/n) and slope_h = start^(h+1); for other H, the n =
+    2^floor(log2 H) slopes of n followed by every other slope of 2n (from the
+    first), H - n of them. Python floats (float64)."""
+    def geometric(n):
+        start = 2.0 ** (-8.0 / n)
+        return [start ** (h + 1) for h in range(n)]
+    n = 2 ** int(math.floor(math.log2(heads)))
+    return geometric(n) + geometric(2 * n)[0::2][:heads - n]
+
+
+def alibi_bias(heads, length):
+    """[H, T, T]: -slope_h * |i - j| for query i, key j at positions 0..T-1."""
+    distance = np.abs(np.arange(length)[:, None] - np.arange(length)[None, :]).astype(np.float64)
+    return -np.array(alibi_slopes(heads))[:, None, None] * distance[None]
+
+
+def attention(q, k, v, allowed, qpad, mask_value=None, bias=None):
     """A = softmax(Q K^T / sqrt(dk) + M), O = A V for every batch row and head.
     q [B, H, L, dk], k and v [B, H, S, dk]; allowed [B, L, S] True = the query
     may see the key (M = 0), False = M = -inf; qpad [B, L] True = padded query,
     whose row of A is set to 0. With mask_value m, a masked score is replaced by
     m instead (masked_fill): a query that sees no key gets uniform weights.
+    bias: None, or [H, L, S] added to the scores (ALiBi) before the mask.
     Returns (O [B, H, L, dk], A [B, H, L, S])."""
     scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias[None]
     if mask_value is None:
         scores = scores + np.where(allowed[:, None], 0.0, -np.inf)  # [B, 1, L, S], the same for every head
     else:
@@ -197,7 +218,9 @@ def multi_head_attention(cfg, w, p, xq, xkv, allowed, qpad):
     q = q.reshape(b, l, h, dk).transpose(0, 2, 1, 3)            # [B, H, L, dk]
     k = k.reshape(b, s, h, dk).transpose(0, 2, 1, 3)            # [B, H, S, dk]
     v = v.reshape(b, s, h, dk).transpose(0, 2, 1, 3)
-    o, weights = attention(q, k, v, allowed, qpad, mask_value)
+    # ALiBi: self-attention of a single stack only (positions 0..T-1 for queries and keys).
+    bias = alibi_bias(h, l) if cfg.get("pos_encoding") == "alibi" else None
+    o, weights = attention(q, k, v, allowed, qpad, mask_value, bias)
     o = o.transpose(0, 2, 1, 3).reshape(b, l, d)                # Concat(heads)
     return linear(w, p + ".out_proj", o), weights
 

@@ -121,6 +121,18 @@ CASES = [
             arch="encoder_only", attention="bidirectional", d=16, h=2, ff=32, layers=1, vocab_size=10,
             max_len=4, norm_first=False, act="gelu", pos="none", embed_scale=True,
             final_norm=True, length=4, pad=[(0, 1), (0, 0)]),
+    _single("do_alibi_pre_gelu_h6_pad",
+            "decoder_only causal, ALiBi (6 heads: slopes of a head count that is not a power of two), "
+            "pre-LN, GELU, final norm, right padding",
+            arch="decoder_only", attention="causal", d=24, h=6, ff=40, layers=2, vocab_size=15,
+            max_len=16, norm_first=True, act="gelu", pos="alibi", embed_scale=False,
+            final_norm=True, length=9, pad=[(0, 0), (0, 4), (0, 2)]),
+    _single("eo_alibi_post_relu_h4",
+            "encoder_only bidirectional, ALiBi (4 heads: both directions of |i - j|), post-LN, ReLU, "
+            "final norm, right padding",
+            arch="encoder_only", attention="bidirectional", d=16, h=4, ff=32, layers=2, vocab_size=11,
+            max_len=8, norm_first=False, act="relu", pos="alibi", embed_scale=True,
+            final_norm=True, length=7, pad=[(0, 0), (0, 3)]),
     _single("do_post_gelu_learned_bf16",
             "BF16 storage (weights rounded to BF16 before PyTorch runs), decoder_only causal, "
             "post-LN, GELU, learned positions, final norm, right padding",

@@ -58,6 +58,7 @@ def coverage_lines():
         "pos sinusoidal": lambda c, k: c["pos_encoding"] == "sinusoidal",
         "pos learned": lambda c, k: c["pos_encoding"] == "learned",
         "pos none": lambda c, k: c["pos_encoding"] == "none",
+        "pos alibi": lambda c, k: c["pos_encoding"] == "alibi",
         "attention causal": lambda c, k: c.get("attention") == "causal",
         "attention prefix_lm": lambda c, k: c.get("attention") == "prefix_lm",
         "attention bidirectional": lambda c, k: c.get("attention") == "bidirectional",
@@ -193,6 +194,10 @@ How the expected numbers were made:
   `memory_key_padding_mask = src_key_padding_mask`; `decoder_only` causal a
   bool `[T,T]` mask, `prefix_lm` a bool `[B*H,T,T]` mask (row b*H+h: query i
   sees key j iff j < prefix_len[b] or j <= i); key padding on top.
+- ALiBi (`pos_encoding: "alibi"`): that mask becomes a float32 `[B*H,T,T]`
+  one, `-slope_h * |i - j|` where the key is allowed and `-inf` where it is
+  blocked (slopes in float32 from `alibi_slopes` of numpy_reference.py), which
+  PyTorch adds to `q k^T / sqrt(dk)`; no position table.
 - Embedding: `E[ids] * sqrt(d_model)` (if `embed_scale`) `+ P[0..T-1]`; the
   sinusoidal table is computed in float64 and rounded to float32.
 - **Queries with every key masked** (left padding under a causal mask):

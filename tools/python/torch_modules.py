@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from numpy_reference import sinusoidal_table  # noqa: E402  (the one table, float64)
+from numpy_reference import alibi_slopes, sinusoidal_table  # noqa: E402  (the one table, float64)
 
 
 def embed_tokens(cfg, table, ids, pos_embed=None):
@@ -86,6 +86,16 @@ def single_stack_forward(cfg, stack, embed, head, ids, key_padding_mask=None, pr
         mask = (~sees).repeat_interleave(cfg["nhead"], dim=0)            # [B*H, T, T], row b*H+h
     else:
         mask = None
+    if cfg["pos_encoding"] == "alibi":
+        # ALiBi (Press et al.): the float attn_mask PyTorch adds to q k^T / sqrt(dk), per head:
+        # -slope_h * |i - j| where the key is allowed, -inf where it is blocked. [B*H, T, T], row b*H+h.
+        h = cfg["nhead"]
+        slopes = torch.tensor(alibi_slopes(h), dtype=torch.float32)          # [H]
+        distance = (i - j).abs().to(torch.float32)                           # [T, T]
+        bias = -slopes[:, None, None] * distance[None]                       # [H, T, T]
+        blocked = torch.zeros(b, t, t, dtype=torch.bool) if mask is None else mask.reshape(-1, t, t)
+        blocked = blocked.expand(b, t, t) if blocked.shape[0] == 1 else blocked[::h]   # [B, T, T]
+        mask = bias[None].expand(b, h, t, t).masked_fill(blocked[:, None], float("-inf")).reshape(b * h, t, t)
     x = embed_tokens(cfg, embed, ids, pos_embed)
     batch_first = _batch_first(stack)
     if not batch_first:
@@ -229,7 +239,8 @@ def blocked_cells(shape, attn_mask, key_padding_mask):
     b, h, l, s = shape
     blocked = torch.zeros(b, h, l, s, dtype=torch.bool)
     if attn_mask is not None:
-        assert attn_mask.dtype == torch.bool
+        if attn_mask.dtype != torch.bool:      # a float mask (ALiBi): -inf = blocked, finite = a bias
+            attn_mask = torch.isneginf(attn_mask)
         blocked = blocked | (attn_mask if attn_mask.dim() == 2 else attn_mask.view(b, h, l, s))
     if key_padding_mask is not None:
         assert key_padding_mask.dtype == torch.bool
