@@ -47,6 +47,22 @@ std::vector<std::string> read_vocabulary(const std::string& path, const std::map
     return tokens;
 }
 
+// A JSON array of numbers from metadata `key` (the key must be there), as
+// float32 (what tokenizer.bin stores).
+std::vector<float> read_floats(const std::string& path, const std::map<std::string, std::string>& metadata,
+                               const std::string& key) {
+    const std::string where = path + ": __metadata__ \"" + key + "\"";
+    const nlohmann::json array = parse_json(metadata.at(key), /*max_depth=*/1, where);
+    if (!array.is_array()) fail(where, " must be a JSON array of numbers");
+    std::vector<float> numbers;
+    numbers.reserve(array.size());
+    for (size_t index = 0; index < array.size(); ++index) {
+        if (!array[index].is_number()) fail(where, " entry ", index, " is not a number: ", json_excerpt(array[index]));
+        numbers.push_back(static_cast<float>(array[index].get<double>()));
+    }
+    return numbers;
+}
+
 TextMetadata read_text_metadata(const std::string& path, const std::map<std::string, std::string>& metadata,
                                 const ModelConfig& config) {
     const bool encoder_decoder = config.arch == Architecture::EncoderDecoder;
@@ -81,6 +97,22 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
     } else if (has("merges")) {
         fail(path, ": __metadata__ \"merges\" needs a \"vocab\" to merge tokens of (docs/FORMAT.md)");
     }
+    const bool sentencepiece = text.tokenizer == TokenizerKind::SentencePieceBpe;
+    if (has("scores") && !sentencepiece)
+        fail(path, ": __metadata__ \"scores\" is for the \"sentencepiece_bpe\" tokenizer; this one is \"",
+             tokenizer_kind_name(text.tokenizer), "\" (docs/FORMAT.md)");
+    if (sentencepiece && !text.src_vocab.empty())
+        fail(path, ": __metadata__ \"src_vocab\": a \"sentencepiece_bpe\" model has one vocabulary (\"vocab\", with its "
+                   "\"scores\") for both sides (docs/FORMAT.md)");
+    if (sentencepiece && !text.vocab.empty()) {
+        if (!has("scores"))
+            fail(path, ": __metadata__ has a \"sentencepiece_bpe\" \"vocab\" but no \"scores\"; give them as a JSON array "
+                       "of numbers, one per piece in id order (docs/FORMAT.md)");
+        text.scores = read_floats(path, metadata, "scores");
+        check_scores(text.scores, text.vocab.size(), path + ": __metadata__ \"scores\"");
+    } else if (has("scores")) {
+        fail(path, ": __metadata__ \"scores\" needs a \"vocab\" to score the pieces of (docs/FORMAT.md)");
+    }
     if (encoder_decoder && !text.vocab.empty() && text.src_vocab.empty() && config.src_vocab_size != config.tgt_vocab_size)
         fail(path, ": __metadata__ has a \"vocab\" of ", text.vocab.size(), " tokens for both sides, but 'src_vocab_size' is ",
              config.src_vocab_size, "; give the source vocabulary as \"src_vocab\" (docs/FORMAT.md)");
@@ -92,7 +124,7 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
         if (text.vocab.empty()) fail(path, ": __metadata__ \"prompt_suffix\" needs a \"vocab\" to be read with");
         try {
             // Read as a user's text is, but never as <unk>: a suffix must be typeable.
-            if (Tokenizer(text.vocab, text.tokenizer, text.merges).encode_exactly(text.prompt_suffix).empty()) fail("it holds no token");
+            if (Tokenizer(text.vocab, text.tokenizer, text.merges, text.scores).encode_exactly(text.prompt_suffix).empty()) fail("it holds no token");
         } catch (const Error& error) {
             fail(path, ": __metadata__ \"prompt_suffix\" \"", text.prompt_suffix, "\": ", error.message());
         }

@@ -1,7 +1,7 @@
 // Checkpoint — a model's .safetensors file (docs/FORMAT.md section 1).
 //   metadata "config": the ModelConfig as a JSON string (required)
 //   metadata "vocab":  a JSON array of token strings, index = id (optional)
-//   metadata "src_vocab", "tokenizer", "merges", "prompt_suffix", "train_max_len":
+//   metadata "src_vocab", "tokenizer", "merges", "scores", "prompt_suffix", "train_max_len":
 //                      how text becomes tokens (optional; TextMetadata)
 //   tensors: PyTorch state_dict names, F32 (F16 / BF16 widened on load)
 // Loading takes every expected tensor by name and refuses, naming the file
@@ -25,13 +25,16 @@ namespace tinyformer {
 // encoder_decoder, prompt_suffix only for decoder_only and made of ordinary
 // tokens (Tokenizer::encode_exactly: never <unk>), merges only for (and
 // required by) a gpt2_bpe vocabulary and obeying check_merges (gpt2_bpe has
-// one vocabulary: no src_vocab), train_max_len a positive
+// one vocabulary: no src_vocab), scores only for (and required by) a
+// sentencepiece_bpe vocabulary and obeying check_scores (one vocabulary
+// too), train_max_len a positive
 // integer. `info` loads a model this way, so it refuses what `run` refuses.
 struct TextMetadata {
     std::vector<std::string> vocab;      // the target (encoder_decoder) or only vocabulary; may be empty
     std::vector<std::string> src_vocab;  // encoder_decoder: the source vocabulary when it differs; else empty
     TokenizerKind tokenizer = TokenizerKind::Char;
     std::vector<std::string> merges;     // gpt2_bpe: "left right" in rank order; else empty
+    std::vector<float> scores;           // sentencepiece_bpe: one per vocab entry, in id order; else empty
     std::string prompt_suffix;           // decoder_only: appended to a prompt that does not end with it
     int64_t train_max_len = 0;           // the longest input seen in training, in tokens; 0 = not declared
 

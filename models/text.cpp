@@ -27,11 +27,12 @@ int64_t output_vocabulary_size(const ModelConfig& config) {
 
 ModelText::ModelText(const Model& model) {
     const TextMetadata& text = model.text;
-    if (!text.input_vocab().empty()) input_.emplace(text.input_vocab(), text.tokenizer, text.merges);
+    const int64_t bos_id = model.config.bos_id;  // sentencepiece_bpe's decode: BOS is no text
+    if (!text.input_vocab().empty()) input_.emplace(text.input_vocab(), text.tokenizer, text.merges, text.scores, bos_id);
     if (text.src_vocab.empty()) {
         output_ = input_;  // one vocabulary for both sides: built (and checked) once
     } else if (!text.output_vocab().empty()) {
-        output_.emplace(text.output_vocab(), text.tokenizer, text.merges);
+        output_.emplace(text.output_vocab(), text.tokenizer, text.merges, text.scores, bos_id);
     }
 }
 
@@ -71,7 +72,7 @@ std::vector<int64_t> model_input(const Model& model, std::vector<int64_t> tokens
     if (config.arch == Architecture::DecoderOnly) {
         if (!model.text.prompt_suffix.empty()) {
             const std::vector<int64_t> suffix =
-                Tokenizer(model.text.vocab, model.text.tokenizer, model.text.merges).encode_exactly(model.text.prompt_suffix);
+                Tokenizer(model.text.vocab, model.text.tokenizer, model.text.merges, model.text.scores).encode_exactly(model.text.prompt_suffix);
             if (tokens.size() < suffix.size() || !std::equal(suffix.rbegin(), suffix.rend(), tokens.rbegin()))
                 tokens.insert(tokens.end(), suffix.begin(), suffix.end());
         }

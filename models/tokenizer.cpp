@@ -86,7 +86,7 @@ std::string broken_rule(const std::string& token, TokenizerKind kind) {
         if (character.length == 0)
             return text_of("is not valid UTF-8 (byte ", at, " of ", token.size(),
                            " starts no character; a lone surrogate is invalid too); tokens are UTF-8 text");
-        if (is_control(character.code_point)) {
+        if (is_control(character.code_point) && kind != TokenizerKind::SentencePieceBpe) {
             char code[16];
             std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(character.code_point));
             return text_of("holds the control character ", code, " at byte ", at, " of ", token.size(),
@@ -115,7 +115,9 @@ TokenizerKind tokenizer_kind(const std::string& name) {
     if (name == "char") return TokenizerKind::Char;
     if (name == "whitespace") return TokenizerKind::Whitespace;
     if (name == "gpt2_bpe") return TokenizerKind::Gpt2Bpe;
-    fail("tokenizer: \"", name, "\" is not a tokenizer; expected one of \"char\", \"whitespace\", \"gpt2_bpe\" (docs/FORMAT.md)");
+    if (name == "sentencepiece_bpe") return TokenizerKind::SentencePieceBpe;
+    fail("tokenizer: \"", name, "\" is not a tokenizer; expected one of \"char\", \"whitespace\", \"gpt2_bpe\", "
+         "\"sentencepiece_bpe\" (docs/FORMAT.md)");
 }
 
 const char* tokenizer_kind_name(TokenizerKind kind) {
@@ -123,6 +125,7 @@ const char* tokenizer_kind_name(TokenizerKind kind) {
         case TokenizerKind::Char: return "char";
         case TokenizerKind::Whitespace: return "whitespace";
         case TokenizerKind::Gpt2Bpe: return "gpt2_bpe";
+        case TokenizerKind::SentencePieceBpe: return "sentencepiece_bpe";
     }
     return "?";
 }
@@ -147,12 +150,17 @@ void check_vocabulary(const std::vector<std::string>& vocab, TokenizerKind kind,
     }
 }
 
-Tokenizer::Tokenizer(std::vector<std::string> vocab, TokenizerKind kind, const std::vector<std::string>& merges)
+Tokenizer::Tokenizer(std::vector<std::string> vocab, TokenizerKind kind, const std::vector<std::string>& merges,
+                     const std::vector<float>& scores, int64_t bos_id)
     : vocab_(std::move(vocab)), kind_(kind) {
     check_vocabulary(vocab_, kind_, "tokenizer: the vocabulary");
     if (kind_ != TokenizerKind::Gpt2Bpe && !merges.empty())
         fail("tokenizer: merges are for the \"gpt2_bpe\" tokenizer; this one is \"", tokenizer_kind_name(kind_), "\"");
+    if (kind_ != TokenizerKind::SentencePieceBpe && !scores.empty())
+        fail("tokenizer: scores are for the \"sentencepiece_bpe\" tokenizer; this one is \"", tokenizer_kind_name(kind_), "\"");
     if (kind_ == TokenizerKind::Gpt2Bpe) bpe_ = std::make_shared<const BytePairEncoder>(vocab_, merges, "tokenizer: merges");
+    if (kind_ == TokenizerKind::SentencePieceBpe)
+        spm_ = std::make_shared<const SentencePieceBpe>(vocab_, scores, bos_id, "tokenizer:");
     for (size_t id = 0; id < vocab_.size(); ++id) ids_.emplace(vocab_[id], static_cast<int64_t>(id));
 }
 
@@ -174,6 +182,10 @@ std::string control_picture(char byte) {
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown, int64_t* unknown_count) const {
     if (kind_ == TokenizerKind::Gpt2Bpe) return bpe_->encode(text);  // nothing is unknown
+    if (kind_ == TokenizerKind::SentencePieceBpe) {
+        const auto unk = ids_.find("<unk>");
+        return spm_->encode(text, map_unknown && unk != ids_.end() ? unk->second : -1, unknown_count);
+    }
     if (kind_ == TokenizerKind::Whitespace) return encode_words(text, /*exactly=*/false, unknown_count);
     std::vector<int64_t> ids;
     for (size_t at = 0; at < text.size();) {
@@ -198,6 +210,7 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text, bool map_unknown
 
 std::vector<int64_t> Tokenizer::encode_exactly(const std::string& text) const {
     if (kind_ == TokenizerKind::Gpt2Bpe) return bpe_->encode(text);
+    if (kind_ == TokenizerKind::SentencePieceBpe) return spm_->encode(text);
     return kind_ == TokenizerKind::Whitespace ? encode_words(text, /*exactly=*/true, nullptr) : encode(text);
 }
 
@@ -234,6 +247,10 @@ std::vector<int64_t> Tokenizer::encode_words(const std::string& text, bool exact
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+    if (kind_ == TokenizerKind::SentencePieceBpe) {
+        for (int64_t id : ids) token(id);  // the range check
+        return spm_->decode(ids);
+    }
     std::string text;
     for (int64_t id : ids) {
         if (kind_ == TokenizerKind::Whitespace && !text.empty()) text += ' ';
@@ -249,6 +266,7 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
 
 std::string Tokenizer::label(int64_t id) const {
     const std::string& shown = token(id);
+    if (kind_ == TokenizerKind::SentencePieceBpe) return spm_->label(id);
     return kind_ == TokenizerKind::Gpt2Bpe ? bytes_label(bpe_->bytes(id)) : shown;
 }
 

@@ -34,10 +34,24 @@
 // label(id) is how every view shows a token (pictures, the explorer, tables):
 //   Char / Whitespace: the token as it is; Gpt2Bpe: its bytes, with a space
 //   as "␣", a newline as "↵", a tab as "⇥" and a byte that is no whole UTF-8
-//   character (or a control) as "<0xE2>" (bytes_label, models/gpt2_bpe.h).
+//   character (or a control) as "<0xE2>" (bytes_label, models/gpt2_bpe.h);
+//   SentencePieceBpe: a byte piece as it is ("<0xE2>"), any other piece by
+//   bytes_label (" the" -> "␣the").
+// kind SentencePieceBpe (llama2.c's tokenizer.bin, models/sentencepiece_bpe.h):
+//   the vocabulary's strings are text pieces (" the", with a real space) and
+//   byte pieces ("<0xE2>"); `scores` (one per piece) say which neighbours
+//   merge first, the highest score.
+//   encode("Hello") -> a dummy " " in front, then merges: " Hello" (one id
+//                      with llama2.c's vocabulary, 15043)
+//   decode(ids)       -> the pieces joined, byte pieces as raw bytes, the bos
+//                        id (the config's bos_id) as nothing and the piece
+//                        after it without its leading space. A character
+//                        with neither a piece nor byte pieces is an Error, or
+//                        <unk> with map_unknown when the vocabulary has it.
 #pragma once
 
 #include "models/gpt2_bpe.h"
+#include "models/sentencepiece_bpe.h"
 
 #include <cstdint>
 #include <map>
@@ -47,9 +61,9 @@
 
 namespace tinyformer {
 
-enum class TokenizerKind { Char, Whitespace, Gpt2Bpe };
+enum class TokenizerKind { Char, Whitespace, Gpt2Bpe, SentencePieceBpe };
 
-// "char" / "whitespace" / "gpt2_bpe"; Error listing them for anything else.
+// "char" / "whitespace" / "gpt2_bpe" / "sentencepiece_bpe"; Error listing them for anything else.
 TokenizerKind tokenizer_kind(const std::string& name);
 const char* tokenizer_kind_name(TokenizerKind kind);
 
@@ -58,7 +72,9 @@ bool is_special_token(const std::string& token);
 
 // docs/FORMAT.md's vocabulary rules, the one place they are applied: at least
 // one entry; no entry empty; no two equal; valid UTF-8 without a control
-// character (C0 U+0000..U+001F, DEL, C1 U+0080..U+009F); kind Char: every
+// character (C0 U+0000..U+001F, DEL, C1 U+0080..U+009F; kind
+// SentencePieceBpe excepted: its pieces are text as tokenizer.bin has it,
+// and llama2.c's holds "\n<s>\n", pieces ending in "\r" and C1 controls); kind Char: every
 // non-special entry one code point; kind Whitespace: no non-special entry
 // holds whitespace (space, tab, newline, CR, VT, FF: what encode splits on);
 // kind Gpt2Bpe: every entry is made of characters that stand for bytes
@@ -72,9 +88,12 @@ void check_vocabulary(const std::vector<std::string>& vocab, TokenizerKind kind,
 class Tokenizer {
 public:
     // Error (check_vocabulary) for a vocabulary that breaks a rule, or
-    // (check_merges) merges that do; merges only for kind Gpt2Bpe.
+    // (check_merges) merges that do, or (check_scores) scores that do;
+    // merges only for kind Gpt2Bpe, scores (required) and bos_id (the id
+    // decode treats as BOS, -1 for none) only for kind SentencePieceBpe.
     explicit Tokenizer(std::vector<std::string> vocab, TokenizerKind kind = TokenizerKind::Char,
-                       const std::vector<std::string>& merges = {});
+                       const std::vector<std::string>& merges = {}, const std::vector<float>& scores = {},
+                       int64_t bos_id = -1);
 
     std::vector<int64_t> encode(const std::string& text, bool map_unknown = false, int64_t* unknown_count = nullptr) const;
     // Every character (Char) or word (Whitespace) must be an ordinary token:
@@ -97,6 +116,7 @@ private:
     TokenizerKind kind_;
     std::map<std::string, int64_t> ids_;
     std::shared_ptr<const BytePairEncoder> bpe_;  // kind Gpt2Bpe only
+    std::shared_ptr<const SentencePieceBpe> spm_;  // kind SentencePieceBpe only
 };
 
 }  // namespace tinyformer

@@ -3,6 +3,7 @@
 // weights (sin of the element's index: finite, not all zero). The weights are
 // not trained; `tinyformer tokenize` never runs them, `run` can.
 //   writeTokenizerCheckpoint(path, { vocab, merges, tokenizer: "gpt2_bpe" })
+//   writeTokenizerCheckpoint(path, { vocab, scores, tokenizer: "sentencepiece_bpe", bosId: 1, eosId: 2 })
 import fs from "node:fs";
 
 const D = 2, F = 2;
@@ -28,15 +29,17 @@ function tensorShapes(vocabSize) {
   ];
 }
 
-export function writeTokenizerCheckpoint(path, { vocab, merges, tokenizer = "gpt2_bpe", eosId = -1, maxLen = 1024 }) {
+export function writeTokenizerCheckpoint(path, { vocab, merges, scores, tokenizer = "gpt2_bpe", bosId = -1, eosId = -1, maxLen = 1024 }) {
   const config = {
     format: "tinyformer/1", arch: "decoder_only", d_model: D, nhead: 1, dim_feedforward: F, num_layers: 1,
     vocab_size: vocab.length, activation: "gelu", layer_norm_eps: 1e-5, norm_first: true, final_norm: false,
     pos_encoding: "sinusoidal", max_len: maxLen, embed_scale: false, attention: "causal",
   };
+  if (bosId >= 0) config.bos_id = bosId;
   if (eosId >= 0) config.eos_id = eosId;
   const metadata = { config: JSON.stringify(config), tokenizer, vocab: JSON.stringify(vocab) };
   if (merges !== undefined) metadata.merges = JSON.stringify(merges);
+  if (scores !== undefined) metadata.scores = JSON.stringify(scores);
   const header = { __metadata__: metadata };
   const chunks = [];
   let offset = 0;

@@ -39,7 +39,7 @@ const Command kCommands[] = {
     {"forward", "run a model on a safetensors file of inputs, write logits (and attention)", forward_command},
     {"explore", "write one offline HTML file to explore a model's attention, head by head and step by step", explore_command},
     {"trace", "write every named activation of one forward pass (compare with tools/python/compare_trace.py)", trace_command},
-    {"tokenize", "text -> token ids and tokens with a model's tokenizer (char, whitespace, gpt2_bpe); --ids to decode", tokenize_command},
+    {"tokenize", "text -> token ids and tokens with a model's tokenizer (char, whitespace, gpt2_bpe, sentencepiece_bpe); --ids to decode", tokenize_command},
     {"info", "check a checkpoint and show its config, parameters and tensors", info_command},
     {"mask", "print a mask as the lesson draws it (causal, prefix-lm, seq2seq, ...), --output to draw it", mask_command},
     {"version", "what runs: OpenBLAS version and core (chosen, in use, why), the CPU, the kernels, the pool", nullptr},
