@@ -59,7 +59,7 @@ describe("ALiBi page (tinyformer explore on do_alibi_pre_gelu_h6_pad)", () => {
     for (let h = 0; h < 6; ++h)
       for (let i = 0; i < a.mask.length; ++i)
         for (let j = 0; j < a.mask.length; ++j)
-          assert.equal(a.bias[h][i][j], a.mask[i][j] ? Math.fround(-slopes[h] * Math.abs(i - j)) : 0, `h${h} q${i} k${j}`);
+          assert.equal(a.bias[h][i][j] + 0, a.mask[i][j] ? Math.fround(-slopes[h] * Math.abs(i - j)) + 0 : 0, `h${h} q${i} k${j}`);  // + 0: -0 is 0
   });
 
   test("hovering a matrix cell shows its ALiBi bias as part of the additive mask", async () => {
@@ -93,7 +93,7 @@ describe("ALiBi page (tinyformer explore on do_alibi_pre_gelu_h6_pad)", () => {
     await page.click(`#matrix td.cell[data-q="6"][data-k="2"]`);
     await page.waitForSelector("#view-step:not([hidden]) #step-chain");
     const biases = await page.$$eval("#step-chain td[data-bias]", (xs) => xs.map((x) => Number(x.dataset.bias)));
-    assert.deepEqual(biases.slice(0, 7), [0, 1, 2, 3, 4, 5, 6].map((j) => Math.fround(-0.5 * (6 - j))));  // head 4: 2^-1
+    assert.deepEqual(biases.slice(0, 7).map((x) => x + 0), [0, 1, 2, 3, 4, 5, 6].map((j) => Math.fround(-0.5 * (6 - j)) + 0));  // head 4: 2^-1
     assert.match(await page.textContent("#step-chain tr[data-k='2']"), /\+ \u22122 \(ALiBi\)/);
     assert.equal(await page.locator("#view-step .check.bad").count(), 0, "a recomputation disagrees with the engine");
     assert.ok(await page.locator("#step-chain .check.ok").count() > 0);
