@@ -38,17 +38,51 @@ std::string random_date(Random& random) {
 // The characters of the six forms: " ,./", digits, and the letters of the month and weekday names.
 const char* const kDateAlphabet = " ,./0123456789abcdefghijlmnoprstuvwy";
 
+constexpr int64_t kMaxTextLength = 16;   // the alphabet tasks' default lengths: 1..16
+constexpr int64_t kLongestText = 4096;    // the longest input the alphabet tasks make
+constexpr int64_t kDateShortest = 10, kDateLongest = 27;  // "1 may 1900", "wednesday 30 september 1998"
+// Draws of a date per wanted one before a length range counts as unreachable
+// (the rarest length, 27, is about 1 draw in 700).
+constexpr int64_t kDateDrawsPerExample = 100000;
+constexpr size_t kBatch = 64;
+
 const std::vector<ToyTask>& tasks() {
     static const std::vector<ToyTask> all = {
-        {"reverse", "abcdefghijklmnopqrstuvwxyz", reversed},
-        {"sort", "0123456789", sorted},
-        {"dates", kDateAlphabet, iso_date, random_date},
+        {"reverse", "abcdefghijklmnopqrstuvwxyz", reversed, nullptr, 1, kLongestText},
+        {"sort", "0123456789", sorted, nullptr, 1, kLongestText},
+        {"dates", kDateAlphabet, iso_date, random_date, kDateShortest, kDateLongest},
     };
     return all;
 }
 
-constexpr int64_t kMaxTextLength = 16;
-constexpr size_t kBatch = 64;
+std::string random_text(Random& random, const std::string& alphabet, int64_t min_length, int64_t max_length) {
+    std::string text;
+    const int64_t length = random.uniform_int(min_length, max_length);
+    for (int64_t j = 0; j < length; ++j)
+        text += alphabet[static_cast<size_t>(random.uniform_int(0, static_cast<int64_t>(alphabet.size()) - 1))];
+    return text;
+}
+
+// Positions an example takes in `model` (see the header's Lengths): the
+// prompt as model_input frames it (<bos>, the text, the prompt suffix) and the answer.
+int64_t positions_needed(const Model& model, const ModelText& text, const std::string& input,
+                         const std::string& answer) {
+    int64_t prompt = static_cast<int64_t>(text.encode_input(input).size());
+    const int64_t target = static_cast<int64_t>(text.encode_output(answer).size());
+    if (model.encoder_decoder) return std::max(prompt, 1 + target);
+    if (model.config.bos_id >= 0) ++prompt;
+    if (!model.text.prompt_suffix.empty()) prompt += static_cast<int64_t>(text.encode_input(model.text.prompt_suffix).size());
+    return prompt + target;
+}
+
+// max_len bounds the positions unless the model has no positional encoding (docs/FORMAT.md).
+bool bounded_by_max_len(const Model& model) { return model.config.pos_encoding != PositionalEncoding::None; }
+
+int64_t parse_length(const std::string& number, const std::string& text) {
+    if (number.empty() || number.size() > 9 || number.find_first_not_of("0123456789") != std::string::npos)
+        fail("lengths '", text, "': expected A-B or A, whole numbers of characters (e.g. 17-24 or 20)");
+    return std::stoll(number);
+}
 
 }  // namespace
 
@@ -142,6 +176,45 @@ std::string iso_date(const std::string& text) {
     return std::to_string(date.year) + "-" + two_digits(date.month) + "-" + two_digits(date.day);
 }
 
+LengthRange parse_length_range(const std::string& text) {
+    const size_t dash = text.find('-');
+    if (dash == std::string::npos) {
+        const int64_t length = parse_length(text, text);
+        return {length, length};
+    }
+    return {parse_length(text.substr(0, dash), text), parse_length(text.substr(dash + 1), text)};
+}
+
+std::string length_range_text(const LengthRange& lengths) {
+    return lengths.min == lengths.max ? std::to_string(lengths.min)
+                                      : std::to_string(lengths.min) + "-" + std::to_string(lengths.max);
+}
+
+void check_lengths(const ToyTask& task, const LengthRange& lengths) {
+    if (lengths.min < 1) fail("lengths ", length_range_text(lengths), ": lengths start at 1 character, got ", lengths.min);
+    if (lengths.min > lengths.max)
+        fail("lengths ", lengths.min, "-", lengths.max, ": the first length is larger than the last");
+    if (lengths.min < task.min_length || lengths.max > task.max_length)
+        fail("lengths ", length_range_text(lengths), ": the ", task.name, " task makes inputs of ", task.min_length,
+             "..", task.max_length, " characters");
+}
+
+int64_t longest_fitting_length(const Model& model, const ToyTask& task) {
+    if (task.sample) fail("longest_fitting_length: the ", task.name, " task draws its own inputs, not lengths");
+    const ModelText text(model);
+    if (!bounded_by_max_len(model)) return task.max_length;
+    int64_t low = 0, high = task.max_length;  // positions_needed grows with the length: bisect
+    while (low < high) {
+        const int64_t mid = (low + high + 1) / 2;
+        const std::string input(static_cast<size_t>(mid), task.alphabet[0]);
+        if (positions_needed(model, text, input, task.answer(input)) <= model.config.max_len)
+            low = mid;
+        else
+            high = mid - 1;
+    }
+    return low;
+}
+
 std::vector<std::string> toy_task_names() {
     std::vector<std::string> names;
     for (const ToyTask& task : tasks()) names.push_back(task.name);
@@ -191,7 +264,34 @@ std::vector<std::string> generate_text(const Model& model, const std::vector<std
     return outputs;
 }
 
-Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t seed, int64_t beam_width) {
+std::vector<std::string> draw_inputs(const ToyTask& task, int64_t n, uint64_t seed,
+                                     const std::optional<LengthRange>& lengths) {
+    if (n < 1) fail("draw_inputs: n must be >= 1, got ", n);
+    if (lengths) check_lengths(task, *lengths);
+    Random random(seed);
+    std::vector<std::string> texts;
+    for (int64_t i = 0; i < n; ++i) {
+        if (!task.sample) {
+            texts.push_back(lengths ? random_text(random, task.alphabet, lengths->min, lengths->max)
+                                    : random_text(random, task.alphabet, 1, kMaxTextLength));
+            continue;
+        }
+        std::string text = task.sample(random);
+        for (int64_t draws = 1; lengths && (static_cast<int64_t>(text.size()) < lengths->min ||
+                                            static_cast<int64_t>(text.size()) > lengths->max);
+             ++draws) {
+            if (draws == kDateDrawsPerExample)
+                fail("draw_inputs: no ", task.name, " input of lengths ", length_range_text(*lengths), " in ", draws,
+                     " draws");
+            text = task.sample(random);
+        }
+        texts.push_back(text);
+    }
+    return texts;
+}
+
+Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t seed, int64_t beam_width,
+                    const std::optional<LengthRange>& lengths) {
     if (n < 1) fail("evaluate: n must be >= 1, got ", n);
     if (model.text.vocab.empty() || model.text.tokenizer != TokenizerKind::Char)
         fail("evaluate: the ", task.name, " task needs a model with a character vocabulary");
@@ -199,18 +299,24 @@ Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t
     for (char c : task.alphabet)
         if (!tokenizer.contains(std::string(1, c)))
             fail("evaluate: the model's vocabulary has no '", c, "', so it was not trained on the ", task.name, " task");
-    Random random(seed);
-    std::vector<std::string> texts;
-    for (int64_t i = 0; i < n; ++i) {
-        if (task.sample) {
-            texts.push_back(task.sample(random));
-            continue;
+    if (lengths) check_lengths(task, *lengths);
+    const ModelText model_text(model);
+    if (lengths && !task.sample) {  // the longest length decides, before anything is drawn
+        const int64_t longest = longest_fitting_length(model, task);
+        if (lengths->max > longest) {
+            const std::string input(static_cast<size_t>(lengths->max), task.alphabet[0]);
+            fail("evaluate: an input of ", lengths->max, " characters needs ",
+                 positions_needed(model, model_text, input, task.answer(input)),
+                 " positions with its answer, more than the model's max_len ", model.config.max_len,
+                 " (inputs up to ", longest, " characters fit)");
         }
-        std::string text;
-        const int64_t length = random.uniform_int(1, kMaxTextLength);
-        for (int64_t j = 0; j < length; ++j)
-            text += task.alphabet[static_cast<size_t>(random.uniform_int(0, static_cast<int64_t>(task.alphabet.size()) - 1))];
-        texts.push_back(text);
+    }
+    const std::vector<std::string> texts = draw_inputs(task, n, seed, lengths);
+    for (const std::string& text : lengths ? texts : std::vector<std::string>{}) {  // dates' drawn lengths
+        const int64_t needed = positions_needed(model, model_text, text, task.answer(text));
+        if (bounded_by_max_len(model) && needed > model.config.max_len)
+            fail("evaluate: the input \"", text, "\" (", text.size(), " characters) needs ", needed,
+                 " positions with its answer, more than the model's max_len ", model.config.max_len);
     }
     const std::vector<std::string> outputs = generate_text(model, texts, beam_width, {});
     Evaluation evaluation;

@@ -7,6 +7,17 @@
 //             "03/05/1979" (day/month/year), "1979.05.03",
 //             "thursday 3 may 1979"                 -> ISO "1979-05-03"
 //
+// Lengths: every task draws inputs of its own lengths (reverse, sort: 1..16,
+// uniform; dates: 10..27 characters, as its forms come out). A LengthRange
+// asks for inputs of lengths min..max instead: reverse and sort draw the
+// length uniformly in the range, then each character uniformly; dates draws
+// dates as always and keeps those whose text has a length in the range. A
+// task refuses a range it cannot make (check_lengths: min >= 1, min <= max,
+// inside the task's own min_length..max_length), and evaluate refuses
+// lengths whose examples do not fit the model: a decoder-only model needs
+// prompt + answer tokens <= max_len (its last answer token predicts <eos>),
+// an encoder-decoder source <= max_len and <bos> + answer <= max_len.
+//
 // An encoder-decoder model reads the text as its source; a decoder-only
 // model reads the prompt <bos> text + its prompt suffix (the toy models
 // declare "=": the model continues after it), framed by model_input
@@ -32,7 +43,24 @@ struct ToyTask {
     std::string alphabet;  // every character an input can have
     std::string (*answer)(const std::string& text);
     std::string (*sample)(Random& random) = nullptr;  // one input; nullptr = 1..16 characters of the alphabet
+    int64_t min_length = 1, max_length = 1;  // the input lengths (characters) the task can make
 };
+
+// Input lengths min..max in characters (both included).
+struct LengthRange {
+    int64_t min = 1, max = 1;
+};
+// "A-B" (or "A" when min == max) -> the range. Error naming the text unless it is
+// one or two whole numbers (digits only, at most 9 each) joined by '-'.
+LengthRange parse_length_range(const std::string& text);
+// The range as text: "A-B", or "A" when min == max.
+std::string length_range_text(const LengthRange& lengths);
+// Error naming the range and the task's lengths unless 1 <= min <= max and
+// task.min_length <= min, max <= task.max_length.
+void check_lengths(const ToyTask& task, const LengthRange& lengths);
+// The longest input (characters) of `task` whose example fits `model`
+// (see Lengths above); 0 when none does. For the alphabet tasks only (no sample).
+int64_t longest_fitting_length(const Model& model, const ToyTask& task);
 
 // The civil calendar (proleptic Gregorian), for the dates task.
 struct Date {
@@ -61,9 +89,16 @@ struct Evaluation {
     double accuracy() const { return total ? static_cast<double>(correct) / static_cast<double>(total) : 0.0; }
 };
 
-// n fresh examples of `task` (its sample, or lengths 1..16, uniform) from `seed`, decoded
-// greedily (beam_width 1) or by beam search.
-Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t seed, int64_t beam_width = 1);
+// The n inputs evaluate draws from `seed` (see Lengths above).
+std::vector<std::string> draw_inputs(const ToyTask& task, int64_t n, uint64_t seed,
+                                     const std::optional<LengthRange>& lengths = std::nullopt);
+
+// n fresh examples of `task` (its sample, or lengths 1..16, uniform; with `lengths`,
+// inputs of those lengths, see above) from `seed`, decoded greedily
+// (beam_width 1) or by beam search. Error for lengths the task cannot make or
+// examples longer than the model's max_len (naming both numbers).
+Evaluation evaluate(const Model& model, const ToyTask& task, int64_t n, uint64_t seed, int64_t beam_width = 1,
+                    const std::optional<LengthRange>& lengths = std::nullopt);
 
 // Decodes the model inputs (model_input's framing; batched when greedy or
 // sampling) and returns each row's output tokens: greedy (beam_width 1, no

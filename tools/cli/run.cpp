@@ -42,7 +42,8 @@ const char* kRunHelp =
 const char* kRunHelpEnd = "  --max-len N  the older name of --max-new-tokens\n";
 
 const char* kEvalHelp =
-    "usage: tinyformer eval MODEL.safetensors --task reverse|sort|dates [--n 1000] [--seed S] [--beam K]\n"
+    "usage: tinyformer eval MODEL.safetensors --task reverse|sort|dates [--lengths A-B] [--n 1000] [--seed S]\n"
+    "                       [--beam K]\n"
     "\n"
     "Draws N fresh examples of the task from a seeded generator:\n"
     "  reverse  lowercase strings of length 1..16 -> reversed\n"
@@ -50,6 +51,12 @@ const char* kEvalHelp =
     "  dates    a date 1900-01-01..2099-12-31 (uniform) in one of six forms (uniform):\n"
     "           '3 may 1979', 'may 3 1979', 'may 3, 1979', '03/05/1979' (day/month/year),\n"
     "           '1979.05.03', 'thursday 3 may 1979' (its weekday) -> ISO '1979-05-03'\n"
+    "--lengths A-B  inputs of A..B characters instead (both included; --lengths 20: only 20):\n"
+    "               reverse and sort draw the length uniformly, then each character; dates\n"
+    "               keeps the dates whose text has such a length (its forms make 10..27).\n"
+    "               Lengths a model was not trained on measure extrapolation\n"
+    "               (docs/EXTRAPOLATION.md). Lengths whose prompt and answer do not fit the\n"
+    "               model's max_len are refused, naming both numbers.\n"
     "runs the model as `run` does (decoder-only models get the prompt <bos>TEXT and the\n"
     "model's prompt suffix, '=' for the toy models) and prints the exact-match accuracy\n"
     "and a few failures.\n";
@@ -136,7 +143,7 @@ int run_command(const Arguments& args) {
 }
 
 int eval_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--task", "--n", "--seed", "--beam"}, {}, "eval");
+    const ParsedArguments parsed(args, {"--task", "--n", "--seed", "--beam", "--lengths"}, {}, "eval");
     if (parsed.help()) {
         std::printf("%s", kEvalHelp);
         return 0;
@@ -150,10 +157,22 @@ int eval_command(const Arguments& args) {
     if (std::find(tasks.begin(), tasks.end(), task_name) == tasks.end())
         throw UsageError("eval: --task must be reverse, sort or dates, got '" + task_name + "'");
     const ToyTask& task = toy_task(task_name);
+    // --lengths: a malformed or impossible range is a usage error, before the model is read.
+    std::optional<LengthRange> lengths;
+    if (parsed.has("--lengths")) {
+        try {
+            lengths = parse_length_range(parsed.value("--lengths"));
+            check_lengths(task, *lengths);
+        } catch (const Error& error) {
+            throw UsageError("eval: --" + error.message());
+        }
+    }
     const Model model = load_for_run(parsed.positional()[0]);
-    const Evaluation evaluation = evaluate(model, task, n, static_cast<uint64_t>(seed), beam);
-    std::printf("%s on %lld fresh %s examples (seed %lld, %s): exact match %lld/%lld = %.2f%%\n",
+    const Evaluation evaluation = evaluate(model, task, n, static_cast<uint64_t>(seed), beam, lengths);
+    const std::string of_lengths = lengths ? " of length " + length_range_text(*lengths) : "";
+    std::printf("%s on %lld fresh %s examples%s (seed %lld, %s): exact match %lld/%lld = %.2f%%\n",
                 terminal_text(parsed.positional()[0]).c_str(), static_cast<long long>(n), task.name.c_str(),
+                of_lengths.c_str(),
                 static_cast<long long>(seed), beam > 1 ? ("beam " + std::to_string(beam)).c_str() : "greedy",
                 static_cast<long long>(evaluation.correct), static_cast<long long>(evaluation.total),
                 100.0 * evaluation.accuracy());
