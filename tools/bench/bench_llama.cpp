@@ -236,7 +236,7 @@ void run_kv_part(int64_t n_kv_heads, const std::vector<int>& thread_counts, cons
     try {
         model.emplace(Model::load(folder.file("model.safetensors")));
     } catch (const Error& error) {
-        std::printf("\n(tinyformer cannot load the model: %s; run.c alone)\n", error.what());
+        std::printf("\n(tinyformer cannot load the model: %s; only the roof and run.c, when given, are measured)\n", error.what());
     }
     const double bytes = llama2c_weight_bytes_per_token(shape);
     GemvRoof gemv(llama2c_step_shapes(shape));
