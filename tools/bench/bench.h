@@ -86,6 +86,7 @@ void run_attention_suite(const Settings& settings);  // bench_attention.cpp
 void run_encoder_suite(const Settings& settings);    // bench_encoder.cpp
 void run_decode_suite(const Settings& settings);     // bench_decode.cpp
 void run_decode_gpt_suite(const Settings& settings); // bench_decode.cpp: its nanoGPT-shaped part alone
+void run_decode_llama_suite(const Settings& settings);  // bench_llama.cpp
 void run_kernels_suite(const Settings& settings);    // bench_kernels.cpp
 void run_cores_suite(const Settings& settings);      // bench_cores.cpp
 // `tinyformer-bench --probe` (bench_cores.cpp): one line "probe CORE SGEMM_GFLOPS ENCODER_TOKS".

@@ -49,6 +49,8 @@ const Suite kSuites[] = {
      tinyformer::bench::run_decode_suite},
     {"decode-gpt", "the decode suite's nanoGPT-shaped model alone (1 thread or --threads N), vs PyTorch",
      tinyformer::bench::run_decode_gpt_suite, false},
+    {"decode-llama", "a llama2.c-shaped model (stories15M shape, n_kv_heads 6 and 2): vs run.c (LLAMA2C_RUN), roof, rotary's cost",
+     tinyformer::bench::run_decode_llama_suite},
 };
 
 void print_usage(std::FILE* out) {
