@@ -926,7 +926,10 @@ const std::vector<Section>& sections() {
           {"local", "a local window mask: dense vs tile-skipping, timed; a strided mask skips nothing", lesson_local}}},
         {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)",
          {{"norms", "LayerNorm vs RMSNorm on 1,2,3,4; pre-LN vs post-LN on one block: the stream, the final norm",
-           lesson_norms}}},
+           lesson_norms},
+          {"extrapolation", "trained on 1..16 letters: exact match on 1-16, 17-24, 25-32 per position scheme, live",
+           lesson_extrapolation,
+           {kExtrapolationModels[0], kExtrapolationModels[1], kExtrapolationModels[2], kExtrapolationModels[3]}}}},
     };
     return all;
 }

@@ -52,6 +52,11 @@ inline double max_difference(const Tensor& a, const Tensor& b) {
 std::string find_lesson_model(const std::string& relative);
 std::string lesson_model(const std::string& relative);
 
+// The models lesson_extrapolation reads (helper X's, tools/python/train_extrapolation.py).
+constexpr const char* kExtrapolationModels[] = {
+    "data/models/reverse-learned.safetensors", "data/models/reverse-sinusoidal.safetensors",
+    "data/models/reverse-rotary.safetensors", "data/models/reverse-alibi.safetensors"};
+
 // Section 10.4's lessons (tools/cli/lesson_10_4.cpp).
 void lesson_norms();
 void lesson_rotary();
