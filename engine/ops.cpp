@@ -83,11 +83,38 @@ void gelu_tanh(float* x, int64_t n) {
         x[i] = 0.5f * x[i] * (1.0f + std::tanh(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
 }
 
+// RMSNorm: the mean of the squares (each x^2 exact in double, summed in double),
+// then y = (x * inverse) * weight — llama2.c's order, x * rsqrt(...) * weight.
+void rms_norm_row(float* row, int64_t n, const float* weight, float eps) {
+    double squares = 0;
+    for (int64_t j = 0; j < n; ++j) squares += static_cast<double>(row[j]) * row[j];
+    const double inverse_rms = 1.0 / std::sqrt(squares / static_cast<double>(n) + eps);
+    for (int64_t j = 0; j < n; ++j) row[j] = static_cast<float>(row[j] * inverse_rms * weight[j]);
+}
+
+// silu(h) = h * sigmoid(h) = h / (1 + exp(-h)). For a finite h below -88.7,
+// exp(-h) is inf in float and the quotient is -0, the right limit; but h = -inf
+// would give -inf / inf = NaN, so below -87.3 (where |silu(h)| < 1.1e-36) the
+// result is 0, as in the fast kernels.
+float silu_value(float h) { return h < -87.3f ? 0.0f : h / (1.0f + std::exp(-h)); }
+
+void silu(float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) x[i] = silu_value(x[i]);
+}
+
+// SwiGLU's product, silu(gate) * up: llama2.c's silu(w1 x) * (w3 x).
+void swiglu(float* gate, const float* up, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) gate[i] = silu_value(gate[i]) * up[i];
+}
+
 }  // namespace reference
 
-const kernels::Table kernels::kReferenceTable{reference::exp_shifted_sum, reference::row_max, reference::scale,
-                                              reference::layer_norm_row, reference::layer_norm_std_row,
-                                              reference::add, reference::relu, reference::gelu, reference::gelu_tanh};
+const kernels::Table kernels::kReferenceTable{reference::exp_shifted_sum, reference::row_max,
+                                              reference::scale,           reference::layer_norm_row,
+                                              reference::layer_norm_std_row, reference::add,
+                                              reference::relu,            reference::gelu,
+                                              reference::gelu_tanh,       reference::rms_norm_row,
+                                              reference::silu,            reference::swiglu};
 
 // Each operation calls the variant in use (engine/cpu/kernels.h: the best this
 // CPU runs, or the one TINYFORMER_KERNELS names).
@@ -160,6 +187,32 @@ Tensor gelu(Tensor x) {
 Tensor gelu_tanh(Tensor x) {
     kernels::table().gelu_tanh(x.data(), x.numel());
     return x;
+}
+
+Tensor rms_norm(Tensor x, const Tensor& weight, float eps) {
+    if (x.empty()) fail("rms_norm: x is empty");
+    const int64_t n = x.dim(-1);
+    if (weight.shape() != Shape{n})
+        fail("rms_norm: weight must be [", n, "] for x ", shape_string(x.shape()), ", got ",
+             shape_string(weight.shape()));
+    if (!(eps > 0.0f)) fail("rms_norm: eps must be > 0, got ", eps);
+    const int64_t rows = n > 0 ? x.numel() / n : 0;
+    const auto row_kernel = kernels::table().rms_norm_row;
+    for (int64_t r = 0; r < rows; ++r) row_kernel(x.data() + r * n, n, weight.data(), eps);
+    return x;
+}
+
+Tensor silu(Tensor h) {
+    kernels::table().silu(h.data(), h.numel());
+    return h;
+}
+
+Tensor swiglu(Tensor gate, const Tensor& up) {
+    if (gate.shape() != up.shape())
+        fail("swiglu: gate and up must have the same shape, got gate ", shape_string(gate.shape()), ", up ",
+             shape_string(up.shape()));
+    kernels::table().swiglu(gate.data(), up.data(), gate.numel());
+    return gate;
 }
 
 Tensor add(Tensor a, const Tensor& b) {

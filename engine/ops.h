@@ -9,10 +9,26 @@
 //                  UNBIASED standard deviation sqrt(sum (x - mean)^2 / (N - 1))
 //                  and eps outside the root (the Annotated Transformer's
 //                  LayerNorm); N >= 2. Both: an empty beta means no shift (+ 0).
+//   rms_norm:      y = x / sqrt(mean(x^2) + eps) * weight over the last axis,
+//                  x [..., D], weight [D], eps > 0; no mean is subtracted and
+//                  there is no shift (RMSNorm: llama2.c, Llama). The sum of
+//                  squares is taken in double: each x^2 of a float is exact in
+//                  double and the sum's rounding (about D * 1e-16 relative) is
+//                  far below float's, so every variant gives mean(x^2) correctly
+//                  rounded and agrees to float rounding, whatever the order of
+//                  the sum; nor can it overflow (float's x^2 is inf above 1.8e19,
+//                  which in float would turn the whole row into 0). An all-zero
+//                  row gives 0 (0 / sqrt(eps)).
 //   relu:          max(0, x)
 //   gelu:          x * 0.5 * (1 + erf(x / sqrt(2)))  — the exact form, PyTorch's default
 //   gelu_tanh:     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))  — the tanh
 //                  approximation: nn.GELU(approximate="tanh"), GPT-2's gelu_new
+//   silu:          h * sigmoid(h) = h / (1 + exp(-h))  (nn.SiLU, "swish"). Below
+//                  h = -87.3 (|silu(h)| < 1.1e-36) the result is 0, so h = -inf
+//                  gives 0, not -inf / inf = NaN; a large positive h gives h.
+//   swiglu:        silu(gate) * up, elementwise, gate and up of the same shape
+//                  (the gated FFN's product: gate = linear1 x, up = linear3 x,
+//                  both [B, T, F])
 //   add:           a + b, same shapes (the residual connection)
 //
 // Each formula is written out plainly in engine/ops.cpp (namespace reference);
@@ -49,6 +65,9 @@ Tensor layer_norm_std(Tensor x, const Tensor& gamma, const Tensor& beta, float e
 Tensor relu(Tensor x);
 Tensor gelu(Tensor x);
 Tensor gelu_tanh(Tensor x);
+Tensor rms_norm(Tensor x, const Tensor& weight, float eps);
+Tensor silu(Tensor h);
+Tensor swiglu(Tensor gate, const Tensor& up);
 Tensor add(Tensor a, const Tensor& b);
 
 // Rows `rows` of the batch axis of x [B, ...], in that order (repeats allowed):

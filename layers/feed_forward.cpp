@@ -18,13 +18,17 @@ const char* activation_name(Activation activation) {
 }
 
 Tensor FeedForward::forward(const Tensor& x, Observer* observer) const {
+    if ((activation == Activation::SwiGlu) == linear3.weight.empty())
+        fail("FeedForward: activation \"", activation_name(activation), "\" ",
+             activation == Activation::SwiGlu ? "needs linear3 (the up projection), which is empty"
+                                              : "takes no linear3, but one is given");
     Tensor hidden = linear1.forward(x);  // [B, T, F]
     switch (activation) {
         case Activation::Relu: hidden = relu(std::move(hidden)); break;
         case Activation::Gelu: hidden = gelu(std::move(hidden)); break;
         case Activation::GeluTanh: hidden = gelu_tanh(std::move(hidden)); break;
-        case Activation::Silu:
-        case Activation::SwiGlu: fail("FeedForward: activation \"", activation_name(activation), "\" is not implemented yet");
+        case Activation::Silu: hidden = silu(std::move(hidden)); break;
+        case Activation::SwiGlu: hidden = swiglu(std::move(hidden), linear3.forward(x)); break;  // silu(gate) * up
     }
     if (observer && observer->wants_everything()) observer->record("hidden", hidden);
     return linear2.forward(hidden);  // [B, T, D]

@@ -1,4 +1,4 @@
-// LayerNorm — a normalisation over the last axis, in one of two forms
+// LayerNorm — a normalisation over the last axis, in one of three forms
 // (the config's "norm", docs/FORMAT.md):
 //
 //   layer_norm (nn.LayerNorm(D) at inference):
@@ -8,9 +8,14 @@
 //     y = weight * (x - mean) / (std + eps) + bias
 //     std = sqrt(sum (x - mean)^2 / (D - 1))  the UNBIASED std, eps outside the root
 //                                             (D >= 2: the config refuses D = 1)
+//   rms_norm (RMSNorm, Zhang & Sennrich; llama2.c's and Llama's RMSNorm):
+//     y = x / sqrt(mean(x^2) + eps) * weight
+//     mean(x^2) = sum x^2 / D                 no mean is subtracted, eps inside the root,
+//                                             never a bias (the config's "norm_bias" is false)
 //
 //   x [..., D]   weight [D]   bias [D], or empty when the model has none
 //   (the config's "norm_bias": false, nanoGPT's bias=False): then y has no "+ bias".
+//   eps is the config's "layer_norm_eps" in all three (llama2.c's norm_eps).
 #pragma once
 
 #include "engine/ops.h"
@@ -19,7 +24,7 @@
 
 namespace tinyformer {
 
-enum class NormKind { LayerNorm, LayerNormStd, RmsNorm };  // RmsNorm: issue #23 (not yet computed)
+enum class NormKind { LayerNorm, LayerNormStd, RmsNorm };
 
 struct LayerNorm {
     Tensor weight;  // [D], the gain (gamma)
@@ -30,9 +35,11 @@ struct LayerNorm {
         switch (kind) {
             case NormKind::LayerNorm: return layer_norm(std::move(x), weight, bias, eps);
             case NormKind::LayerNormStd: return layer_norm_std(std::move(x), weight, bias, eps);
-            case NormKind::RmsNorm: break;
+            case NormKind::RmsNorm:
+                if (!bias.empty()) fail("LayerNorm: an rms_norm has no bias, got one of ", shape_string(bias.shape()));
+                return rms_norm(std::move(x), weight, eps);
         }
-        fail("LayerNorm: norm \"rms_norm\" is not implemented yet");
+        fail("LayerNorm: unknown norm kind ", static_cast<int>(kind));
     }
 };
 

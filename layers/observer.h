@@ -12,7 +12,8 @@
 //                       weights      [B,H,L,S]  after softmax
 //                       z            [B,L,D]    Concat(heads), before W_O
 //                       output       [B,L,D]    after W_O
-//   FeedForward         hidden       [B,L,F]    after the activation
+//   FeedForward         hidden       [B,L,F]    what goes into linear2: after the activation
+//                                              (swiglu: silu(linear1 x) * linear3 x)
 //   Encoder/DecoderLayer input, output [B,L,D]; self_attn.*, cross_attn.*, ffn.*
 //
 // An observer that wants only the attention weights (wants_everything()

@@ -153,12 +153,16 @@ std::string left_out_by(const std::string& name, const ModelConfig& config) {
     const bool norm_bias = name.ends_with(".bias") && name.find(".norm") != std::string::npos;
     const bool fused = name.ends_with(".in_proj_weight") || name.ends_with(".in_proj_bias");
     const bool separate = name.find("_proj.") != std::string::npos && name.find(".out_proj.") == std::string::npos;
+    const bool linear3 = name.find(".linear3.") != std::string::npos;
     const bool stack_bias = !head_bias && !norm_bias && (name.ends_with(".bias") || name.ends_with(".in_proj_bias"));
     if (head && config.tie_embeddings) return "; the config's 'tie_embeddings' is true: the head is the token embedding";
     if (head_bias && !config.head_bias) return "; the config's 'head_bias' is false";
     if (norm_bias && !config.norm_bias) return "; the config's 'norm_bias' is false";
     if (fused && config.qkv == QkvLayout::Separate) return "; the config's 'qkv' is \"separate\" (q_proj, k_proj, v_proj)";
     if (separate && config.qkv == QkvLayout::Fused) return "; the config's 'qkv' is \"fused\" (in_proj_weight)";
+    if (linear3 && config.activation != Activation::SwiGlu)
+        return std::string("; the config's 'activation' is \"") + activation_name(config.activation) +
+               "\", not \"swiglu\": no linear3";
     if (stack_bias && !config.bias) return "; the config's 'bias' is false";
     return "";
 }

@@ -21,6 +21,8 @@ Linear load_linear(Checkpoint& checkpoint, const std::string& prefix, int64_t ou
             with_bias ? checkpoint.take(prefix + ".bias", {out}) : Tensor()};
 }
 
+// prefix.weight [D], and prefix.bias [D] when "norm_bias" (never for rms_norm: the
+// config makes norm_bias false).
 LayerNorm load_layer_norm(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
     return {checkpoint.take(prefix + ".weight", {config.d_model}),
             config.norm_bias ? checkpoint.take(prefix + ".bias", {config.d_model}) : Tensor(), config.layer_norm_eps,
@@ -73,10 +75,14 @@ Linear load_head(Checkpoint& checkpoint, const std::string& name, const Tensor& 
     return head;
 }
 
+// linear1 [F, D], linear2 [D, F], and with "swiglu" linear3 [F, D] (each + .bias when "bias").
 FeedForward load_feed_forward(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
-    return {load_linear(checkpoint, prefix + ".linear1", config.dim_feedforward, config.d_model, config.bias),
-            load_linear(checkpoint, prefix + ".linear2", config.d_model, config.dim_feedforward, config.bias),
-            config.activation};
+    const int64_t D = config.d_model, F = config.dim_feedforward;
+    FeedForward feed_forward{load_linear(checkpoint, prefix + ".linear1", F, D, config.bias),
+                             load_linear(checkpoint, prefix + ".linear2", D, F, config.bias), config.activation};
+    if (config.activation == Activation::SwiGlu)
+        feed_forward.linear3 = load_linear(checkpoint, prefix + ".linear3", F, D, config.bias);
+    return feed_forward;
 }
 
 EncoderLayer load_encoder_layer(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {

@@ -757,6 +757,84 @@ TEST_CASE("norm layer_norm_std and activation gelu_tanh: a model worked by hand"
     }
 }
 
+TEST_CASE("norm rms_norm with activation silu and swiglu: the hand-worked model; linear3 required by name, refused unknown") {
+    TempDirectory dir;
+    const std::string inputs = dir.file("inputs.safetensors");
+    tinyformer::write_safetensors(inputs, {ids("ids", {1, 2}, {0, 1})});  // embeddings [1,2,3,4] and [0,0,1,-1]
+    const std::string layer = "transformer.layers.0.";
+    const Tensor two_identity({4, 4}, {2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2});
+    auto swiglu_model = [&]() {
+        Contents contents = hand_model("rms_norm", "swiglu");
+        contents.tensors.push_back(tinyformer::f32_tensor(layer + "linear3.weight", two_identity));
+        return contents;
+    };
+    auto near = [](double expected) { return doctest::Approx(expected).epsilon(2e-6).scale(1.0); };
+    // The hand model: attention's out_proj is 0, so logits = x + FFN(rms_norm(x)), with linear1 =
+    // linear2 = I (and linear3 = 2I for swiglu), norm2 weight 1, eps 1e-6. Worked with python3's math module.
+    // Position 0, x = [1,2,3,4]: mean(x^2) = 30 / 4 = 7.5, n = x / sqrt(7.500001)
+    //   = [0.3651483, 0.7302967, 1.0954450, 1.4605934] (no mean subtracted: every n > 0)
+    //   silu(n) = n / (1 + exp(-n)) = [0.2155420, 0.4928556, 0.8209327, 1.1854518]
+    // Position 1, x = [0,0,1,-1]: mean(x^2) = 0.5, n = [0, 0, 1.4142121, -1.4142121]
+    //   silu(n) = [0, 0, 1.1376339, -0.2765782]
+    SUBCASE("rms_norm + silu: logits = x + silu(n)") {
+        const Tensor y = logits_of(write_contents(dir, "silu.safetensors", hand_model("rms_norm", "silu")), inputs);
+        REQUIRE(y.shape() == Shape{1, 2, 4});
+        // [1 + 0.2155420, 2 + 0.4928556, 3 + 0.8209327, 4 + 1.1854518], [0, 0, 1 + 1.1376339, -1 - 0.2765782]
+        const double expected[8] = {1.2155420, 2.4928556, 3.8209327, 5.1854518, 0, 0, 2.1376339, -1.2765782};
+        for (int i = 0; i < 8; ++i) CHECK(y.data()[i] == near(expected[i]));
+    }
+    SUBCASE("rms_norm + swiglu: logits = x + silu(n) * 2n") {
+        const Tensor y = logits_of(write_contents(dir, "swiglu.safetensors", swiglu_model()), inputs);
+        REQUIRE(y.shape() == Shape{1, 2, 4});
+        // position 0: 1 + 0.2155420 * 0.7302967 = 1.1574096, 2 + 0.4928556 * 1.4605934 = 2.7198616,
+        //             3 + 0.8209327 * 2.1908901 = 4.7985734, 4 + 1.1854518 * 2.9211868 = 7.4629261
+        // position 1: 0, 0, 1 + 1.1376339 * 2.8284243 = 4.2177114, -1 + -0.2765782 * -2.8284243 = -0.2177194
+        const double expected[8] = {1.1574096, 2.7198616, 4.7985734, 7.4629261, 0, 0, 4.2177114, -0.2177194};
+        for (int i = 0; i < 8; ++i) CHECK(y.data()[i] == near(expected[i]));
+    }
+    SUBCASE("swiglu with bias: linear3.bias is read (and required); linear3 + 0.5 gives silu(n) * (2n + 0.5)") {
+        Contents contents = swiglu_model();
+        nlohmann::json config = contents.config();
+        config["bias"] = true;
+        contents.set_config(config);
+        for (const auto& [name, size] : {std::pair{"self_attn.in_proj_bias", 12}, std::pair{"self_attn.out_proj.bias", 4},
+                                         std::pair{"linear1.bias", 4}, std::pair{"linear2.bias", 4}})
+            contents.tensors.push_back(tinyformer::f32_tensor(layer + name, Tensor({size})));
+        std::string path = write_contents(dir, "swiglu_no_bias3.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(),
+                             "missing tensor 'transformer.layers.0.linear3.bias' (expected F32 [4])");
+        contents.tensors.push_back(tinyformer::f32_tensor(layer + "linear3.bias", Tensor::filled({4}, 0.5f)));
+        path = write_contents(dir, "swiglu_bias.safetensors", contents);
+        const Tensor y = logits_of(path, inputs);
+        // position 0: 1 + 0.2155420 * 1.2302967 = 1.2651806, ...; position 1: 1 + 1.1376339 * 3.3284243 = 4.7865284
+        const double expected[8] = {1.2651806, 2.9662894, 5.2090397, 8.0556520, 0, 0, 4.7865284, -0.3560085};
+        for (int i = 0; i < 8; ++i) CHECK(y.data()[i] == near(expected[i]));
+    }
+    SUBCASE("a swiglu file without linear3 is refused, naming the tensor") {
+        const std::string path = write_contents(dir, "no_linear3.safetensors", hand_model("rms_norm", "swiglu"));
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(),
+                             "missing tensor 'transformer.layers.0.linear3.weight' (expected F32 [4,4])");
+    }
+    SUBCASE("a layer_norm (or silu) model with an extra linear3 is refused as unknown") {
+        for (const auto& [norm, activation] : {std::pair{"layer_norm", "gelu"}, std::pair{"rms_norm", "silu"}}) {
+            CAPTURE(activation);
+            Contents contents = hand_model(norm, activation);
+            contents.tensors.push_back(tinyformer::f32_tensor(layer + "linear3.weight", two_identity));
+            const std::string path = write_contents(dir, "extra_linear3.safetensors", contents);
+            const std::string why = std::string("the config's 'activation' is \"") + activation + "\", not \"swiglu\": no linear3)";
+            CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.layers.0.linear3.weight' [4,4]",
+                                 why.c_str());
+        }
+    }
+    SUBCASE("rms_norm has no bias: a norm bias in the file is refused as unknown") {
+        Contents contents = hand_model("rms_norm", "silu");
+        contents.tensors.push_back(tinyformer::f32_tensor(layer + "norm2.bias", Tensor({4})));
+        const std::string path = write_contents(dir, "rms_bias.safetensors", contents);
+        CHECK_ERROR_CONTAINS(Model::load(path), path.c_str(), "unknown tensor 'transformer.layers.0.norm2.bias' [4]",
+                             "the config's 'norm_bias' is false)");
+    }
+}
+
 TEST_CASE("mask_value: a target query over an all-padding source weighs every source key alike; other rows as with -inf") {
     TempDirectory dir;
     // ed_post_relu_sin: B = 2, S = 7, T = 5. Batch row 1's source is all padding.

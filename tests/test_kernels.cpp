@@ -217,6 +217,91 @@ TEST_CASE("The fast kernel variants give the reference's softmax and LayerNorm t
     }
 }
 
+TEST_CASE("RMSNorm, SiLU and SwiGLU: each fast variant against the reference, at awkward sizes and values") {
+    // Sizes D = 1, 3, 7 (under one vector), 64 (whole vectors), 1000 (whole vectors and a tail),
+    // and values: N(0, 3), huge (1e30: x^2 above float's range), tiny (1e-30: x^2 under it),
+    // all zero (y = 0, not NaN), and one huge entry among small ones.
+    // RMSNorm: both sum the exact squares in double, so the mean square agrees to double
+    // rounding; the fast kernels then scale in float: within 2 ulp (4e-7 relative here).
+    const kernels::Table& reference = kernels::kReferenceTable;
+    for (Variant variant : fast_variants()) {
+        CAPTURE(kernels::variant_name(variant));
+        const UseVariant use(variant);
+        const kernels::Table& k = kernels::table();
+        for (int64_t n : {1, 3, 7, 8, 9, 64, 1000}) {
+            CAPTURE(n);
+            const std::vector<float> weight = random_row(n, 11, 1.0f), normal = random_row(n, 12, 3.0f);
+            std::vector<std::vector<float>> rows = {normal, std::vector<float>(static_cast<size_t>(n), 0.0f)};
+            for (float scale : {1e30f, 1e-30f}) {
+                std::vector<float> scaled = normal;
+                for (float& v : scaled) v *= scale;
+                rows.push_back(scaled);
+            }
+            std::vector<float> spike = normal;
+            spike[static_cast<size_t>(n / 2)] = 3e25f;
+            rows.push_back(spike);
+            for (size_t which = 0; which < rows.size(); ++which) {
+                CAPTURE(which);
+                for (float eps : {1e-5f, 1e-6f}) {
+                    std::vector<float> fast = rows[which], expected = rows[which];
+                    k.rms_norm_row(fast.data(), n, weight.data(), eps);
+                    reference.rms_norm_row(expected.data(), n, weight.data(), eps);
+                    for (size_t i = 0; i < fast.size(); ++i) {
+                        CHECK(std::isfinite(fast[i]));
+                        CHECK(std::fabs(fast[i] - expected[i]) <= 4e-7 * std::fabs(expected[i]) + 1e-37);
+                        if (which == 1) CHECK(fast[i] == 0.0f);  // the all-zero row
+                    }
+                }
+                // SiLU and SwiGLU (gate = the row, up = the weights): the kernel's exponential is
+                // within 2 ulp of std::exp; the quotient and product add a rounding or two.
+                std::vector<float> s = rows[which], s_reference = rows[which];
+                k.silu(s.data(), n);
+                reference.silu(s_reference.data(), n);
+                std::vector<float> g = rows[which], g_reference = rows[which];
+                k.swiglu(g.data(), weight.data(), n);
+                reference.swiglu(g_reference.data(), weight.data(), n);
+                for (size_t i = 0; i < s.size(); ++i) {
+                    CHECK(std::isfinite(s[i]));
+                    CHECK(std::fabs(s[i] - s_reference[i]) <= 5e-7 * std::fabs(s_reference[i]) + 1e-37);
+                    CHECK(std::fabs(g[i] - g_reference[i]) <= 6e-7 * std::fabs(g_reference[i]) + 1e-37);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("The SiLU kernel against the reference's std::exp form over [-100, 100] in steps of 1/256, and at +-inf") {
+    // Below -87.3 both give 0 (|silu| < 1.1e-36 there; -inf would otherwise be -inf / inf = NaN);
+    // the sign and 0 are exact; the relative error is a few ulp everywhere else.
+    std::vector<float> x;
+    for (int i = -100 * 256; i <= 100 * 256; ++i) x.push_back(static_cast<float>(i) / 256.0f);
+    const float inf = std::numeric_limits<float>::infinity();
+    x.push_back(inf);
+    x.push_back(-inf);
+    std::vector<float> expected = x;
+    kernels::kReferenceTable.silu(expected.data(), static_cast<int64_t>(expected.size()));
+    CHECK(expected[expected.size() - 2] == inf);
+    CHECK(expected.back() == 0.0f);
+    for (Variant variant : fast_variants()) {
+        CAPTURE(kernels::variant_name(variant));
+        const UseVariant use(variant);
+        std::vector<float> s = x;
+        kernels::table().silu(s.data(), static_cast<int64_t>(s.size()));
+        double worst = 0;
+        for (size_t i = 0; i < x.size(); ++i) {
+            if (expected[i] != 0.0f && std::isfinite(expected[i]))
+                worst = std::max(worst, std::fabs(static_cast<double>(s[i]) - expected[i]) / std::fabs(expected[i]));
+            else
+                CHECK(s[i] == expected[i]);
+            if (x[i] == 0.0f) CHECK(s[i] == 0.0f);
+            if (x[i] > 0.0f) CHECK(s[i] > 0.0f);
+            if (x[i] < 0.0f && x[i] >= -87.0f) CHECK(s[i] < 0.0f);
+        }
+        MESSAGE(std::string(kernels::variant_name(variant)), ": worst relative error of silu over [-100, 100]: ", worst);
+        CHECK(worst <= 5e-7);
+    }
+}
+
 TEST_CASE("TINYFORMER_KERNELS chooses the variant at start; tinyformer version says which and why") {
     SUBCASE("unset: the best this CPU runs") {
         const test_helpers::CliRun run = run_with_kernels({"version"}, "");

@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 using namespace tinyformer;
@@ -234,6 +236,75 @@ TEST_CASE("FeedForward is linear2(activation(linear1(x))) with ReLU or exact GEL
         check_row(y, 0, {1.97746176, -0.35686891}, 1e-6);
         check_row(y, 1, {1.21988319, -0.15426877}, 1e-6);
     }
+}
+
+namespace {
+
+// Keeps what a layer records, by name.
+struct Recorder final : tinyformer::Observer {
+    std::map<std::string, Tensor> seen;
+    bool wants_everything() const override { return true; }
+    void record(const std::string& name, const Tensor& value) override { seen[name] = value; }
+    void record_mask(const std::string&, const tinyformer::BoolTensor&) override {}
+};
+
+}  // namespace
+
+TEST_CASE("FeedForward with silu is linear2(silu(linear1 x)); with swiglu linear2(silu(linear1 x) * linear3 x)") {
+    // The FFN of the test above (D = 2, F = 3): hidden = linear1 x = [-1, 1, -2.5] (x0), [0, -1, 0.5] (x1).
+    FeedForward ffn{Linear{Tensor({3, 2}, {1, -1, 2, 0, -1, -1}), Tensor({3}, {0, -1, 0.5f})},
+                    Linear{Tensor({2, 3}, {1, 2, 3, -1, 0, 1}), Tensor({2}, {0.5f, -0.5f})}, Activation::Silu};
+    const Tensor x({1, 2, 2}, {1, 2, 0, 0});
+    SUBCASE("silu") {
+        // silu(h) = h / (1 + e^-h): silu(-1) = -0.2689414, silu(1) = 0.7310586, silu(-2.5) = -2.5 / 13.182494
+        //   = -0.1896455, silu(0) = 0, silu(0.5) = 0.5 / 1.6065307 = 0.3112297
+        // x0: y = [-0.2689414 + 2 * 0.7310586 + 3 * -0.1896455 + 0.5, 0.2689414 - 0.1896455 - 0.5]
+        //       = [1.1242394, -0.4207040]
+        // x1: y = [2 * -0.2689414 + 3 * 0.3112297 + 0.5, 0.3112297 - 0.5] = [0.8958062, -0.1887703]
+        Recorder recorder;
+        const Tensor y = ffn.forward(x, &recorder);
+        REQUIRE(y.shape() == Shape{1, 2, 2});
+        check_row(y, 0, {1.1242394, -0.4207040}, 1e-6);
+        check_row(y, 1, {0.8958062, -0.1887703}, 1e-6);
+        REQUIRE(recorder.seen.count("hidden"));
+        check_row(recorder.seen["hidden"], 0, {-0.2689414, 0.7310586, -0.1896455}, 1e-6);
+    }
+    SUBCASE("swiglu: the gate silu(linear1 x) times the up projection linear3 x; hidden is the product") {
+        // linear3 W3 = [[0, 1], [1, 0], [1, 1]], b3 = [1, 2, -1]:
+        //   x0: up = [2 + 1, 1 + 2, 3 - 1] = [3, 3, 2];  x1: up = b3 = [1, 2, -1]
+        // x0: product = [-0.2689414 * 3, 0.7310586 * 3, -0.1896455 * 2] = [-0.8068243, 2.1931757, -0.3792909]
+        //     y = [-0.8068243 + 2 * 2.1931757 + 3 * -0.3792909 + 0.5, 0.8068243 - 0.3792909 - 0.5]
+        //       = [2.9416545, -0.0724666]
+        // x1: product = [0, -0.2689414 * 2, 0.3112297 * -1] = [0, -0.5378828, -0.3112297]
+        //     y = [2 * -0.5378828 + 3 * -0.3112297 + 0.5, -0.3112297 - 0.5] = [-1.5094547, -0.8112297]
+        ffn.activation = Activation::SwiGlu;
+        ffn.linear3 = Linear{Tensor({3, 2}, {0, 1, 1, 0, 1, 1}), Tensor({3}, {1, 2, -1})};
+        Recorder recorder;
+        const Tensor y = ffn.forward(x, &recorder);
+        check_row(y, 0, {2.9416545, -0.0724666}, 1e-6);
+        check_row(y, 1, {-1.5094547, -0.8112297}, 1e-6);
+        REQUIRE(recorder.seen.count("hidden"));
+        CHECK(recorder.seen["hidden"].shape() == Shape{1, 2, 3});  // [B, T, F], what linear2 reads
+        check_row(recorder.seen["hidden"], 0, {-0.8068243, 2.1931757, -0.3792909}, 1e-6);
+        check_row(recorder.seen["hidden"], 1, {0, -0.5378828, -0.3112297}, 1e-6);
+    }
+    SUBCASE("linear3 must be there exactly for swiglu") {
+        ffn.activation = Activation::SwiGlu;
+        CHECK_THROWS_WITH_AS(ffn.forward(x), doctest::Contains("\"swiglu\" needs linear3"), tinyformer::Error);
+        ffn.activation = Activation::Silu;
+        ffn.linear3 = Linear{Tensor({3, 2}), Tensor()};
+        CHECK_THROWS_WITH_AS(ffn.forward(x), doctest::Contains("\"silu\" takes no linear3"), tinyformer::Error);
+    }
+}
+
+TEST_CASE("LayerNorm with kind RmsNorm is x / sqrt(mean(x^2) + eps) * weight, and refuses a bias") {
+    // x = (1, 2, 3, 4): mean(x^2) = 7.5; weight (2, 1, 1, 1), eps 0.5: 1 / sqrt(8) = 0.3535534
+    //   y = [2 * 0.3535534, 0.7071068, 1.0606602, 1.4142136]
+    LayerNorm norm{Tensor({4}, {2, 1, 1, 1}), Tensor(), 0.5f, NormKind::RmsNorm};
+    check_row(norm.forward(Tensor({1, 4}, {1, 2, 3, 4})), 0, {0.7071068, 0.7071068, 1.0606602, 1.4142136}, 1e-6);
+    norm.bias = Tensor({4});
+    CHECK_THROWS_WITH_AS(norm.forward(Tensor({1, 4}, {1, 2, 3, 4})), doctest::Contains("rms_norm has no bias"),
+                         tinyformer::Error);
 }
 
 TEST_CASE("A post-LN EncoderLayer (D = 4, two heads) gives the hand-worked norm2(h + FFN(h)), h = norm1(x + SA(x))") {

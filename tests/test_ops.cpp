@@ -309,3 +309,115 @@ TEST_CASE("add sums equal shapes and refuses different ones, naming both") {
                              doctest::Contains("a [6], b [2,3]"), Error);
     }
 }
+
+TEST_CASE("rms_norm divides by the root of the mean square (no mean taken, no shift) and multiplies by weight") {
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // x = (1, 2, 3, 4), weight 1, eps 1e-10 (its effect, 1e-10 / 7.5, is far below float's rounding):
+        //   mean(x^2) = (1 + 4 + 9 + 16) / 4 = 7.5, sqrt(7.5) = 2.7386128
+        //   y = x / 2.7386128 = 0.3651484, 0.7302967, 1.0954451, 1.4605935
+        // (a LayerNorm would subtract the mean 2.5 first: y0 would be negative)
+        const Tensor y = tinyformer::rms_norm(Tensor({1, 4}, {1, 2, 3, 4}), Tensor::filled({4}, 1.0f), 1e-10f);
+        CHECK(y.shape() == Shape{1, 4});
+        CHECK(y.at({0, 0}) == near(0.3651483717));
+        CHECK(y.at({0, 1}) == near(0.7302967433));
+        CHECK(y.at({0, 2}) == near(1.0954451150));
+        CHECK(y.at({0, 3}) == near(1.4605934867));
+
+        SUBCASE("eps inside the root, and weight scales each feature") {
+            // eps = 0.5: sqrt(7.5 + 0.5) = sqrt(8) = 2.8284271, 1 / 2.8284271 = 0.3535534
+            // weight (1, -1, 2, 0.5): y = 0.3535534, -0.7071068, 2 * 1.0606602, 0.5 * 1.4142136
+            const Tensor w = tinyformer::rms_norm(Tensor({4}, {1, 2, 3, 4}), Tensor({4}, {1, -1, 2, 0.5f}), 0.5f);
+            CHECK(w.at({0}) == near(0.3535533906));
+            CHECK(w.at({1}) == near(-0.7071067812));
+            CHECK(w.at({2}) == near(2.1213203436));
+            CHECK(w.at({3}) == near(0.7071067812));
+        }
+        SUBCASE("each row on its own; an all-zero row gives 0, not NaN") {
+            // row 1 = (0, 0, 0, 0): 0 / sqrt(0 + 1e-5) = 0 exactly
+            const Tensor rows = tinyformer::rms_norm(Tensor({2, 4}, {1, 2, 3, 4, 0, 0, 0, 0}), Tensor::filled({4}, 1.0f),
+                                                     1e-5f);
+            CHECK(rows.at({0, 3}) == doctest::Approx(1.4605935).epsilon(1e-5));  // eps 1e-5 moves the 6th digit
+            for (int64_t j = 0; j < 4; ++j) CHECK(rows.at({1, j}) == 0.0f);
+        }
+        SUBCASE("large values do not overflow: (3e20, 4e20), whose squares are above float's 3.4e38") {
+            // mean(x^2) = (9e40 + 16e40) / 2 = 12.5e40, sqrt = 3.5355339e20
+            // y = 3e20 / 3.5355339e20 = 0.8485281, 4e20 / 3.5355339e20 = 1.1313708
+            // (summed in float, x^2 is inf and y would be 0, 0)
+            const Tensor big = tinyformer::rms_norm(Tensor({2}, {3e20f, 4e20f}), Tensor::filled({2}, 1.0f), 1e-5f);
+            CHECK(big.at({0}) == near(0.8485281374));
+            CHECK(big.at({1}) == near(1.1313708499));
+        }
+        SUBCASE("tiny values: eps dominates, y = x / sqrt(eps)") {
+            // mean(x^2) = 1.25e-49, far below eps = 1e-5: y = x / 0.0031622777
+            //   3e-25 -> 9.4868330e-23, 4e-25 -> 1.2649111e-22
+            const Tensor tiny = tinyformer::rms_norm(Tensor({2}, {3e-25f, 4e-25f}), Tensor::filled({2}, 1.0f), 1e-5f);
+            CHECK(tiny.at({0}) == doctest::Approx(9.486833e-23).epsilon(1e-6));
+            CHECK(tiny.at({1}) == doctest::Approx(1.2649111e-22).epsilon(1e-6));
+        }
+        SUBCASE("D = 1: the sign of x") {
+            // -3 / sqrt(9 + 1e-5) = -0.9999994
+            const Tensor one = tinyformer::rms_norm(Tensor({3, 1}, {-3, 0, 2}), Tensor::filled({1}, 1.0f), 1e-5f);
+            CHECK(one.at({0, 0}) == near(-0.9999994444));
+            CHECK(one.at({1, 0}) == 0.0f);
+            CHECK(one.at({2, 0}) == doctest::Approx(0.99999875).epsilon(1e-6));  // 2 / sqrt(4 + 1e-5)
+        }
+        SUBCASE("a weight of the wrong size and a non-positive eps are refused") {
+            CHECK_THROWS_WITH_AS(tinyformer::rms_norm(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor(Shape{2}), 1e-5f),
+                                 doctest::Contains("rms_norm: weight must be [3] for x [2,3], got [2]"), Error);
+            CHECK_THROWS_WITH_AS(tinyformer::rms_norm(Tensor({3}, {1, 2, 3}), Tensor::filled({3}, 1.0f), 0.0f),
+                                 doctest::Contains("rms_norm: eps must be > 0, got 0"), Error);
+            CHECK_THROWS_AS(tinyformer::rms_norm(Tensor(), Tensor::filled({3}, 1.0f), 1e-5f), Error);
+        }
+    }
+}
+
+TEST_CASE("silu is h * sigmoid(h) = h / (1 + exp(-h)), finite for every h") {
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // silu(1)   = 1 / (1 + e^-1) = 1 / 1.3678794 = 0.7310586
+        // silu(-1)  = -1 / (1 + e)   = -1 / 3.7182818 = -0.2689414
+        // silu(2)   = 2 / (1 + e^-2) = 2 / 1.1353353 = 1.7615942
+        // silu(-5)  = -5 / (1 + e^5) = -5 / 149.41316 = -0.0334643
+        // silu(-20) = -20 / (1 + e^20) = -20 / 4.8516520e8 = -4.1223072e-8
+        // silu(0)   = 0
+        const Tensor y = tinyformer::silu(Tensor({6}, {1, -1, 2, -5, -20, 0}));
+        CHECK(y.shape() == Shape{6});
+        CHECK(y.at({0}) == near(0.7310585786));
+        CHECK(y.at({1}) == near(-0.2689414214));
+        CHECK(y.at({2}) == near(1.7615941560));
+        CHECK(y.at({3}) == doctest::Approx(-0.0334642546).epsilon(2e-6));
+        CHECK(y.at({4}) == doctest::Approx(-4.1223072e-8).epsilon(2e-6));
+        CHECK(y.at({5}) == 0.0f);
+        // Far out: h for large h; tiny, then 0 for very negative h; never NaN, not even at -inf.
+        //   silu(-87) = -87 / (1 + e^87) = -87 / 6.0760303e37 = -1.4318559e-36
+        const float inf = std::numeric_limits<float>::infinity();
+        const Tensor far = tinyformer::silu(Tensor({7}, {20, 100, 1e30f, -87, -100, -1e30f, -inf}));
+        CHECK(far.at({0}) == 20.0f);  // 20 / (1 + 2.1e-9): 20 in float
+        CHECK(far.at({1}) == 100.0f);
+        CHECK(far.at({2}) == 1e30f);
+        CHECK(far.at({3}) == doctest::Approx(-1.4318559e-36).epsilon(2e-6));
+        CHECK(far.at({4}) == 0.0f);
+        CHECK(far.at({5}) == 0.0f);
+        CHECK(far.at({6}) == 0.0f);
+        CHECK(tinyformer::silu(Tensor({1}, {inf})).at({0}) == inf);
+    }
+}
+
+TEST_CASE("swiglu is silu(gate) * up, elementwise, and refuses different shapes") {
+    for (Variant variant : every_variant()) SUBCASE(kernels::variant_name(variant)) {
+        const UseVariant use(variant);
+        // gate (1, -1, 0, 2), up (2, 3, 5, -1):
+        //   silu(1) * 2 = 0.7310586 * 2 = 1.4621172;  silu(-1) * 3 = -0.2689414 * 3 = -0.8068243
+        //   silu(0) * 5 = 0;                          silu(2) * -1 = -1.7615942
+        const Tensor y = tinyformer::swiglu(Tensor({2, 2}, {1, -1, 0, 2}), Tensor({2, 2}, {2, 3, 5, -1}));
+        CHECK(y.shape() == Shape{2, 2});
+        CHECK(y.at({0, 0}) == near(1.4621171573));
+        CHECK(y.at({0, 1}) == near(-0.8068242641));
+        CHECK(y.at({1, 0}) == 0.0f);
+        CHECK(y.at({1, 1}) == near(-1.7615941560));
+        CHECK_THROWS_WITH_AS(tinyformer::swiglu(Tensor({2, 2}), Tensor({4})),
+                             doctest::Contains("swiglu: gate and up must have the same shape, got gate [2,2], up [4]"),
+                             Error);
+    }
+}

@@ -37,7 +37,7 @@ namespace {
 #define TINYFORMER_TABLE(NS) \
     Table {                                                                                                  \
         NS::exp_shifted_sum, NS::row_max, NS::scale, NS::layer_norm_row, NS::layer_norm_std_row, NS::add, NS::relu, \
-            NS::gelu, NS::gelu_tanh                                                                          \
+            NS::gelu, NS::gelu_tanh, NS::rms_norm_row, NS::silu, NS::swiglu                                  \
     }
 
 const Table kBaseline = TINYFORMER_TABLE(baseline);
@@ -47,7 +47,8 @@ const Table kAvx2 = TINYFORMER_TABLE(avx2);
 // than its AVX2 code (tinyformer-bench kernels; docs/PERFORMANCE.md), so the
 // AVX-512 table keeps the AVX2 LayerNorms (the two share those sums).
 const Table kAvx512{avx512::exp_shifted_sum, avx512::row_max, avx512::scale, avx2::layer_norm_row,
-                    avx2::layer_norm_std_row, avx512::add, avx512::relu, avx512::gelu, avx512::gelu_tanh};
+                    avx2::layer_norm_std_row, avx512::add, avx512::relu, avx512::gelu, avx512::gelu_tanh,
+                    avx512::rms_norm_row, avx512::silu, avx512::swiglu};
 #endif
 
 constexpr Variant kEveryVariant[] = {Variant::Reference, Variant::Baseline, Variant::Avx2, Variant::Avx512};

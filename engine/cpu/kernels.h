@@ -1,5 +1,5 @@
-// Row kernels — softmax's exponential and maximum, the two LayerNorms,
-// residual add, ReLU, the two GELUs — in one plain variant and three fast ones, chosen at run time:
+// Row kernels — softmax's exponential and maximum, the two LayerNorms and
+// RMSNorm, residual add, ReLU, the two GELUs, SiLU and SwiGLU's product — in one plain variant and three fast ones, chosen at run time:
 //
 //   reference        the formulas as written, one element at a time (std::exp,
 //                    std::erf, std::tanh, two-pass mean and variance): engine/ops.cpp
@@ -38,6 +38,10 @@ struct Table {
     void (*relu)(float* x, int64_t n);                 // x = max(0, x)
     void (*gelu)(float* x, int64_t n);                 // x = x (1 + erf(x / sqrt 2)) / 2
     void (*gelu_tanh)(float* x, int64_t n);            // x = x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2
+    // y = x / sqrt(mean(x^2) + eps) * weight over one row, in place; the sum of squares in double
+    void (*rms_norm_row)(float* row, int64_t n, const float* weight, float eps);
+    void (*silu)(float* x, int64_t n);                        // x = x / (1 + exp(-x)); 0 below x = -87.3
+    void (*swiglu)(float* gate, const float* up, int64_t n);  // gate = silu(gate) * up
 };
 
 // The reference variant's table: the plain formulas, defined in engine/ops.cpp

@@ -26,6 +26,7 @@ Run with Debian's PyTorch (python3-torch), from the repository root:
     /usr/bin/python3 tools/python/make_reference.py --list
     /usr/bin/python3 tools/python/make_reference.py --case NAME [--case NAME2]
     /usr/bin/python3 tools/python/make_reference.py --check    # only verify the files
+    /usr/bin/python3 tools/python/make_reference.py --readme   # verify the files, rewrite README.md
     /usr/bin/python3 tools/python/make_reference.py --out DIR  # instead of data/reference
 The output is deterministic: running it twice gives byte-identical files.
 """
@@ -34,6 +35,7 @@ import argparse
 import json
 import math
 import sys
+import tempfile
 import zlib
 from pathlib import Path
 
@@ -46,7 +48,7 @@ import safetensors_io as st  # noqa: E402
 from numpy_reference import spec_forward  # noqa: E402
 from reference_cases import BOS_ID, CASE_BY_NAME, CASES, FORMAT_TAG, PAD_ID  # noqa: E402
 from reference_readme import write_readme  # noqa: E402
-from torch_modules import Capture, NoFastPath, build_module  # noqa: E402
+from torch_modules import Capture, NoFastPath, RmsNorm, build_module  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = REPO / "data" / "reference"
@@ -70,11 +72,14 @@ CONFIG_KEYS = {
                      "attention": str},
 }
 CONFIG_KEYS["encoder_only"] = CONFIG_KEYS["decoder_only"]
+# Keys a case may add to its arch's (FORMAT.md's optional keys the reference modules build).
+CONFIG_KEYS_OPTIONAL = {"norm": str}
 
 
 def format_tensor_shapes(cfg):
     """{tensor name: shape} of a checkpoint, from FORMAT.md's table."""
     d, ff = cfg["d_model"], cfg["dim_feedforward"]
+    rms = cfg.get("norm", "layer_norm") == "rms_norm"   # RMSNorm: a weight, no bias
     out = {}
 
     def attn(p):
@@ -88,9 +93,13 @@ def format_tensor_shapes(cfg):
         out[p + ".linear1.bias"] = [ff]
         out[p + ".linear2.weight"] = [d, ff]
         out[p + ".linear2.bias"] = [d]
+        if cfg["activation"] == "swiglu":
+            out[p + ".linear3.weight"] = [ff, d]
+            out[p + ".linear3.bias"] = [ff]
         for n in norms:
             out[f"{p}.{n}.weight"] = [d]
-            out[f"{p}.{n}.bias"] = [d]
+            if not rms:
+                out[f"{p}.{n}.bias"] = [d]
 
     if cfg["pos_encoding"] == "learned":
         out["pos_embed.weight"] = [cfg["max_len"], d]
@@ -116,7 +125,8 @@ def format_tensor_shapes(cfg):
             ffn_norms(f"transformer.layers.{i}", ["norm1", "norm2"])
         if cfg["final_norm"]:
             out["transformer.norm.weight"] = [d]
-            out["transformer.norm.bias"] = [d]
+            if not rms:
+                out["transformer.norm.bias"] = [d]
         out["lm_head.weight"] = [cfg["vocab_size"], d]
         out["lm_head.bias"] = [cfg["vocab_size"]]
     return out
@@ -165,12 +175,15 @@ def format_output_shapes(case):
 def randomize_(module, seed):
     """Seeded random weights for every parameter, so that no two layers share
     weights (nn.TransformerEncoder deep-copies one layer) and LayerNorm scales
-    and all biases are non-trivial. Projection weights have variance 1/fan_in."""
+    and all biases are non-trivial. Projection weights have variance 1/fan_in.
+    RmsNorm weights as LayerNorm's (it has no bias)."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for _, mod in sorted(module.named_modules(), key=lambda kv: kv[0]):
             if isinstance(mod, nn.Embedding):
                 mod.weight.copy_(torch.randn(mod.weight.shape, generator=gen))
+            elif isinstance(mod, RmsNorm):
+                mod.weight.copy_(1 + 0.2 * torch.randn(mod.weight.shape, generator=gen))
             elif isinstance(mod, nn.LayerNorm):
                 mod.weight.copy_(1 + 0.2 * torch.randn(mod.weight.shape, generator=gen))
                 mod.bias.copy_(0.1 * torch.randn(mod.bias.shape, generator=gen))
@@ -378,14 +391,16 @@ def check_case(case, out_dir):
     assert set(meta) <= {"config", "vocab"} and "config" in meta, f"{path}: metadata keys {sorted(meta)}"
     file_cfg = json.loads(meta["config"])
     wanted = CONFIG_KEYS[file_cfg.get("arch")]
-    assert set(file_cfg) == set(wanted), f"{path}: config keys {sorted(set(file_cfg) ^ set(wanted))} differ"
-    for k, typ in wanted.items():
+    given = set(file_cfg) - set(CONFIG_KEYS_OPTIONAL)
+    assert given == set(wanted), f"{path}: config keys {sorted(given ^ set(wanted))} differ"
+    for k, typ in {**wanted, **{k: t for k, t in CONFIG_KEYS_OPTIONAL.items() if k in file_cfg}}.items():
         v = file_cfg[k]
         ok = isinstance(v, typ) and not (typ is int and isinstance(v, bool))
         assert ok, f"{path}: config {k} = {v!r} is not {typ.__name__}"
     assert file_cfg == cfg
     assert file_cfg["format"] == FORMAT_TAG
-    assert file_cfg["activation"] in ("relu", "gelu")
+    assert file_cfg["activation"] in ("relu", "gelu", "silu", "swiglu")
+    assert file_cfg.get("norm", "layer_norm") in ("layer_norm", "rms_norm")
     assert file_cfg["pos_encoding"] in ("sinusoidal", "learned", "none")
     assert file_cfg["d_model"] % file_cfg["nhead"] == 0
     if file_cfg["arch"] == "decoder_only":
@@ -457,6 +472,9 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--case", action="append", metavar="NAME", help="make only this case (repeatable)")
     ap.add_argument("--check", action="store_true", help="only check the existing files")
+    ap.add_argument("--readme", action="store_true",
+                    help="check the existing files and rewrite README.md from them, leaving them as they are "
+                         "(after --case NAME added a case)")
     args = ap.parse_args()
 
     if args.list:
@@ -472,19 +490,29 @@ def main():
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.readme and (args.case or args.check):
+        print("make_reference: --readme takes every case and makes no files; not with --case or --check",
+              file=sys.stderr)
+        return 2
     infos, summaries = {}, {}
+    scratch = tempfile.TemporaryDirectory() if args.readme else None
     for n in names:
         case = CASE_BY_NAME[n]
-        if not args.check:
+        if args.readme:   # PyTorch's run only for what it zeroed (the README's NaN note); its files are dropped
+            infos[n] = make_case(case, Path(scratch.name))
+        elif not args.check:
             infos[n] = make_case(case, args.out)
         summaries[n] = check_case(case, args.out)
         s = summaries[n]
         print(f"{n:34s} ok  logits err/tol {s['logits_ratio']:.2g}  attention err/tol {s['attention_ratio']:.2g}")
+    if scratch:
+        scratch.cleanup()
     if not args.check and not args.case:
         write_readme(args.out, infos, summaries, torch_version=torch.__version__,
                      spec_max_ratio=SPEC_MAX_RATIO)
         total = sum(p.stat().st_size for p in args.out.iterdir() if p.is_file())
-        print(f"wrote {len(CASES) * 3} files + README.md to {args.out} ({total} bytes in the folder)")
+        made = "README.md" if args.readme else f"{len(CASES) * 3} files + README.md"
+        print(f"wrote {made} to {args.out} ({total} bytes in the folder)")
     return 0
 
 

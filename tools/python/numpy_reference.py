@@ -14,10 +14,13 @@ Where each formula of the lesson lives (X is [B, T, D], one row per token):
                        no b when the file has none: config bias / head_bias false)
     layer_norm         LayerNorm(x) = (x - mean) / sqrt(var + eps) * gamma + beta,
                        or with norm "layer_norm_std" gamma (x - mean) / (std + eps) + beta,
-                       std unbiased (divide by D - 1); no beta when norm_bias is false
+                       std unbiased (divide by D - 1); no beta when norm_bias is false;
+                       with norm "rms_norm" x / sqrt(mean(x^2) + eps) * gamma (no mean, no beta)
     activation         ReLU(x) = max(x, 0),  GELU(x) = x/2 * (1 + erf(x / sqrt(2))),
-                       gelu_tanh(x) = x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-    feed_forward       FFN(x) = W2 act(W1 x + b1) + b2
+                       gelu_tanh(x) = x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))),
+                       SiLU(x) = x / (1 + exp(-x))
+    feed_forward       FFN(x) = W2 act(W1 x + b1) + b2, or with activation "swiglu"
+                       FFN(x) = W2 (SiLU(W1 x + b1) * (W3 x + b3)) + b2
     softmax            softmax over the key axis; -inf gets weight 0, a row that is
                        all -inf (a query that may see no key) gets all zeros
     attention          A = softmax(Q K^T / sqrt(dk) + M), O = A V, per head
@@ -91,8 +94,11 @@ def layer_norm(cfg, w, p, x):
     """Over the last axis, with eps = layer_norm_eps, by the config's norm:
     layer_norm:     (x - mean) / sqrt(var + eps) * gamma + beta (biased variance, divide by D)
     layer_norm_std: gamma * (x - mean) / (std + eps) + beta (unbiased std, divide by D - 1)
+    rms_norm:       x / sqrt(mean(x^2) + eps) * gamma (no mean subtracted, never a beta)
     beta is absent (0) when the file has no p.bias (norm_bias false)."""
     eps = cfg.get("layer_norm_eps", 1e-5)
+    if cfg.get("norm", "layer_norm") == "rms_norm":
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w[p + ".weight"]
     mu = x.mean(-1, keepdims=True)
     if cfg.get("norm", "layer_norm") == "layer_norm_std":
         std = np.sqrt(((x - mu) ** 2).sum(-1, keepdims=True) / (x.shape[-1] - 1))
@@ -108,9 +114,12 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 def activation(x, kind):
     """ReLU(x) = max(x, 0); GELU(x) = x/2 * (1 + erf(x / sqrt(2))) (exact);
-    gelu_tanh(x) = x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    gelu_tanh(x) = x/2 * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
+    SiLU(x) = x * sigmoid(x) = x / (1 + exp(-x))."""
     if kind == "relu":
         return np.maximum(x, 0)
+    if kind == "silu":
+        return x / (1 + np.exp(-x))
     if kind == "gelu_tanh":
         return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
     return 0.5 * x * (1 + _erf(x / math.sqrt(2)))
@@ -125,8 +134,13 @@ def head(cfg, w, p, embedding, x):
 
 
 def feed_forward(cfg, w, p, x):
-    """FFN(x) = linear2(act(linear1(x))): D -> dim_feedforward -> D."""
-    return linear(w, p + ".linear2", activation(linear(w, p + ".linear1", x), cfg["activation"]))
+    """FFN(x) = linear2(act(linear1(x))): D -> dim_feedforward -> D; with swiglu
+    linear2(SiLU(linear1(x)) * linear3(x)), linear1 and linear3 both D -> dim_feedforward."""
+    if cfg["activation"] == "swiglu":
+        hidden = activation(linear(w, p + ".linear1", x), "silu") * linear(w, p + ".linear3", x)
+    else:
+        hidden = activation(linear(w, p + ".linear1", x), cfg["activation"])
+    return linear(w, p + ".linear2", hidden)
 
 
 # ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ docs/FORMAT.md's table for its arch), "storage" (F32, F16 or BF16), "vocab"
 (a list of token strings for the metadata, or None), and the shape of the
 inputs: encoder_decoder cases "src_len", "tgt_len", "src_pad", "tgt_pad";
 single-stack cases "length", "pad", "prefix_len" (prefix_lm only, else None).
+Single-stack cases may set "norm" ("rms_norm"; absent = layer_norm).
 Padding of a row is (left, right): that many padded positions at the start /
 end; the number of rows is the batch size.
 
@@ -34,7 +35,7 @@ def _ed(name, covers, *, d, h, ff, enc, dec, src_vocab, tgt_vocab, max_len, norm
 
 def _single(name, covers, *, arch, attention, d, h, ff, layers, vocab_size, max_len, norm_first, act,
             pos, embed_scale, final_norm, eps=1e-5, length, pad, prefix_len=None, storage="F32",
-            vocab=None):
+            vocab=None, norm=None):
     cfg = {
         "format": FORMAT_TAG, "arch": arch,
         "d_model": d, "nhead": h, "dim_feedforward": ff, "num_layers": layers,
@@ -42,6 +43,8 @@ def _single(name, covers, *, arch, attention, d, h, ff, layers, vocab_size, max_
         "vocab_size": vocab_size, "max_len": max_len, "pos_encoding": pos, "embed_scale": embed_scale,
         "attention": attention, "pad_id": PAD_ID, "bos_id": BOS_ID, "eos_id": EOS_ID,
     }
+    if norm is not None:   # the optional "norm" key (absent: layer_norm)
+        cfg["norm"] = norm
     return {"name": name, "covers": covers, "config": cfg, "storage": storage, "vocab": vocab,
             "length": length, "pad": pad, "prefix_len": prefix_len}
 
@@ -130,5 +133,18 @@ CASES = [
             arch="decoder_only", attention="causal", d=256, h=4, ff=512, layers=2, vocab_size=64,
             max_len=128, norm_first=True, act="gelu", pos="sinusoidal", embed_scale=True,
             final_norm=True, length=100, pad=[(0, 0), (0, 7)], storage="F16"),
+    _single("do_pre_rms_swiglu_pad",
+            "decoder_only causal, pre-LN with RMSNorm (llama2.c's norm), SwiGLU feed-forward "
+            "(linear3), no positional encoding, 4 heads, ff 40 (not a multiple of d), final RMSNorm, "
+            "right padding, 2 layers",
+            arch="decoder_only", attention="causal", d=24, h=4, ff=40, layers=2, vocab_size=19,
+            max_len=12, norm_first=True, act="swiglu", pos="none", embed_scale=False,
+            final_norm=True, length=9, pad=[(0, 0), (0, 3)], norm="rms_norm"),
+    _single("do_post_rms_silu_learned",
+            "decoder_only causal, post-LN with RMSNorm, SiLU activation, learned positions, "
+            "2 heads, no final norm, layer_norm_eps 1e-6, right padding",
+            arch="decoder_only", attention="causal", d=16, h=2, ff=36, layers=2, vocab_size=13,
+            max_len=10, norm_first=False, act="silu", pos="learned", embed_scale=True,
+            final_norm=False, eps=1e-6, length=7, pad=[(0, 0), (0, 1), (0, 2)], norm="rms_norm"),
 ]
 CASE_BY_NAME = {c["name"]: c for c in CASES}

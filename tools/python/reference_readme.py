@@ -35,7 +35,8 @@ def case_row(case):
             pad += f"; prefix_len {case['prefix_len']}"
         vocab = str(c["vocab_size"])
         fnorm = "yes" if c["final_norm"] else "no"
-    cells = [f"`{case['name']}`", arch, "pre" if c["norm_first"] else "post", c["activation"], c["pos_encoding"],
+    cells = [f"`{case['name']}`", arch, "pre" if c["norm_first"] else "post", c.get("norm", "layer_norm"),
+             c["activation"], c["pos_encoding"],
              "yes" if c["embed_scale"] else "no", fnorm, str(c["d_model"]), str(c["nhead"]),
              str(c["dim_feedforward"]), layers, vocab, f"{c['layer_norm_eps']:g}", shape, pad, case["storage"]]
     return "| " + " | ".join(cells) + " |"
@@ -50,6 +51,10 @@ def coverage_lines():
         "pre-LN (norm_first true)": lambda c, k: c["norm_first"],
         "relu": lambda c, k: c["activation"] == "relu",
         "gelu": lambda c, k: c["activation"] == "gelu",
+        "silu": lambda c, k: c["activation"] == "silu",
+        "swiglu (linear3)": lambda c, k: c["activation"] == "swiglu",
+        "norm layer_norm": lambda c, k: c.get("norm", "layer_norm") == "layer_norm",
+        "norm rms_norm (no norm bias)": lambda c, k: c.get("norm") == "rms_norm",
         "pos sinusoidal": lambda c, k: c["pos_encoding"] == "sinusoidal",
         "pos learned": lambda c, k: c["pos_encoding"] == "learned",
         "pos none": lambda c, k: c["pos_encoding"] == "none",
@@ -116,18 +121,30 @@ the repository root, with Debian's `python3-torch`, PyTorch {torch_version}) wit
 which rewrites every file here, this README included, byte for byte the same
 (runs are deterministic: seeded weights and inputs, one thread). `--list`
 lists the cases, `--case NAME` makes one, `--out DIR` writes elsewhere,
-`--check` only re-verifies the files in place.
+`--check` only re-verifies the files in place, `--readme` re-verifies them and
+rewrites this README from them. The RMSNorm / SiLU / SwiGLU cases (issue #23)
+were added, leaving the older files as they were, with
+
+    /usr/bin/python3 tools/python/make_reference.py --case do_pre_rms_swiglu_pad --case do_post_rms_silu_learned
+    /usr/bin/python3 tools/python/make_reference.py --readme
+
+(a full run on another machine may differ from the older files in the last bits
+of some expected numbers, far inside the tolerance; the checks above hold either way).
 
 ## Files (three per case, all safetensors, see docs/FORMAT.md)
 
 - `CASE.model.safetensors` — the checkpoint, exactly FORMAT.md section 1: the
   `state_dict()` of the reference module (stock `nn.Transformer(batch_first=True)`
-  or `nn.TransformerEncoder` of `nn.TransformerEncoderLayer(batch_first=True)`,
+  or `nn.TransformerEncoder` of `nn.TransformerEncoderLayer(batch_first=True)`;
+  with `"norm": "rms_norm"` its norms are `torch_modules.RmsNorm`, float32
+  `x * rsqrt(mean(x*x) + eps) * weight`, with `silu` its activation `F.silu`, with
+  `swiglu` the layer is `torch_modules.GatedEncoderLayer`, the stock layer whose
+  feed-forward step is `linear2(silu(linear1(x)) * linear3(x))`;
   attributes `src_embed`/`tgt_embed`/`pos_embed`/`transformer`/`generator` or
   `embed`/`pos_embed`/`transformer`/`lm_head`), `__metadata__.config` holding every
   config key of the arch (incl. `"format": "{FORMAT_TAG}"`), and for one case a
   `vocab` list. Weights are seeded random values (projection weights with
-  variance 1/fan_in, embeddings N(0,1), LayerNorm weight 1+0.2·N(0,1), every
+  variance 1/fan_in, embeddings N(0,1), LayerNorm/RMSNorm weight 1+0.2·N(0,1), every
   bias 0.1·N(0,1); no two layers alike). Stored as F32, except two cases whose
   weights were rounded to F16 / BF16 *before* PyTorch ran, so the file holds
   exactly the values PyTorch used.
@@ -196,8 +213,8 @@ non-padding position. Worst error / tolerance per case:
 Padding per batch row: `-` none, `R3` three padded positions at the end,
 `L3` three at the start. Layers `e+d` = encoder + decoder layers.
 
-| case | arch | LN | act | pos | embed_scale | final norm | d_model | heads | ff | layers | vocab | eps | shape | padding | storage |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| case | arch | LN | norm | act | pos | embed_scale | final norm | d_model | heads | ff | layers | vocab | eps | shape | padding | storage |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {chr(10).join(rows)}
 
 What each case is for:

@@ -6,7 +6,10 @@ transformer (nn.Transformer(batch_first=True)), generator.
 SingleStackRef: embed, pos_embed (learned only), transformer
 (nn.TransformerEncoder of nn.TransformerEncoderLayer(batch_first=True), with
 norm iff final_norm), lm_head. Their state_dict() names are the checkpoint's
-tensor names.
+tensor names. With the config's "norm": "rms_norm" its norms are RmsNorm
+(below) instead of nn.LayerNorm; with "activation": "silu" the layer's
+activation is F.silu; with "swiglu" the layer is a GatedEncoderLayer (below),
+which adds linear3.
 
 encoder_decoder_forward / single_stack_forward: FORMAT.md's forward semantics
 on stock modules (either batch_first), used by the Ref modules and by
@@ -24,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,6 +96,59 @@ def single_stack_forward(cfg, stack, embed, head, ids, key_padding_mask=None, pr
     return head(h)
 
 
+class RmsNorm(nn.Module):
+    """RMSNorm over the last axis in float32: y = x * rsqrt(mean(x^2) + eps) * weight.
+    No mean is subtracted and there is no bias (Zhang & Sennrich 2019; the norm of
+    llama2.c and Llama). State: `weight` [d] only."""
+
+    def __init__(self, d, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        mean_square = (x * x).mean(dim=-1, keepdim=True)
+        return x * torch.rsqrt(mean_square + self.eps) * self.weight
+
+
+class GatedEncoderLayer(nn.TransformerEncoderLayer):
+    """nn.TransformerEncoderLayer with the SwiGLU feed-forward block (Shazeer 2020):
+    FFN(x) = linear2(silu(linear1(x)) * linear3(x)), linear1 and linear3 [F, D],
+    linear2 [D, F]. Everything else (attention, norms, residuals, pre/post-LN) is
+    the stock layer's; only its feed-forward step is replaced."""
+
+    def __init__(self, d_model, dim_feedforward, **kwargs):
+        super().__init__(d_model, dim_feedforward=dim_feedforward, activation=F.silu, **kwargs)
+        self.linear3 = nn.Linear(d_model, dim_feedforward)
+
+    def _ff_block(self, x):
+        gated = F.silu(self.linear1(x)) * self.linear3(x)
+        return self.dropout2(self.linear2(self.dropout(gated)))
+
+
+def _norm_module(cfg, d):
+    """The config's norm: nn.LayerNorm(d) (layer_norm) or RmsNorm (rms_norm)."""
+    if cfg.get("norm", "layer_norm") == "rms_norm":
+        return RmsNorm(d, cfg["layer_norm_eps"])
+    assert cfg.get("norm", "layer_norm") == "layer_norm", "the reference modules build layer_norm or rms_norm"
+    return nn.LayerNorm(d, eps=cfg["layer_norm_eps"])
+
+
+def _encoder_layer(cfg, d):
+    """One single-stack layer of the config: stock, with F.silu, or gated (swiglu)."""
+    kwargs = dict(nhead=cfg["nhead"], dropout=0.0, layer_norm_eps=cfg["layer_norm_eps"], batch_first=True,
+                  norm_first=cfg["norm_first"])
+    act = cfg["activation"]
+    if act == "swiglu":
+        layer = GatedEncoderLayer(d, cfg["dim_feedforward"], **kwargs)
+    else:
+        layer = nn.TransformerEncoderLayer(d, dim_feedforward=cfg["dim_feedforward"],
+                                           activation=F.silu if act == "silu" else act, **kwargs)
+    if cfg.get("norm", "layer_norm") == "rms_norm":
+        layer.norm1, layer.norm2 = _norm_module(cfg, d), _norm_module(cfg, d)
+    return layer
+
+
 class EncoderDecoderRef(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -123,11 +180,8 @@ class SingleStackRef(nn.Module):
         self.embed = nn.Embedding(cfg["vocab_size"], d)
         if cfg["pos_encoding"] == "learned":
             self.pos_embed = nn.Embedding(cfg["max_len"], d)
-        layer = nn.TransformerEncoderLayer(
-            d_model=d, nhead=cfg["nhead"], dim_feedforward=cfg["dim_feedforward"], dropout=0.0,
-            activation=cfg["activation"], layer_norm_eps=cfg["layer_norm_eps"], batch_first=True,
-            norm_first=cfg["norm_first"])
-        norm = nn.LayerNorm(d, eps=cfg["layer_norm_eps"]) if cfg["final_norm"] else None
+        layer = _encoder_layer(cfg, d)
+        norm = _norm_module(cfg, d) if cfg["final_norm"] else None
         self.transformer = nn.TransformerEncoder(layer, cfg["num_layers"], norm=norm, enable_nested_tensor=False)
         self.lm_head = nn.Linear(d, cfg["vocab_size"])
 
