@@ -549,7 +549,7 @@ TEST_CASE("lesson norms: LayerNorm and RMSNorm of 1, 2, 3, 4 by hand; post-LN's 
     CHECK(has(out, "  LayerNorm(x + 10)    -1.3416  -0.4472   0.4472   1.3416\n"));
     CHECK(has(out, "  RMSNorm(x + 10)       0.8765   0.9562   1.0359   1.1155\n"));
     CHECK(number_after(out, "largest |norm(2x) - norm(x)|: LayerNorm") < 1e-5);
-    CHECK(number_after(out, "RMSNorm 0") < 1e-5);
+    CHECK(number_after(out, ", RMSNorm ") < 1e-5);  // LayerNorm: eps / (2 var) ~ 4e-6 of the values
     check_lines(out, {
         "LayerNorm:  y = (x - mean) / sqrt(var + eps) * weight + bias    (centres, then scales)",
         "RMSNorm:    y = x / sqrt(mean(x^2) + eps) * weight              (scales only; no mean, no bias)",
