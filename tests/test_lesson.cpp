@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <string>
+#include <vector>
 #include <sys/wait.h>
 
 using test_helpers::CliRun;
@@ -33,6 +35,16 @@ double number_after(const std::string& text, const std::string& label) {
     const size_t at = text.find(label);
     REQUIRE_MESSAGE(at != std::string::npos, "missing: ", label);
     return std::strtod(text.c_str() + at + label.size(), nullptr);
+}
+
+// Every line of `lines` appears in `text` as a whole line, word for word: a lesson's claims,
+// so that changing a number or a word of what it says fails a test.
+void check_lines(const std::string& text, const std::vector<std::string>& lines) {
+    const std::string framed = "\n" + text;
+    for (const std::string& line : lines) {
+        INFO("the lesson no longer says, as a line of its own:\n", line);
+        CHECK(framed.find("\n" + line + "\n") != std::string::npos);
+    }
 }
 
 }  // namespace
@@ -193,18 +205,68 @@ TEST_CASE("lesson multihead: each head's causal weights, rows summing to 1 and n
     }
 }
 
-TEST_CASE("lesson all runs every lesson, and the list names each") {
+TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, each section named, then 10.4") {
     const CliRun list = run_tinyformer({"lesson"});
     REQUIRE(list.status == 0);
     const CliRun all = run_tinyformer({"lesson", "all"});
-    REQUIRE(all.status == 0);
-    for (const std::string name : {"shapes", "causal", "conventions", "empty-row", "finite-negative", "scale",
-                                   "multihead", "paths", "local", "permutation", "nan-history", "need-weights", "dropout",
-                                   "positions", "peeking"}) {
-        CAPTURE(name);
-        CHECK(has(list.out, "  " + name + " "));
-        CHECK(has(all.out, "=== " + name));
+    INFO("stderr: ", all.err);
+    // The extrapolation lesson reads helper X's four models (issue #23 item 3); until they are
+    // committed `lesson all` stops before printing anything, naming the first one missing, and
+    // only the list's order is checked.
+    const bool have_models = std::filesystem::is_regular_file("data/models/reverse-learned.safetensors");
+    if (!have_models) {
+        CHECK(all.status == 1);
+        CHECK(all.out.empty());
+        CHECK(has(all.err, "tinyformer: error: lesson: data/models/reverse-learned.safetensors is missing"));
+        MESSAGE("data/models/reverse-learned.safetensors is not committed yet: only the order of the list is checked");
+    } else {
+        REQUIRE(all.status == 0);
     }
+    // Each section heading, then its lessons, in this order (10.3's sections 2..10, then 10.4).
+    const std::vector<std::pair<std::string, std::vector<std::string>>> sections = {
+        {"10.3 §2 scaled dot-product attention: the shapes, and why 1/sqrt(Dk)", {"shapes", "scale"}},
+        {"10.3 §3 the mask goes in before softmax", {"finite-negative"}},
+        {"10.3 §4 one Boolean tensor, two meanings; a query with no key", {"conventions", "empty-row", "nan-history"}},
+        {"10.3 §5 one head from scratch: the 3x3 worked example", {"causal"}},
+        {"10.3 §6 the causal mask, and why it is not one template", {"is-causal", "peeking"}},
+        {"10.3 §7 multi-head attention", {"multihead"}},
+        {"10.3 §8 what the framework APIs do: weights, dropout", {"need-weights", "dropout"}},
+        {"10.3 §9 attention itself knows no positions", {"permutation", "positions"}},
+        {"10.3 §10 what attention costs, beyond O(T^2)", {"paths", "local"}},
+        {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)", {"norms", "extrapolation"}},
+    };
+    size_t at = 0, listed = 0;
+    for (const auto& [title, names] : sections) {
+        CAPTURE(title);
+        listed = list.out.find("\n" + title + "\n", listed);  // in order in the list too
+        REQUIRE(listed != std::string::npos);
+        for (const std::string& name : names) {
+            CAPTURE(name);
+            listed = list.out.find("\n  " + name + " ", listed);
+            REQUIRE(listed != std::string::npos);
+        }
+        if (!have_models) continue;
+        const size_t heading = all.out.find("\n== " + title + " ==\n", at);
+        REQUIRE(heading != std::string::npos);  // present, and after the previous section's lessons
+        at = heading;
+        for (const std::string& name : names) {
+            CAPTURE(name);
+            const size_t lesson_at = all.out.find("\n=== " + name + ":", at);
+            REQUIRE(lesson_at != std::string::npos);
+            at = lesson_at;
+        }
+    }
+    if (have_models) CHECK(all.out.find("\n== ", at) == std::string::npos);  // no section after the last
+}
+
+TEST_CASE("lesson NAME --help for the new lessons") {
+    const CliRun is_causal = run_tinyformer({"lesson", "is-causal", "--help"});
+    CHECK(is_causal.status == 0);
+    CHECK(is_causal.out == "usage: tinyformer lesson is-causal\n\n"
+                           "is_causal=True is top-left when L != S: a cached step gives 2, not 14/3\n");
+    const CliRun norms = run_tinyformer({"lesson", "norms", "--help"});
+    CHECK(norms.status == 0);
+    CHECK(has(norms.out, "usage: tinyformer lesson norms\n\nLayerNorm vs RMSNorm"));
 }
 
 TEST_CASE("lesson local: the scores each path computes for a local window and a strided mask, by hand") {
@@ -278,7 +340,7 @@ TEST_CASE("lesson peeking finds its models from the binary's checkout when run e
     const CliRun found = run_in(dir.path().string(), binary, "peeking");
     INFO("stderr: ", found.err);
     CHECK(found.status == 0);
-    CHECK(has(found.out, "data/models/reverse-peeking.safetensors: the same data"));
+    CHECK(has(found.out, "data/models/reverse-peeking.safetensors: reverse-causal's architecture"));
 
     // A copy of the binary in a folder with no data/models/ above it: one line, before any output.
     std::filesystem::create_directories(dir.file("elsewhere/build"));
@@ -291,7 +353,284 @@ TEST_CASE("lesson peeking finds its models from the binary's checkout when run e
         CHECK(missing.err == "tinyformer: error: lesson: data/models/reverse-causal.safetensors is missing: not in the "
                              "current folder, nor in the checkout of " +
                              std::filesystem::canonical(dir.file("elsewhere/build/tinyformer")).string() +
-                             "; the lessons that read trained models (peeking) run from a tinyformer checkout that has "
-                             "data/models/\n");
+                             "; the lessons that read trained models (peeking, extrapolation) run from a tinyformer "
+                             "checkout that has data/models/\n");
     }
+}
+
+// ---- What the lessons SAY, line for line (the numbers worked out by hand beside them) ----
+
+TEST_CASE("lesson text: shapes, scale and finite-negative say what they show") {
+    check_lines(lesson("shapes"), {
+        "In cross-attention the queries come from the decoder (length L) and the keys",
+        "and values from the encoder (length S), so L and S can differ.",
+        "scores  A [B,L,S]  = [2,4,6]   (softmax runs over S, the key axis)",
+    });
+    check_lines(lesson("scale"), {
+        "q and k with independent unit-variance components: Var(q . k) = Dk.",
+        "Dividing by sqrt(Dk) brings it back to ~1 and keeps softmax from saturating.",
+        "Unscaled, the largest weight approaches 1 as Dk grows (softmax saturates, gradients",
+        "vanish); scaled, it stays moderate. The argument assumes independent, zero-mean,",
+        "unit-variance components - trained representations need not satisfy it.",
+    });
+    // 10004 - 1e4 = 4; e^4 = 54.59815; 54.59815 / (2 + 54.59815) = 0.964663.
+    check_lines(lesson("finite-negative"), {
+        "Scores of one query against 3 keys: [0, 0, 10004]. Key 2 is to be masked.",
+        "With -1e4 the masked key's score is still 10004 - 10000 = 4 > 0, so it gets",
+        "e^4 / (2 + e^4) = 0.964663 of the weight: a finite negative only suppresses",
+        "relative to the other scores; -inf guarantees exactly 0.",
+        "Zeroing after softmax without renormalising: all scores 0, key 2 zeroed afterwards.",
+    });
+}
+
+TEST_CASE("lesson text: conventions, empty-row and nan-history name the two meanings and the versions") {
+    check_lines(lesson("conventions"), {
+        "nn.MultiheadAttention's bool attn_mask / key_padding_mask: True = BLOCKED.",
+        "F.scaled_dot_product_attention's bool attn_mask:        True = ALLOWED.",
+        "The migration bug: the MHA tensor passed on as if it were an SDPA mask.",
+        "Query 2 now sees nothing and query 0 sees only the future:",
+        // triu(1) read as True = allowed: q0 sees k1 k2, q1 sees k2, q2 nothing.
+        "q0: k1 k2", "q1: k2", "q2: (none)",
+    });
+    check_lines(lesson("empty-row"), {
+        "If query 2 is padding, its result is DEFINED: output and weight row exactly 0.",
+        "Masking padded keys alone never does this; padded queries must be marked too:",
+    });
+    check_lines(lesson("nan-history"), {
+        "  PyTorch 1.13 (Debian's; the tools here): nn.MultiheadAttention (and the private",
+        "      F._scaled_dot_product_attention; the public one arrived in 2.0) give NaN for the row.",
+        "  PyTorch >= 2.5: SDPA, and MultiheadAttention with need_weights=False, give 0",
+        "Q = K = 0, V = [2, 4, 8]; query 0 now sees keys 1 and 2, query 1 key 2, query 2 nothing:",
+        "The right answers are 2, 3, 14/3 (`lesson causal`). With NaN the bug shows at once (and",
+    });
+}
+
+TEST_CASE("lesson text: causal states the worked example's numbers") {
+    // V = 2, 4, 8 averaged over the allowed keys: 2; (2+4)/2 = 3; (2+4+8)/3 = 14/3 = 4.666667.
+    check_lines(lesson("causal"), {
+        "Q = K = 0, so every allowed score is 0 and each query averages its allowed values.",
+        "V = [2, 4, 8]. Causal mask (true = may attend):",
+        "q0: k0", "q1: k0 k1", "q2: k0 k1 k2",
+        "outputs: 2.000000 3.000000 4.666667   (lesson: 2, 3, 14/3 = 4.666667)",
+        "outputs: 4.666667 6.000000 8.000000   (by hand: 14/3, (4+8)/2 = 6, 8)",
+    });
+}
+
+TEST_CASE("lesson is-causal: is_causal's top-left triangle gives 2 where the cached step needs 14/3") {
+    const std::string out = lesson("is-causal");
+    // Q = K = 0: every allowed score is 0, so a query averages the V of its allowed keys.
+    // One new token at position 2 over k0 k1 k2 (L = 1, S = 3):
+    //   bottom-right, s <= S - L + l = 2: keys 0, 1, 2 -> (2 + 4 + 8) / 3 = 14/3 = 4.666667
+    //   top-left (torch.ones(1, 3).tril(): s <= l = 0): key 0 only -> 2
+    // Two new tokens at positions 1, 2 (L = 2): bottom-right q0 <= 1, q1 <= 2 -> 3, 14/3;
+    //   top-left q0 <= 0, q1 <= 1 -> 2, 3 (the full pass's first rows instead of its last).
+    check_lines(out, {
+        "  Mask::causal(1, 3), bottom-right (the engine):",
+        "q0: k0 k1 k2",
+        "  -> outputs 4.666667   (by hand: (2+4+8)/3 = 14/3, the full pass's last row)",
+        "  torch.ones(1, 3).tril() via Mask::from_torch_sdpa_mask, top-left (is_causal=True):",
+        "q0: k0",
+        "  -> outputs 2.000000   (by hand: 2 = V of k0 alone: the newest token sees only the first)",
+        "q1: k0 k1 k2",
+        "  -> outputs 3.000000 4.666667   (by hand: 3 and 14/3, the full pass's last two rows)",
+        "q1: k0 k1",
+        "  -> outputs 2.000000 3.000000   (by hand: 2 and 3: the full pass's FIRST two rows)",
+        "L of S positions. The engine's Mask::causal(L, S) aligns the triangle bottom-right: query l",
+        "sees key s iff s <= S - L + l, so the step's rows are the last rows of the full pass.",
+        "PyTorch's is_causal=True (F.scaled_dot_product_attention since 2.0; on 1.13 the private",
+        "F._scaled_dot_product_attention) builds torch.ones(L, S).tril(): query l sees key s iff",
+        "s <= l, aligned top-left. For L = S the two are the same mask; for L < S they are not.",
+        "Q = K = 0, V = 2, 4, 8 as in `lesson causal`: the full pass (L = S = 3) gives 2, 3, 14/3.",
+        "torch.ones(L, S, dtype=torch.bool).tril(S - L) (recent PyTorch also has",
+    });
+}
+
+TEST_CASE("lesson text: multihead says the score memory grows with H, as `cost` prints it") {
+    // D = T = 512, B = 1: scores [1,H,512,512] floats = 4 * H * 262144 B = H MiB; Q K^T is
+    // H * T^2 * Dh = T^2 * D = 512^3 = 134217728 multiply-adds whatever H is.
+    check_lines(lesson("multihead"), {
+        "  H =  1, Dh = 512: 1050624 projection parameters, 134217728 score multiply-adds, scores 1.0 MiB",
+        "  H =  8, Dh =  64: 1050624 projection parameters, 134217728 score multiply-adds, scores 8.0 MiB",
+        "  H = 16, Dh =  32: 1050624 projection parameters, 134217728 score multiply-adds, scores 16.0 MiB",
+        "[T,Dh] x [Dh,T], H * T^2 * Dh = T^2 * D multiply-adds. What grows with H is the scores:",
+        "[B,H,T,T], one T x T matrix per head, which the materialized path holds (models/cost.h,",
+        "The head size Dh = D/H shrinks as H grows; the score memory grows as H: 4 * B * H * T^2 bytes.",
+    });
+    // The project's own `cost` agrees.
+    for (const auto& [heads, scores] : {std::pair<const char*, const char*>{"1", "[1,1,512,512] 1.0 MiB"},
+                                        {"8", "[1,8,512,512] 8.0 MiB"}, {"16", "[1,16,512,512] 16.0 MiB"}}) {
+        const CliRun cost = run_tinyformer({"cost", "--heads", heads, "--seq", "512"});
+        REQUIRE(cost.status == 0);
+        CHECK(has(cost.out, std::string("scores [B,H,T,T] = ") + scores));
+    }
+}
+
+TEST_CASE("lesson text: paths states one shape, Dk = Dv = 64, for its output and its table") {
+    // One head, Dv = 64: the output [300, 64] is 300 * 64 * 4 = 76800 B = 75.0 KiB, the number
+    // in the table; at Dv = 32 it would be 37.5 KiB.
+    check_lines(lesson("paths"), {
+        "The same answer: L = 300, S = 1000, Dk = Dv = 64, largest difference between the two",
+        "What each path allocates for one head of Dk = Dv = 64 (output [L,Dv] + scratch; models/cost.h,",
+        "[L,S] = 256 MiB of scores and the streaming one a [256, 2048] tile: the saving is real",
+    });
+}
+
+TEST_CASE("lesson text: local, need-weights, dropout, permutation and positions keep their claims") {
+    // The numbers of the local text: 132064 / 2048^2 = 3.15%, 638976 / 2048^2 = 15.2%, 1/16 = 6.25%
+    // (the working is in "lesson local: the scores each path computes ...").
+    check_lines(lesson("local"), {
+        "The window allows 3.15% of the scores, but only the streaming path turns that into less",
+        "first query's window start to its last query's window end (256 + 2W = 320 keys, 288 at",
+        "the two ends), so it computes 15.2%. The materialized path computes all of them and then",
+        "blocks most. The strided mask allows only 6.25%, yet each block's allowed keys run from",
+        "saved. A sparse mask is a speed-up only when the kernel skips the blocked work; time it",
+    });
+    check_lines(lesson("need-weights"), {
+        "[B,L,S] when average_attn_weights=True (the default), per head [B,H,L,S] when False;",
+        "tinyformer's choice is the same: AttentionOptions.want_weights.",
+        "Averaged weights hide what each head does; tinyformer never averages unless asked",
+    });
+    check_lines(lesson("dropout"), {
+        "Dropout at p = 0.1 in training: each weight is zeroed with probability p and the rest",
+        "are scaled by 1/(1-p) = 1.1111. One draw that zeroes key 3:",
+        "The pitfall: F.scaled_dot_product_attention(q, k, v, dropout_p=0.1) drops out even under",
+        "eval(); it does not know the module's mode. A module must pass",
+    });
+    check_lines(lesson("permutation"), {
+        "A causal or local mask carries position; without it (and without positional",
+        "encodings) attention cannot tell token order.",
+    });
+    check_lines(lesson("positions"), {
+        "Without positions the layer sees a set: the same tokens in any order give the same",
+        "embeddings makes order part of the input, so the outputs change.",
+    });
+}
+
+TEST_CASE("lesson text: peeking says how the two models' training differs, and what the peeking one gets right") {
+    const std::string out = lesson("peeking");
+    // The training logs' first lines are what the text quotes: 6000 steps for reverse-causal,
+    // 5000 for reverse-peeking, the same architecture and size.
+    for (const auto& [log, first_line] :
+         {std::pair<const char*, const char*>{"data/models/reverse-causal.train.log",
+                                              "reverse-causal: decoder_only D=64 H=4 F=256, 206623 parameters, 6000 steps of 128\n"},
+          {"data/models/reverse-peeking.train.log",
+           "reverse-peeking: decoder_only D=64 H=4 F=256, 206623 parameters, 5000 steps of 128\n"}}) {
+        CAPTURE(log);
+        CHECK(test_helpers::read_file(log).rfind(first_line, 0) == 0);
+    }
+    check_lines(out, {
+        "data/models/reverse-peeking.safetensors: reverse-causal's architecture, data generator, seed and optimiser settings,",
+        "for 5000 steps where reverse-causal had 6000 (the first line of each data/models/*.train.log);",
+        "  honest exact match:   100.0% (200/200)",
+        "  peeking exact match:    9.5% (19/200)",
+        // The 200 inputs (Random seed 1, lengths 1..16): 27 have 1 or 2 letters; the peeking
+        // model's 19 right answers are all among them (1-letter inputs: the answer is the letter
+        // just before '='), none of the 173 longer ones.
+        "right only inputs of at most 2 letters (19 of the 27 here); of the 173 longer inputs",
+        "what the data allows is the symptom; here, far below log 26. At generation the token it",
+    });
+    // How many longer outputs start right depends on near-ties of a confused model: a range.
+    const double first_right = number_after(out, "of the 173 longer inputs\n");
+    CHECK(first_right > 40);
+    CHECK(first_right < 173);
+    CHECK(has(out, " start with the right letter (the one just before '=', which it can see) and every\n"));
+}
+
+TEST_CASE("lesson norms: LayerNorm and RMSNorm of 1, 2, 3, 4 by hand; post-LN's stream stays at 1, pre-LN's grows") {
+    const std::string out = lesson("norms");
+    // x = 1, 2, 3, 4, weight 1, bias 0, eps 1e-5.
+    // LayerNorm: mean 2.5, var (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25, 1 / sqrt(1.25001) = 0.894424:
+    //   -1.5, -0.5, 0.5, 1.5 times that = -1.3416 -0.4472 0.4472 1.3416.
+    // RMSNorm: mean(x^2) = 30 / 4 = 7.5, 1 / sqrt(7.50001) = 0.365148: 0.3651 0.7303 1.0954 1.4606.
+    CHECK(has(out, "  LayerNorm(x)         -1.3416  -0.4472   0.4472   1.3416\n"));
+    CHECK(has(out, "  RMSNorm(x)            0.3651   0.7303   1.0954   1.4606\n"));
+    // x + 10 = 11..14: LayerNorm the same as for x; RMSNorm: mean(x^2) = (121+144+169+196)/4 = 157.5,
+    // sqrt 12.549900: 11, 12, 13, 14 over it = 0.8765 0.9562 1.0359 1.1155.
+    CHECK(has(out, "  LayerNorm(x + 10)    -1.3416  -0.4472   0.4472   1.3416\n"));
+    CHECK(has(out, "  RMSNorm(x + 10)       0.8765   0.9562   1.0359   1.1155\n"));
+    CHECK(number_after(out, "largest |norm(2x) - norm(x)|: LayerNorm") < 1e-5);
+    CHECK(number_after(out, ", RMSNorm ") < 1e-5);  // LayerNorm: eps / (2 var) ~ 4e-6 of the values
+    check_lines(out, {
+        "LayerNorm:  y = (x - mean) / sqrt(var + eps) * weight + bias    (centres, then scales)",
+        "RMSNorm:    y = x / sqrt(mean(x^2) + eps) * weight              (scales only; no mean, no bias)",
+        "  (x - 2.5) / sqrt(1.25) = -1.3416 -0.4472 0.4472 1.3416; mean(x^2) = 30 / 4 = 7.5,",
+        "  sqrt(7.5) = 2.7386, so RMSNorm is x / 2.7386 = 0.3651 0.7303 1.0954 1.4606.",
+        "  post-LN:  x = norm1(x + Attention(x));   x = norm2(x + FFN(x))",
+        "  pre-LN:   x = x + Attention(norm1(x));   x = x + FFN(norm2(x))",
+        "Pre-LN adds each sublayer's output to a stream nothing normalises, so it grows with depth;",
+        "a pre-LN model therefore ends with one more norm before the output head (the final norm:",
+    });
+    // The engine's layers are the formulas above, computed from their parts.
+    CHECK(number_after(out, "largest |engine - the formula from the parts|: post-LN") < 1e-5);
+    CHECK(number_after(out, ", pre-LN ") < 1e-5);
+    // The table: after each of 6 layers, post-LN's RMS is that of a LayerNorm output with weight 1,
+    // bias 0: sqrt(var / (var + eps)) = 1.000; pre-LN's only grows; the final norm brings it to 1.000.
+    const size_t at = out.find("pre-LN + final norm\n");
+    REQUIRE(at != std::string::npos);
+    std::istringstream rows(out.substr(at + std::string("pre-LN + final norm\n").size()));
+    double previous_pre = 0;
+    for (int layer = 1; layer <= 6; ++layer) {
+        CAPTURE(layer);
+        int index = 0;
+        double post = 0, pre = 0, final_norm = 0;
+        rows >> index >> post >> pre >> final_norm;
+        CHECK(index == layer);
+        CHECK(post == doctest::Approx(1.0).epsilon(1e-3));
+        CHECK(final_norm == doctest::Approx(1.0).epsilon(1e-3));
+        CHECK(pre > previous_pre);
+        previous_pre = pre;
+    }
+    CHECK(previous_pre > 2.0);  // after 6 layers the un-normalised stream is well above 1
+}
+
+TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples each, or one line naming the missing model") {
+    const CliRun run = run_tinyformer({"lesson", "extrapolation"});
+    const char* models[] = {"data/models/reverse-learned.safetensors", "data/models/reverse-sinusoidal.safetensors",
+                            "data/models/reverse-rotary.safetensors", "data/models/reverse-alibi.safetensors"};
+    for (const char* model : models)
+        if (!std::filesystem::is_regular_file(model)) {
+            // Helper X's models are not committed yet: one error line naming the first missing one.
+            CAPTURE(model);
+            CHECK(run.status == 1);
+            CHECK(run.out.empty());
+            CHECK(run.err.rfind(std::string("tinyformer: error: lesson: ") + model + " is missing: ", 0) == 0);
+            CHECK(run.err.find('\n') == run.err.size() - 1);
+            MESSAGE(std::string(model), " is not committed yet: only the missing-model error is checked");
+            return;
+        }
+    INFO("stderr: ", run.err);
+    REQUIRE(run.status == 0);
+    check_lines(run.out, {
+        "Exact match of greedy decoding on 50 fresh inputs per length range (tinyformer::Random,",
+        "which the longer inputs bring new ones too. Whatever the numbers show, they are 50 examples",
+        "per cell, a smaller sample than the committed table in docs/EXTRAPOLATION.md (measured with",
+    });
+    // One row per model, three cells "k/50 p%" with p = 2k (k/50 as a percentage).
+    for (const char* model : models) {
+        CAPTURE(model);
+        const size_t at = run.out.find(std::string("\n  ") + model);
+        REQUIRE(at != std::string::npos);
+        std::istringstream row(run.out.substr(at + 3 + std::string(model).size()));
+        for (int range = 0; range < 3; ++range) {
+            CAPTURE(range);
+            long correct = -1, total = 0, percent = -1;
+            char slash = 0, sign = 0;
+            row >> correct >> slash >> total >> percent >> sign;
+            CHECK(slash == '/');
+            CHECK(total == 50);
+            CHECK(sign == '%');
+            CHECK(correct >= 0);
+            CHECK(correct <= 50);
+            CHECK(percent == 2 * correct);
+        }
+    }
+}
+
+TEST_CASE("lesson is-causal: the two triangles as pictures; at L = S both are the causal lesson's") {
+    // For L = S both alignments are the same triangle: Mask::causal(3, 3) is the causal lesson's.
+    const std::string causal = lesson("causal");
+    CHECK(has(causal, "q0: k0\nq1: k0 k1\nq2: k0 k1 k2\n"));
+    const std::string out = lesson("is-causal");
+    CHECK(has(out, "  Mask::causal(2, 3), bottom-right (the engine):\nq0: k0 k1\nq1: k0 k1 k2\n"));
+    CHECK(has(out, "  torch.ones(2, 3).tril() via Mask::from_torch_sdpa_mask, top-left (is_causal=True):\nq0: k0\nq1: k0 k1\n"));
 }

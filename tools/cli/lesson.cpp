@@ -17,6 +17,7 @@
 #include "models/toy_tasks.h"
 #include "models/transformer.h"
 #include "tools/cli/cli.h"
+#include "tools/cli/lesson_common.h"
 #include "tools/measure/measure.h"
 
 #include <algorithm>
@@ -25,22 +26,13 @@
 #include <filesystem>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tinyformer::cli {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-void heading(const char* title) { std::printf("\n=== %s ===\n\n", title); }
-
-void print_matrix(const char* name, ConstMatrixView m, int precision = 4) {
-    std::printf("%s [%lld,%lld]\n", name, static_cast<long long>(m.rows), static_cast<long long>(m.cols));
-    for (int64_t r = 0; r < m.rows; ++r) {
-        std::printf("  ");
-        for (int64_t c = 0; c < m.cols; ++c) std::printf(" %*.*f", precision + 4, precision, m(r, c));
-        std::printf("\n");
-    }
-}
 
 void print_row_sums(ConstMatrixView weights) {
     std::printf("row sums:");
@@ -50,16 +42,6 @@ void print_row_sums(ConstMatrixView weights) {
         std::printf(" %.6f", sum);
     }
     std::printf("\n");
-}
-
-BoolTensor bool_matrix(int64_t rows, int64_t cols, std::vector<uint8_t> values) {
-    return BoolTensor{{rows, cols}, std::move(values)};
-}
-
-AttentionOptions with_weights() {
-    AttentionOptions options;
-    options.want_weights = true;
-    return options;
 }
 
 // W_Q, W_K, W_V, W_O with entries ~ N(0, 0.25), biases ~ N(0, 0.01), for a model of width D.
@@ -119,6 +101,57 @@ void lesson_causal() {
     result = scaled_dot_product_attention(zeros, zeros, value, reversed, with_weights());
     std::printf("outputs: %.6f %.6f %.6f   (by hand: 14/3, (4+8)/2 = 6, 8)\n", result.output.at({0, 0, 0}),
                 result.output.at({0, 1, 0}), result.output.at({0, 2, 0}));
+}
+
+// Section 6 ("don't treat 'Transformer mask' as a single template"): PyTorch's
+// is_causal=True when the queries are fewer than the keys.
+void lesson_is_causal() {
+    heading("is-causal: is_causal=True aligns the triangle top-left when L != S (section 6)");
+    std::printf("A decoding step with a KV cache has fewer queries than keys: the new token(s) are the LAST\n"
+                "L of S positions. The engine's Mask::causal(L, S) aligns the triangle bottom-right: query l\n"
+                "sees key s iff s <= S - L + l, so the step's rows are the last rows of the full pass.\n"
+                "PyTorch's is_causal=True (F.scaled_dot_product_attention since 2.0; on 1.13 the private\n"
+                "F._scaled_dot_product_attention) builds torch.ones(L, S).tril(): query l sees key s iff\n"
+                "s <= l, aligned top-left. For L = S the two are the same mask; for L < S they are not.\n\n"
+                "Q = K = 0, V = 2, 4, 8 as in `lesson causal`: the full pass (L = S = 3) gives 2, 3, 14/3.\n"
+                "Here q0, q1 are the step's own queries; the last of them is position 2.\n");
+    const Tensor keys({1, 3, 2});
+    const Tensor value({1, 3, 1}, {2.0f, 4.0f, 8.0f});
+    for (int64_t L : {1, 2}) {
+        const int64_t S = 3;
+        std::vector<uint8_t> tril(static_cast<size_t>(L * S));  // torch.ones(L, S).tril(): True = allowed
+        for (int64_t l = 0; l < L; ++l)
+            for (int64_t s = 0; s < S; ++s) tril[static_cast<size_t>(l * S + s)] = s <= l;
+        const Mask engine = Mask::causal(L, S);
+        const Mask torch_mask = Mask::from_torch_sdpa_mask(bool_matrix(L, S, tril));
+        const Tensor queries({1, L, 2});
+        const AttentionResult bottom_right = scaled_dot_product_attention(queries, keys, value, engine);
+        const AttentionResult top_left = scaled_dot_product_attention(queries, keys, value, torch_mask);
+        auto outputs = [L](const Tensor& output) {
+            std::string text;
+            for (int64_t l = 0; l < L; ++l) {
+                char number[32];
+                std::snprintf(number, sizeof number, " %.6f", output.at({0, l, 0}));
+                text += number;
+            }
+            return text;
+        };
+        std::printf("\nL = %lld new token(s) over S = %lld keys:\n", static_cast<long long>(L),
+                    static_cast<long long>(S));
+        std::printf("  Mask::causal(%lld, %lld), bottom-right (the engine):\n%s", static_cast<long long>(L),
+                    static_cast<long long>(S), engine.to_ascii(L, S).c_str());
+        std::printf("  -> outputs%s   (by hand: %s)\n", outputs(bottom_right.output).c_str(),
+                    L == 1 ? "(2+4+8)/3 = 14/3, the full pass's last row" : "3 and 14/3, the full pass's last two rows");
+        std::printf("  torch.ones(%lld, %lld).tril() via Mask::from_torch_sdpa_mask, top-left (is_causal=True):\n%s",
+                    static_cast<long long>(L), static_cast<long long>(S), torch_mask.to_ascii(L, S).c_str());
+        std::printf("  -> outputs%s   (by hand: %s)\n", outputs(top_left.output).c_str(),
+                    L == 1 ? "2 = V of k0 alone: the newest token sees only the first" : "2 and 3: the full pass's FIRST two rows");
+    }
+    std::printf("\nNo error, no NaN: every row has a key, every number is plausible, and the cached step\n"
+                "silently reads the wrong keys. is_causal=True is right only when L = S (a whole-sequence\n"
+                "pass); a cached step needs the bottom-right mask passed explicitly, in torch\n"
+                "torch.ones(L, S, dtype=torch.bool).tril(S - L) (recent PyTorch also has\n"
+                "torch.nn.attention.bias.causal_lower_right), or no mask at all when L = 1.\n");
 }
 
 // Section 4 and practice 3.
@@ -278,18 +311,25 @@ void lesson_multihead() {
     print_matrix("head 0 weights", result.weights.matrix(0));
     print_matrix("head 1 weights", result.weights.matrix(1));
     std::printf("(mask: causal over the 4 positions)\n");
-    std::printf("\nMore heads do not add projection parameters: at D = 512, W_Q, W_K, W_V, W_O and their\n"
-                "biases are [3D, D] + [3D] + [D, D] + [D] whatever H is; only the head size Dh = D/H changes.\n");
+    std::printf("\nMore heads do not add projection parameters, nor multiply-adds: W_Q, W_K, W_V, W_O and their\n"
+                "biases are [3D, D] + [3D] + [D, D] + [D] whatever H is, and Q K^T is H products of\n"
+                "[T,Dh] x [Dh,T], H * T^2 * Dh = T^2 * D multiply-adds. What grows with H is the scores:\n"
+                "[B,H,T,T], one T x T matrix per head, which the materialized path holds (models/cost.h,\n"
+                "as `tinyformer cost --heads H --seq 512` prints them). At D = 512, T = 512, B = 1:\n");
     for (int64_t heads : {1, 8, 16}) {
-        const int64_t d_model = 512;
+        const int64_t d_model = 512, T = 512;
         const MultiHeadAttentionWeights big{Tensor({3 * d_model, d_model}), Tensor({3 * d_model}),
                                             Tensor({d_model, d_model}), Tensor({d_model})};
         const MultiHeadAttention module(big, heads);  // checks D % H and the shapes
         const int64_t parameters = big.in_proj_weight.numel() + big.in_proj_bias.numel() +
                                    big.out_proj_weight.numel() + big.out_proj_bias.numel();
-        std::printf("  H = %2lld, Dh = %3lld: %lld projection parameters\n", static_cast<long long>(module.heads()),
-                    static_cast<long long>(d_model / heads), static_cast<long long>(parameters));
+        const AttentionCost cost = attention_cost(CostShape{1, d_model, heads, 2048}, T, T, "self-attention");
+        std::printf("  H = %2lld, Dh = %3lld: %lld projection parameters, %lld score multiply-adds, scores %s\n",
+                    static_cast<long long>(module.heads()), static_cast<long long>(d_model / heads),
+                    static_cast<long long>(parameters), static_cast<long long>(cost.scores.macs),
+                    measure::bytes_text(static_cast<double>(cost.score_bytes)).c_str());
     }
+    std::printf("The head size Dh = D/H shrinks as H grows; the score memory grows as H: 4 * B * H * T^2 bytes.\n");
     std::printf("\n");
     std::printf("Each head has its own weights from its own learned subspace; nothing forces a head\n"
                 "to mean anything a person would name. The heads' outputs are concatenated and\n"
@@ -305,7 +345,7 @@ void lesson_multihead() {
 void lesson_paths() {
     heading("paths: materialized vs streaming (fused-style) attention");
     Random random(5);
-    const int64_t L = 300, S = 1000, Dk = 32;
+    const int64_t L = 300, S = 1000, Dk = 64;  // one head: the table below uses the same shape
     const Tensor query = random.normal_tensor({1, L, Dk});
     const Tensor key = random.normal_tensor({1, S, Dk});
     const Tensor value = random.normal_tensor({1, S, Dk});
@@ -323,11 +363,13 @@ void lesson_paths() {
 
     // What each path holds besides the output (models/cost.h, the formula `cost` prints):
     // materialized, the scores [L,S]; streaming, one tile [min(block,L), min(tile,S)] and
-    // 2 floats per query of a block. One head, Dk = 64.
-    std::printf("What each path allocates (output + scratch; models/cost.h, as `tinyformer cost` counts it),\n"
-                "and the peak memory one call really adds, measured in a child process:\n");
+    // 2 floats per query of a block. One head of Dk = Dv = 64, as above.
+    const CostShape shape{1, Dk, 1, 256};
+    std::printf("What each path allocates for one head of Dk = Dv = %lld (output [L,Dv] + scratch; models/cost.h,\n"
+                "as `tinyformer cost` counts it), and the peak memory one call really adds, measured in a\n"
+                "child process:\n",
+                static_cast<long long>(shape.d_model / shape.heads));
     std::printf("  %5s %6s  %-13s %28s %14s\n", "L", "S", "path", "output + scratch", "measured");
-    const CostShape shape{1, 64, 1, 256};
     for (const auto& [queries, keys] : {std::pair<int64_t, int64_t>{300, 1000}, {8192, 8192}})
         for (const AttentionOptions* options : {&materialized, &streaming}) {
             const AttentionPathBytes bytes = attention_path_bytes(shape, queries, keys, *options);
@@ -618,7 +660,8 @@ void lesson_permutation() {
 // Section 6: the causal mask keeps the answers out of training, on two trained models.
 constexpr const char* kHonestModel = "data/models/reverse-causal.safetensors";
 constexpr const char* kPeekingModel = "data/models/reverse-peeking.safetensors";
-constexpr const char* kLessonModels[] = {kHonestModel, kPeekingModel};
+
+}  // namespace
 
 // A lesson's model, `relative` to the checkout: from the current folder when
 // it is there, else from the checkout the running binary lives in
@@ -646,10 +689,13 @@ std::string lesson_model(const std::string& relative) {
         const std::string binary = std::filesystem::read_symlink("/proc/self/exe", error).string();
         fail("lesson: ", relative, " is missing: not in the current folder, nor in the checkout of ",
              error ? "the tinyformer binary" : binary,
-             "; the lessons that read trained models (peeking) run from a tinyformer checkout that has data/models/");
+             "; the lessons that read trained models (peeking, extrapolation) run from a tinyformer checkout that has "
+             "data/models/");
     }
     return found;
 }
+
+namespace {
 
 // A single-stack checkpoint's weights run with another self-attention: the
 // peeking model read the way it was trained (bidirectional), not the way its
@@ -765,15 +811,36 @@ void lesson_peeking() {
         add_teacher_forced_loss(causal, input, random_target, eos, false, honest_random);
         add_teacher_forced_loss(as_trained, input, random_target, eos, false, peeking_random);
     }
-    auto exact = [&](const Model& model) {
-        const std::vector<std::string> outputs = generate_text(model, texts, 1, {});
+    // Exact matches, and the longest input among them.
+    auto exact = [&](const std::vector<std::string>& outputs, size_t& longest_right) {
         int64_t correct = 0;
-        for (size_t i = 0; i < texts.size(); ++i) correct += outputs[i] == task.answer(texts[i]);
+        longest_right = 0;
+        for (size_t i = 0; i < texts.size(); ++i)
+            if (outputs[i] == task.answer(texts[i])) {
+                ++correct;
+                longest_right = std::max(longest_right, texts[i].size());
+            }
         return correct;
     };
-    const int64_t honest_exact = exact(honest), peeking_exact = exact(peeking);
-    std::printf("%s: the same data, architecture and settings, trained with NO mask\n"
-                "(every position sees the future; labels shifted by one as usual), exported as causal.\n"
+    const std::vector<std::string> peeking_outputs = generate_text(peeking, texts, 1, {});
+    size_t honest_longest = 0, peeking_longest = 0;
+    const int64_t honest_exact = exact(generate_text(honest, texts, 1, {}), honest_longest);
+    const int64_t peeking_exact = exact(peeking_outputs, peeking_longest);
+    // The inputs no longer than its longest right answer; of the longer ones, those whose
+    // output starts with the right letter (the last input letter, just before '=').
+    int64_t short_inputs = 0, longer_inputs = 0, first_letter_right = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+        if (texts[i].size() <= peeking_longest) {
+            ++short_inputs;
+            continue;
+        }
+        ++longer_inputs;
+        first_letter_right += !peeking_outputs[i].empty() && peeking_outputs[i][0] == texts[i].back();
+    }
+    std::printf("%s: reverse-causal's architecture, data generator, seed and optimiser settings,\n"
+                "trained with NO mask (every position sees the future; labels shifted by one as usual) and\n"
+                "for 5000 steps where reverse-causal had 6000 (the first line of each data/models/*.train.log);\n"
+                "exported as causal.\n"
                 "%lld fresh reverse examples (tinyformer::Random, seed 1); loss = teacher-forced mean\n"
                 "cross-entropy (nats) of the %lld target tokens and <eos> after '='; exact match = greedy\n"
                 "decoding, which is causal: the tokens after the current one do not exist yet.\n\n",
@@ -800,53 +867,90 @@ void lesson_peeking() {
                 "follows from the prompt, so the honest model's loss (reverse-causal.train.log) falls to 0\n"
                 "as well. On answers that do not follow from the prompt, as in real text, a loss below\n"
                 "what the data allows is the symptom; here, far below log 26. At generation the token it\n"
-                "copied does not exist yet, and it learned nothing else.\n");
+                "copied does not exist yet, and what it learned besides copying is not enough: it gets\n"
+                "right only inputs of at most %lld letters (%lld of the %lld here); of the %lld longer inputs\n"
+                "%lld start with the right letter (the one just before '=', which it can see) and every\n"
+                "one goes wrong after that.\n",
+                static_cast<long long>(peeking_longest), static_cast<long long>(peeking_exact),
+                static_cast<long long>(short_inputs), static_cast<long long>(longer_inputs),
+                static_cast<long long>(first_letter_right));
 }
 
 struct Lesson {
     const char* name;
     const char* summary;
     void (*run)();
-    bool reads_models = false;  // reads kLessonModels (found with lesson_model)
+    std::vector<const char*> models = {};  // the trained models it reads (found with lesson_model)
 };
 
-const Lesson kLessons[] = {
-    {"shapes", "practice 1: Q/K/V/scores/output shapes of cross-attention, L != S", lesson_shapes},
-    {"causal", "practice 2: the 3x3 causal example (2, 3, 14/3), then the reversed mask", lesson_causal},
-    {"conventions", "practice 3: nn.MultiheadAttention (True = blocked) vs SDPA (True = allowed)", lesson_conventions},
-    {"empty-row", "practice 4: a fully masked query: the error, then the defined padding result", lesson_empty_row},
-    {"finite-negative", "-inf vs a finite negative; zeroing after softmax leaves rows unnormalised",
-     lesson_finite_negative},
-    {"scale", "why 1/sqrt(Dk): dot-product variance and softmax saturation for Dk = 4, 64, 1024", lesson_scale},
-    {"multihead", "H heads: per-head weights [B,H,L,S], concat, W_O; D % H != 0 refused", lesson_multihead},
-    {"paths", "materialized vs streaming (online-softmax) attention: same answer, no [L,S]", lesson_paths},
-    {"local", "a local window mask: dense vs tile-skipping, timed; a strided mask skips nothing", lesson_local},
-    {"permutation", "without positions attention is permutation-equivariant; a causal mask is not",
-     lesson_permutation},
-    {"nan-history", "a fully masked row: NaN (PyTorch 1.13), 0 (>= 2.5), an error here; why 0 hides bugs",
-     lesson_nan_history},
-    {"need-weights", "need_weights / average_attn_weights: asking for weights runs the materialized path",
-     lesson_need_weights},
-    {"dropout", "no dropout at inference; p=0.1 on one row; SDPA's dropout_p ignores eval()", lesson_dropout},
-    {"positions", "permuting tokens: equivariant without positions, not with sinusoidal or learned ones",
-     lesson_positions},
-    {"peeking", "trained models: the causal mask keeps later tokens out; one trained without it peeks",
-     lesson_peeking, true},
+// The lessons in the order of lesson 10.3's sections, then section 10.4's.
+struct Section {
+    const char* title;
+    std::vector<Lesson> lessons;
 };
+
+const std::vector<Section>& sections() {
+    static const std::vector<Section> all = {
+        {"10.3 §2 scaled dot-product attention: the shapes, and why 1/sqrt(Dk)",
+         {{"shapes", "practice 1: Q/K/V/scores/output shapes of cross-attention, L != S", lesson_shapes},
+          {"scale", "why 1/sqrt(Dk): dot-product variance and softmax saturation for Dk = 4, 64, 1024", lesson_scale}}},
+        {"10.3 §3 the mask goes in before softmax",
+         {{"finite-negative", "-inf vs a finite negative; zeroing after softmax leaves rows unnormalised",
+           lesson_finite_negative}}},
+        {"10.3 §4 one Boolean tensor, two meanings; a query with no key",
+         {{"conventions", "practice 3: nn.MultiheadAttention (True = blocked) vs SDPA (True = allowed)",
+           lesson_conventions},
+          {"empty-row", "practice 4: a fully masked query: the error, then the defined padding result", lesson_empty_row},
+          {"nan-history", "a fully masked row: NaN (PyTorch 1.13), 0 (>= 2.5), an error here; why 0 hides bugs",
+           lesson_nan_history}}},
+        {"10.3 §5 one head from scratch: the 3x3 worked example",
+         {{"causal", "practice 2: the 3x3 causal example (2, 3, 14/3), then the reversed mask", lesson_causal}}},
+        {"10.3 §6 the causal mask, and why it is not one template",
+         {{"is-causal", "is_causal=True is top-left when L != S: a cached step gives 2, not 14/3", lesson_is_causal},
+          {"peeking", "trained models: the causal mask keeps later tokens out; one trained without it peeks",
+           lesson_peeking, {kHonestModel, kPeekingModel}}}},
+        {"10.3 §7 multi-head attention",
+         {{"multihead", "H heads: per-head weights [B,H,L,S], concat, W_O; scores grow with H; D % H != 0 refused",
+           lesson_multihead}}},
+        {"10.3 §8 what the framework APIs do: weights, dropout",
+         {{"need-weights", "need_weights / average_attn_weights: asking for weights runs the materialized path",
+           lesson_need_weights},
+          {"dropout", "no dropout at inference; p=0.1 on one row; SDPA's dropout_p ignores eval()", lesson_dropout}}},
+        {"10.3 §9 attention itself knows no positions",
+         {{"permutation", "without positions attention is permutation-equivariant; a causal mask is not",
+           lesson_permutation},
+          {"positions", "permuting tokens: equivariant without positions, not with sinusoidal or learned ones",
+           lesson_positions}}},
+        {"10.3 §10 what attention costs, beyond O(T^2)",
+         {{"paths", "materialized vs streaming (online-softmax) attention: same answer, no [L,S]", lesson_paths},
+          {"local", "a local window mask: dense vs tile-skipping, timed; a strided mask skips nothing", lesson_local}}},
+        {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)",
+         {{"norms", "LayerNorm vs RMSNorm on 1,2,3,4; pre-LN vs post-LN on one block: the stream, the final norm",
+           lesson_norms},
+          {"extrapolation", "trained on 1..16 letters: exact match on 1-16, 17-24, 25-32 per position scheme, live",
+           lesson_extrapolation,
+           {kExtrapolationModels[0], kExtrapolationModels[1], kExtrapolationModels[2], kExtrapolationModels[3]}}}},
+    };
+    return all;
+}
 
 void print_lessons(std::FILE* out) {
-    std::fprintf(out, "usage: tinyformer lesson [NAME|all]\n\nLesson 10.3's worked examples, run on the engine:\n");
-    for (const Lesson& lesson : kLessons) std::fprintf(out, "  %-16s %s\n", lesson.name, lesson.summary);
-    std::fprintf(out, "  %-16s every one of the above, in order\n", "all");
+    std::fprintf(out, "usage: tinyformer lesson [NAME|all]\n\nLessons 10.3 and 10.4's worked examples, run on the engine:\n");
+    for (const Section& section : sections()) {
+        std::fprintf(out, "%s\n", section.title);
+        for (const Lesson& lesson : section.lessons) std::fprintf(out, "  %-16s %s\n", lesson.name, lesson.summary);
+    }
+    std::fprintf(out, "  %-16s every one of the above, in this order, each section named\n", "all");
 }
 
 // `tinyformer lesson NAME --help`: what the lesson shows and what it reads.
 void print_lesson_help(const Lesson& lesson) {
     std::printf("usage: tinyformer lesson %s\n\n%s\n", lesson.name, lesson.summary);
-    if (lesson.reads_models)
-        std::printf("Reads the trained models\n  %s\n  %s\nfrom the current folder or else from the "
-                    "checkout the tinyformer binary was built in.\n",
-                    kHonestModel, kPeekingModel);
+    if (!lesson.models.empty()) {
+        std::printf("Reads the trained models\n");
+        for (const char* model : lesson.models) std::printf("  %s\n", model);
+        std::printf("from the current folder or else from the checkout the tinyformer binary was built in.\n");
+    }
 }
 
 bool is_help(const std::string& arg) { return arg == "--help" || arg == "-h"; }
@@ -858,23 +962,30 @@ int lesson_command(const Arguments& args) {
         print_lessons(stdout);
         return 0;
     }
-    std::vector<const Lesson*> chosen;
-    for (const Lesson& lesson : kLessons)
-        if (args[0] == "all" || args[0] == lesson.name) chosen.push_back(&lesson);
+    const bool all = args[0] == "all";
+    std::vector<std::pair<const Section*, const Lesson*>> chosen;
+    for (const Section& section : sections())
+        for (const Lesson& lesson : section.lessons)
+            if (all || args[0] == lesson.name) chosen.emplace_back(&section, &lesson);
     if (chosen.empty()) throw UsageError("unknown lesson '" + args[0] + "' (run 'tinyformer lesson' for the list)");
     if (args.size() == 2 && is_help(args[1])) {
-        if (args[0] == "all") {
+        if (all) {
             print_lessons(stdout);
             return 0;
         }
-        print_lesson_help(*chosen[0]);
+        print_lesson_help(*chosen[0].second);
         return 0;
     }
     if (args.size() > 1) throw UsageError("lesson takes one NAME, got " + std::to_string(args.size()) + " arguments");
     // The trained models are looked for before anything is printed: a missing one is the only line.
-    if (std::any_of(chosen.begin(), chosen.end(), [](const Lesson* lesson) { return lesson->reads_models; }))
-        for (const char* model : kLessonModels) lesson_model(model);
-    for (const Lesson* lesson : chosen) lesson->run();
+    for (const auto& each : chosen)
+        for (const char* model : each.second->models) lesson_model(model);
+    const Section* current = nullptr;
+    for (const auto& [section, lesson] : chosen) {
+        if (all && section != current) std::printf("\n\n== %s ==\n", section->title);
+        current = section;
+        lesson->run();
+    }
     return 0;
 }
 
