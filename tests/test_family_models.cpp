@@ -105,3 +105,51 @@ TEST_CASE("families: the tiny GPT-2 (byte-level BPE) continues each committed pr
     const int same = same_as_pytorch("gpt2-tiny", 5);
     MESSAGE("gpt2-tiny: ", same, "/5 continuations identical to PyTorch's");
 }
+
+// data/families/llama2c-tiny: a llama2.c-shaped model (RMSNorm, SwiGLU, rotary on adjacent
+// pairs, 4 query heads sharing 2 K/V heads, tied head, its own 384-piece tokenizer.bin)
+// trained by tools/python/examples/train_llama2c_tiny.py. Its greedy.tsv holds, per prompt,
+// the prompt's ids as run.c encodes them (BOS 1 first) and the ids PyTorch's greedy
+// generate (families/llama.py, checked equal to upstream model.py) continued with.
+TEST_CASE("families: the llama2.c model continues each committed prompt with PyTorch's ids, and the text encodes as run.c") {
+    const std::string model = "data/families/llama2c-tiny/llama2c-tiny.safetensors";
+    std::ifstream file("data/families/llama2c-tiny/llama2c-tiny.greedy.tsv");
+    REQUIRE(file.good());
+    int rows = 0, same = 0, encoded = 0;
+    for (std::string line; std::getline(file, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        std::vector<std::string> fields;
+        for (size_t start = 0;;) {
+            const size_t tab = line.find('\t', start);
+            fields.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+            if (tab == std::string::npos) break;
+            start = tab + 1;
+        }
+        REQUIRE(fields.size() >= 3);
+        const std::string& prompt = fields[0];
+        const std::string& prompt_ids = fields[1];
+        const std::string& expected = fields[2];
+        CAPTURE(prompt);
+        ++rows;
+        const size_t tokens = static_cast<size_t>(std::count(expected.begin(), expected.end(), ',')) + 1;
+        // run --ids puts the model's <bos> (bos_id 1) first itself, as it does for text.
+        REQUIRE(prompt_ids.rfind("1,", 0) == 0);
+        const std::string after_bos = prompt_ids.substr(2);
+        const CliRun run = run_tinyformer(
+            {"run", model, "--ids", after_bos, "--max-new-tokens", std::to_string(tokens), "--print-ids"});
+        INFO("stderr: ", run.err);
+        REQUIRE(run.status == 0);
+        CHECK(run.out == expected + "\n");
+        same += run.out == expected + "\n";
+        // The engine's sentencepiece_bpe encoding of the prompt is the file's (without its BOS).
+        const CliRun ids = run_tinyformer({"tokenize", model, prompt, "--format", "ids"});
+        REQUIRE(ids.status == 0);
+        std::string spaced = after_bos;
+        std::replace(spaced.begin(), spaced.end(), ',', ' ');
+        CHECK(ids.out == spaced + "\n");
+        encoded += ids.out == spaced + "\n";
+    }
+    CHECK(rows == 5);
+    MESSAGE("llama2c-tiny: ", same, "/", rows, " continuations identical to PyTorch's; ", encoded, "/", rows,
+            " prompts encoded as the file has them");
+}
