@@ -213,12 +213,16 @@ TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, 
     // The extrapolation lesson reads helper X's four models (issue #23 item 3); until they are
     // committed `lesson all` stops before printing anything, naming the first one missing, and
     // only the list's order is checked.
-    const bool have_models = std::filesystem::is_regular_file("data/models/reverse-learned.safetensors");
+    std::string missing;  // the first of the four not committed yet, or empty
+    for (const char* model : {"data/models/reverse-learned.safetensors", "data/models/reverse-sinusoidal.safetensors",
+                              "data/models/reverse-rotary.safetensors", "data/models/reverse-alibi.safetensors"})
+        if (missing.empty() && !std::filesystem::is_regular_file(model)) missing = model;
+    const bool have_models = missing.empty();
     if (!have_models) {
         CHECK(all.status == 1);
         CHECK(all.out.empty());
-        CHECK(has(all.err, "tinyformer: error: lesson: data/models/reverse-learned.safetensors is missing"));
-        MESSAGE("data/models/reverse-learned.safetensors is not committed yet: only the order of the list is checked");
+        CHECK(has(all.err, "tinyformer: error: lesson: " + missing + " is missing"));
+        MESSAGE(missing, " is not committed yet: only the order of the list is checked");
     } else {
         REQUIRE(all.status == 0);
     }
@@ -233,7 +237,7 @@ TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, 
         {"10.3 §8 what the framework APIs do: weights, dropout", {"need-weights", "dropout"}},
         {"10.3 §9 attention itself knows no positions", {"permutation", "positions"}},
         {"10.3 §10 what attention costs, beyond O(T^2)", {"paths", "local"}},
-        {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)", {"norms", "extrapolation"}},
+        {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)", {"norms", "rotary", "alibi", "gqa", "extrapolation"}},
     };
     size_t at = 0, listed = 0;
     for (const auto& [title, names] : sections) {
@@ -633,4 +637,120 @@ TEST_CASE("lesson is-causal: the two triangles as pictures; at L = S both are th
     const std::string out = lesson("is-causal");
     CHECK(has(out, "  Mask::causal(2, 3), bottom-right (the engine):\nq0: k0 k1\nq1: k0 k1 k2\n"));
     CHECK(has(out, "  torch.ones(2, 3).tril() via Mask::from_torch_sdpa_mask, top-left (is_causal=True):\nq0: k0\nq1: k0 k1\n"));
+}
+
+TEST_CASE("lesson rotary: the score depends on m - n only; the KV cache holds keys turned once by their own positions") {
+    const std::string out = lesson("rotary");
+    // Dh = 2, q = k = (1, 0), frequency theta^0 = 1: rot(q, m) = (cos m, sin m), score
+    // cos m cos n + sin m sin n = cos(m - n); cos(2) = cos(-2) = -0.416147 (cos 2 = -0.4161468...).
+    check_lines(out, {
+        "    rot(q, m) . rot(k, n) = q . rot(k, n - m)      which depends on m - n only.",
+        "       3      1    -0.416147    -0.416147",
+        "      13     11    -0.416147    -0.416147",
+        "    1003   1001    -0.416147    -0.416147",
+        "       1      3    -0.416147    -0.416147",
+        "  by hand: cos(2) = -0.416147 for every pair with m - n = 2, and cos(-2) is the same.",
+        "The same score to float rounding: the angles are float32 (position * frequency, then cos and",
+        "rot(k_n, n), each key turned by ITS OWN position when it is written, and never again:",
+    });
+    // Shifting both positions by s keeps the score to float rounding: the angle s * freq has a
+    // float32 rounding of about s * 6e-8 radians, times |q||k| ~ 64 for Dh = 64 normal vectors:
+    // under 1e-4 up to s = 1000, about 1e-3 at s = 10000.
+    for (const char* s : {"       1 ", "      10 ", "     100 ", "    1000 "}) {
+        const size_t at = out.find(std::string("\n  ") + s);
+        REQUIRE(at != std::string::npos);
+        double score = 0, difference = 1;
+        std::istringstream(out.substr(at + 3 + std::string(s).size())) >> score >> difference;
+        CAPTURE(s);
+        CHECK(std::fabs(difference) < 1e-4);
+    }
+    // The cache after 4 steps: exactly rot(k_n, n); k_n itself only at n = 0 (angle 0: cos 1, sin 0);
+    // a row never changes after its step.
+    check_lines(out, {
+        "    0                 0.00e+00         0.00e+00                         0.00e+00",
+    });
+    const size_t table = out.find("|cached at step n - at the end|\n");
+    REQUIRE(table != std::string::npos);
+    for (int n : {1, 2, 3}) {
+        const size_t at = out.find("\n    " + std::to_string(n) + " ", table);
+        CAPTURE(n);
+        REQUIRE(at != std::string::npos);
+        double turned = 1, unturned = 0, later = 1;
+        int row = 0;
+        std::istringstream(out.substr(at + 1)) >> row >> turned >> unturned >> later;
+        CHECK(row == n);
+        CHECK(turned == 0.0);
+        CHECK(unturned > 0.1);
+        CHECK(later == 0.0);
+    }
+}
+
+TEST_CASE("lesson alibi: the slopes for H = 4, 6, 8, the causal bias per head, and 5.653272 for the 3x3 example") {
+    const std::string out = lesson("alibi");
+    // H = 4: 2^(-8 (h+1) / 4) = 2^-2, 2^-4, 2^-6, 2^-8. H = 8: 2^(-(h+1)) = 2^-1 .. 2^-8. H = 6: n = 4,
+    // the four of H = 4, then H = 8's at indices 0 and 2: 2^-1, 2^-3.
+    // Head 0 of H = 4 has slope 1/4: row i, column j <= i is -(i - j) / 4.
+    // Head 3 has 1/256: -1/256 = -0.00390625 -> -0.00391, -2/256 -> -0.00781, -3/256 = -0.01171875 -> -0.01172.
+    check_lines(out, {
+        "  H = 4: 2^-2 2^-4 2^-6 2^-8",
+        "  H = 6: 2^-2 2^-4 2^-6 2^-8 2^-1 2^-3",
+        "  H = 8: 2^-1 2^-2 2^-3 2^-4 2^-5 2^-6 2^-7 2^-8",
+        "  head 0, slope 0.25:",
+        "      0.00000      -inf      -inf      -inf",
+        "     -0.25000   0.00000      -inf      -inf",
+        "     -0.50000  -0.25000   0.00000      -inf",
+        "     -0.75000  -0.50000  -0.25000   0.00000",
+        "  head 3, slope 0.00390625:",
+        "     -0.01172  -0.00781  -0.00391   0.00000",
+        "    bias[h, i, j] = -slope_h * |i - j|         (causal: -slope_h * (i - j))",
+        "Why no position table: the bias is computed from the two positions when attention runs",
+    });
+    // The 3x3 example, slope 1/2 (H = 8's head 0), Q = K = 0 so the scores are the bias alone.
+    // Query 1: biases -0.5, 0: e^-0.5 = 0.606531, weights 0.606531 / 1.606531 = 0.377541 and 0.622459,
+    //   output 2 * 0.377541 + 4 * 0.622459 = 3.244919.
+    // Query 2: biases -1, -0.5, 0: e^-1 = 0.367879, e^-0.5 = 0.606531, 1; sum 1.974410;
+    //   weights 0.186324 0.307196 0.506480; output (0.735759 + 2.426123 + 8) / 1.974410 = 5.653272.
+    check_lines(out, {
+        "H = 8, slope 0.5, through Mask::alibi(8, 3) & Mask::causal(3):",
+        "     1.000000   0.000000   0.000000",
+        "     0.377541   0.622459   0.000000",
+        "     0.186324   0.307196   0.506480",
+        "  e^0 = 1, sum 1.974410; (2 * 0.367879 + 4 * 0.606531 + 8 * 1) / 1.974410 = 5.653272.",
+    });
+    const size_t at = out.find("  outputs: ");
+    REQUIRE(at != std::string::npos);
+    double first = 0, second = 0, third = 0;
+    std::istringstream(out.substr(at + 11)) >> first >> second >> third;
+    CHECK(first == doctest::Approx(2.0).epsilon(1e-6));
+    CHECK(second == doctest::Approx(3.244919).epsilon(1e-6));
+    CHECK(third == doctest::Approx(5.653272).epsilon(1e-6));
+    CHECK(std::fabs(number_after(out, "The engine's value minus the hand value:")) < 1e-5);
+}
+
+TEST_CASE("lesson gqa: stories15M's KV cache bytes per token at 6, 3, 2, 1 K/V heads; GQA equals repeated K/V heads") {
+    const std::string out = lesson("gqa");
+    // 2 (K and V) * 6 layers * Hkv * 48 * 4 bytes: Hkv = 6: 13824 B = 13.5 KiB; 3: 6912 = 6.75 KiB;
+    // 2: 4608 = 4.5 KiB; 1: 2304 = 2.25 KiB. At 256 tokens: 13824 * 256 = 3538944 B = 3.375 MiB,
+    // then 1.6875, 1.125, 0.5625 MiB.
+    check_lines(out, {
+        "     6    6            13824          13.50                 3.3750",
+        "     6    3             6912           6.75                 1.6875",
+        "     6    2             4608           4.50                 1.1250",
+        "     6    1             2304           2.25                 0.5625",
+        "    2 (K and V) * layers * Hkv * Dh * 4 bytes",
+        "  by hand: 2 * 6 * 6 * 48 * 4 = 13824 B = 13.5 KiB per token with 6 K/V heads; 3, 2, 1 heads",
+        // Reading K/V head h / 4 in place and copying it to head h give the same products: exactly 0.
+        "  materialized  largest |GQA - expanded|: output 0.00e+00, weights 0.00e+00",
+        "  streaming     largest |GQA - expanded|: output 0.00e+00",
+    });
+}
+
+TEST_CASE("lesson NAME --help for rotary, alibi and gqa") {
+    for (const char* name : {"rotary", "alibi", "gqa"}) {
+        CAPTURE(name);
+        const CliRun run = run_tinyformer({"lesson", name, "--help"});
+        CHECK(run.status == 0);
+        CHECK(has(run.out, std::string("usage: tinyformer lesson ") + name + "\n\n"));
+    }
+    CHECK(has(run_tinyformer({"lesson", "alibi", "--help"}).out, "the 3x3 example with slope 1/2: 5.653272"));
 }

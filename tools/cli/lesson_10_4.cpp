@@ -8,6 +8,10 @@
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "layers/encoder_layer.h"
+#include "layers/kv_cache.h"
+#include "layers/multi_head_attention.h"
+#include "layers/rotary.h"
+#include "models/cost.h"
 #include "models/toy_tasks.h"
 #include "models/transformer.h"
 #include "tools/cli/cli.h"
@@ -16,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tinyformer::cli {
@@ -32,6 +37,22 @@ double rms(const Tensor& x) {
     double sum = 0;
     for (int64_t i = 0; i < x.numel(); ++i) sum += static_cast<double>(x.data()[i]) * x.data()[i];
     return std::sqrt(sum / static_cast<double>(x.numel()));
+}
+
+// q . k over Dh floats, in double.
+double dot(const std::vector<float>& q, const std::vector<float>& k) {
+    double sum = 0;
+    for (size_t d = 0; d < q.size(); ++d) sum += static_cast<double>(q[d]) * k[d];
+    return sum;
+}
+
+// The score of a query q at position m against a key k at position n: both
+// turned by rotary_reference (one head, theta 10000, adjacent pairs), then q . k.
+double rotary_score(std::vector<float> q, int64_t m, std::vector<float> k, int64_t n) {
+    const int64_t head_dim = static_cast<int64_t>(q.size());
+    rotary_reference(q.data(), 1, head_dim, m, 10000.0f, RopePairs::Adjacent);
+    rotary_reference(k.data(), 1, head_dim, n, 10000.0f, RopePairs::Adjacent);
+    return dot(q, k);
 }
 
 }  // namespace
@@ -111,6 +132,224 @@ void lesson_norms() {
                 "the config's \"final_norm\", GPT-2's ln_f, llama2.c's norm), which a post-LN model does not\n"
                 "need. What pre-LN buys is the residual path itself: from the input to the last layer it is\n"
                 "a plain sum, with no norm on it to pass gradients through.\n");
+}
+
+// Section 10.4: rotary positions. The score of a turned query and key depends
+// on m - n only; a KV cache holds keys turned once, by their own positions.
+void lesson_rotary() {
+    heading("rotary: q and k turned by their positions; the score sees only m - n");
+    std::printf("RoPE turns each pair of a head's dimensions by angle = position * theta^(-2i/Dh)\n"
+                "(layers/rotary.h; llama2.c's adjacent pairs (2i, 2i+1), theta = 10000). Rotations keep dot\n"
+                "products and add angles, so for a query at m and a key at n\n"
+                "    rot(q, m) . rot(k, n) = q . rot(k, n - m)      which depends on m - n only.\n\n");
+    const std::vector<float> unit = {1.0f, 0.0f};
+    std::printf("Dh = 2, q = k = (1, 0): one pair, frequency theta^0 = 1, rot(q, m) = (cos m, sin m), so the\n"
+                "score is cos m cos n + sin m sin n = cos(m - n) (radians):\n");
+    std::printf("  %6s %6s %12s %12s\n", "m", "n", "score", "cos(m - n)");
+    for (const auto& [m, n] : {std::pair<int64_t, int64_t>{3, 1}, {13, 11}, {1003, 1001}, {1, 3}})
+        std::printf("  %6lld %6lld %12.6f %12.6f\n", static_cast<long long>(m), static_cast<long long>(n),
+                    rotary_score(unit, m, unit, n), std::cos(static_cast<double>(m - n)));
+    std::printf("  by hand: cos(2) = -0.416147 for every pair with m - n = 2, and cos(-2) is the same.\n\n");
+
+    const int64_t Dh = 64, m = 7, n = 3;
+    Random random(41);
+    std::vector<float> q(static_cast<size_t>(Dh)), k(static_cast<size_t>(Dh));
+    for (float& v : q) v = random.normal();
+    for (float& v : k) v = random.normal();
+    const double base = rotary_score(q, m, k, n);
+    std::printf("Dh = %lld, random q and k, the query at m = %lld, the key at n = %lld: score %.6f.\n"
+                "Both moved on by s (the query at m + s, the key at n + s), m - n still %lld:\n",
+                static_cast<long long>(Dh), static_cast<long long>(m), static_cast<long long>(n), base,
+                static_cast<long long>(m - n));
+    std::printf("  %8s %12s %20s\n", "s", "score", "score - score(s=0)");
+    for (int64_t s : {1, 10, 100, 1000, 10000}) {
+        const double shifted = rotary_score(q, m + s, k, n + s);
+        std::printf("  %8lld %12.6f %20.2e\n", static_cast<long long>(s), shifted, shifted - base);
+    }
+    std::printf("The same score to float rounding: the angles are float32 (position * frequency, then cos and\n"
+                "sin of that float), so the rounding grows with the positions themselves, not with m - n.\n\n");
+
+    // What the KV cache stores, on the module the models run (layers/multi_head_attention.h).
+    const int64_t D = 8, H = 2, T = 4;
+    const MultiHeadAttention attention({random.normal_tensor({3 * D, D}, 0.5f), Tensor(),
+                                        random.normal_tensor({D, D}, 0.5f), Tensor()},
+                                       H, "", std::nullopt, RotaryEmbedding(D / H, 10000.0f, RopePairs::Adjacent));
+    const Tensor x = random.normal_tensor({1, T, D});
+    KVCache cache;
+    std::vector<Tensor> after_step;  // the cache's keys after each step
+    for (int64_t t = 0; t < T; ++t) {
+        const Tensor token({1, 1, D}, std::vector<float>(x.data() + t * D, x.data() + (t + 1) * D));
+        attention.forward_appending(token, cache, Mask(), {});
+        after_step.push_back(cache.key_tensor());
+    }
+    // k_n = x_n W_K before any rotation, projected as the step projected it (one token: the same
+    // products in the same order as the module's fused Q|K|V product).
+    Tensor unturned({1, T, D});
+    for (int64_t t = 0; t < T; ++t) {
+        const Tensor token({1, 1, D}, std::vector<float>(x.data() + t * D, x.data() + (t + 1) * D));
+        const Tensor k_t = attention.project_key(token);
+        std::copy(k_t.data(), k_t.data() + D, unturned.data() + t * D);
+    }
+    std::printf("What a KV cache stores: one self-attention with rotary positions (D = %lld, H = %lld, Dh = %lld,\n"
+                "random weights) run as decoding runs it, one token per step, %lld steps. Its cache holds\n"
+                "rot(k_n, n), each key turned by ITS OWN position when it is written, and never again:\n",
+                static_cast<long long>(D), static_cast<long long>(H), static_cast<long long>(D / H),
+                static_cast<long long>(T));
+    std::printf("  %3s %24s %16s %32s\n", "n", "|cached - rot(k_n, n)|", "|cached - k_n|", "|cached at step n - at the end|");
+    for (int64_t pos = 0; pos < T; ++pos) {
+        std::vector<float> expected(unturned.data() + pos * D, unturned.data() + (pos + 1) * D);
+        rotary_reference(expected.data(), H, D / H, pos, 10000.0f, RopePairs::Adjacent);
+        double vs_turned = 0, vs_unturned = 0, vs_later = 0;
+        for (int64_t d = 0; d < D; ++d) {
+            const float cached = after_step.back().at({0, pos, d});
+            vs_turned = std::max(vs_turned, static_cast<double>(std::fabs(cached - expected[static_cast<size_t>(d)])));
+            vs_unturned = std::max(vs_unturned, static_cast<double>(std::fabs(cached - unturned.at({0, pos, d}))));
+            vs_later = std::max(vs_later, static_cast<double>(std::fabs(cached - after_step[static_cast<size_t>(pos)].at({0, pos, d}))));
+        }
+        std::printf("  %3lld %24.2e %16.2e %32.2e\n", static_cast<long long>(pos), vs_turned, vs_unturned, vs_later);
+    }
+    std::printf("The cache equals rot(k_n, n) exactly (the module's fast path is the reference, bit for bit);\n"
+                "it differs from the plain k_n except at n = 0 (angle 0); and a row written at step n is the\n"
+                "same at the end. Each step turns only its new query, by its position m; the scores\n"
+                "rot(q, m) . rot(k_n, n) then depend on m - n as above. V is never turned, and there is no\n"
+                "position table: no max_len row to run out of (what longer inputs do to a model trained\n"
+                "short is `lesson extrapolation`'s question).\n");
+}
+
+// Section 10.4: ALiBi, a per-head bias on the scores from engine/mask.h.
+void lesson_alibi() {
+    heading("alibi: a per-head linear bias on the scores instead of a position table");
+    std::printf("ALiBi (Press et al., \"Train Short, Test Long\") adds to every allowed score\n"
+                "    bias[h, i, j] = -slope_h * |i - j|         (causal: -slope_h * (i - j))\n"
+                "and puts nothing into the embeddings. The slopes are a geometric sequence per head\n"
+                "(alibi_slopes, engine/mask.h): for H a power of two slope_h = 2^(-8 (h+1) / H); otherwise\n"
+                "the n = 2^floor(log2 H) slopes of n heads, then the slopes of 2n heads at indices 0, 2, ...:\n\n");
+    for (int64_t heads : {4, 6, 8}) {
+        std::printf("  H = %lld:", static_cast<long long>(heads));
+        for (float slope : alibi_slopes(heads)) std::printf(" 2^%g", std::log2(static_cast<double>(slope)));
+        std::printf("\n");
+    }
+    std::printf("  by hand: H = 4: 2^(-8 (h+1) / 4) = 2^-2, 2^-4, 2^-6, 2^-8; H = 8: 2^-1 ... 2^-8; H = 6: n = 4,\n"
+                "  the four of H = 4, then those of H = 8 at indices 0 and 2: 2^-1, 2^-3.\n\n");
+
+    const int64_t T = 4, H = 4;
+    const Mask mask = Mask::alibi(H, T) & Mask::causal(T);
+    const std::vector<float> slopes = alibi_slopes(H);
+    std::printf("The bias of each head, Mask::alibi(%lld, %lld) & Mask::causal(%lld) (row i: query, column j: key;\n"
+                "-inf: a key the causal mask blocks):\n",
+                static_cast<long long>(H), static_cast<long long>(T), static_cast<long long>(T));
+    for (int64_t h = 0; h < H; ++h) {
+        std::printf("  head %lld, slope %g:\n", static_cast<long long>(h), static_cast<double>(slopes[static_cast<size_t>(h)]));
+        for (int64_t i = 0; i < T; ++i) {
+            std::printf("   ");
+            for (int64_t j = 0; j < T; ++j) {
+                if (!mask.allows(0, h, i, j)) {
+                    std::printf(" %9s", "-inf");
+                    continue;
+                }
+                const float bias = mask.bias(0, h, i, j);
+                std::printf(" %9.5f", bias == 0.0f ? 0.0 : static_cast<double>(bias));  // no "-0"
+            }
+            std::printf("\n");
+        }
+    }
+    std::printf("Each diagonal is one distance i - j, so one bias: the bias sees distances, not positions.\n"
+                "Head 0 (the steepest) favours the nearest keys; head 3's bias is nearly flat, so it can\n"
+                "look far back.\n\n");
+
+    // The 3x3 worked example with the slope of H = 8's head 0, 1/2, from the engine's own mask.
+    const int64_t heads = 8;
+    const Tensor zeros({1, 3, heads});  // Q = K = 0: every score 0, only the bias differs
+    Tensor value({1, 3, heads});
+    for (int64_t h = 0; h < heads; ++h) {
+        value.at({0, 0, h}) = 2.0f;
+        value.at({0, 1, h}) = 4.0f;
+        value.at({0, 2, h}) = 8.0f;
+    }
+    const AttentionResult result = multi_head_scaled_dot_product_attention(
+        zeros, zeros, value, heads, Mask::alibi(heads, 3) & Mask::causal(3), with_weights());
+    std::printf("The 3x3 example of `lesson causal` (Q = K = 0, V = 2, 4, 8, causal) with ALiBi: head 0 of\n"
+                "H = 8, slope %g, through Mask::alibi(8, 3) & Mask::causal(3):\n",
+                static_cast<double>(alibi_slopes(heads)[0]));
+    print_matrix("  weights", result.weights.matrix(0), 6);
+    std::printf("  outputs: %.6f %.6f %.6f   (without the bias: 2, 3, 14/3 = 4.666667)\n",
+                static_cast<double>(result.output.at({0, 0, 0})), static_cast<double>(result.output.at({0, 1, 0})),
+                static_cast<double>(result.output.at({0, 2, 0})));
+    std::printf("  by hand, the last query: scores 0 + bias -1, -0.5, 0; e^-1 = 0.367879, e^-0.5 = 0.606531,\n"
+                "  e^0 = 1, sum 1.974410; (2 * 0.367879 + 4 * 0.606531 + 8 * 1) / 1.974410 = 5.653272.\n"
+                "  The engine's value minus the hand value: %.1e (float32 exp and sums).\n"
+                "  The bias moves weight to the nearer keys, so the output is nearer V = 8 than 14/3 is.\n\n",
+                static_cast<double>(result.output.at({0, 2, 0})) - 5.653272);
+    std::printf("Why no position table: the bias is computed from the two positions when attention runs\n"
+                "(a KV-cache slot keeps its token's position), so any length has its bias; there is nothing\n"
+                "added to the embeddings and no max_len rows to run out of. Nor does it touch q, k or v: it\n"
+                "is a term of the mask, which both attention paths and the pictures read.\n");
+}
+
+// Section 10.4: grouped-query attention. What fewer K/V heads save (the KV
+// cache, by models/cost.h), and that the attention is the same as with
+// every K/V head repeated.
+void lesson_gqa() {
+    heading("gqa: grouped-query attention: fewer K/V heads, a smaller KV cache, the same attention");
+    std::printf("With H query heads and Hkv key/value heads (Hkv divides H; multi-query when Hkv = 1), query\n"
+                "head h reads K/V head h / (H / Hkv) (engine/attention.h). A KV cache keeps K and V of every\n"
+                "layer for every past token, so per token it holds (float32)\n"
+                "    2 (K and V) * layers * Hkv * Dh * 4 bytes\n"
+                "The stories15M shape (llama2.c: D = 288, 6 layers, H = 6, Dh = 48, 256 tokens of context),\n"
+                "by models/cost.h's kv_cache_bytes_per_position (one layer) times the layers:\n\n");
+    const int64_t D = 288, layers = 6, heads = 6, context = 256;
+    std::printf("  %4s %4s %16s %14s %22s\n", "H", "Hkv", "bytes per token", "KiB per token", "MiB at 256 tokens");
+    for (int64_t kv : {6, 3, 2, 1}) {
+        CostShape shape;
+        shape.d_model = D;
+        shape.heads = heads;
+        shape.ff = 768;
+        shape.kv_heads = kv;
+        const int64_t per_token = layers * kv_cache_bytes_per_position(shape);
+        std::printf("  %4lld %4lld %16lld %14.2f %22.4f\n", static_cast<long long>(heads), static_cast<long long>(kv),
+                    static_cast<long long>(per_token), static_cast<double>(per_token) / 1024.0,
+                    static_cast<double>(per_token * context) / (1024.0 * 1024.0));
+    }
+    std::printf("  by hand: 2 * 6 * 6 * 48 * 4 = 13824 B = 13.5 KiB per token with 6 K/V heads; 3, 2, 1 heads\n"
+                "  keep 1/2, 1/3, 1/6 of it: 6912, 4608, 2304 B; at 256 tokens 13824 * 256 B = 3.375 MiB.\n"
+                "  (Hkv must divide H: 6 heads allow 6, 3, 2 and 1, not 4.)\n\n");
+
+    // The same attention: GQA against the expanded heads.
+    const int64_t H = 8, Hkv = 2, Dh = 4, L = 5;
+    Random random(31);
+    const Tensor query = random.normal_tensor({1, L, H * Dh});
+    const Tensor key = random.normal_tensor({1, L, Hkv * Dh});
+    const Tensor value = random.normal_tensor({1, L, Hkv * Dh});
+    // What torch's repeat_interleave(H / Hkv) along the head axis builds: head h holds K/V head h / (H / Hkv).
+    Tensor expanded_key({1, L, H * Dh}), expanded_value({1, L, H * Dh});
+    for (int64_t s = 0; s < L; ++s)
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t d = 0; d < Dh; ++d) {
+                const int64_t g = h / (H / Hkv);
+                expanded_key.at({0, s, h * Dh + d}) = key.at({0, s, g * Dh + d});
+                expanded_value.at({0, s, h * Dh + d}) = value.at({0, s, g * Dh + d});
+            }
+    std::printf("H = %lld query heads over Hkv = %lld K/V heads (Dh = %lld, L = S = %lld, causal, random Q, K, V):\n"
+                "the engine's GQA call against ordinary %lld-head attention on K and V with each K/V head\n"
+                "repeated %lld times (query heads 0-3 read K/V head 0, heads 4-7 head 1):\n",
+                static_cast<long long>(H), static_cast<long long>(Hkv), static_cast<long long>(Dh),
+                static_cast<long long>(L), static_cast<long long>(H), static_cast<long long>(H / Hkv));
+    for (AttentionPath path : {AttentionPath::Materialized, AttentionPath::Streaming}) {
+        AttentionOptions options;
+        options.path = path;
+        options.want_weights = path == AttentionPath::Materialized;
+        const AttentionResult grouped = multi_head_scaled_dot_product_attention(
+            query, key, value, AttentionHeads{H, Hkv}, Mask::causal(L), options);
+        const AttentionResult expanded =
+            multi_head_scaled_dot_product_attention(query, expanded_key, expanded_value, H, Mask::causal(L), options);
+        std::printf("  %-13s largest |GQA - expanded|: output %.2e", path_name(path),
+                    max_difference(grouped.output, expanded.output));
+        if (options.want_weights) std::printf(", weights %.2e", max_difference(grouped.weights, expanded.weights));
+        std::printf("\n");
+    }
+    std::printf("The same numbers: GQA is ordinary attention whose K/V heads are shared, read in place, never\n"
+                "copied. What it saves is the cache (and the K/V projections: W_K, W_V are [Hkv*Dh, D]);\n"
+                "whether a model with fewer K/V heads is as good is a training question, not an inference one.\n");
 }
 
 // Section 10.4 / issue #23 item 3: length extrapolation, measured live on
