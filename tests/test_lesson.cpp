@@ -685,7 +685,7 @@ TEST_CASE("lesson rotary: the score depends on m - n only; the KV cache holds ke
     }
 }
 
-TEST_CASE("lesson alibi: the slopes for H = 4, 6, 8, the causal bias per head, and 5.653272 for the 3x3 example") {
+TEST_CASE("lesson alibi: the slopes for H = 4, 6, 8, the causal bias per head, and 5.653274 for the 3x3 example") {
     const std::string out = lesson("alibi");
     // H = 4: 2^(-8 (h+1) / 4) = 2^-2, 2^-4, 2^-6, 2^-8. H = 8: 2^(-(h+1)) = 2^-1 .. 2^-8. H = 6: n = 4,
     // the four of H = 4, then H = 8's at indices 0 and 2: 2^-1, 2^-3.
@@ -709,13 +709,13 @@ TEST_CASE("lesson alibi: the slopes for H = 4, 6, 8, the causal bias per head, a
     // Query 1: biases -0.5, 0: e^-0.5 = 0.606531, weights 0.606531 / 1.606531 = 0.377541 and 0.622459,
     //   output 2 * 0.377541 + 4 * 0.622459 = 3.244919.
     // Query 2: biases -1, -0.5, 0: e^-1 = 0.367879, e^-0.5 = 0.606531, 1; sum 1.974410;
-    //   weights 0.186324 0.307196 0.506480; output (0.735759 + 2.426123 + 8) / 1.974410 = 5.653272.
+    //   weights 0.186324 0.307196 0.506480; output (0.735759 + 2.426123 + 8) / 1.974410 = 5.653274.
     check_lines(out, {
         "H = 8, slope 0.5, through Mask::alibi(8, 3) & Mask::causal(3):",
         "     1.000000   0.000000   0.000000",
         "     0.377541   0.622459   0.000000",
         "     0.186324   0.307196   0.506480",
-        "  e^0 = 1, sum 1.974410; (2 * 0.367879 + 4 * 0.606531 + 8 * 1) / 1.974410 = 5.653272.",
+        "  e^0 = 1, sum 1.974410; (2 * 0.367879 + 4 * 0.606531 + 8 * 1) / 1.974410 = 5.653274.",
     });
     const size_t at = out.find("  outputs: ");
     REQUIRE(at != std::string::npos);
@@ -723,7 +723,7 @@ TEST_CASE("lesson alibi: the slopes for H = 4, 6, 8, the causal bias per head, a
     std::istringstream(out.substr(at + 11)) >> first >> second >> third;
     CHECK(first == doctest::Approx(2.0).epsilon(1e-6));
     CHECK(second == doctest::Approx(3.244919).epsilon(1e-6));
-    CHECK(third == doctest::Approx(5.653272).epsilon(1e-6));
+    CHECK(third == doctest::Approx(5.653274).epsilon(1e-6));
     CHECK(std::fabs(number_after(out, "The engine's value minus the hand value:")) < 1e-5);
 }
 
@@ -752,5 +752,5 @@ TEST_CASE("lesson NAME --help for rotary, alibi and gqa") {
         CHECK(run.status == 0);
         CHECK(has(run.out, std::string("usage: tinyformer lesson ") + name + "\n\n"));
     }
-    CHECK(has(run_tinyformer({"lesson", "alibi", "--help"}).out, "the 3x3 example with slope 1/2: 5.653272"));
+    CHECK(has(run_tinyformer({"lesson", "alibi", "--help"}).out, "the 3x3 example with slope 1/2: 5.653274"));
 }

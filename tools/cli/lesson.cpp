@@ -929,7 +929,7 @@ const std::vector<Section>& sections() {
            lesson_norms},
           {"rotary", "RoPE: the score of q at m and k at n depends on m - n only; the KV cache holds turned keys",
            lesson_rotary},
-          {"alibi", "ALiBi's per-head slopes (H = 4, 6, 8) and bias, the 3x3 example with slope 1/2: 5.653272",
+          {"alibi", "ALiBi's per-head slopes (H = 4, 6, 8) and bias, the 3x3 example with slope 1/2: 5.653274",
            lesson_alibi},
           {"gqa", "grouped-query attention: KV cache bytes per token of stories15M at 6, 3, 2, 1 K/V heads; equals repeated K/V heads",
            lesson_gqa},

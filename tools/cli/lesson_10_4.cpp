@@ -276,10 +276,10 @@ void lesson_alibi() {
                 static_cast<double>(result.output.at({0, 0, 0})), static_cast<double>(result.output.at({0, 1, 0})),
                 static_cast<double>(result.output.at({0, 2, 0})));
     std::printf("  by hand, the last query: scores 0 + bias -1, -0.5, 0; e^-1 = 0.367879, e^-0.5 = 0.606531,\n"
-                "  e^0 = 1, sum 1.974410; (2 * 0.367879 + 4 * 0.606531 + 8 * 1) / 1.974410 = 5.653272.\n"
-                "  The engine's value minus the hand value: %.1e (float32 exp and sums).\n"
+                "  e^0 = 1, sum 1.974410; (2 * 0.367879 + 4 * 0.606531 + 8 * 1) / 1.974410 = 5.653274.\n"
+                "  The engine's value minus the hand value: %.1e (float32 rounding).\n"
                 "  The bias moves weight to the nearer keys, so the output is nearer V = 8 than 14/3 is.\n\n",
-                static_cast<double>(result.output.at({0, 2, 0})) - 5.653272);
+                static_cast<double>(result.output.at({0, 2, 0})) - 5.653274);
     std::printf("Why no position table: the bias is computed from the two positions when attention runs\n"
                 "(a KV-cache slot keeps its token's position), so any length has its bias; there is nothing\n"
                 "added to the embeddings and no max_len rows to run out of. Nor does it touch q, k or v: it\n"
