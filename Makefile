@@ -97,13 +97,17 @@ demo: deps
 	./build/tinyformer run data/models/reverse-causal.safetensors mask= softmax=
 	@echo "== dates (encoder-decoder): six forms of a date -> ISO =="
 	./build/tinyformer run data/models/dates.safetensors "3 may 1979" "may 3, 1979" "03/05/1979" "thursday 3 may 1979"
-	@echo "== models of the families learners train (data/families/, docs/FAMILIES.md): nanoGPT, GPT-2, minGPT, the Annotated Transformer =="
+	@echo "== models of the families learners train (data/families/, docs/FAMILIES.md): nanoGPT, GPT-2, minGPT, the Annotated Transformer, llama2.c =="
 	./build/tinyformer run data/families/nanogpt-char.safetensors "forty one, forty two, " --max-new-tokens 42
 	./build/tinyformer run data/families/gpt2-tiny.safetensors "forty one is 41, forty two is" --max-new-tokens 12
 	./build/tinyformer run data/families/nanogpt-char.safetensors "forty one, forty two, " --max-new-tokens 30 --temperature 0.8 --top-k 5 --seed 7
 	@echo "(minGPT's sort: 5 of its 6 sorted digits; tinyformer stops when input + output fill max_len = 11, docs/FAMILIES.md#mingpt)"
 	./build/tinyformer run data/families/mingpt-sort.safetensors --ids 0,2,1,0,2,1 --max-new-tokens 6
 	./build/tinyformer run data/families/annotated-copy.safetensors --max-new-tokens 9 "1 5 9 7 2 8 8 1 1 10"
+	@echo "(llama2.c: RMSNorm, SwiGLU, rotary positions, 4 query heads over 2 K/V heads, its own tokenizer.bin)"
+	./build/tinyformer run data/families/llama2c-tiny/llama2c-tiny.safetensors "one hundred and six," --max-new-tokens 8
+	@echo "== section 10.4: four reverse models trained on 1..16 letters, by position scheme, on 17..24 letters (docs/EXTRAPOLATION.md) =="
+	for m in learned sinusoidal rotary alibi; do ./build/tinyformer eval data/models/reverse-$$m.safetensors --task reverse --lengths 17-24 --n 100 | head -n 1; done
 	@echo "== attention heatmaps (each --output folder is written afresh) =="
 	./build/tinyformer attention data/models/reverse.safetensors attention --output build/demo/reverse
 	./build/tinyformer attention data/models/sort.safetensors 31415926 --output build/demo/sort
