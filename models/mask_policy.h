@@ -23,7 +23,9 @@
 // slot itself when key_positions is empty. Blocked keys (causal, padding)
 // stay blocked; the bias only adds to the allowed ones. Its size is
 // 5*B*H*L*S bytes (a flag and a float per cell; B = 1 without padding and
-// without key_positions), counted by pass_memory (models/cost.h).
+// without key_positions); while it is built, the ALiBi term and the AND's
+// result both exist, so pass_memory (models/cost.h) counts 10*B*H*L*S, and
+// both whole-sequence passes and the KV cache's prefill ask it first.
 //
 // A decoding step with a KV cache runs only the `length` newest positions,
 // at first..first+length-1, over the first+length cached keys (first > 0):

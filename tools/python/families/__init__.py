@@ -57,6 +57,27 @@ class Converted:
             raise TypeError(f"Converted.metadata = {type(self.metadata).__name__}: expected a dict")
 
 
+def rename_to_upstream(tensors, top_keys, block_keys, layer_prefix, tied_head=None):
+    """tinyformer names -> a family's own names, the inverse of its converter's maps:
+    top_keys {upstream: ours} for the tensors outside the blocks, block_keys {upstream
+    suffix: ours} inside block i, written as f"{layer_prefix}{i}.{suffix}"; tied_head
+    (head, embedding) upstream names: the head is the embedding's tensor (a tied model's
+    file has only the embedding)."""
+    inverse_top = {v: k for k, v in top_keys.items()}
+    inverse_block = {v: k for k, v in block_keys.items()}
+    out = {}
+    for name, t in tensors.items():
+        if name in inverse_top:
+            out[inverse_top[name]] = t
+            continue
+        _, _, i, rest = name.split(".", 3)  # transformer.layers.{i}.{rest}
+        out[f"{layer_prefix}{i}.{inverse_block[rest]}"] = t
+    if tied_head:
+        head, embedding = tied_head
+        out[head] = out[embedding]
+    return out
+
+
 def write_converted(path, converted, dtype=None):
     """Write `converted` (a Converted) as a tinyformer checkpoint at `path`
     through tinyformer_export's writer; returns the config written. Raises

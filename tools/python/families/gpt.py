@@ -52,7 +52,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted
+from . import Converted, rename_to_upstream
 
 
 @dataclass
@@ -708,20 +708,9 @@ def _reference(converted, gelu):
     return model.eval()
 
 
-def to_upstream(tensors, n_layer, tie):
+def to_upstream(tensors, n_layers, tie):
     """tinyformer names -> nanoGPT/minGPT names (the inverse of BLOCK_KEYS/TOP_KEYS)."""
-    inverse_top = {v: k for k, v in TOP_KEYS.items()}
-    inverse_block = {v: k for k, v in BLOCK_KEYS.items()}
-    out = {}
-    for name, t in tensors.items():
-        if name in inverse_top:
-            out[inverse_top[name]] = t
-            continue
-        _, _, i, rest = name.split(".", 3)
-        out[f"transformer.h.{i}.{inverse_block[rest]}"] = t
-    if tie:
-        out["lm_head.weight"] = out["transformer.wte.weight"]
-    return out
+    return rename_to_upstream(tensors, TOP_KEYS, BLOCK_KEYS, "transformer.h.", ("lm_head.weight", "transformer.wte.weight") if tie else None)
 
 
 def _missing(function, needed):

@@ -56,7 +56,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted
+from . import Converted, rename_to_upstream
 
 ROPE_THETA = 10000.0
 MAGIC = 0x616B3432              # "ak42" read as a little-endian uint32: export.py's v1/v2 header
@@ -165,8 +165,14 @@ class Attention(nn.Module):
         self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim, bias=False)
         self.attn_dropout = nn.Dropout(args.dropout)
         self.resid_dropout = nn.Dropout(args.dropout)
-        mask = torch.triu(torch.full((1, 1, args.max_seq_len, args.max_seq_len), float("-inf")), diagonal=1)
-        self.register_buffer("mask", mask, persistent=mask_buffer)
+        # llama2.c keeps a [1, 1, max_seq_len, max_seq_len] mask buffer (saved by torch < 2.0);
+        # without it (the converters' reference: max_seq_len may be 2^24) the same
+        # triangle is made for each pass's T.
+        if mask_buffer:
+            mask = torch.triu(torch.full((1, 1, args.max_seq_len, args.max_seq_len), float("-inf")), diagonal=1)
+            self.register_buffer("mask", mask, persistent=True)
+        else:
+            self.mask = None
         self.weights = None    # the last [B, n_heads, T, T] attention weights (for checks)
 
     def forward(self, x, cos, sin):
@@ -180,7 +186,8 @@ class Attention(nn.Module):
         v = torch.repeat_interleave(v, group, dim=2)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # [B, H, T, Dh]
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
-        scores = scores + self.mask[:, :, :t, :t]
+        mask = self.mask if self.mask is not None else torch.triu(torch.full((1, 1, t, t), float("-inf")), diagonal=1)
+        scores = scores + mask[:, :, :t, :t]
         att = F.softmax(scores.float(), dim=-1).type_as(q)
         self.weights = att.detach()
         y = torch.matmul(self.attn_dropout(att), v)         # [B, H, T, Dh]
@@ -235,9 +242,7 @@ class Transformer(nn.Module):
         self.output = nn.Linear(args.dim, args.vocab_size, bias=False)
         if tie:
             self.tok_embeddings.weight = self.output.weight
-        cos, sin = rope_tables(args.dim // args.n_heads, args.max_seq_len)
-        self.register_buffer("freqs_cos", cos, persistent=False)
-        self.register_buffer("freqs_sin", sin, persistent=False)
+        self.head_dim = args.dim // args.n_heads  # the cos/sin tables are made for each pass's T (rope_tables)
         # GPT-2's initialisation, as llama2.c: N(0, 0.02), residual projections
         # (w3, wo in llama2.c) scaled by 1/sqrt(2 n_layers)
         for module in self.modules():
@@ -254,7 +259,7 @@ class Transformer(nn.Module):
         if t > self.params.max_seq_len:
             raise ValueError(f"Transformer.forward: {t} tokens exceed max_seq_len {self.params.max_seq_len}")
         h = self.dropout(self.tok_embeddings(tokens))
-        cos, sin = self.freqs_cos[:t], self.freqs_sin[:t]
+        cos, sin = rope_tables(self.head_dim, t)  # rows 0..t-1 of llama2.c's [max_seq_len, Dh/2] tables
         for layer in self.layers:
             h = layer(h, cos, sin)
         return self.output(self.norm(h))
@@ -424,6 +429,8 @@ def assemble(state, *, n_heads, max_seq_len, norm_eps=1e-5, where, model_args=No
     vocab_size, dim = emb.shape
     _positive_int(f"{where}: n_heads", n_heads)
     _positive_int(f"{where}: max_seq_len", max_seq_len)
+    if max_seq_len > MAX_SIZE:
+        raise ValueError(f"{where}: max_seq_len = {max_seq_len} is above tinyformer's limit of {MAX_SIZE} positions")
     if dim % n_heads or (dim // n_heads) % 2:
         raise ValueError(f"{where}: n_heads = {n_heads}: must divide dim = {dim} into an even head size")
     head = dim // n_heads
@@ -520,18 +527,7 @@ def _reference(converted, norm_eps=None):
 
 def to_upstream(tensors, n_layers, tie):
     """tinyformer names -> llama2.c names (the inverse of BLOCK_KEYS / TOP_KEYS)."""
-    inverse_top = {v: k for k, v in TOP_KEYS.items()}
-    inverse_block = {v: k for k, v in BLOCK_KEYS.items()}
-    out = {}
-    for name, t in tensors.items():
-        if name in inverse_top:
-            out[inverse_top[name]] = t
-            continue
-        _, _, i, rest = name.split(".", 3)
-        out[f"layers.{i}.{inverse_block[rest]}"] = t
-    if tie:
-        out["output.weight"] = out["tok_embeddings.weight"]
-    return out
+    return rename_to_upstream(tensors, TOP_KEYS, BLOCK_KEYS, "layers.", ("output.weight", "tok_embeddings.weight") if tie else None)
 
 
 def _with_tokenizer(converted, tokenizer):
@@ -819,20 +815,16 @@ FRAMED_SPECIALS = {"\n<s>\n": "<s>", "\n</s>\n": "</s>"}
 
 
 def vocabulary_of(pieces, where):
-    """(vocab for tinyformer's metadata, notes): the pieces as they are, except
-    tokenizer.py's "\\n<s>\\n" / "\\n</s>\\n" stored as "<s>" / "</s>". A piece
-    holding any other control character is refused by name (tinyformer's
-    vocabulary rules); convert without the tokenizer to take ids."""
+    """(vocab for tinyformer's metadata, notes): the pieces as they are, control
+    characters included (llama2.c's own tokenizer.bin has 24 pieces ending in "\\r"
+    and 12 single C1 characters; the engine shows them escaped), except
+    tokenizer.py's "\\n<s>\\n" / "\\n</s>\\n" stored as "<s>" / "</s>"."""
     vocab, notes = [], []
     for i, p in enumerate(pieces):
         if p in FRAMED_SPECIALS:
             notes.append(f"tokenizer piece {i} {p!r} stored as {FRAMED_SPECIALS[p]!r} (tokenizer.py frames it with "
-                         f"newlines; a token holds no control character)")
+                         f"newlines; the engine's BOS/EOS ids write nothing)")
             p = FRAMED_SPECIALS[p]
-        bad = [c for c in p if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F]
-        if bad:
-            raise ValueError(f"{where}: piece {i} {p[:40]!r} holds the control character U+{ord(bad[0]):04X}; "
-                             f"tinyformer's tokens cannot (convert without the tokenizer to take ids)")
         vocab.append(p)
     return vocab, notes
 
