@@ -262,7 +262,7 @@ build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS
 test-browser: deps-browser
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
 	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES))
-	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs
+	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs
 
 # The peer tests (tests/peer/*.test.mjs, node's test runner): the gpt2_bpe
 # tokenizer against gpt-3-encoder's encode and decode on GPT-2's own
