@@ -57,6 +57,19 @@ class Converted:
             raise TypeError(f"Converted.metadata = {type(self.metadata).__name__}: expected a dict")
 
 
+def check_state_dict(state, where, required, family):
+    """The checks every converter starts with: the keys `required` are there (else
+    it is not that family's state_dict), and every value is a floating-point tensor."""
+    for key in required:
+        if key not in state:
+            raise ValueError(f"{where}: no {key}: not a {family} state_dict (keys begin {sorted(state)[:4]})")
+    for key, t in state.items():
+        if not torch.is_tensor(t):
+            raise ValueError(f"{where}: {key} is a {type(t).__name__}, not a tensor")
+        if not t.is_floating_point():
+            raise ValueError(f"{where}: {key} has dtype {t.dtype}, expected floating point weights")
+
+
 def rename_to_upstream(tensors, top_keys, block_keys, layer_prefix, tied_head=None):
     """tinyformer names -> a family's own names, the inverse of its converter's maps:
     top_keys {upstream: ours} for the tensors outside the blocks, block_keys {upstream

@@ -52,7 +52,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted, rename_to_upstream
+from . import Converted, check_state_dict, rename_to_upstream
 
 
 @dataclass
@@ -609,14 +609,7 @@ def assemble(state, *, n_head, gelu, where, layer_norm_eps=1e-5, activation=None
     activation (a tinyformer activation name) overrides gelu when given.
     Every key is used exactly once; one left over is refused by name."""
     state = dict(state)
-    for key in ("transformer.wte.weight", "transformer.wpe.weight", "transformer.ln_f.weight"):
-        if key not in state:
-            raise ValueError(f"{where}: no {key}: not a GPT state_dict (keys begin {sorted(state)[:4]})")
-    for key, t in state.items():
-        if not torch.is_tensor(t):
-            raise ValueError(f"{where}: {key} is a {type(t).__name__}, not a tensor")
-        if not t.is_floating_point():
-            raise ValueError(f"{where}: {key} has dtype {t.dtype}, expected floating point weights")
+    check_state_dict(state, where, ("transformer.wte.weight", "transformer.wpe.weight", "transformer.ln_f.weight"), "GPT")
     wte, wpe = state["transformer.wte.weight"], state["transformer.wpe.weight"]
     if wte.dim() != 2:
         _shape_error(where, "transformer.wte.weight", wte, "[vocab_size, n_embd]")

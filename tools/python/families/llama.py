@@ -56,7 +56,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted, rename_to_upstream
+from . import Converted, check_state_dict, rename_to_upstream
 
 ROPE_THETA = 10000.0
 MAGIC = 0x616B3432              # "ak42" read as a little-endian uint32: export.py's v1/v2 header
@@ -415,14 +415,7 @@ def assemble(state, *, n_heads, max_seq_len, norm_eps=1e-5, where, model_args=No
     max_seq_len come from model_args (a state_dict does not tell them). Every key
     is used exactly once; one left over is refused by name."""
     state = dict(state)
-    for key in ("tok_embeddings.weight", "norm.weight", "layers.0.attention.wq.weight"):
-        if key not in state:
-            raise ValueError(f"{where}: no {key}: not a llama2.c state_dict (keys begin {sorted(state)[:4]})")
-    for key, t in state.items():
-        if not torch.is_tensor(t):
-            raise ValueError(f"{where}: {key} is a {type(t).__name__}, not a tensor")
-        if not t.is_floating_point():
-            raise ValueError(f"{where}: {key} has dtype {t.dtype}, expected floating point weights")
+    check_state_dict(state, where, ("tok_embeddings.weight", "norm.weight", "layers.0.attention.wq.weight"), "llama2.c")
     emb = state["tok_embeddings.weight"]
     if emb.dim() != 2:
         _shape_error(where, "tok_embeddings.weight", emb, "[vocab_size, dim]")
