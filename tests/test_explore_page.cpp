@@ -15,6 +15,7 @@
 using tinyformer::cli::kExplorePageCss;
 using tinyformer::cli::kExplorePageHtml;
 using tinyformer::cli::kExplorePageJs;
+using tinyformer::cli::kExplorePageLiveJs;
 
 namespace {
 
@@ -147,8 +148,8 @@ std::vector<std::string> network_references(const std::string& text) { return Sc
 }  // namespace
 
 TEST_CASE("explore page: each placeholder exactly once, alone on its line, in its element") {
-    const std::string html = kExplorePageHtml, css = kExplorePageCss, js = kExplorePageJs;
-    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_DATA*/"}) {
+    const std::string html = kExplorePageHtml, css = kExplorePageCss, js = kExplorePageJs, live = kExplorePageLiveJs;
+    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/", "/*TINYFORMER_DATA*/"}) {
         CAPTURE(placeholder);
         CHECK(count(html, placeholder) == 1);
         CHECK(alone_on_its_line(html, placeholder));
@@ -156,18 +157,22 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
         // bring in a second copy.
         CHECK(count(css, placeholder) == 0);
         CHECK(count(js, placeholder) == 0);
+        CHECK(count(live, placeholder) == 0);
     }
     CHECK(inside(html, "<style>", "</style>", "/*TINYFORMER_CSS*/"));
     CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-data\">", "</script>", "/*TINYFORMER_DATA*/"));
     CHECK(inside(html, "<script>", "</script>", "/*TINYFORMER_JS*/"));
+    // live.js in a <script> of its own, after page.js's
+    CHECK(inside(html.substr(html.find("/*TINYFORMER_JS*/")), "<script>", "</script>", "/*TINYFORMER_LIVE_JS*/"));
     // Raw text in <style> and <script> ends at the first "</style" or
     // "</script": the files must not contain them.
     CHECK(count(css, "</") == 0);
     CHECK(count(js, "</") == 0);
+    CHECK(count(live, "</") == 0);
 }
 
 TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
-    for (const char* text : {kExplorePageHtml, kExplorePageCss, kExplorePageJs}) {
+    for (const char* text : {kExplorePageHtml, kExplorePageCss, kExplorePageJs, kExplorePageLiveJs}) {
         const std::string s = text;
         CHECK(s.size() > 500);
         CHECK(s.size() < 60 * 1024);
@@ -176,7 +181,7 @@ TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
 
 TEST_CASE("explore page: no network reference in the HTML, CSS or JavaScript") {
     for (const auto& [name, text] : {std::pair{"page.html", kExplorePageHtml}, std::pair{"page.css", kExplorePageCss},
-                                     std::pair{"page.js", kExplorePageJs}}) {
+                                     std::pair{"page.js", kExplorePageJs}, std::pair{"live.js", kExplorePageLiveJs}}) {
         CAPTURE(name);
         const auto found = network_references(text);
         for (const auto& reference : found) CAPTURE(reference);

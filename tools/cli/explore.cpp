@@ -309,6 +309,7 @@ std::string explore_page(const std::string& data_text) {
     // The data goes in last, so that no placeholder is ever looked for inside it.
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
+    page = replaced_once(page, "/*TINYFORMER_LIVE_JS*/", kExplorePageLiveJs);
     return replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
 }
 
