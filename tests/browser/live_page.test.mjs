@@ -86,8 +86,8 @@ for (const file of pages) {
       const a = result.page.attentions.find((x) => x.mask.length > 1 && x.mask[1].filter(Boolean).length >= 2);
       assert.ok(a, "a call with a row of two allowed keys");
       const k = a.mask[1].findIndex(Boolean);
-      await page.selectOption("#pick-attention", String(names.indexOf(a.name)));
       await showView(page, "matrix");
+      await page.selectOption("#pick-attention", String(names.indexOf(a.name)));
       const cell = `#matrix td.cell[data-q="1"][data-k="${k}"]`;
       const weight = Number(await page.getAttribute(cell, "data-weight"));
       assert.equal(await ran(page, () => page.click(cell)), "ready");
