@@ -388,8 +388,9 @@
       const w = row.weights && row.weights[a.name];
       if (!w || !w[h]) { wrap.appendChild(el("p", { class: "note", text: "row " + b + ": no weights of " + a.name })); return; }
       const qPad = padRow(r, r.page, a.queries, b), kPad = padRow(r, r.page, a.keys, b);
-      // Row 0 is the row the other views show (its tokens and its mask); row 1 by position.
-      const labels = b === 0 ? { qTokens: a.qTokens, kTokens: a.kTokens, mask: a.mask } : {};
+      // Row 0 without padding is the row the other views show (its tokens and its mask); else by position.
+      const plain = b === 0 && w[h].length === a.L && (w[h][0] || []).length === a.S && !(qPad || []).some(Boolean) && !(kPad || []).some(Boolean);
+      const labels = plain ? { qTokens: a.qTokens, kTokens: a.kTokens, mask: a.mask } : {};
       wrap.appendChild(mini(w[h], Object.assign({ id: "live-batch-row" + b, caption: "row " + b + ": " + a.name + ", head " + h, qPad, kPad }, labels)));
     });
     root.appendChild(wrap);
@@ -407,8 +408,9 @@
     const a = P.current();
     if (!a) return;
     const h = P.state.head;
-    const wa = r.weights && r.weights[a.name], wb = c.weights && c.weights[a.name];
+    // Both pages' own weights: each input alone (this one's result.weights is a padded batch row when there is a second input).
     const ca = (c.page.attentions || []).find((x) => x.name === a.name);
+    const wa = a.weights, wb = ca && ca.weights;
     if (!wa || !wb || !ca) { root.appendChild(el("p", { class: "note", id: "live-compare-why", text: a.name + " is not in both results" })); return; }
     const seqs = c.page.sequences || {};
     const wrap = el("div", { class: "pair" });
