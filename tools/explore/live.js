@@ -87,7 +87,8 @@
     P.hooks.rendered = renderLive;
     const note = $("#view-matrix .note");
     if (note) note.textContent = "Hover a cell for its numbers; click a cell to block or allow it (an override of this call's mask, outlined), click a row label to step through that query.";
-    P.setData(d);
+    // Only the chips again (the knock-out buttons): the views stay as they are while someone reads them.
+    P.refreshControls();
     $("#live-status").textContent = "ready: edit an input and press Enter, click a matrix cell, knock out a head";
     body.dataset.live = "ready";
   }

@@ -914,7 +914,7 @@
   showView(attentions.length ? "model" : "decoding");
   // For tools/explore/live.js (the same page, no network): the renderer and its state.
   window.tinyformerPage = {
-    setData, hooks, state, select, showView,
+    setData, hooks, state, select, showView, refreshControls: () => { if (attentions.length) renderControls(); },
     data: () => data, current, attentions: () => attentions,
     el, clear, append, fmt, shown, quoted, iso, viridis, inkOn, headColour,
   };
