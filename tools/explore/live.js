@@ -44,7 +44,8 @@
   const message = (e) => (e && e.message ? e.message : String(e));
 
   function recorded(reason) {
-    $("#live-status").textContent = "recorded page: " + reason + "; the live controls are off";
+    // One line: the engine's reason says "recorded" itself when it is a recorded page.
+    $("#live-status").textContent = (/recorded/i.test(reason) ? reason : "recorded page: " + reason) + "; the live controls are off";
     for (const c of controls()) c.disabled = true;
     body.dataset.live = "recorded";
   }
