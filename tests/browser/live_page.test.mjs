@@ -138,7 +138,7 @@ for (const file of pages) {
     });
 
     test("decoding: sampling with a seed, and beam search, reach the engine and the decoding view", async () => {
-      await page.selectOption("#live-decode-mode", "sample");
+      await ran(page, () => page.selectOption("#live-decode-mode", "sample"));
       await page.fill("#live-temperature", "0.7");
       await page.fill("#live-top-k", "3");
       await page.fill("#live-top-p", "0.9");
@@ -146,7 +146,7 @@ for (const file of pages) {
       let d = (await last(page)).page.decoding;
       assert.equal(d.mode, "sample");
       assert.deepEqual([d.sampling.temperature, d.sampling.top_k, d.sampling.top_p, d.sampling.seed].map(Number), [0.7, 3, 0.9, 7]);
-      await page.selectOption("#live-decode-mode", "beam");
+      await ran(page, () => page.selectOption("#live-decode-mode", "beam"));
       assert.equal(await page.isDisabled("#live-temperature"), true);
       assert.equal(await type(page, "#live-beam", "2"), "ready");
       d = (await last(page)).page.decoding;
@@ -172,7 +172,7 @@ for (const file of pages) {
         .map((x) => Array.from(x.querySelectorAll("td")).map((c) => c.textContent)));
       assert.ok(left.length && left[0][0] === "1", `left padding: ${JSON.stringify(left)}`);
       assert.ok(await page.locator("#live-batch-row1 td.padding").count() > 0, "row 1's padding hatched in its matrix");
-      await page.selectOption("#live-pad-side", "right");
+      await ran(page, () => page.selectOption("#live-pad-side", "right"));
       assert.equal(await type(page, "#live-second", ""), "ready");
       assert.equal((await last(page)).second, undefined);
     });
@@ -195,10 +195,10 @@ for (const file of pages) {
       const words = await page.textContent("#live-error");
       assert.ok(words.length > 10 && !/undefined|\[object/.test(words), words);
       assert.equal((await last(page)).page.input.text, before);
-      await page.check("#live-ids");
+      await ran(page, () => page.check("#live-ids"));
       assert.equal(await type(page, "#live-source", "5,x"), "error");
       assert.match(await page.textContent("#live-error"), /"x" is not a whole number/);
-      await page.uncheck("#live-ids");
+      await ran(page, () => page.uncheck("#live-ids"));
       assert.equal(await type(page, "#live-source", "abc"), "ready");
       assert.equal(await page.textContent("#live-error"), "");
     });
