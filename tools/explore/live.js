@@ -238,7 +238,7 @@
     if (!live.engine) return null;
     const on = ablated(a.name, h);
     return el("button", {
-      type: "button", class: "ablate" + (on ? " on" : ""), "data-ablate": h, "aria-pressed": on ? "true" : "false",
+      type: "button", class: "ablate" + (on ? " on" : ""), "data-ablate": h, "aria-pressed": on ? "true" : "false", "aria-label": "knock out head " + h,
       title: (on ? "head " + h + " is knocked out (its z_h is zero before W_O): click to restore it" :
         "knock out head " + h + " of " + a.name + ": its output z_h becomes zero before W_O"),
       onclick: () => {
