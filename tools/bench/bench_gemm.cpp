@@ -49,7 +49,7 @@ void run_gemm_suite(const Settings& settings) {
     shapes.push_back({256, 256, 256, Transpose::Yes});
     shapes.push_back({256, 256, 256, Transpose::No});
     const Gemm products[] = {gemm_naive, gemm_blocked, gemm};
-    const Table table({{"M x K x N", 18, Table::Align::Left},
+    const Table table({{"M x K x N", 22, Table::Align::Left},
                        {"naive", 8, Table::Align::Right},
                        {"blocked", 8, Table::Align::Right},
                        {"OpenBLAS", 9, Table::Align::Right},
