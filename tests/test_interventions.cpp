@@ -210,16 +210,20 @@ TEST_CASE("interventions: ablation through Interventions equals set_zeroed_heads
 
 TEST_CASE("interventions: greedy decoding over the KV cache honours an ablation and a mask override") {
     Model model = Model::load(kReverse);
+    bool masking = false;
     Interventions interventions;
     SUBCASE("ablation") { interventions.ablate = {{"decoder.1.cross_attn", 0}, {"decoder.0.cross_attn", 2}}; }
-    SUBCASE("mask override: decoder query 2 may not see the source's first token") {
-        interventions.mask_overrides["decoder.0.cross_attn"] = {{2, 0, false}, {2, 1, false}};
-        interventions.mask_overrides["decoder.1.cross_attn"] = {{2, 0, false}, {2, 1, false}};
-    }
+    SUBCASE("mask override: decoder query 2 may see only the source's first token") { masking = true; }
     int changed = 0;
     for (const char* text : {"hello", "abcdef", "tinyformer", "kayak"}) {
         CAPTURE(text);
         const std::vector<int64_t> input = input_of(model, text);
+        if (masking)
+            for (const char* call : {"decoder.0.cross_attn", "decoder.1.cross_attn"}) {
+                std::vector<MaskCell>& cells = interventions.mask_overrides[call];
+                cells.clear();
+                for (int64_t key = 1; key < static_cast<int64_t>(input.size()); ++key) cells.push_back({2, key, false});
+            }
         const std::vector<int64_t> plain = greedy_decode(model, {input}).tokens[0];
         std::vector<int64_t> intervened;
         {
@@ -236,10 +240,13 @@ TEST_CASE("interventions: greedy decoding over the KV cache honours an ablation 
 TEST_CASE("interventions: a decoder-only model's greedy decoding honours them too (prompt and steps)") {
     Model model = Model::load(kReverseCausal);
     Interventions interventions;
-    interventions.ablate = {{"layers.0.self_attn", 1}};
-    interventions.mask_overrides["layers.1.self_attn"] = {{7, 1, false}, {8, 2, false}};
+    SUBCASE("ablation") { interventions.ablate = {{"layers.1.self_attn", 0}, {"layers.1.self_attn", 1}}; }
+    SUBCASE("mask override: query 8 (a prompt query for a long prompt, else a decoding step's) may not see keys 1..4") {
+        for (const char* call : {"layers.0.self_attn", "layers.1.self_attn"})
+            for (int64_t key = 1; key <= 4; ++key) interventions.mask_overrides[call].push_back({8, key, false});
+    }
     int changed = 0;
-    for (const char* text : {"hello", "abcdef", "kayak"}) {
+    for (const char* text : {"hello", "abcdef", "kayak", "tinyformer"}) {
         CAPTURE(text);
         const std::vector<int64_t> input = input_of(model, text);
         const std::vector<int64_t> plain = greedy_decode(model, {input}).tokens[0];
