@@ -107,8 +107,28 @@ TEST_CASE("interventions: blocking one cell renormalises its row over the other 
     CHECK(result.output.data()[0] == doctest::Approx(50.0 / 3));
     CHECK(result.output.data()[1] == 0.0f);
 
+    AttentionOptions streaming;  // no weights: the streaming path, which skips what the mask blocks
+    streaming.path = AttentionPath::Streaming;
+    CHECK(blocked.forward(x_q, x_kv, Mask(), streaming).output.data()[0] == doctest::Approx(50.0 / 3));
+
     blocked.set_mask_overrides({});  // reset: the model's mask again, bit for bit
     CHECK(same_bits(blocked.forward(x_q, x_kv, Mask(), options).output, plain.output));
+}
+
+TEST_CASE("interventions: Mask::with_cells keeps the key ranges right, holes included") {
+    // causal(4) with [3, 1] blocked: row 3 allows keys 0, 2, 3 (a hole at 1); [0, 2] allowed: row 0 allows 0 and 2.
+    const Mask mask = Mask::causal(4).with_cells(2, 4, 4, {{3, 1, false}, {0, 2, true}});
+    CHECK(mask.shape() == Shape{2, 1, 4, 4});
+    for (int64_t b = 0; b < 2; ++b) {
+        CHECK(!mask.allows(b, 0, 3, 1));
+        CHECK(mask.allows(b, 0, 3, 2));
+        const Mask::KeyRange row3 = mask.key_range(b, 0, 3), row0 = mask.key_range(b, 0, 0), row1 = mask.key_range(b, 0, 1);
+        CHECK((row3.first == 0 && row3.last == 3 && !row3.contiguous));
+        CHECK((row0.first == 0 && row0.last == 2 && !row0.contiguous));
+        CHECK((row1.first == 0 && row1.last == 1 && row1.contiguous));
+    }
+    CHECK(error_of([] { Mask::causal(4).with_cells(1, 4, 4, {{4, 0, true}}); }).find("[4, 0] is outside [L,S] = [4,4]") !=
+          std::string::npos);
 }
 
 TEST_CASE("interventions: allowing a causal-blocked future key lets the query attend it") {
