@@ -26,7 +26,10 @@ LIB_SRC    := $(ENGINE_SRC) $(LAYERS_SRC) $(MODELS_SRC)
 MEASURE_SRC := $(wildcard tools/measure/*.cpp)
 # The PNG renderer and its font: only the programs draw.
 PICTURES_SRC := $(wildcard tools/pictures/*.cpp)
-CLI_SRC    := $(wildcard tools/cli/*.cpp) $(MEASURE_SRC) $(PICTURES_SRC)
+# The explore document and the live engine's request -> result
+# (tools/explore/): in the CLI, the tests and the WebAssembly engine.
+EXPLORE_SRC := $(wildcard tools/explore/*.cpp)
+CLI_SRC    := $(wildcard tools/cli/*.cpp) $(MEASURE_SRC) $(PICTURES_SRC) $(EXPLORE_SRC)
 # The fuzz harnesses also go into the test program, which runs the committed
 # seeds through them (tests/test_fuzz_corpus.cpp); there they are built
 # without their libFuzzer entry points.
@@ -289,8 +292,10 @@ build/tinyformer: $(CLI_OBJ) $(LIB_OBJ)
 
 # The tests and the fuzz harnesses also check parts of the program: its terminal
 # text rule (tests/test_terminal_text.cpp, fuzz_text), its pictures (tests/test_heatmap.cpp)
-# and the layer `cost --measure` times (tests/test_layer_timing.cpp).
-TESTED_TOOL_OBJ := build/tools/cli/terminal_text.o $(PICTURES_SRC:%.cpp=build/%.o) build/tools/measure/layer_timing.o
+# the layer `cost --measure` times (tests/test_layer_timing.cpp) and the explore
+# document and live engine (tests/test_live.cpp).
+TESTED_TOOL_OBJ := build/tools/cli/terminal_text.o $(PICTURES_SRC:%.cpp=build/%.o) build/tools/measure/layer_timing.o \
+                   $(EXPLORE_SRC:%.cpp=build/%.o)
 build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ) $(TESTED_TOOL_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
