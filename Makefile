@@ -41,7 +41,7 @@ CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
 TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
 
-.PHONY: all deps deps-fuzz deps-node deps-browser deps-python test test-browser test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
+.PHONY: all deps deps-wasm wasm deps-fuzz deps-node deps-browser deps-python test test-browser test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -282,6 +282,50 @@ explore-screenshots: deps-browser
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
 	@$(MAKE) --no-print-directory $(EXPLORE_PAGE)
 	node tests/browser/screenshots.mjs $(EXPLORE_PAGE) docs/explore
+
+# ---------------------------------------------------------------------------
+# The engine inside the explore page: the library, tools/explore/ (the
+# explore document and live.cpp's request -> result) and tools/wasm/page_engine.cpp
+# built to WebAssembly by Debian's emscripten, into ONE JavaScript file
+# (the module's .wasm inlined as base64: -sSINGLE_FILE=1, so the page loads
+# nothing) that `tinyformer explore` embeds: build/wasm/tinyformer-engine.js,
+# found next to the binary. No OpenBLAS: -DTINYFORMER_OWN_GEMM gives gemm()
+# the engine's own blocked kernel (engine/matmul.h), with WebAssembly SIMD.
+# nlohmann's headers come through build/wasm/include/nlohmann, a symlink: the
+# whole of /usr/include would bring the machine's glibc headers into em++'s.
+# emscripten's tools run on Debian's node and need NODE_PATH (node-acorn).
+WASM_PACKAGES := emscripten node-acorn
+deps-wasm: deps
+	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="$(WASM_PACKAGES)"
+
+EMXX        ?= em++
+WASM_ENV    := NODE_PATH=/usr/share/nodejs
+WASM_OPT    ?= -O2
+WASM_FLAGS  := -std=c++20 -Wall -Wextra -Wpedantic -fno-trapping-math -I. -Ibuild/wasm/include \
+               -include tools/wasm/compat.h -fexceptions -msimd128 -DTINYFORMER_OWN_GEMM $(WASM_EXTRA_FLAGS)
+# The programs' start-up, not the page's: engine/cpu/blas.cpp (OpenBLAS's core
+# choice) and engine/memory/keep_freed.cpp (glibc's malloc settings).
+WASM_LIB_SRC := $(filter-out engine/cpu/blas.cpp engine/memory/keep_freed.cpp,$(LIB_SRC)) $(EXPLORE_SRC) tools/wasm/page_engine.cpp
+WASM_OBJ     := $(WASM_LIB_SRC:%.cpp=build/wasm/%.o)
+WASM_LINK    := -sSINGLE_FILE=1 -sMODULARIZE=1 -sEXPORT_NAME=TinyformerEngine -sALLOW_MEMORY_GROWTH=1 \
+                -sFORCE_FILESYSTEM=1 -sENVIRONMENT=web,node \
+                -sEXPORTED_FUNCTIONS=_tinyformer_load,_tinyformer_run \
+                -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,FS
+
+# Build build/wasm/tinyformer-engine.js (and what it needs) only.
+wasm: deps-wasm
+	@$(MAKE) --no-print-directory -j$(JOBS) build/wasm/tinyformer-engine.js
+
+build/wasm/include/nlohmann:
+	@mkdir -p $(dir $@)
+	ln -sfn /usr/include/nlohmann $@
+
+build/wasm/tinyformer-engine.js: $(WASM_OBJ)
+	$(WASM_ENV) $(EMXX) $(WASM_OPT) -fexceptions -msimd128 $(WASM_LINK) -o $@.tmp.js $^ && mv $@.tmp.js $@
+
+build/wasm/%.o: %.cpp | build/wasm/include/nlohmann
+	@mkdir -p $(dir $@)
+	$(WASM_ENV) $(EMXX) $(WASM_FLAGS) $(WASM_OPT) -MMD -MP -c -o $@ $<
 
 # Remove everything the build wrote.
 clean:

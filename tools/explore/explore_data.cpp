@@ -22,10 +22,8 @@ double exact(float value) {
     return std::strtod(text, nullptr);
 }
 
-namespace {
-
 // Row r of a [1, R, C] (or [1, H, R, C] with h) tensor as a JSON array of arrays.
-json matrix(const Tensor& t, int64_t h = 0) {
+json matrix(const Tensor& t, int64_t h) {
     const int64_t rows = t.dim(-2), cols = t.dim(-1);
     const float* base = t.data() + h * rows * cols;
     json out = json::array();
@@ -42,6 +40,8 @@ json per_head(const Tensor& t) {  // [1, H, L, S] -> [H][L][S]
     for (int64_t h = 0; h < t.dim(1); ++h) out.push_back(matrix(t, h));
     return out;
 }
+
+namespace {
 
 json mask_matrix(const BoolTensor& mask) {  // [1, L, S] U8
     const int64_t rows = mask.shape[1], cols = mask.shape[2];

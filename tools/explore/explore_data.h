@@ -30,6 +30,11 @@ namespace tinyformer {
 // The shortest decimal ("%.6g" .. "%.9g") that reads back as `value`.
 double exact(float value);
 
+// A [1, R, C] tensor (or head h of a [1, H, R, C] one) as R arrays of C
+// numbers, and a [1, H, L, S] tensor as [H][L][S].
+nlohmann::json matrix(const Tensor& t, int64_t h = 0);
+nlohmann::json per_head(const Tensor& t);
+
 // One attention call of the recorded pass (B = 1): name, stack, layer,
 // group, mask, q, k, v, scores, weights, z (and bias, q_unrotated,
 // k_unrotated when recorded). heads: the model's H.
