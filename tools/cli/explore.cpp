@@ -22,7 +22,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <cctype>
+#include <iterator>
 #include <set>
+#include <system_error>
 
 namespace tinyformer::cli {
 
@@ -34,7 +37,7 @@ const char* kExploreHelp =
     "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
     "                          [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
     "                          [--max-new-tokens N] --html FILE.html [--json FILE.json] [--unk]\n"
-    "                          [--max-page-mb N]\n"
+    "                          [--max-page-mb N] [--engine FILE.js | --recorded]\n"
     "\n"
     "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
     "--beam K, a sampled continuation with the sampling flags, or --target) and writes ONE\n"
@@ -53,9 +56,17 @@ const char* kExploreHelp =
     "move between heads (left/right) and layers (up/down). The data is also in the page as\n"
     "JSON (<script id=\"tinyformer-data\">, docs/FORMAT.md section 4); --json writes it alone.\n"
     "--unk reads a character of TEXT outside the vocabulary as <unk>, with a warning (as `run`).\n"
+    "The page carries the engine too (built to WebAssembly, build/wasm/tinyformer-engine.js, found\n"
+    "next to this program as wasm/tinyformer-engine.js) and the checkpoint, so its controls run\n"
+    "the model in the browser, still offline (window.tinyformer, docs/FORMAT.md section 4):\n"
+    "  --engine FILE.js  the engine file to embed instead of the one next to the program\n"
+    "  --recorded   write the recorded page only: this pass's data, no engine, no checkpoint.\n"
+    "               Also what is written, with one line on stderr saying why, when there is no\n"
+    "               engine file next to the program or the checkpoint is above 64 MiB\n"
     "  --max-page-mb N  refuse a page above N MiB (default 8: a bigger page opens slowly, if\n"
-    "                 at all): before the pass when the lengths already show it, else once the\n"
-    "                 page is made; a refused page writes nothing (and no --json file either)\n"
+    "                 at all; the engine and the checkpoint count): before the pass when the\n"
+    "                 lengths already show it, else once the page is made; a refused page\n"
+    "                 writes nothing (and no --json file either)\n"
     "The decoding (none with --target, which excludes the flags below) stops at <eos>, at the\n"
     "model's max_len positions or after N new tokens; as in `tinyformer run`:\n";
 
@@ -71,9 +82,10 @@ std::string escape_for_script(const std::string& text) {
 
 // The page's size in bytes at least, from the lengths alone (before the
 // pass): every attention call's JSON numbers (mask, q, k, v, scores and
-// weights per head, z), each at least two bytes ("0,"). input: the model's
-// input as model_input frames it; target: the target's length.
-double page_bytes_at_least(const Model& model, int64_t input, int64_t target) {
+// weights per head, z), each at least two bytes ("0,"), and the `embedded`
+// bytes (a live page's engine and checkpoint). input: the model's input as
+// model_input frames it; target: the target's length.
+double page_bytes_at_least(const Model& model, int64_t input, int64_t target, double embedded) {
     const ModelConfig& config = model.config;
     const double D = static_cast<double>(config.d_model), H = static_cast<double>(config.nhead);
     auto call = [&](double L, double S) { return L * S * (1 + 2 * H) + (2 * L + 2 * S) * D; };  // numbers of one call
@@ -86,8 +98,8 @@ double page_bytes_at_least(const Model& model, int64_t input, int64_t target) {
         const double n = static_cast<double>(input + target);
         numbers = static_cast<double>(config.num_layers) * call(n, n);
     }
-    return 2 * numbers + static_cast<double>(std::strlen(kExplorePageHtml) + std::strlen(kExplorePageCss) +
-                                             std::strlen(kExplorePageJs));
+    return 2 * numbers + embedded +
+           static_cast<double>(std::strlen(kExplorePageHtml) + std::strlen(kExplorePageCss) + std::strlen(kExplorePageJs));
 }
 
 // The input as a message names it: "hello" (7 tokens), or the ids by count.
@@ -119,12 +131,97 @@ std::string replaced_once(std::string page, const std::string& placeholder, cons
     return page.replace(at, placeholder.size(), content);
 }
 
+// --- the engine in the page: the WebAssembly engine, the checkpoint, or why not ---
+
+// A live page embeds checkpoints up to this size: the page holds it as
+// base64 (4/3 of it) and the browser a decoded copy besides.
+constexpr uintmax_t kLiveCheckpointLimit = uintmax_t{64} << 20;
+
+struct LiveEngine {
+    std::string engine;        // build/wasm/tinyformer-engine.js, as it is
+    std::string model_base64;  // the checkpoint
+    json status;               // {"live": true, "model_file": "reverse.safetensors"} or {"live": false, "reason": ...}
+    double bytes() const { return static_cast<double>(engine.size() + model_base64.size()); }
+};
+
+std::string base64(const std::string& bytes) {
+    static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+        const size_t n = std::min<size_t>(3, bytes.size() - i);
+        uint32_t group = 0;
+        for (size_t j = 0; j < 3; ++j)
+            group = group << 8 | (j < n ? static_cast<unsigned char>(bytes[i + j]) : 0u);
+        for (size_t j = 0; j < 4; ++j) out += j <= n ? digits[(group >> (18 - 6 * j)) & 63] : '=';
+    }
+    return out;
+}
+
+std::string file_bytes(const std::string& path, const char* what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("explore: cannot read ", what, " '", path, "'");
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) fail("explore: cannot read ", what, " '", path, "'");
+    return bytes;
+}
+
+// The engine file next to the running program: <its folder>/wasm/tinyformer-engine.js.
+std::string engine_next_to_program() {
+    std::error_code error;
+    const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", error);
+    if (error) return "";
+    return (program.parent_path() / "wasm" / "tinyformer-engine.js").string();
+}
+
+bool contains_nocase(const std::string& text, const std::string& lower) {
+    auto found = std::search(text.begin(), text.end(), lower.begin(), lower.end(), [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == b;
+    });
+    return found != text.end();
+}
+
+// A recorded page, and the line that says why (printed once the page is written).
+LiveEngine recorded(const std::string& reason) { return {"", "", {{"live", false}, {"reason", reason}}}; }
+
+LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_path, std::string& why_recorded) {
+    if (parsed.has("--recorded")) return recorded("this page was written with --recorded: it holds no engine");
+    const std::string engine_path = parsed.has("--engine") ? parsed.value("--engine") : engine_next_to_program();
+    std::error_code error;
+    if (!parsed.has("--engine") && (engine_path.empty() || !std::filesystem::is_regular_file(engine_path, error))) {
+        why_recorded = "no engine file " + (engine_path.empty() ? std::string("next to the program") : engine_path) +
+                       " (make wasm builds it)";
+        return recorded("this page is recorded: there was " + why_recorded + " when it was written");
+    }
+    const uintmax_t model_size = std::filesystem::file_size(model_path, error);
+    if (!error && model_size > kLiveCheckpointLimit) {
+        char size[32];
+        std::snprintf(size, sizeof size, "%.1f", static_cast<double>(model_size) / (1024.0 * 1024.0));
+        why_recorded = std::string("the checkpoint is ") + size + " MiB, above the 64 MiB a live page embeds";
+        return recorded("this page is recorded: " + why_recorded);
+    }
+    LiveEngine live;
+    live.engine = file_bytes(engine_path, "the engine file");
+    // The engine goes inside <script> as it is: text that would end or confuse the element is refused.
+    if (contains_nocase(live.engine, "</script") || live.engine.find("<!--") != std::string::npos)
+        fail("explore: the engine file '", engine_path, "' holds \"</script\" or \"<!--\", which would end its ",
+             "<script> element; it is not an engine tinyformer built");
+    live.model_base64 = base64(file_bytes(model_path, "the checkpoint"));
+    live.status = {{"live", true}, {"model_file", std::filesystem::path(model_path).stem().string() + ".safetensors"}};
+    return live;
+}
+
 // --- the page: tools/explore/page.html with its CSS, script and data in place ---
 
-std::string explore_page(const std::string& data_text) {
-    // The data goes in last, so that no placeholder is ever looked for inside it.
+std::string explore_page(const std::string& data_text, const LiveEngine& live) {
+    // What the page is made of goes in first and the user's text last, so that no
+    // placeholder is ever looked for inside a file, the checkpoint or the data.
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
+    page = replaced_once(page, "/*TINYFORMER_ENGINE_JS*/", kExplorePageEngineJs);
+    page = replaced_once(page, "/*TINYFORMER_ENGINE*/", live.engine);
+    page = replaced_once(page, "/*TINYFORMER_MODEL*/", live.model_base64);
+    page = replaced_once(page, "/*TINYFORMER_ENGINE_STATUS*/", escape_for_script(live.status.dump()));
     return replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
 }
 
@@ -151,9 +248,10 @@ void write_explore(const ParsedArguments& parsed, const std::string& html_path, 
 // Parse, refuse what the lengths already show, decode, run the one recorded
 // pass, build the data and the page, write.
 int explore_command(const Arguments& args) {
-    std::set<std::string> value_flags = {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb"};
+    std::set<std::string> value_flags = {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb",
+                                         "--engine"};
     value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
-    const ParsedArguments parsed(args, value_flags, {"--unk"}, "explore");
+    const ParsedArguments parsed(args, value_flags, {"--unk", "--recorded"}, "explore");
     if (parsed.help()) {
         std::printf("%s%s", kExploreHelp, kGenerationFlagsHelp);
         return 0;
@@ -169,8 +267,12 @@ int explore_command(const Arguments& args) {
     std::vector<std::string> outputs = {html_path};
     if (parsed.has("--json")) outputs.push_back(parsed.value("--json"));
     check_outputs("explore", {path}, outputs);
+    if (parsed.has("--engine") && parsed.has("--recorded"))
+        throw UsageError("explore: --recorded writes a page without an engine; give --engine or --recorded, not both");
     const Model model = Model::load(path);
     const ModelText text(model);
+    std::string why_recorded;  // set when a live page was asked for but a recorded one is written
+    const LiveEngine live = live_engine(parsed, path, why_recorded);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "explore");
     std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "explore");
     const bool target_given = target.has_value();
@@ -186,7 +288,7 @@ int explore_command(const Arguments& args) {
     const std::vector<int64_t> input = model_input(model, tokens);
     const std::string named = input_name(parsed, static_cast<int64_t>(tokens.size()));
     auto refuse_before_pass = [&](int64_t target_length) {
-        refuse_large_page(page_bytes_at_least(model, static_cast<int64_t>(input.size()), target_length), true,
+        refuse_large_page(page_bytes_at_least(model, static_cast<int64_t>(input.size()), target_length, live.bytes()), true,
                           page_limit_mib, named, target_length);
         refuse_teacher_forced_beyond_memory(model, input, target_length);
     };
@@ -202,9 +304,11 @@ int explore_command(const Arguments& args) {
     const std::string shown = parsed.has("--ids") ? parsed.value("--ids") : parsed.positional()[1];
     const std::string data_text = explore_data(model, run, decoding, std::filesystem::path(path).stem().string(), shown, target_given)
                                       .dump(-1, ' ', false, json::error_handler_t::replace);
-    const std::string page = explore_page(data_text);
+    const std::string page = explore_page(data_text, live);
     refuse_large_page(static_cast<double>(page.size()), false, page_limit_mib, named, static_cast<int64_t>(run.target.size()));
     write_explore(parsed, html_path, data_text, page);
+    if (!why_recorded.empty())
+        std::fprintf(stderr, "tinyformer explore: a recorded page (no engine): %s\n", terminal_text(why_recorded).c_str());
     std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", terminal_text(shown).c_str(),
                  terminal_text(run.output).c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);
     return 0;
