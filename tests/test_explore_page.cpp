@@ -162,7 +162,10 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
     }
     CHECK(inside(html, "<style>", "</style>", "/*TINYFORMER_CSS*/"));
     CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-data\">", "</script>", "/*TINYFORMER_DATA*/"));
-    CHECK(inside(html, "<script>", "</script>", "/*TINYFORMER_JS*/"));
+    for (const char* script : {"/*TINYFORMER_ENGINE*/", "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_JS*/"}) {
+        CAPTURE(script);
+        CHECK(count(html, std::string("<script>\n") + script + "\n</script>") == 1);
+    }
     CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-engine-status\">", "</script>",
                  "/*TINYFORMER_ENGINE_STATUS*/"));
     CHECK(inside(html, "<script type=\"application/octet-stream\" id=\"tinyformer-model\">", "</script>",
