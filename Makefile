@@ -89,9 +89,10 @@ fuzz: deps-fuzz
 # Build and run the main example: the trained toy models on a few inputs, their
 # attention as PNG heatmaps (the pictures in docs/ that README.md and docs/*.md show, every head and
 # layer in build/demo/), the probe of weight vs effect, the explorer pages
-# (build/demo/explore-*.html), and the lesson's 3x3 causal example.
-demo: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
+# (build/demo/explore-*.html: live pages, the engine built to WebAssembly inside),
+# and the lesson's 3x3 causal example.
+demo: deps deps-wasm
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/wasm/tinyformer-engine.js
 	@echo "== reverse (encoder-decoder) and sort (encoder-decoder), greedy =="
 	./build/tinyformer run data/models/reverse.safetensors hello attention transformer
 	./build/tinyformer run data/models/sort.safetensors 31415926 8675309 2718281828459045
@@ -130,7 +131,7 @@ demo: deps
 	@mkdir -p docs/probe
 	./build/tinyformer probe data/models/sort.safetensors 31415926 --output docs/probe/sort.png
 	./build/tinyformer probe data/models/reverse.safetensors hello --with z --output docs/probe/reverse.png
-			@echo "== the explorer: one offline HTML file per model (open it in a browser) =="
+	@echo "== the explorer: one offline HTML file per model, the engine inside (open it in a browser) =="
 	./build/tinyformer explore data/models/reverse.safetensors attention --beam 3 --html build/demo/explore-reverse.html
 	./build/tinyformer explore data/models/sort.safetensors 31415926 --html build/demo/explore-sort.html
 	./build/tinyformer explore data/models/reverse-prefixlm.safetensors attention --html build/demo/explore-reverse-prefixlm.html
@@ -255,15 +256,15 @@ EXPLORE_ARGS_sort             := 31415926
 EXPLORE_ARGS_reverse-prefixlm := attention
 EXPLORE_ARGS_reverse-causal   := attention
 EXPLORE_ARGS_dates            := "thursday 3 may 1979"
-build/browser/explore-%.html: build/tinyformer data/models/%.safetensors
+build/browser/explore-%.html: build/tinyformer build/wasm/tinyformer-engine.js data/models/%.safetensors
 	@mkdir -p $(dir $@)
 	./build/tinyformer explore data/models/$*.safetensors $(EXPLORE_ARGS_$*) --html $@
 build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS)
 	@mkdir -p $(dir $@)
 	node tests/browser/make_sample_page.mjs $@ $*
 
-test-browser: deps-browser
-	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
+test-browser: deps-browser deps-wasm
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/wasm/tinyformer-engine.js
 	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES))
 	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs
 
@@ -278,8 +279,8 @@ test-peers: deps-node
 # matrix, step, decoding). EXPLORE_PAGE picks the page; the default is the
 # reverse model's page (the pictures docs/PICTURES.md shows).
 EXPLORE_PAGE ?= build/browser/explore-reverse.html
-explore-screenshots: deps-browser
-	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
+explore-screenshots: deps-browser deps-wasm
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/wasm/tinyformer-engine.js
 	@$(MAKE) --no-print-directory $(EXPLORE_PAGE)
 	node tests/browser/screenshots.mjs $(EXPLORE_PAGE) docs/explore
 
