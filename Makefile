@@ -303,10 +303,8 @@ EMXX        ?= em++
 WASM_ENV    := NODE_PATH=/usr/share/nodejs
 WASM_OPT    ?= -O2
 WASM_FLAGS  := -std=c++20 -Wall -Wextra -Wpedantic -fno-trapping-math -I. -Ibuild/wasm/include \
-               -include tools/wasm/compat.h -fexceptions -msimd128 -DTINYFORMER_OWN_GEMM $(WASM_EXTRA_FLAGS)
-# The programs' start-up, not the page's: engine/cpu/blas.cpp (OpenBLAS's core
-# choice) and engine/memory/keep_freed.cpp (glibc's malloc settings).
-WASM_LIB_SRC := $(filter-out engine/cpu/blas.cpp engine/memory/keep_freed.cpp,$(LIB_SRC)) $(EXPLORE_SRC) tools/wasm/page_engine.cpp
+               -fexceptions -msimd128 -DTINYFORMER_OWN_GEMM
+WASM_LIB_SRC := $(LIB_SRC) $(EXPLORE_SRC) tools/wasm/page_engine.cpp
 WASM_OBJ     := $(WASM_LIB_SRC:%.cpp=build/wasm/%.o)
 WASM_LINK    := -sSINGLE_FILE=1 -sMODULARIZE=1 -sEXPORT_NAME=TinyformerEngine -sALLOW_MEMORY_GROWTH=1 \
                 -sFORCE_FILESYSTEM=1 -sENVIRONMENT=web,node \
