@@ -11,6 +11,7 @@
 #include "models/attention_maps.h"
 #include "tools/cli/generation_flags.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"
 #include "tools/explore/explore_data.h"
 
@@ -37,7 +38,8 @@ const char* kExploreHelp =
     "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
     "                          [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
     "                          [--max-new-tokens N] --html FILE.html [--json FILE.json] [--unk]\n"
-    "                          [--max-page-mb N] [--engine FILE.js | --recorded]\n"
+    "                          [--max-page-mb N] [--engine FILE.js | --recorded] [--overrides FILE.json]\n"
+    "                          [--block ...] [--allow ...] [--ablate ...]\n"
     "\n"
     "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
     "--beam K, a sampled continuation with the sampling flags, or --target) and writes ONE\n"
@@ -69,6 +71,9 @@ const char* kExploreHelp =
     "                 writes nothing (and no --json file either)\n"
     "The decoding (none with --target, which excludes the flags below) stops at <eos>, at the\n"
     "model's max_len positions or after N new tokens; as in `tinyformer run`:\n";
+
+const char* kExploreHelpInterventions =
+    "The recorded page is of the intervened model (its decoding and its pass) with these:\n";
 
 // Inside <script>, "</script>" or "<!--" in a token would end or confuse the
 // element: every '<' of the JSON (only ever inside a string) is written as
@@ -251,9 +256,10 @@ int explore_command(const Arguments& args) {
     std::set<std::string> value_flags = {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb",
                                          "--engine"};
     value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
+    value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
     const ParsedArguments parsed(args, value_flags, {"--unk", "--recorded"}, "explore");
     if (parsed.help()) {
-        std::printf("%s%s", kExploreHelp, kGenerationFlagsHelp);
+        std::printf("%s%s%s%s", kExploreHelp, kGenerationFlagsHelp, kExploreHelpInterventions, kInterventionFlagsHelp);
         return 0;
     }
     if (parsed.positional().empty() || parsed.positional().size() > 2)
@@ -269,7 +275,9 @@ int explore_command(const Arguments& args) {
     check_outputs("explore", {path}, outputs);
     if (parsed.has("--engine") && parsed.has("--recorded"))
         throw UsageError("explore: --recorded writes a page without an engine; give --engine or --recorded, not both");
-    const Model model = Model::load(path);
+    const Interventions interventions = intervention_flags(parsed, "explore");
+    Model model = Model::load(path);
+    const AppliedInterventions applied(model, interventions);  // the decoding and the recorded pass are intervened
     const ModelText text(model);
     std::string why_recorded;  // set when a live page was asked for but a recorded one is written
     const LiveEngine live = live_engine(parsed, path, why_recorded);
