@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "models/decoding.h"
+#include "models/interventions.h"
 #include "models/probe.h"
 #include "models/trace.h"
 #include "tools/explore/explore_data.h"
@@ -191,4 +192,39 @@ TEST_CASE("live: a second row is padded into one batch whose rows are the model'
             CHECK(result["second"]["log_p"].get<double>() == doctest::Approx(alone["log_p"].get<double>()).epsilon(1e-5));
         }
     }
+}
+
+TEST_CASE("live: mask overrides and ablations are the intervened model's pass, for that request only") {
+    Model model = load("reverse");
+    const json plain = live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse");
+    const json request = json::parse(R"({"text": "hello", "target": "olleh",
+        "mask_overrides": {"decoder.0.cross_attn": [[1, 3, 0]]}, "ablate": [["decoder.1.cross_attn", 0]]})");
+    const json intervened = live_run(model, request, "reverse");
+    // The blocked cell: query 1, key 3 of decoder.0.cross_attn, weight 0 in every head.
+    for (int64_t h = 0; h < model.config.nhead; ++h) CHECK(intervened["weights"]["decoder.0.cross_attn"][h][1][3] == 0);
+    CHECK(plain["weights"]["decoder.0.cross_attn"][0][1][3] != 0);
+
+    // The same interventions applied natively, then the model's own recorded pass.
+    {
+        Interventions interventions;
+        interventions.mask_overrides["decoder.0.cross_attn"] = {MaskCell{1, 3, false}};
+        interventions.ablate = {{"decoder.1.cross_attn", 0}};
+        const AppliedInterventions applied(model, interventions);
+        const std::vector<int64_t> source = intervened["src_ids"].get<std::vector<int64_t>>();
+        const std::vector<int64_t> target = intervened["tgt_ids"].get<std::vector<int64_t>>();
+        Trace trace(Trace::Detail::Weights);
+        const Tensor memory = model.encoder_decoder->encode(row_of(source), Padding(), &trace);
+        check_rows_equal(intervened["logits"], model.encoder_decoder->decode(row_of(target), memory, Padding(), Padding(), &trace));
+    }
+    CHECK(intervened["log_p"] != plain["log_p"]);
+    // The model is restored after the request: the plain request gives the plain numbers again.
+    CHECK(live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse")["logits"] == plain["logits"]);
+
+    CHECK_THROWS_WITH_AS(live_run(model, json::parse(R"({"text": "hello", "ablate": [["decoder.1.cross_attn", 9]]})"), "reverse"),
+                         doctest::Contains("head"), Error);
+    CHECK_THROWS_WITH_AS(live_run(model, json::parse(R"({"text": "hello", "ablate": [["decoder.7.cross_attn", 0]]})"), "reverse"),
+                         doctest::Contains("decoder.7.cross_attn"), Error);
+    CHECK_THROWS_WITH_AS(live_run(model, {{"text", "hello"}, {"mask_overrides", 3}}, "reverse"),
+                         doctest::Contains("request"), Error);
+    CHECK(live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse")["logits"] == plain["logits"]);
 }

@@ -2,6 +2,7 @@
 
 #include "engine/io/json.h"
 #include "models/attention_maps.h"
+#include "models/interventions.h"
 #include "models/teacher_forcing.h"
 #include "tools/explore/explore_data.h"
 
@@ -293,7 +294,8 @@ void check_positions(const Model& model, int64_t length, const char* what) {
 json live_run(Model& model, const json& request, const std::string& model_name) {
     if (!request.is_object()) bad_field("(the request)", "a JSON object", request);
     refuse_unknown_keys(request, "",
-                        {"text", "ids", "target", "target_ids", "unk", "second", "pad_side", "decode"});
+                        {"text", "ids", "target", "target_ids", "unk", "second", "pad_side", "decode", "mask_overrides",
+                         "ablate"});
     bool unk = false;
     if (request.contains("unk")) {
         if (!request.at("unk").is_boolean()) bad_field("unk", "true or false", request.at("unk"));
@@ -316,6 +318,8 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
         left = side.get<std::string>() == "left";
     }
     const DecodeSettings settings = parse_decode(request);
+    // Both rows' decodings and passes are the intervened model's; the model is as it was after.
+    const AppliedInterventions applied(model, parse_interventions(request, "request"));
 
     // Row 0: decoded alone, then the one recorded pass the page shows.
     json decoding;

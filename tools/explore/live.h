@@ -11,6 +11,9 @@
 //   "unk": false                           as --unk (outside characters read as <unk>)
 //   "second": {"text"|"ids", "target"|"target_ids"}   a second batch row
 //   "pad_side": "right" | "left"           how the shorter row is padded (default right)
+//   "mask_overrides": {"decoder.0.self_attn": [[2, 4, 1], ...]}, "ablate": [["decoder.1.cross_attn", 2], ...]
+//       docs/FORMAT.md section 4b (models/interventions.h): for this request only,
+//       its decodings and passes; the model is restored after, also on an Error
 //   "decode": {"mode": "greedy" | "beam" | "sample", "beam": 3, "temperature": 1,
 //              "top_k": 0, "top_p": 1, "seed": 0, "max_new_tokens": N}
 //       mode greedy by default; beam width 2..64 (default 3); the sampling
