@@ -66,6 +66,14 @@ Interventions parse_interventions(const nlohmann::json& value, const std::string
     return interventions;
 }
 
+nlohmann::json interventions_json(const Interventions& interventions) {
+    nlohmann::json overrides = nlohmann::json::object(), ablate = nlohmann::json::array();
+    for (const auto& [call, cells] : interventions.mask_overrides)
+        for (const MaskCell& cell : cells) overrides[call].push_back({cell.query, cell.key, cell.allowed ? 1 : 0});
+    for (const auto& [call, head] : interventions.ablate) ablate.push_back({call, head});
+    return {{"mask_overrides", overrides}, {"ablate", ablate}};
+}
+
 Interventions parse_interventions_file(const nlohmann::json& value, const std::string& what) {
     if (!value.is_object()) fail(what, ": interventions must be a JSON object, got ", json_excerpt(value));
     for (const auto& [key, ignored] : value.items())

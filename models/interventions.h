@@ -55,6 +55,9 @@ struct Interventions {
 Interventions parse_interventions(const nlohmann::json& value, const std::string& what);
 // The same for an overrides file, whose only keys are those two: Error naming any other.
 Interventions parse_interventions_file(const nlohmann::json& value, const std::string& what);
+// The JSON parse_interventions reads: {"mask_overrides": {...}, "ablate": [...]}
+// (what a page's data carries when `explore` ran with interventions).
+nlohmann::json interventions_json(const Interventions& interventions);
 
 // The model's attention calls under their trace names, in the order they run
 // ("encoder.0.self_attn", ..., "decoder.0.self_attn", "decoder.0.cross_attn", ...).

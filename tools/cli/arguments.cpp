@@ -29,6 +29,11 @@ ParsedArguments::ParsedArguments(const Arguments& args, const std::set<std::stri
             if (equals != std::string::npos) throw UsageError(std::string(command) + ": " + flag + " takes no value");
             values_[flag] = "";
         } else if (value_flags.count(flag)) {
+            // A second value would silently replace the first (--block a --block b
+            // would block b alone): lists are one comma-separated value.
+            if (values_.count(flag))
+                throw UsageError(std::string(command) + ": " + flag + " is given twice; give it once" +
+                                 " (a list is one value: A,B)");
             if (equals != std::string::npos) {
                 values_[flag] = arg.substr(equals + 1);
             } else {

@@ -163,7 +163,17 @@ std::string base64(const std::string& bytes) {
     return out;
 }
 
-std::string file_bytes(const std::string& path, const char* what) {
+// A regular file of at most `limit` bytes, read whole: a FIFO, a device or a
+// folder is refused before any read (none would end, or be an engine).
+std::string file_bytes(const std::string& path, const char* what, uintmax_t limit) {
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(path, error);
+    if (error || !std::filesystem::exists(status)) fail("explore: ", what, " '", path, "' does not exist");
+    if (!std::filesystem::is_regular_file(status)) fail("explore: ", what, " '", path, "' is not a regular file");
+    const uintmax_t size = std::filesystem::file_size(path, error);
+    if (error || size > limit)
+        fail("explore: ", what, " '", path, "' is ", error ? std::string("of unknown size") : text_of(size, " bytes"),
+             ", above the ", limit >> 20, " MiB a page embeds");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail("explore: cannot read ", what, " '", path, "'");
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -206,12 +216,12 @@ LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_p
         return recorded("this page is recorded: " + why_recorded);
     }
     LiveEngine live;
-    live.engine = file_bytes(engine_path, "the engine file");
+    live.engine = file_bytes(engine_path, "the engine file", kLiveCheckpointLimit);
     // The engine goes inside <script> as it is: text that would end or confuse the element is refused.
     if (contains_nocase(live.engine, "</script") || live.engine.find("<!--") != std::string::npos)
         fail("explore: the engine file '", engine_path, "' holds \"</script\" or \"<!--\", which would end its ",
              "<script> element; it is not an engine tinyformer built");
-    live.model_base64 = base64(file_bytes(model_path, "the checkpoint"));
+    live.model_base64 = base64(file_bytes(model_path, "the checkpoint", kLiveCheckpointLimit));
     live.status = {{"live", true}, {"model_file", std::filesystem::path(model_path).stem().string() + ".safetensors"}};
     return live;
 }
@@ -311,8 +321,10 @@ int explore_command(const Arguments& args) {
     decoding["steps"] = decoding_steps(model, run, text);
 
     const std::string shown = parsed.has("--ids") ? parsed.value("--ids") : parsed.positional()[1];
-    const std::string data_text = explore_data(model, run, decoding, std::filesystem::path(path).stem().string(), shown, target_given)
-                                      .dump(-1, ' ', false, json::error_handler_t::replace);
+    json data = explore_data(model, run, decoding, std::filesystem::path(path).stem().string(), shown, target_given);
+    // The page starts from them: its live controls keep them until reset.
+    if (!interventions.empty()) data["interventions"] = interventions_json(interventions);
+    const std::string data_text = data.dump(-1, ' ', false, json::error_handler_t::replace);
     const std::string page = explore_page(data_text, live);
     refuse_large_page(static_cast<double>(page.size()), false, page_limit_mib, named, static_cast<int64_t>(run.target.size()));
     write_explore(parsed, html_path, data_text, page);

@@ -84,7 +84,7 @@ Interventions read_overrides_file(const std::string& path) {
     std::string text(size, '\0');
     if (!in.read(text.data(), static_cast<std::streamsize>(size)) || in.peek() != std::char_traits<char>::eof())
         fail(what, ": cannot read its ", size, " bytes (file changed while reading?)");
-    // {"mask_overrides": {"call": [[q, k, a]]}}: arrays nest 3 deep below the top.
+    // {"mask_overrides": {"call": [[q, k, a]]}}: 4 levels, the top object included.
     return parse_interventions_file(parse_json(text, 3, what), what);
 }
 

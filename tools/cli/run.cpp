@@ -44,7 +44,8 @@ const char* kRunHelp =
 const char* kRunHelpEnd =
     "  --max-len N  the older name of --max-new-tokens\n"
     "The decoding (greedy, beam or sampling, over the KV cache) runs the model with the\n"
-    "interventions below (none by default):\n";
+    "interventions below (none by default); with mask overrides each input is decoded alone,\n"
+    "since a cell names one sequence's query and key positions:\n";
 
 const char* kEvalHelp =
     "usage: tinyformer eval MODEL.safetensors --task reverse|sort|dates [--lengths A-B] [--n 1000] [--seed S]\n"
@@ -137,8 +138,18 @@ int run_command(const Arguments& args) {
         }
     }
     print_warnings(warnings);
+    // A mask override's cell is a query and a key of one sequence; in a batch,
+    // padding moves other rows' tokens to other slots, so with overrides each
+    // input is decoded alone (as one batch of its own, the seed included).
+    std::vector<std::vector<int64_t>> outputs;
+    if (interventions.mask_overrides.empty()) {
+        outputs = generate(model, inputs, beam, generation.options, generation.sampling);
+    } else {
+        for (const auto& input : inputs)
+            outputs.push_back(generate(model, {input}, beam, generation.options, generation.sampling).front());
+    }
     // One line per output, as terminal text: a token's control or bidi character is shown escaped.
-    for (const auto& output : generate(model, inputs, beam, generation.options, generation.sampling)) {
+    for (const auto& output : outputs) {
         if (!parsed.has("--print-ids")) {
             std::printf("%s\n", terminal_text(text.decode_output(output)).c_str());
             continue;

@@ -36,6 +36,21 @@
     return bytes;
   }
 
+  // Calls the engine's entry point `name` with `text` in the module's heap
+  // (ccall's "string" would copy it onto the 5 MB stack, which a long pasted
+  // input overflows, killing the module). Returns the engine's reply text.
+  function call(module, name, text) {
+    const size = module.lengthBytesUTF8(text) + 1;
+    const pointer = module._malloc(size);
+    if (!pointer) throw new Error("the request is too large for the engine's memory");
+    try {
+      module.stringToUTF8(text, pointer, size);
+      return module.ccall(name, "string", ["number"], [pointer]);
+    } finally {
+      module._free(pointer);
+    }
+  }
+
   // The engine's answer {"ok":true,"result":...} | {"ok":false,"error":"..."}.
   function answer(text) {
     const reply = JSON.parse(text);
@@ -68,17 +83,25 @@
     api.ready = Promise.race([started, failure]).then((module) => {
       const path = "/" + status.model_file;
       module.FS.writeFile(path, base64Bytes(document.getElementById("tinyformer-model").textContent));
-      api.info = answer(module.ccall("tinyformer_load", "string", ["string"], [path]));
+      api.info = answer(call(module, "tinyformer_load", path));
       engine = module;
       return api.info;
     });
   }
   api.ready.catch(() => {}); // a recorded page's rejection is read by whoever asks, not reported
 
+  // A request's JSON text beyond this is refused before it reaches the engine
+  // (no model here reads a text near that long: the engine refuses far less).
+  const kRequestLimit = 1 << 20;
+
   let queue = Promise.resolve();
   api.run = function (request) {
     const work = queue.then(() => api.ready).then(() => {
-      const result = answer(engine.ccall("tinyformer_run", "string", ["string"], [JSON.stringify(request)]));
+      const text = JSON.stringify(request);
+      if (text === undefined) throw new Error("request: expected a JSON object");
+      if (text.length > kRequestLimit)
+        throw new Error("request: " + text.length + " characters, above the " + kRequestLimit + " the page's engine takes");
+      const result = answer(call(engine, "tinyformer_run", text));
       api.last = result;
       return result;
     });

@@ -319,7 +319,14 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
     }
     const DecodeSettings settings = parse_decode(request);
     // Both rows' decodings and passes are the intervened model's; the model is as it was after.
-    const AppliedInterventions applied(model, parse_interventions(request, "request"));
+    const Interventions interventions = parse_interventions(request, "request");
+    // A cell names one sequence's query and key positions; in the padded batch
+    // of two rows the shorter row's tokens sit at other slots (left padding)
+    // or beside padding keys an allowed cell would open (right padding).
+    if (second && !interventions.mask_overrides.empty())
+        fail("request: mask_overrides are cells of one input's own positions; give them without \"second\" "
+             "(a padded batch moves the second row's tokens to other slots); ablate works with both rows");
+    const AppliedInterventions applied(model, interventions);
 
     // Row 0: decoded alone, then the one recorded pass the page shows.
     json decoding;

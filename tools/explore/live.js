@@ -71,6 +71,10 @@
     const input = d.input || {};
     $("#live-source").value = input.text === undefined ? "" : String(input.text);
     $("#live-target").value = input.target_given && input.target !== undefined && input.target !== null ? String(input.target) : "";
+    // `explore --block/--allow/--ablate`: the recorded pass is intervened, and the controls start from it.
+    const given = d.interventions || {};
+    if (given.mask_overrides && typeof given.mask_overrides === "object") live.overrides = JSON.parse(JSON.stringify(given.mask_overrides));
+    if (Array.isArray(given.ablate)) live.ablate = given.ablate.map((x) => x.slice());
     const dec = d.decoding || {};
     if (dec.mode === "greedy" || dec.mode === "beam" || dec.mode === "sample") $("#live-decode-mode").value = dec.mode;
     if (dec.mode === "beam" && dec.beam) $("#live-beam").value = String(dec.beam);
@@ -88,8 +92,10 @@
     P.hooks.rendered = renderLive;
     const note = $("#view-matrix .note");
     if (note) note.textContent = "Hover a cell for its numbers; click a cell to block or allow it (an override of this call's mask, outlined), click a row label to step through that query.";
-    // Only the chips again (the knock-out buttons): the views stay as they are while someone reads them.
-    P.refreshControls();
+    // Only the chips again (the knock-out buttons): the views stay as they are while someone reads them;
+    // a page written with interventions is drawn again once, to outline its overridden cells.
+    if (Object.keys(live.overrides).length) P.setData(P.data());
+    else P.refreshControls();
     $("#live-status").textContent = "ready: edit an input and press Enter, click a matrix cell, knock out a head";
     body.dataset.live = "ready";
   }
