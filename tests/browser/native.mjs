@@ -100,8 +100,13 @@ export function writeOverrides(file, request) {
   return file;
 }
 
+// Runs build/tinyformer; a failure throws with the command and its error line.
 function tinyformer(args) {
-  return execFileSync(TINYFORMER, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  try {
+    return execFileSync(TINYFORMER, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  } catch (error) {
+    throw new Error(`${TINYFORMER} ${args.map((a) => JSON.stringify(a)).join(" ")}: ${String(error.stderr || error.message).trim()}`);
+  }
 }
 
 // `tinyformer forward MODEL --inputs IN --output OUT --attention [--overrides F]`
@@ -135,8 +140,10 @@ export function nativeRun(model, input, decode = {}, { ids = false, request = {}
   const args = ["run", model, "--print-ids"];
   if (decode.mode === "beam") args.push("--beam", String(decode.beam ?? 1));
   if (decode.mode === "sample") {
-    args.push("--temperature", String(decode.temperature ?? 1), "--top-k", String(decode.top_k ?? 0),
-      "--top-p", String(decode.top_p ?? 1), "--seed", String(decode.seed ?? 0));
+    // A request's top_k 0 means every token: the CLI says so by leaving --top-k out.
+    args.push("--temperature", String(decode.temperature ?? 1), "--top-p", String(decode.top_p ?? 1),
+      "--seed", String(decode.seed ?? 0));
+    if (decode.top_k) args.push("--top-k", String(decode.top_k));
   }
   if (decode.max_new_tokens !== undefined) args.push("--max-new-tokens", String(decode.max_new_tokens));
   const overrides = writeOverrides(scratchFile(`run-overrides-${++forwardCount}.json`), request);
