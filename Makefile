@@ -258,8 +258,8 @@ build/browser/explore-%.html: build/tinyformer data/models/%.safetensors
 # The live pages: `tinyformer explore` with the engine in the page (the
 # wasm build, build/wasm/tinyformer-engine.js), one per toy model, for
 # tests/browser/live_engine.test.mjs and the page benchmark (make bench-page).
-LIVE_MODELS := reverse sort reverse-prefixlm reverse-causal dates reverse-rotary reverse-alibi
-LIVE_PAGES  := $(LIVE_MODELS:%=build/browser/live-%.html)
+LIVE_ENGINE_MODELS := reverse sort reverse-prefixlm reverse-causal dates reverse-rotary reverse-alibi
+LIVE_ENGINE_PAGES  := $(LIVE_ENGINE_MODELS:%=build/browser/live-%.html)
 build/browser/live-%.html: build/tinyformer build/wasm/tinyformer-engine.js data/models/%.safetensors
 	@mkdir -p $(dir $@)
 	./build/tinyformer explore data/models/$*.safetensors $(or $(EXPLORE_ARGS_$*),attention) --html $@
@@ -269,17 +269,17 @@ build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS
 
 test-browser: deps-browser
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer
-	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES)) $(LIVE_PAGES)
+	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES)) $(LIVE_ENGINE_PAGES)
 	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs
-	LIVE_PAGES="$(LIVE_PAGES)" node --test --test-concurrency=1 tests/browser/live_engine.test.mjs
+	LIVE_ENGINE_PAGES="$(LIVE_ENGINE_PAGES)" node --test --test-concurrency=1 tests/browser/live_engine.test.mjs
 
 # The page benchmark (measured, never asserted): each live page's size, load
 # to interactive and recompute time in headless chromium, against the native
 # engine on the same request (tinyformer-bench live). docs/PERFORMANCE.md.
 bench-page: deps-browser
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-bench
-	@$(MAKE) --no-print-directory $(LIVE_PAGES)
-	node tests/browser/bench_live.mjs $(LIVE_PAGES)
+	@$(MAKE) --no-print-directory $(LIVE_ENGINE_PAGES)
+	node tests/browser/bench_live.mjs $(LIVE_ENGINE_PAGES)
 
 # The peer tests (tests/peer/*.test.mjs, node's test runner): the gpt2_bpe
 # tokenizer against gpt-3-encoder's encode and decode on GPT-2's own

@@ -1,5 +1,5 @@
 // Browser tests of the engine inside the explore page (make test-browser): the
-// page's numbers against the native engine's. Each page in LIVE_PAGES
+// page's numbers against the native engine's. Each page in LIVE_ENGINE_PAGES
 // (space-separated build/browser/live-NAME.html; its model is
 // data/models/NAME.safetensors, or LIVE_MODEL_NAME=path) is opened in Debian's
 // chromium with the network shut, and for several inputs typed into the page
@@ -22,7 +22,7 @@ import { TOLERANCE, compareResult, describeChecks, nativeForward, nativeRun, nat
 
 const DEFAULT_PAGES = ["reverse", "sort", "reverse-prefixlm", "reverse-causal", "dates", "reverse-rotary", "reverse-alibi"]
   .map((name) => `build/browser/live-${name}.html`);
-const pages = (process.env.LIVE_PAGES || "").split(/\s+/).filter(Boolean);
+const pages = (process.env.LIVE_ENGINE_PAGES || "").split(/\s+/).filter(Boolean);
 if (!pages.length) pages.push(...DEFAULT_PAGES);
 
 // Inputs per model (by its page name): things a reader would type, the first
