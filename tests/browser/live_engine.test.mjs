@@ -51,19 +51,27 @@ const HOSTILE = [
   "\"'><svg onload=window.pwned=1>",
 ];
 
-// Types TEXT into #live-source and presses Enter; waits for the page to say
-// it is done (document.body.dataset.live "ready" or "error", set after the
-// test marked it stale). Returns {state, last, error}.
-async function typeAndRun(page, text) {
-  await page.evaluate(() => { document.body.dataset.live = "stale"; });
-  await page.fill("#live-source", text);
-  await page.press("#live-source", "Enter");
-  await page.waitForFunction(() => ["ready", "error"].includes(document.body.dataset.live), null, { timeout: 20000 });
+// Runs ACTION (a control used) and waits for the update it starts to end:
+// document.body.dataset.liveRuns (the page's count of updates) grows and
+// dataset.live is "ready" or "error". Returns {state, last, error}.
+async function ran(page, action) {
+  const before = await page.evaluate(() => Number(document.body.dataset.liveRuns) || 0);
+  await action();
+  await page.waitForFunction((n) => Number(document.body.dataset.liveRuns) > n &&
+    ["ready", "error"].includes(document.body.dataset.live), before, { timeout: 30000 });
   return page.evaluate(() => ({
     state: document.body.dataset.live,
     last: window.tinyformer.last,
     error: document.getElementById("live-error")?.textContent ?? null,
   }));
+}
+
+// Types TEXT into #live-source and presses Enter.
+async function typeAndRun(page, text) {
+  return ran(page, async () => {
+    await page.fill("#live-source", text);
+    await page.press("#live-source", "Enter");
+  });
 }
 
 // window.tinyformer.run(REQUEST) in the page: {ok, result} or {ok: false, error: message}.
@@ -116,6 +124,7 @@ for (const file of pages) {
       opened = await openPage(browser, file);
       opened.page.on("request", (request) => requests.push(request.url()));
       await opened.page.evaluate(() => window.tinyformer.ready);
+      await opened.page.waitForFunction(() => ["ready", "error"].includes(document.body.dataset.live), null, { timeout: 30000 });
     });
     after(async () => { await opened?.context.close(); });
 
@@ -188,16 +197,17 @@ for (const file of pages) {
 
     test("a seed typed into the page samples run --seed's tokens", async () => {
       const { page } = opened;
-      await page.selectOption("#live-decode-mode", "sample");
+      await ran(page, () => page.selectOption("#live-decode-mode", "sample"));
       await page.fill("#live-temperature", "1.5");
       await page.fill("#live-seed", "11");
+      await page.fill("#live-max-new", "32");
       const typed = await typeAndRun(page, inputs[0]);
-      await page.selectOption("#live-decode-mode", "greedy");
+      const decode = { mode: "sample", temperature: 1.5, seed: 11, max_new_tokens: 32,
+        top_k: Number(await page.inputValue("#live-top-k")), top_p: Number(await page.inputValue("#live-top-p")) };
+      await ran(page, () => page.selectOption("#live-decode-mode", "greedy"));
       assert.equal(typed.state, "ready", typed.error);
-      const decode = { mode: "sample", temperature: 1.5, top_k: 0, top_p: 1, seed: 11, max_new_tokens: typed.last.target_ids.length + 64 };
-      // The page's max-new-tokens may cap the output; compare the tokens the page produced.
-      const native = nativeRun(model, inputs[0], decode);
-      assert.deepEqual(typed.last.target_ids, native.slice(0, typed.last.target_ids.length));
+      assert.deepEqual(typed.last.target_ids, nativeRun(model, inputs[0], decode), `the page's ${JSON.stringify(decode)}`);
+      check(name, "typed with sampling", typed.last, nativeForward(model, typed.last.forward_inputs));
     });
 
     for (const pad_side of ["right", "left"]) {
