@@ -100,10 +100,13 @@ function causalCall(result) {
 }
 
 const worstSeen = {};
-function check(name, what, rowResult, out, row = 0) {
-  const comparison = compareResult(rowResult, out, row);
+// ROW_RESULT (a RESULT, or its "second") against forward's OUT at batch ROW,
+// at every non-padding query of FORWARD_INPUTS; the page's padded queries are 0.
+function check(name, what, rowResult, out, forwardInputs, row = 0) {
+  const comparison = compareResult(rowResult, out, row, forwardInputs);
   worstSeen[name] = Math.max(worstSeen[name] ?? 0, comparison.worst);
   assert.ok(comparison.worst <= TOLERANCE, `${name}, ${what}: ${describeChecks(comparison)}`);
+  assert.equal(comparison.paddedNonzero, 0, `${name}, ${what}: numbers at padded queries`);
 }
 
 let browser;
@@ -136,7 +139,7 @@ for (const file of pages) {
         const direct = await runOk(opened.page, { text });
         assert.deepEqual(typed.last.forward_inputs, direct.forward_inputs, `the page ran another input than ${JSON.stringify(text)}`);
         assert.deepEqual(direct.target_ids, nativeRun(model, text), `greedy tokens of ${JSON.stringify(text)}`);
-        check(name, `typed ${JSON.stringify(text)}`, typed.last, nativeForward(model, typed.last.forward_inputs));
+        check(name, `typed ${JSON.stringify(text)}`, typed.last, nativeForward(model, typed.last.forward_inputs), typed.last.forward_inputs);
       }
     });
 
@@ -146,7 +149,7 @@ for (const file of pages) {
       const target_ids = greedy.target_ids.slice(0, Math.max(1, greedy.target_ids.length - 1));
       const forced = await runOk(opened.page, { text: inputs[0], target_ids });
       assert.deepEqual(forced.target_ids, target_ids);
-      check(name, "target_ids", forced, nativeForward(model, forced.forward_inputs));
+      check(name, "target_ids", forced, nativeForward(model, forced.forward_inputs), forced.forward_inputs);
       const byIds = await runOk(opened.page, { ids: nativeTokenize(model, inputs[0]), target_ids });
       assert.deepEqual(byIds.forward_inputs, forced.forward_inputs, "ids input and text input frame the same pass");
     });
@@ -164,7 +167,7 @@ for (const file of pages) {
       for (const head of result.weights[call]) assert.equal(head[2][1], 0, `${call}: blocked cell (2, 1) has weight ${head[2][1]}`);
       assert.ok(result.weights[call].some((head) => head[1][2] > 0), `${call}: allowed cell (1, 2) has weight 0 in every head`);
       assert.ok(base.weights[call].every((head) => head[1][2] === 0), `${call}: (1, 2) was already visible without the override`);
-      check(name, `mask override ${JSON.stringify(mask_overrides)}`, result, nativeForward(model, result.forward_inputs, { request }));
+      check(name, `mask override ${JSON.stringify(mask_overrides)}`, result, nativeForward(model, result.forward_inputs, { request }), result.forward_inputs);
     });
 
     test("a head ablation equals native forward --overrides", async () => {
@@ -175,7 +178,7 @@ for (const file of pages) {
       const ablate = [[call, heads - 1], [calls[0], 0]];
       const request = { text: inputs[0], target_ids: base.target_ids, ablate };
       const result = await runOk(opened.page, request);
-      check(name, `ablation ${JSON.stringify(ablate)}`, result, nativeForward(model, result.forward_inputs, { request }));
+      check(name, `ablation ${JSON.stringify(ablate)}`, result, nativeForward(model, result.forward_inputs, { request }), result.forward_inputs);
       assert.notDeepEqual(result.token_log_p, base.token_log_p, "knocking out two heads changed no log p");
     });
 
@@ -190,7 +193,7 @@ for (const file of pages) {
         for (const decode of settings) {
           const result = await runOk(opened.page, { text, decode });
           assert.deepEqual(result.target_ids, nativeRun(model, text, decode), `${JSON.stringify(text)} with ${JSON.stringify(decode)}`);
-          check(name, `${JSON.stringify(decode)}`, result, nativeForward(model, result.forward_inputs));
+          check(name, `${JSON.stringify(decode)}`, result, nativeForward(model, result.forward_inputs), result.forward_inputs);
         }
       }
     });
@@ -207,7 +210,7 @@ for (const file of pages) {
       await ran(page, () => page.selectOption("#live-decode-mode", "greedy"));
       assert.equal(typed.state, "ready", typed.error);
       assert.deepEqual(typed.last.target_ids, nativeRun(model, inputs[0], decode), `the page's ${JSON.stringify(decode)}`);
-      check(name, "typed with sampling", typed.last, nativeForward(model, typed.last.forward_inputs));
+      check(name, "typed with sampling", typed.last, nativeForward(model, typed.last.forward_inputs), typed.last.forward_inputs);
     });
 
     for (const pad_side of ["right", "left"]) {
@@ -216,10 +219,16 @@ for (const file of pages) {
         for (const [first, second] of [[longer, shorter], [shorter, longer]]) {
           const result = await runOk(opened.page, { text: first, second: { text: second }, pad_side });
           assert.ok(result.second, "no second row in the result");
+          const masks = Object.entries(result.forward_inputs).filter(([key]) => key.endsWith("_mask"));
+          const shorterRow = first === shorter ? 0 : 1;
+          const padded = masks.map(([, mask]) => mask[shorterRow]).filter((row) => row.includes(1));
+          assert.ok(padded.length > 0, `no padding in ${JSON.stringify(result.forward_inputs)}`);
+          for (const row of padded)
+            assert.equal(pad_side === "left" ? row[0] : row[row.length - 1], 1, `not ${pad_side} padded: ${row}`);
           const out = nativeForward(model, result.forward_inputs);
           assert.equal(out.logits.shape[0], 2, "forward_inputs should hold two rows");
-          check(name, `row 0 of ${first}/${second} (${pad_side})`, result, out, 0);
-          check(name, `row 1 of ${first}/${second} (${pad_side})`, result.second, out, 1);
+          check(name, `row 0 of ${first}/${second} (${pad_side})`, result, out, result.forward_inputs, 0);
+          check(name, `row 1 of ${first}/${second} (${pad_side})`, result.second, out, result.forward_inputs, 1);
           // Each row's tokens are decoded alone: the same as running it alone.
           assert.deepEqual(result.second.target_ids, nativeRun(model, second));
         }

@@ -164,10 +164,14 @@ export function nativeTokenize(model, text) {
 // ---- comparing ----
 
 // The nested array ACTUAL (the page's numbers) against EXPECTED ({shape, data}
-// from forward, optionally one batch ROW of it). Returns {worst, at, count,
-// shapeOk, actualShape, expectedShape}; worst is max |a - b| (Infinity for a
-// NaN, or for shapes that differ).
-export function compareArrays(actual, expected, row = null) {
+// from forward, optionally one batch ROW of it), skipping the queries that
+// SKIP (an array of 0/1 per query position, the row's padding mask) marks: at
+// a padded position forward's numbers are not part of the contract (section
+// 2: agreement at every non-padding position) and the page's are 0. QUERY_AXIS
+// is the query's axis in ACTUAL (0 for logits [T][V], 1 for weights [H][L][S]).
+// Returns {worst, at, compared, padded_nonzero, shapeOk, actualShape,
+// expectedShape}; worst is max |a - b| (Infinity for a NaN or shapes that differ).
+export function compareArrays(actual, expected, row = null, skip = null, queryAxis = 0) {
   const actualShape = [];
   for (let level = actual; Array.isArray(level); level = level[0]) actualShape.push(level.length);
   const values = actual.flat(Infinity);
@@ -179,29 +183,49 @@ export function compareArrays(actual, expected, row = null) {
   }
   const shapeOk = actualShape.length === expectedShape.length && actualShape.every((n, i) => n === expectedShape[i]);
   if (!shapeOk || values.length !== data.length)
-    return { worst: Infinity, at: -1, count: values.length, shapeOk: false, actualShape, expectedShape };
-  let worst = 0, at = -1;
+    return { worst: Infinity, at: -1, compared: 0, padded_nonzero: 0, shapeOk: false, actualShape, expectedShape };
+  // The stride of the query axis, and its length.
+  const inner = actualShape.slice(queryAxis + 1).reduce((a, b) => a * b, 1), queries = actualShape[queryAxis];
+  let worst = 0, at = -1, compared = 0, paddedNonzero = 0;
   for (let i = 0; i < values.length; ++i) {
+    const query = Math.floor(i / inner) % queries;
+    if (skip && skip[query]) {
+      if (values[i] !== 0) ++paddedNonzero;
+      continue;
+    }
+    ++compared;
     const d = Math.abs(values[i] - data[i]);
     if (!(d <= worst)) {
       worst = Number.isNaN(d) ? Infinity : d;
       at = i;
     }
   }
-  return { worst, at, count: values.length, shapeOk: true, actualShape, expectedShape };
+  return { worst, at, compared, padded_nonzero: paddedNonzero, shapeOk: true, actualShape, expectedShape };
 }
 
-// Compares a RESULT row (logits and every weights call) with forward's OUT
-// at batch ROW. Returns [{name, worst, ...}] and the worst of all.
-export function compareResult(rowResult, out, row = 0) {
-  const checks = [{ name: "logits", ...compareArrays(rowResult.logits, out.logits, row) }];
+// The padding mask of a call's queries in batch row ROW of FORWARD_INPUTS
+// (null: no padding): the encoder's are the source's, the decoder's the
+// target's, a single stack's its one sequence's.
+function queryPadding(forwardInputs, name, row) {
+  const mask = name.startsWith("attention.encoder.") ? forwardInputs.src_key_padding_mask
+    : name.startsWith("attention.layers.") || (name === "logits" && !forwardInputs.tgt_ids) ? forwardInputs.key_padding_mask
+      : forwardInputs.tgt_key_padding_mask;
+  return mask ? mask[row] : null;
+}
+
+// Compares a RESULT row (logits and every weights call) with forward's OUT at
+// batch ROW of FORWARD_INPUTS, at every non-padding query. Returns
+// {checks: [{name, worst, ...}], worst, paddedNonzero}.
+export function compareResult(rowResult, out, row = 0, forwardInputs = {}) {
+  const checks = [{ name: "logits", ...compareArrays(rowResult.logits, out.logits, row, queryPadding(forwardInputs, "logits", row), 0) }];
   for (const [call, weights] of Object.entries(rowResult.weights)) {
     const name = forwardName(call);
     if (!out[name]) checks.push({ name: `${call} (no ${name} in forward's output)`, worst: Infinity });
-    else checks.push({ name: `${call} ~ ${name}`, ...compareArrays(weights, out[name], row) });
+    else checks.push({ name: `${call} ~ ${name}`, ...compareArrays(weights, out[name], row, queryPadding(forwardInputs, name, row), 1) });
   }
   const worst = Math.max(...checks.map((c) => c.worst));
-  return { checks, worst };
+  const paddedNonzero = checks.reduce((n, c) => n + (c.padded_nonzero || 0), 0);
+  return { checks, worst, paddedNonzero };
 }
 
 // A one-line account of compareResult's checks, for assertion messages.
