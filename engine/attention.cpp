@@ -2,9 +2,9 @@
 
 #include "engine/matmul.h"
 #include "engine/ops.h"
+#include "engine/bit_cast.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <cmath>
 #include <limits>
@@ -52,7 +52,7 @@ struct Problem {
 bool all_finite(const float* values, int64_t n) {
     uint32_t non_finite = 0;
     for (int64_t j = 0; j < n; ++j)
-        non_finite |= (std::bit_cast<uint32_t>(values[j]) & 0x7F800000u) == 0x7F800000u;
+        non_finite |= (bit_cast<uint32_t>(values[j]) & 0x7F800000u) == 0x7F800000u;
     return non_finite == 0;
 }
 

@@ -1,6 +1,8 @@
 #include "engine/matmul.h"
 
+#ifndef TINYFORMER_OWN_GEMM
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 
@@ -12,6 +14,8 @@ namespace {
 int64_t op_rows(ConstMatrixView x, Transpose t) { return t == Transpose::Yes ? x.cols : x.rows; }
 int64_t op_cols(ConstMatrixView x, Transpose t) { return t == Transpose::Yes ? x.rows : x.cols; }
 
+}  // namespace
+
 void check_gemm_shapes(const char* op, ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb,
                        MatrixView c) {
     if (op_cols(a, ta) != op_rows(b, tb) || op_rows(a, ta) != c.rows || op_cols(b, tb) != c.cols)
@@ -21,7 +25,15 @@ void check_gemm_shapes(const char* op, ConstMatrixView a, Transpose ta, ConstMat
         fail(op, ": a view's row stride is smaller than its column count");
 }
 
-}  // namespace
+#ifdef TINYFORMER_OWN_GEMM
+
+// No BLAS in this build (the WebAssembly engine): the engine's own product.
+void gemm(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, MatrixView c, float alpha, float beta) {
+    check_gemm_shapes("gemm", a, ta, b, tb, c);
+    gemm_blocked(a, ta, b, tb, c, alpha, beta);
+}
+
+#else
 
 void gemm(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, MatrixView c, float alpha, float beta) {
     check_gemm_shapes("gemm", a, ta, b, tb, c);
@@ -66,6 +78,8 @@ void gemm(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, Matr
                 tb == Transpose::Yes ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
                 static_cast<blasint>(k), alpha, a.data, ld(a.stride), b.data, ld(b.stride), beta, c.data, ld(c.stride));
 }
+
+#endif  // TINYFORMER_OWN_GEMM
 
 void gemm_naive(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, MatrixView c, float alpha,
                 float beta) {
@@ -130,8 +144,18 @@ Tensor linear(const Tensor& x, ConstMatrixView weight, const float* bias) {
     return y;
 }
 
+#ifdef TINYFORMER_OWN_GEMM
+#ifdef __wasm_simd128__
+std::string blas_description() { return "tinyformer blocked gemm (wasm simd128)"; }
+#else
+std::string blas_description() { return "tinyformer blocked gemm (scalar)"; }
+#endif
+int blas_threads() { return 1; }
+void set_blas_threads(int) {}
+#else
 std::string blas_description() { return openblas_get_config(); }
 int blas_threads() { return openblas_get_num_threads(); }
 void set_blas_threads(int threads) { openblas_set_num_threads(threads); }
+#endif
 
 }  // namespace tinyformer

@@ -11,6 +11,11 @@
 //
 // gemm_naive is the three-loop reference beside the BLAS kernel (as llm.c's
 // matmul_forward_naive); tests check that the two agree.
+//
+// gemm_blocked (engine/matmul_blocked.cpp) is the engine's own cache-blocked
+// product with the same contract, for builds without a BLAS: compiled with
+// -DTINYFORMER_OWN_GEMM (the WebAssembly engine), gemm() calls it and no
+// cblas/OpenBLAS header or symbol is used.
 #pragma once
 
 #include "engine/tensor.h"
@@ -25,6 +30,12 @@ void gemm(ConstMatrixView a, Transpose transpose_a, ConstMatrixView b, Transpose
           float alpha = 1.0f, float beta = 0.0f);
 void gemm_naive(ConstMatrixView a, Transpose transpose_a, ConstMatrixView b, Transpose transpose_b, MatrixView c,
                 float alpha = 1.0f, float beta = 0.0f);
+void gemm_blocked(ConstMatrixView a, Transpose transpose_a, ConstMatrixView b, Transpose transpose_b, MatrixView c,
+                  float alpha = 1.0f, float beta = 0.0f);
+// The shape check every gemm variant makes first: op(A) [M,K], op(B) [K,N],
+// C [M,N], each row stride >= its column count; an Error naming `op` otherwise.
+void check_gemm_shapes(const char* op, ConstMatrixView a, Transpose transpose_a, ConstMatrixView b,
+                       Transpose transpose_b, MatrixView c);
 
 Tensor matmul(const Tensor& a, const Tensor& b, Transpose transpose_b = Transpose::No);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
@@ -32,7 +43,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 Tensor linear(const Tensor& x, ConstMatrixView weight, const float* bias);
 
 // What the BLAS is, for benchmarks and `tinyformer --version`:
-// e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".
+// e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64";
+// with TINYFORMER_OWN_GEMM "tinyformer blocked gemm (wasm simd128)" or
+// "tinyformer blocked gemm (scalar)", 1 thread, and set_blas_threads does nothing.
 std::string blas_description();
 int blas_threads();
 void set_blas_threads(int threads);

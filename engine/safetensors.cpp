@@ -5,6 +5,7 @@
 #include "engine/io/json.h"
 #include "engine/memory/available.h"
 #include "engine/io/utf8.h"
+#include "engine/bit_cast.h"
 
 #include <algorithm>
 #include <bit>
@@ -185,10 +186,10 @@ float half_to_float(uint16_t half) {
     }
     uint32_t bits = exponent == 0x1F ? sign | 0x7F800000u | (mantissa << 13)               // inf / NaN
                                      : sign | ((exponent + 112) << 23) | (mantissa << 13);  // rebias 15 -> 127
-    return std::bit_cast<float>(bits);
+    return bit_cast<float>(bits);
 }
 
-float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+float bfloat16_to_float(uint16_t bits) { return bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
     std::error_code error;

@@ -1,6 +1,7 @@
 #include "engine/tensor.h"
 
-#include <bit>
+#include "engine/bit_cast.h"
+
 #include <cmath>
 #include <limits>
 
@@ -98,7 +99,7 @@ MatrixView Tensor::matrix(int64_t leading) {
 
 bool Tensor::all_finite() const {
     uint32_t non_finite = 0;  // as ConstBatchView::all_finite: vectorised, no branch per element
-    for (float v : values_) non_finite |= (std::bit_cast<uint32_t>(v) & 0x7F800000u) == 0x7F800000u;
+    for (float v : values_) non_finite |= (bit_cast<uint32_t>(v) & 0x7F800000u) == 0x7F800000u;
     return non_finite == 0;
 }
 
@@ -115,7 +116,7 @@ bool ConstBatchView::all_finite() const {
         for (int64_t r = 0; r < rows; ++r) {
             const float* row = data + b * batch_stride + r * row_stride;
             for (int64_t c = 0; c < cols; ++c)
-                non_finite |= (std::bit_cast<uint32_t>(row[c]) & 0x7F800000u) == 0x7F800000u;
+                non_finite |= (bit_cast<uint32_t>(row[c]) & 0x7F800000u) == 0x7F800000u;
         }
     return non_finite == 0;
 }

@@ -2,7 +2,9 @@
 
 #include "engine/matmul.h"
 
+#ifndef TINYFORMER_OWN_GEMM
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 #include <cctype>
@@ -80,6 +82,15 @@ double compare_once(int64_t m, int64_t n, int64_t k, Transpose ta, Transpose tb,
         difference = std::isnan(d) ? INFINITY : std::max(difference, d);
     }
     return largest > 0 ? difference / largest : difference;
+}
+
+// The compute core OpenBLAS runs; a build without OpenBLAS (TINYFORMER_OWN_GEMM) has none.
+std::string core_in_use() {
+#ifdef TINYFORMER_OWN_GEMM
+    return "none (no OpenBLAS in this build)";
+#else
+    return openblas_get_corename();
+#endif
 }
 
 }  // namespace
@@ -173,7 +184,7 @@ bool blas_self_check(double* worst) {
 BlasInputs read_blas_inputs() {
     BlasInputs in;
     in.features = cpu_features();
-    in.core_in_use = openblas_get_corename();
+    in.core_in_use = core_in_use();
     in.openblas_coretype = environment(kCoretype);
     in.tinyformer_blas = environment("TINYFORMER_BLAS");
     in.marker = environment(kMarker);
@@ -189,14 +200,14 @@ BlasReport blas_report() {
     report.self_check_passed = blas_self_check(&report.self_check_worst);
     in.self_check_passed = report.self_check_passed;
     const BlasPlan plan = decide_blas(in);
-    report.config = openblas_get_config();
+    report.config = blas_description();
     report.cpu = cpu_model_name();
     report.features = cpu_feature_list(in.features);
     report.chosen_core = plan.chosen_core;
     if (plan.reason == BlasReason::UserCoretype)  // OpenBLAS never chose: it was told
         report.chosen_core = "not known: OPENBLAS_CORETYPE was set when OpenBLAS loaded";
     report.core_in_use = in.core_in_use;
-    report.threads = openblas_get_num_threads();
+    report.threads = blas_threads();
     report.reason = plan.reason;
     const std::string best = best_core_for(in.features);
     std::ostringstream why;
@@ -234,6 +245,10 @@ BlasReport blas_report() {
                 << "OpenBLAS's own choice, " << plan.chosen_core;
             break;
     }
+#ifdef TINYFORMER_OWN_GEMM
+    why.str("");
+    why << "no BLAS: this build's gemm is the engine's own gemm_blocked (TINYFORMER_OWN_GEMM)";
+#endif
     report.why = why.str();
     return report;
 }

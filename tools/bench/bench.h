@@ -92,6 +92,7 @@ void run_decode_gpt_suite(const Settings& settings); // bench_decode.cpp: its na
 void run_decode_llama_suite(const Settings& settings);  // bench_llama.cpp
 void run_kernels_suite(const Settings& settings);    // bench_kernels.cpp
 void run_cores_suite(const Settings& settings);      // bench_cores.cpp
+void run_gemm_suite(const Settings& settings);       // bench_gemm.cpp
 // `tinyformer-bench --probe` (bench_cores.cpp): one line "probe CORE SGEMM_GFLOPS ENCODER_TOKS".
 void run_probe();
 // The encoder suite's 6-layer forward at B, T on the current threads: tokens/s (median).

@@ -45,6 +45,8 @@ const Suite kSuites[] = {
      tinyformer::bench::run_encoder_suite},
     {"kernels", "softmax and LayerNorm ns/element in each CPU variant (baseline x86-64, AVX2, AVX-512)",
      tinyformer::bench::run_kernels_suite},
+    {"gemm", "matrix products: gemm_naive vs the engine's gemm_blocked vs OpenBLAS, GFLOP/s at the toy models' shapes",
+     tinyformer::bench::run_gemm_suite},
     {"decode", "greedy decoding tokens/s: toy reverse model, a base-size encoder-decoder, a nanoGPT-shaped model, vs PyTorch",
      tinyformer::bench::run_decode_suite},
     {"decode-gpt", "the decode suite's nanoGPT-shaped model alone (1 thread or --threads N), vs PyTorch",
