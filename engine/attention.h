@@ -114,6 +114,12 @@ struct AttentionOptions {
     // the check that the values are finite reads only the rows from n on.
     // 0 (the default, the reference): every row is checked.
     int64_t value_rows_known_finite = 0;
+    // A KV-cache decoding step: the slot of this call's first query (its
+    // queries are slots first_query..first_query+L-1; a decoder layer passes
+    // its self-attention cache length before the step to both its calls).
+    // Absent: a whole pass, queries 0..L-1. Read only by a module's mask
+    // overrides (layers/multi_head_attention.h).
+    std::optional<int64_t> first_query;
 };
 
 // The path that runs: Automatic is Materialized when weights are wanted (only

@@ -283,6 +283,37 @@ bool Mask::allows_everything() const {
     return !has_bias() && std::all_of(allowed_.begin(), allowed_.end(), [](uint8_t v) { return v != 0; });
 }
 
+Mask Mask::with_cells(int64_t batch, int64_t queries, int64_t keys, const std::vector<MaskCell>& cells) const {
+    if (batch < 1 || queries < 1 || keys < 1)
+        fail("Mask::with_cells: need batch, queries, keys >= 1, got ", batch, ", ", queries, ", ", keys);
+    const int64_t heads = shape_[1];
+    check_broadcasts_to({batch, heads, queries, keys}, "Mask::with_cells");
+    for (const MaskCell& cell : cells)
+        if (cell.query < 0 || cell.query >= queries || cell.key < 0 || cell.key >= keys)
+            fail("Mask::with_cells: cell [", cell.query, ", ", cell.key, "] is outside [L,S] = [", queries, ",", keys,
+                 "]");
+    const Shape shape{batch, heads, queries, keys};
+    const auto count = static_cast<size_t>(checked_numel(shape, "Mask::with_cells"));
+    std::vector<uint8_t> allowed(count);
+    std::vector<float> bias(has_bias() ? count : 0);
+    size_t i = 0;
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+            for (int64_t l = 0; l < queries; ++l)
+                for (int64_t s = 0; s < keys; ++s, ++i) {
+                    allowed[i] = allowed_[static_cast<size_t>(index(b, h, l, s))];
+                    if (has_bias()) bias[i] = bias_[static_cast<size_t>(index(b, h, l, s))];
+                }
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+            for (const MaskCell& cell : cells) {
+                const auto at = static_cast<size_t>(((b * heads + h) * queries + cell.query) * keys + cell.key);
+                allowed[at] = cell.allowed;
+                if (!cell.allowed && has_bias()) bias[at] = 0.0f;  // a blocked cell keeps no bias
+            }
+    return Mask(shape, std::move(allowed), std::move(bias));
+}
+
 void Mask::check_broadcasts_to(const Shape& target, const char* op) const {
     if (target.size() != 4)
         fail(op, ": a mask broadcasts to a rank-4 [B,H,L,S] target; got ", shape_string(target), " for mask ",

@@ -40,6 +40,15 @@
 
 namespace tinyformer {
 
+// One cell of one attention call's [L, S] matrix, set by an intervention
+// (models/interventions.h, MultiHeadAttention::set_mask_overrides): row
+// `query`, column `key`; allowed = the key may be attended, else blocked.
+struct MaskCell {
+    int64_t query = 0, key = 0;
+    bool allowed = false;
+    friend bool operator==(const MaskCell&, const MaskCell&) = default;
+};
+
 // A Boolean tensor as it arrives from outside (PyTorch, a file): values 0/1.
 struct BoolTensor {
     Shape shape;
@@ -115,6 +124,15 @@ public:
     // A whole sequence of T tokens at positions 0..T-1: [1,H,T,T],
     // bias[0, h, i, j] = -slopes[h] * |i - j|.
     static Mask alibi(int64_t heads, int64_t length);
+
+    // This mask broadcast to [batch, H|1, queries, keys] (its heads axis as it
+    // is) and materialized, with `cells` set in every batch row and head, in
+    // order (a later cell wins); the bias, if any, stays on the cells still
+    // allowed, a blocked cell keeps none (as operator&), so a cell this mask
+    // blocked and an override allows gets bias 0. Key ranges are computed again, so an
+    // override that makes a hole gives contiguous = false. Error unless every
+    // cell lies in [queries, keys] and the mask broadcasts to that shape.
+    Mask with_cells(int64_t batch, int64_t queries, int64_t keys, const std::vector<MaskCell>& cells) const;
 
     // AND: a key is allowed only where both masks allow it (biases add).
     // Shapes must broadcast against each other.

@@ -13,12 +13,16 @@ Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& 
     auto ffn_observer = observe_part(observer, "ffn.");
     DecoderLayerCache whole_sequence;  // no cache: keys and values of x and memory alone
     DecoderLayerCache& keys_values = cache ? *cache : whole_sequence;
+    // A KV-cache step: the new queries' first slot (the self cache's length
+    // before they are appended), for both calls' mask overrides.
+    AttentionOptions options = attention_options(target_padding);
+    if (cache) options.first_query = cache->self.length();
     auto self_attention = [&](const Tensor& input) {
-        return self_attn.forward_appending(input, keys_values.self, self_mask, attention_options(target_padding),
+        return self_attn.forward_appending(input, keys_values.self, self_mask, options,
                                            self_observer ? &*self_observer : nullptr).output;
     };
     auto cross_attention = [&](const Tensor& input) {
-        return multihead_attn.forward_fixed(input, memory, keys_values.cross, cross_mask, attention_options(target_padding),
+        return multihead_attn.forward_fixed(input, memory, keys_values.cross, cross_mask, options,
                                             cross_observer ? &*cross_observer : nullptr).output;
     };
     auto ffn = [&](const Tensor& input) { return feed_forward.forward(input, ffn_observer ? &*ffn_observer : nullptr); };

@@ -17,8 +17,10 @@ Tensor EncoderLayer::forward(const Tensor& x, const Mask& mask, const Padding& p
     auto ffn_observer = observe_part(observer, "ffn.");
     KVCache whole_sequence;  // no cache: keys and values of x alone
     KVCache& keys_values = cache ? *cache : whole_sequence;
+    AttentionOptions options = attention_options(padding);
+    if (cache) options.first_query = cache->length();  // a KV-cache step: the new queries' first slot
     auto self_attention = [&](const Tensor& input) {
-        return self_attn.forward_appending(input, keys_values, mask, attention_options(padding),
+        return self_attn.forward_appending(input, keys_values, mask, options,
                                            attention_observer ? &*attention_observer : nullptr, first_positions)
             .output;
     };

@@ -67,6 +67,29 @@ void MultiHeadAttention::set_zeroed_heads(std::vector<int64_t> heads) {
     zeroed_heads_ = std::move(heads);
 }
 
+void MultiHeadAttention::set_mask_overrides(std::vector<MaskCell> cells) {
+    for (const MaskCell& cell : cells)
+        if (cell.query < 0 || cell.key < 0)
+            fail("MultiHeadAttention", name_.empty() ? "" : " " + name_, ": a mask override's query and key must be >= 0, got [",
+                 cell.query, ", ", cell.key, "]");
+    mask_overrides_ = std::move(cells);
+}
+
+Mask MultiHeadAttention::overridden_mask(const Mask& mask, int64_t batch, int64_t queries, int64_t keys,
+                                         int64_t first, bool whole_pass) const {
+    std::vector<MaskCell> cells;  // in this call's [L, S] rows and columns
+    for (const MaskCell& cell : mask_overrides_) {
+        const int64_t row = cell.query - first;
+        if (row >= 0 && row < queries && cell.key < keys) {
+            cells.push_back({row, cell.key, cell.allowed});
+        } else if (whole_pass) {
+            fail(name_.empty() ? "MultiHeadAttention" : name_, ": the mask override [", cell.query, ", ", cell.key,
+                 "] is outside this call's [L,S] = [", queries, ",", keys, "]");
+        }  // a decoding step: that query is another step's, or that key does not exist yet
+    }
+    return mask.with_cells(batch, queries, keys, cells);
+}
+
 int64_t MultiHeadAttention::part_offset(int64_t part) const { return part == 0 ? 0 : d_model_ + (part - 1) * kv_width(); }
 int64_t MultiHeadAttention::part_width(int64_t part) const { return part == 0 ? d_model_ : kv_width(); }
 
@@ -89,7 +112,8 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
     if (query.rank() != 3) fail("MultiHeadAttention: query must be [B,L,D], got ", shape_string(query.shape()));
     return attend_views(query.batch_view(), key.batch_view(), value.batch_view(), mask, options, observer,
                         [&]() -> const Tensor& { return query; }, [&]() -> const Tensor& { return key; },
-                        [&]() -> const Tensor& { return value; });
+                        [&]() -> const Tensor& { return value; }, options.first_query.value_or(0),
+                        !options.first_query);
 }
 
 AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& cache, const Mask& mask,
@@ -97,15 +121,17 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& c
     if (query.rank() != 3) fail("MultiHeadAttention: query must be [B,L,D], got ", shape_string(query.shape()));
     return attend_views(query.batch_view(), cache.keys(), cache.values(), mask, options, observer,
                         [&]() -> const Tensor& { return query; }, [&] { return cache.key_tensor(); },
-                        [&] { return cache.value_tensor(); });
+                        [&] { return cache.value_tensor(); }, options.first_query.value_or(0),
+                        !options.first_query);
 }
 
 
 template <typename QueryTensor, typename KeyTensor, typename ValueTensor>
 AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatchView key, ConstBatchView value,
-                                                 const Mask& mask, const AttentionOptions& options, Observer* observer,
+                                                 const Mask& mask_in, const AttentionOptions& options, Observer* observer,
                                                  QueryTensor query_tensor, KeyTensor key_tensor,
-                                                 ValueTensor value_tensor) const {
+                                                 ValueTensor value_tensor, int64_t first_query,
+                                                 bool whole_pass) const {
     const bool everything = observer && observer->wants_everything();
     AttentionOptions asked = options;  // what the observer wants computed
     asked.want_weights = options.want_weights || observer;
@@ -117,6 +143,11 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
         observer->record("v", value_tensor());  // [B, S, Hkv*Dh]
     }
     // Heads are column blocks of Q, K, V: the engine reads them as views.
+    // The interventions' mask: the model's with this module's overrides set.
+    std::optional<Mask> overridden;
+    if (!mask_overrides_.empty())
+        overridden = overridden_mask(mask_in, query.batch, query.rows, key.rows, first_query, whole_pass);
+    const Mask& mask = overridden ? *overridden : mask_in;
     AttentionResult result;
     try {
         result = multi_head_scaled_dot_product_attention(query, key, value, AttentionHeads{heads_, kv_heads_}, mask,
@@ -191,6 +222,9 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
             }
         }
     }
+    // The slot of the first new query, for mask overrides: a whole pass starts on an empty cache.
+    const int64_t first_query = cache.length();
+    const bool whole_pass = cache.empty() && !options.first_query;
     cache.append(part(1), part(2));  // copied to rows length..length+n-1 of the cache's buffers
     // The positions cached before this call were found finite by the calls
     // that added them: only the n new rows' values are checked.
@@ -198,7 +232,7 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
     checked.value_rows_known_finite = std::max(options.value_rows_known_finite, cache.known_finite_values());
     AttentionResult result = attend_views(part(0), cache.keys(), cache.values(), mask, checked, observer,
                                           [&] { return column_block(qkv, 0, D); }, [&] { return cache.key_tensor(); },
-                                          [&] { return cache.value_tensor(); });
+                                          [&] { return cache.value_tensor(); }, first_query, whole_pass);
     cache.set_known_finite_values(cache.length());  // attend_views threw if any value was not finite
     return result;
 }

@@ -46,6 +46,20 @@
 // Their weights are still computed and returned. None by default; the
 // setting belongs to the module, so it holds for every caller until reset.
 //
+// Mask overrides, the other intervention (models/interventions.h): the cells
+// given to set_mask_overrides are set in the mask of every call, for every
+// batch row and head, BEFORE softmax (Mask::with_cells): allowed = 1 lets the
+// query attend that key, 0 blocks it; a later cell wins. A cell is
+// [query, key] of the call's [L, S] matrix in a whole pass; in a KV-cache
+// step (AttentionOptions::first_query) the queries are slots
+// first..first+L-1 (self-attention: the cache length before appending) and
+// the keys the cached slots 0..S-1, and a cell applies only when its query is
+// in this call and its key exists already (during decoding a future key does
+// not exist yet). In a whole pass a cell outside [L, S] is an Error naming
+// the module, the cell and [L, S]. The observer's "mask" is the mask used;
+// an ALiBi bias stays on the cells still allowed (a newly allowed cell has
+// bias 0). None by default; like zeroed heads, the setting holds until reset.
+//
 // A module loaded from a checkpoint carries its tensor prefix as its name
 // ("transformer.decoder.layers.1.self_attn"), and an Error of the attention
 // it runs starts with that name: an overflow names the layer and the tensor
@@ -138,18 +152,29 @@ public:
     void set_zeroed_heads(std::vector<int64_t> heads);
     const std::vector<int64_t>& zeroed_heads() const { return zeroed_heads_; }
 
+    // Mask overrides (see the top of this file): query and key >= 0, Error
+    // for a negative one; {} restores the module.
+    void set_mask_overrides(std::vector<MaskCell> cells);
+    const std::vector<MaskCell>& mask_overrides() const { return mask_overrides_; }
+
 private:
     // query_tensor() etc. give the inputs as tensors, asked only by an observer that wants everything.
     template <typename QueryTensor, typename KeyTensor, typename ValueTensor>
     AttentionResult attend_views(ConstBatchView query, ConstBatchView key, ConstBatchView value, const Mask& mask,
                                  const AttentionOptions& options, Observer* observer, QueryTensor query_tensor,
-                                 KeyTensor key_tensor, ValueTensor value_tensor) const;
+                                 KeyTensor key_tensor, ValueTensor value_tensor, int64_t first_query,
+                                 bool whole_pass) const;
+    // The call's mask with the overrides set: `first` is the slot of its first
+    // query, `whole_pass` whether a cell outside [L, S] is an Error.
+    Mask overridden_mask(const Mask& mask, int64_t batch, int64_t queries, int64_t keys, int64_t first,
+                         bool whole_pass) const;
 
     int64_t d_model_, heads_, kv_heads_, head_dim_;
     std::string name_;
     std::optional<float> mask_value_;
     std::optional<RotaryEmbedding> rotary_;  // none: no rotary positions
     std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
+    std::vector<MaskCell> mask_overrides_;  // empty: the model's mask as it is
     Tensor project(const Tensor& x, int64_t part) const;  // x W^T + b with W_Q, W_K or W_V (part 0, 1, 2)
     int64_t part_offset(int64_t part) const;  // first row of part 0, 1, 2 in in_proj: 0, D, D + Hkv*Dh
     int64_t part_width(int64_t part) const;   // its rows: D, Hkv*Dh, Hkv*Dh

@@ -1485,11 +1485,70 @@ void check_timed_section(const std::vector<TimedBadInput>& rows) {
 }  // namespace
 
 // One test case per section of the catalogue, so that a failure names its section.
+// ---- interventions: --overrides, --block, --allow, --ablate (docs/FORMAT.md section 4b) ----
+std::vector<std::string> forward_with(const TempDirectory& d, std::vector<std::string> flags) {
+    std::vector<std::string> args = {"forward", kModel, "--inputs", kInputs, "--output", d.file("o.safetensors")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return args;
+}
+std::vector<std::string> with_overrides_file(const TempDirectory& d, const std::string& text) {
+    std::ofstream(d.file("o.json"), std::ios::binary) << text;
+    return forward_with(d, {"--overrides", d.file("o.json")});
+}
+// clang-format off
+const std::vector<BadInput> kInterventions = {
+    {"--block without a key", [](const TempDirectory& d) { return forward_with(d, {"--block", "decoder.0.self_attn:2"}); },
+     2, {"forward: --block 'decoder.0.self_attn:2': expected CALL:Q:K"}},
+    {"--allow with a negative key", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "abc", "--allow", "decoder.0.self_attn:2:-1"}; },
+     2, {"run: --allow 'decoder.0.self_attn:2:-1': expected whole numbers >= 0 after CALL, got '-1'"}},
+    {"--ablate with an empty item", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "abc", "--ablate", "decoder.0.self_attn:1,"}; },
+     2, {"run: --ablate has an empty item"}},
+    {"--ablate with a head that is not a number", [](const TempDirectory& d) {
+         return std::vector<std::string>{"trace", kReverse, "abc", "--output", d.file("t.safetensors"), "--ablate", "encoder.0.self_attn:x"}; },
+     2, {"trace: --ablate 'encoder.0.self_attn:x'", "got 'x'"}},
+    {"--ablate of an unknown call", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "abc", "--ablate", "decoder.9.self_attn:0"}; },
+     1, {"no attention call named \"decoder.9.self_attn\"", "this model's are encoder.0.self_attn, encoder.1.self_attn, decoder.0.self_attn"}},
+    {"--ablate of a head the call does not have", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kReverse, "abc", "--ablate", "decoder.1.cross_attn:4"}; },
+     1, {"decoder.1.cross_attn has heads 0..3; cannot ablate head 4"}},
+    {"--block of a cell outside the pass", [](const TempDirectory& d) { return forward_with(d, {"--block", "encoder.0.self_attn:0:99"}); },
+     1, {"transformer.encoder.layers.0.self_attn: the mask override [0, 99] is outside this call's [L,S] = ["}},
+    {"--overrides of a missing file", [](const TempDirectory& d) { return forward_with(d, {"--overrides", d.file("absent.json")}); },
+     1, {"--overrides ", "absent.json: no such file"}},
+    {"--overrides of a directory", [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("o-dir"));
+         return forward_with(d, {"--overrides", d.file("o-dir")}); },
+     1, {"o-dir: is a directory, expected a .json file"}},
+    {"--overrides of a device", [](const TempDirectory& d) { return forward_with(d, {"--overrides", "/dev/zero"}); },
+     1, {"--overrides /dev/zero: not a regular file"}},
+    {"--overrides above 1 MiB", [](const TempDirectory& d) { return with_overrides_file(d, std::string(1048577, ' ')); },
+     1, {"o.json: 1048577 bytes, more than the limit of 1048576 bytes for an overrides file"}},
+    {"--overrides that is not JSON", [](const TempDirectory& d) { return with_overrides_file(d, "{\"ablate\": ["); },
+     1, {"o.json is not valid JSON"}},
+    {"--overrides nested too deep", [](const TempDirectory& d) { return with_overrides_file(d, "{\"ablate\": [[[[0]]]]}"); },
+     1, {"o.json nests arrays/objects 5 deep"}},
+    {"--overrides with an unknown key", [](const TempDirectory& d) { return with_overrides_file(d, "{\"ablate\": [], \"mask\": {}}"); },
+     1, {"o.json: unknown key \"mask\"; the keys are mask_overrides and ablate"}},
+    {"--overrides with a cell of the wrong type", [](const TempDirectory& d) {
+         return with_overrides_file(d, "{\"mask_overrides\": {\"decoder.0.self_attn\": [[1, \"2\", 0]]}}"); },
+     1, {"mask_overrides[\"decoder.0.self_attn\"][0]: the key must be a whole number >= 0, got \"2\""}},
+    {"--overrides with allowed 2", [](const TempDirectory& d) {
+         return with_overrides_file(d, "{\"mask_overrides\": {\"decoder.0.self_attn\": [[1, 2, 2]]}}"); },
+     1, {"allowed must be 0, 1, false or true, got 2"}},
+    {"--overrides with a negative head", [](const TempDirectory& d) { return with_overrides_file(d, "{\"ablate\": [[\"decoder.0.self_attn\", -1]]}"); },
+     1, {"ablate[0]: the head must be >= 0, got -1"}},
+};
+// clang-format on
+
 TEST_CASE("Bad inputs, checkpoint: the safetensors frame") { check_section(kSafetensorsFrame); }
 TEST_CASE("Bad inputs, checkpoint: metadata and config") { check_section(kMetadataAndConfig); }
 TEST_CASE("Bad inputs, checkpoint: tensors") { check_section(kTensors); }
 TEST_CASE("Bad inputs, forward's input files") { check_section(kForwardInputs); }
 TEST_CASE("Bad inputs, the command line") { check_section(kCommandLine); }
+TEST_CASE("Bad inputs, interventions: --overrides, --block, --allow, --ablate") { check_section(kInterventions); }
 TEST_CASE("Bad inputs, one output flag and pictures named .png") { check_section(kOutputFlag); }
 TEST_CASE("Bad inputs, any vocabulary, token ids and text metadata") { check_section(kVocabularyAndIds); }
 TEST_CASE("Bad inputs, files that are not safetensors and configs with several problems") {

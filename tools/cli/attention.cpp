@@ -4,6 +4,7 @@
 #include "engine/io/output_file.h"
 #include "models/attention_maps.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"
 
 #include <algorithm>
@@ -23,7 +24,8 @@ const char* kAttentionHelp =
     "usage: tinyformer attention MODEL.safetensors (TEXT | --ids 5,17,3) --output DIR\n"
     "                            [--target TEXT | --target-ids 4,9] [--layer L] [--head H]\n"
     "                            [--kind self|cross|all] [--average-heads] [--grids-only]\n"
-    "                            [--positions] [--scale N] [--unk]\n"
+    "                            [--positions] [--scale N] [--unk] [--overrides FILE.json]\n"
+    "                            [--block ...] [--allow ...] [--ablate ...]\n"
     "\n"
     "Runs the model once on TEXT (or on token ids, --ids: for any model, also one without\n"
     "a vocabulary; labels then show the ids) and writes its attention weights as PNG\n"
@@ -506,19 +508,26 @@ void write_pictures(const PictureSet& set, const Model& model, const AttentionPa
 
 }  // namespace
 
+const char* kAttentionHelpInterventions =
+    "The pass (and the greedy output it reads) runs with the interventions below; the hatched\n"
+    "cells are the mask used:\n";
+
 // Parse, run once, lay out, write: each step refuses before the next does any work.
 int attention_command(const Arguments& args) {
-    const ParsedArguments parsed(args,
-                                 {"--output", "--out", "--target", "--target-ids", "--ids", "--layer", "--head", "--kind",
-                                  "--scale"},
-                                 {"--average-heads", "--grids-only", "--positions", "--unk"}, "attention");
+    std::set<std::string> value_flags = {"--output", "--out",  "--target", "--target-ids", "--ids",
+                                         "--layer",  "--head", "--kind",   "--scale"};
+    value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
+    const ParsedArguments parsed(args, value_flags, {"--average-heads", "--grids-only", "--positions", "--unk"},
+                                 "attention");
     if (parsed.help()) {
-        std::printf("%s", kAttentionHelp);
+        std::printf("%s%s%s", kAttentionHelp, kAttentionHelpInterventions, kInterventionFlagsHelp);
         return 0;
     }
     const AttentionRequest request = parse_attention_request(parsed);
     check_output_folder(request);
-    const Model model = Model::load(request.model_path);
+    const Interventions interventions = intervention_flags(parsed, "attention");
+    Model model = Model::load(request.model_path);
+    const AppliedInterventions applied(model, interventions);  // the pictures are of the intervened pass
     const AttentionPass pass = run_attention(parsed, model, request);
     const PictureSet pictures = lay_out_pictures(model, pass, request);
     write_pictures(pictures, model, pass, request);

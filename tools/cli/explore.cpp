@@ -11,6 +11,7 @@
 #include "models/attention_maps.h"
 #include "tools/cli/generation_flags.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"
 
 #include <nlohmann/json.hpp>
@@ -33,7 +34,8 @@ const char* kExploreHelp =
     "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
     "                          [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
     "                          [--max-new-tokens N] --html FILE.html [--json FILE.json] [--unk]\n"
-    "                          [--max-page-mb N]\n"
+    "                          [--max-page-mb N] [--overrides FILE.json] [--block ...] [--allow ...]\n"
+    "                          [--ablate ...]\n"
     "\n"
     "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
     "--beam K, a sampled continuation with the sampling flags, or --target) and writes ONE\n"
@@ -57,6 +59,9 @@ const char* kExploreHelp =
     "                 page is made; a refused page writes nothing (and no --json file either)\n"
     "The decoding (none with --target, which excludes the flags below) stops at <eos>, at the\n"
     "model's max_len positions or after N new tokens; as in `tinyformer run`:\n";
+
+const char* kExploreHelpInterventions =
+    "The recorded page is of the intervened model (its decoding and its pass) with these:\n";
 
 // A float as the shortest decimal that reads back as the same float32, so
 // that the JSON holds exactly the engine's number and stays small.
@@ -337,9 +342,10 @@ void write_explore(const ParsedArguments& parsed, const std::string& html_path, 
 int explore_command(const Arguments& args) {
     std::set<std::string> value_flags = {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb"};
     value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
+    value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
     const ParsedArguments parsed(args, value_flags, {"--unk"}, "explore");
     if (parsed.help()) {
-        std::printf("%s%s", kExploreHelp, kGenerationFlagsHelp);
+        std::printf("%s%s%s%s", kExploreHelp, kGenerationFlagsHelp, kExploreHelpInterventions, kInterventionFlagsHelp);
         return 0;
     }
     if (parsed.positional().empty() || parsed.positional().size() > 2)
@@ -353,7 +359,9 @@ int explore_command(const Arguments& args) {
     std::vector<std::string> outputs = {html_path};
     if (parsed.has("--json")) outputs.push_back(parsed.value("--json"));
     check_outputs("explore", {path}, outputs);
-    const Model model = Model::load(path);
+    const Interventions interventions = intervention_flags(parsed, "explore");
+    Model model = Model::load(path);
+    const AppliedInterventions applied(model, interventions);  // the decoding and the recorded pass are intervened
     const ModelText text(model);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "explore");
     std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "explore");

@@ -3,10 +3,12 @@
 #include "engine/io/output_file.h"
 #include "models/forward.h"
 #include "tools/cli/arguments.h"
+#include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"
 
 #include <cstdio>
 #include <map>
+#include <set>
 
 namespace tinyformer::cli {
 
@@ -14,6 +16,7 @@ namespace {
 
 const char* kForwardHelp =
     "usage: tinyformer forward MODEL.safetensors --inputs IN.safetensors --output OUT.safetensors [--attention]\n"
+    "                         [--overrides FILE.json] [--block ...] [--allow ...] [--ablate ...]\n"
     "\n"
     "Runs a model on the inputs of IN and writes its outputs to OUT (docs/FORMAT.md section 2).\n"
     "  inputs, encoder_decoder: src_ids [B,S], tgt_ids [B,T] (I64 or I32),\n"
@@ -26,6 +29,8 @@ const char* kForwardHelp =
     "               attention.decoder.{i}.cross [B,H,T,S], attention.layers.{i} [B,H,T,T]\n"
     "OUT is written to a temporary file and renamed: on error nothing is written. A FIFO or a\n"
     "character device (/dev/null) is written as a stream; OUT may not be MODEL or IN.\n";
+
+const char* kForwardHelpInterventions = "The pass runs with the interventions below (none by default):\n";
 
 const char* kInfoHelp =
     "usage: tinyformer info MODEL.safetensors\n"
@@ -56,9 +61,11 @@ std::string token_list(const std::vector<std::string>& vocab) {
 }  // namespace
 
 int forward_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--inputs", "--output"}, {"--attention"}, "forward");
+    std::set<std::string> value_flags = {"--inputs", "--output"};
+    value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
+    const ParsedArguments parsed(args, value_flags, {"--attention"}, "forward");
     if (parsed.help()) {
-        std::printf("%s", kForwardHelp);
+        std::printf("%s%s%s", kForwardHelp, kForwardHelpInterventions, kInterventionFlagsHelp);
         return 0;
     }
     if (parsed.positional().size() != 1)
@@ -66,7 +73,9 @@ int forward_command(const Arguments& args) {
                          " (see 'tinyformer forward --help')");
     const std::string& output = parsed.value("--output");
     check_outputs("forward", {parsed.positional()[0], parsed.value("--inputs")}, {output});
-    const Model model = Model::load(parsed.positional()[0]);
+    const Interventions interventions = intervention_flags(parsed, "forward");
+    Model model = Model::load(parsed.positional()[0]);
+    const AppliedInterventions applied(model, interventions);
     const SafetensorsFile inputs = SafetensorsFile::read(parsed.value("--inputs"));
     const std::map<std::string, Tensor> outputs = run_forward(model, inputs, parsed.has("--attention"));
     std::vector<TensorToWrite> tensors;

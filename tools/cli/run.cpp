@@ -3,6 +3,7 @@
 #include "models/toy_tasks.h"
 #include "tools/cli/generation_flags.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@ namespace {
 const char* kRunHelp =
     "usage: tinyformer run MODEL.safetensors [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
     "                      [--max-new-tokens N] [--print-ids] [--unk] [TEXT... | --ids 5,17,3]\n"
+    "                      [--overrides FILE.json] [--block ...] [--allow ...] [--ablate ...]\n"
     "\n"
     "Runs a trained model on each TEXT and prints one output line per input. With no\n"
     "TEXT, reads one input per line from standard input; a blank line there is an error\n"
@@ -39,7 +41,10 @@ const char* kRunHelp =
     "warning naming both lengths. Special tokens in an output are shown as themselves, e.g. <unk>.\n"
     "Generation stops at the model's <eos>, at its max_len positions, or after N new tokens:\n";
 
-const char* kRunHelpEnd = "  --max-len N  the older name of --max-new-tokens\n";
+const char* kRunHelpEnd =
+    "  --max-len N  the older name of --max-new-tokens\n"
+    "The decoding (greedy, beam or sampling, over the KV cache) runs the model with the\n"
+    "interventions below (none by default):\n";
 
 const char* kEvalHelp =
     "usage: tinyformer eval MODEL.safetensors --task reverse|sort|dates [--lengths A-B] [--n 1000] [--seed S]\n"
@@ -89,9 +94,10 @@ std::vector<std::string> read_stdin_lines() {
 int run_command(const Arguments& args) {
     std::set<std::string> value_flags = {"--beam", "--max-len", "--ids"};
     value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
+    value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
     const ParsedArguments parsed(args, value_flags, {"--unk", "--print-ids"}, "run");
     if (parsed.help()) {
-        std::printf("%s%s%s", kRunHelp, kGenerationFlagsHelp, kRunHelpEnd);
+        std::printf("%s%s%s%s", kRunHelp, kGenerationFlagsHelp, kRunHelpEnd, kInterventionFlagsHelp);
         return 0;
     }
     if (parsed.positional().empty()) throw UsageError("run: expected a MODEL file (see 'tinyformer run --help')");
@@ -99,7 +105,9 @@ int run_command(const Arguments& args) {
         throw UsageError("run: give the input as TEXT or as --ids, not both");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
     const GenerationFlags generation = generation_flags(parsed, beam, "run", /*old_max_len=*/true);
-    const Model model = load_for_run(parsed.positional()[0]);
+    const Interventions interventions = intervention_flags(parsed, "run");
+    Model model = load_for_run(parsed.positional()[0]);
+    const AppliedInterventions applied(model, interventions);  // the decoding runs the intervened model
     const ModelText text(model);
 
     // Every input is read and framed before anything is decoded or printed,

@@ -5,6 +5,7 @@
 #include "models/forward.h"
 #include "models/teacher_forcing.h"
 #include "tools/cli/inputs.h"
+#include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@ namespace {
 
 const char* kTraceHelp =
     "usage: tinyformer trace MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
-    "                        --output TRACE.safetensors [--unk]\n"
+    "                        --output TRACE.safetensors [--unk] [interventions]\n"
     "       tinyformer trace MODEL.safetensors --inputs IN.safetensors --output TRACE.safetensors\n"
     "\n"
     "Runs the model once and writes every intermediate of that pass, by name\n"
@@ -38,7 +39,8 @@ const char* kTraceHelp =
     "batch of its inputs file, padding included (padded positions follow docs/FORMAT.md).\n"
     "Compare two traces with tools/python/compare_trace.py A B: it names the first activation\n"
     "where they part. --unk reads a character of TEXT outside the vocabulary as <unk>, with\n"
-    "a warning (as `run`).\n";
+    "a warning (as `run`). With interventions, the pass (and the greedy output it reads) is the\n"
+    "intervened model's; the recorded mask is the mask used.\n";
 
 std::vector<TensorToWrite> trace_tensors(const Trace& trace) {
     std::vector<TensorToWrite> tensors;
@@ -55,9 +57,11 @@ std::vector<TensorToWrite> trace_tensors(const Trace& trace) {
 }  // namespace
 
 int trace_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--output", "--inputs", "--ids", "--target", "--target-ids"}, {"--unk"}, "trace");
+    std::set<std::string> value_flags = {"--output", "--inputs", "--ids", "--target", "--target-ids"};
+    value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
+    const ParsedArguments parsed(args, value_flags, {"--unk"}, "trace");
     if (parsed.help()) {
-        std::printf("%s", kTraceHelp);
+        std::printf("%s%s", kTraceHelp, kInterventionFlagsHelp);
         return 0;
     }
     if (parsed.positional().empty() || parsed.positional().size() > 2)
@@ -66,7 +70,9 @@ int trace_command(const Arguments& args) {
     std::vector<std::string> inputs = {parsed.positional()[0]};
     if (parsed.has("--inputs")) inputs.push_back(parsed.value("--inputs"));
     check_outputs("trace", inputs, {output});
-    const Model model = Model::load(parsed.positional()[0]);
+    const Interventions interventions = intervention_flags(parsed, "trace");
+    Model model = Model::load(parsed.positional()[0]);
+    const AppliedInterventions applied(model, interventions);
     Trace trace(Trace::Detail::Everything);
     std::map<std::string, std::string> metadata;
     if (parsed.has("--inputs")) {

@@ -1,0 +1,374 @@
+// Interventions (models/interventions.h): mask overrides and head ablation,
+// in one module, through a model, in decoding, and on the command line.
+#include "engine/io/json.h"
+#include "layers/multi_head_attention.h"
+#include "models/decoding.h"
+#include "models/forward.h"
+#include "models/interventions.h"
+#include "models/stepper.h"
+#include "models/teacher_forcing.h"
+#include "models/text.h"
+#include "tests/helpers.h"
+#include "tests/run_cli.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+
+using namespace tinyformer;
+
+namespace {
+
+// D = 2, H = 1 (Dh = 2), no biases, W_O = I:
+//   W_Q = W_K = [[1, 0], [0, 0]]: q and k are [x0, 0], so score(l, s) = x_q[l][0] x_kv[s][0] / sqrt(2)
+//   W_V = [[0, 1], [0, 0]]: v_s = [x_kv[s][1], 0], so output[l][0] = sum_s w(l, s) x_kv[s][1]
+MultiHeadAttention hand_attention() {
+    MultiHeadAttentionWeights w;
+    w.in_proj_weight = Tensor({6, 2}, {1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0});
+    w.out_proj_weight = Tensor({2, 2}, {1, 0, 0, 1});
+    return MultiHeadAttention(w, 1, "hand");
+}
+
+const std::string kReverse = "data/models/reverse.safetensors";
+const std::string kReverseCausal = "data/models/reverse-causal.safetensors";
+
+std::vector<int64_t> input_of(const Model& model, const std::string& text) {
+    return model_input(model, ModelText(model).encode_input(text));
+}
+
+Tensor logits_of(const Model& model, const std::vector<int64_t>& input, const std::vector<int64_t>& target) {
+    return teacher_forced_pass(model, input, target).logits;
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() && std::equal(a.data(), a.data() + a.numel(), b.data());
+}
+
+// The argmax of logits row `row` of [1, n, V].
+int64_t argmax_at(const Tensor& logits, int64_t row) {
+    const int64_t V = logits.dim(2);
+    const float* r = logits.data() + row * V;
+    return std::max_element(r, r + V) - r;
+}
+
+// Greedy's tokens are the argmax path: in one teacher-forced pass over them,
+// each prediction row's argmax is the next token, and the last one is <eos>
+// (causality makes each row depend only on the tokens before it).
+void check_argmax_path(const Model& model, const std::vector<int64_t>& input, const std::vector<int64_t>& tokens) {
+    const TeacherForced pass = teacher_forced_pass(model, input, tokens);
+    for (size_t t = 0; t <= tokens.size(); ++t) {
+        CAPTURE(t);
+        const int64_t expected = t < tokens.size() ? tokens[t] : model.config.eos_id;
+        CHECK(argmax_at(pass.logits, pass.first_prediction + static_cast<int64_t>(t)) == expected);
+    }
+}
+
+bool untouched(const Model& model_const) {
+    Model& model = const_cast<Model&>(model_const);
+    for (const std::string& name : model.attention_names())
+        if (!model.attention_module(name).mask_overrides().empty() || !model.attention_module(name).zeroed_heads().empty())
+            return false;
+    return true;
+}
+
+std::string error_of(const std::function<void()>& run) {
+    try {
+        run();
+    } catch (const Error& error) {
+        return error.message();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("interventions: blocking one cell renormalises its row over the other keys") {
+    const MultiHeadAttention attention = hand_attention();
+    // One query x_q = [sqrt 2, 0]; keys x_kv[s] = [a_s, v_s] with a = 0, ln 2, ln 3 and v = 10, 20, 40.
+    // score(0, s) = sqrt2 a_s / sqrt2 = a_s = 0, ln 2, ln 3; exp = 1, 2, 3 (sum 6):
+    //   weights 1/6, 2/6, 3/6;  output = (10 + 2*20 + 3*40) / 6 = 170/6
+    // Blocking key 2: exp = 1, 2 (sum 3): weights 1/3, 2/3, 0;  output = (10 + 2*20) / 3 = 50/3
+    const Tensor x_q({1, 1, 2}, {std::sqrt(2.0f), 0});
+    const Tensor x_kv({1, 3, 2}, {0, 10, std::log(2.0f), 20, std::log(3.0f), 40});
+    AttentionOptions options;
+    options.want_weights = true;
+    const AttentionResult plain = attention.forward(x_q, x_kv, Mask(), options);
+    CHECK(plain.weights.data()[0] == doctest::Approx(1.0 / 6));
+    CHECK(plain.weights.data()[2] == doctest::Approx(3.0 / 6));
+    CHECK(plain.output.data()[0] == doctest::Approx(170.0 / 6));
+
+    MultiHeadAttention blocked = hand_attention();
+    blocked.set_mask_overrides({{0, 2, false}});
+    const AttentionResult result = blocked.forward(x_q, x_kv, Mask(), options);
+    CHECK(result.weights.data()[0] == doctest::Approx(1.0 / 3));
+    CHECK(result.weights.data()[1] == doctest::Approx(2.0 / 3));
+    CHECK(result.weights.data()[2] == 0.0f);
+    CHECK(result.output.data()[0] == doctest::Approx(50.0 / 3));
+    CHECK(result.output.data()[1] == 0.0f);
+
+    AttentionOptions streaming;  // no weights: the streaming path, which skips what the mask blocks
+    streaming.path = AttentionPath::Streaming;
+    CHECK(blocked.forward(x_q, x_kv, Mask(), streaming).output.data()[0] == doctest::Approx(50.0 / 3));
+
+    blocked.set_mask_overrides({});  // reset: the model's mask again, bit for bit
+    CHECK(same_bits(blocked.forward(x_q, x_kv, Mask(), options).output, plain.output));
+}
+
+TEST_CASE("interventions: Mask::with_cells keeps the key ranges right, holes included") {
+    // causal(4) with [3, 1] blocked: row 3 allows keys 0, 2, 3 (a hole at 1); [0, 2] allowed: row 0 allows 0 and 2.
+    const Mask mask = Mask::causal(4).with_cells(2, 4, 4, {{3, 1, false}, {0, 2, true}});
+    CHECK(mask.shape() == Shape{2, 1, 4, 4});
+    for (int64_t b = 0; b < 2; ++b) {
+        CHECK(!mask.allows(b, 0, 3, 1));
+        CHECK(mask.allows(b, 0, 3, 2));
+        const Mask::KeyRange row3 = mask.key_range(b, 0, 3), row0 = mask.key_range(b, 0, 0), row1 = mask.key_range(b, 0, 1);
+        CHECK((row3.first == 0 && row3.last == 3 && !row3.contiguous));
+        CHECK((row0.first == 0 && row0.last == 2 && !row0.contiguous));
+        CHECK((row1.first == 0 && row1.last == 1 && row1.contiguous));
+    }
+    CHECK(error_of([] { Mask::causal(4).with_cells(1, 4, 4, {{4, 0, true}}); }).find("[4, 0] is outside [L,S] = [4,4]") !=
+          std::string::npos);
+}
+
+TEST_CASE("interventions: allowing a causal-blocked future key lets the query attend it") {
+    MultiHeadAttention attention = hand_attention();
+    // Self-attention over x = [[0, 10], [1, 20]] with a causal mask. Query 0 has x0 = 0, so its
+    // scores are 0 for every key: causal, it sees key 0 alone (output 10); with [0, 1] allowed,
+    // weights 1/2, 1/2 (output (10 + 20) / 2 = 15). Query 1 sees both keys either way.
+    const Tensor x({1, 2, 2}, {0, 10, 1, 20});
+    AttentionOptions options;
+    options.want_weights = true;
+    const AttentionResult causal = attention.forward(x, x, Mask::causal(2), options);
+    CHECK(causal.output.data()[0] == doctest::Approx(10.0));
+    attention.set_mask_overrides({{0, 1, true}});
+    const AttentionResult allowed = attention.forward(x, x, Mask::causal(2), options);
+    CHECK(allowed.weights.data()[0] == doctest::Approx(0.5));
+    CHECK(allowed.weights.data()[1] == doctest::Approx(0.5));
+    CHECK(allowed.output.data()[0] == doctest::Approx(15.0));
+    CHECK(allowed.output.data()[2] == causal.output.data()[2]);  // query 1's row: the same numbers
+    CHECK(allowed.output.data()[3] == causal.output.data()[3]);
+}
+
+TEST_CASE("interventions: an override equal to the mask changes nothing, bit for bit, and the trace shows the mask used") {
+    Model model = Model::load(kReverse);
+    const std::vector<int64_t> input = input_of(model, "hello");
+    const std::vector<int64_t> target = ModelText(model).encode_output("olleh");
+    const Tensor plain = logits_of(model, input, target);
+    Interventions same;
+    // decoder self: causal (query 1 may not see key 3, may see key 0); cross: every source key.
+    same.mask_overrides["decoder.0.self_attn"] = {{1, 3, false}, {2, 0, true}};
+    same.mask_overrides["decoder.1.cross_attn"] = {{0, 4, true}};
+    {
+        const AppliedInterventions applied(model, same);
+        CHECK(same_bits(logits_of(model, input, target), plain));
+    }
+    Interventions blocking;
+    blocking.mask_overrides["decoder.0.self_attn"] = {{3, 1, false}};
+    const AppliedInterventions applied(model, blocking);
+    Trace trace(Trace::Detail::Everything);
+    const TeacherForced pass = teacher_forced_pass(model, input, target, &trace);
+    CHECK(!same_bits(pass.logits, plain));
+    const BoolTensor& mask = trace.masks().at("decoder.0.self_attn.mask");  // [1, T, T]
+    const int64_t T = mask.shape[2];
+    CHECK(mask.values[static_cast<size_t>(3 * T + 1)] == 0);
+    CHECK(mask.values[static_cast<size_t>(3 * T + 0)] == 1);
+    const Tensor& weights = trace.tensor("decoder.0.self_attn.weights");  // [1, H, T, T]
+    for (int64_t h = 0; h < weights.dim(1); ++h) CHECK(weights.data()[(h * T + 3) * T + 1] == 0.0f);
+}
+
+TEST_CASE("interventions: ablation through Interventions equals set_zeroed_heads, and the model is restored") {
+    Model model = Model::load(kReverse);
+    const std::vector<int64_t> input = input_of(model, "hello");
+    const std::vector<int64_t> target = ModelText(model).encode_output("olleh");
+    const Tensor plain = logits_of(model, input, target);
+    model.attention_module("attention.decoder.1.cross").set_zeroed_heads({1, 3});
+    const Tensor direct = logits_of(model, input, target);
+    model.attention_module("attention.decoder.1.cross").set_zeroed_heads({});
+    CHECK(!same_bits(direct, plain));
+    Interventions ablate;
+    ablate.ablate = {{"decoder.1.cross_attn", 3}, {"decoder.1.cross_attn", 1}};
+    {
+        const AppliedInterventions applied(model, ablate);
+        CHECK(same_bits(logits_of(model, input, target), direct));
+    }
+    CHECK(untouched(model));
+    CHECK(same_bits(logits_of(model, input, target), plain));
+
+    SUBCASE("they replace earlier settings, which come back after") {
+        model.attention_module("attention.encoder.0").set_zeroed_heads({2});
+        {
+            const AppliedInterventions applied(model, ablate);
+            CHECK(model.attention_module("attention.encoder.0").zeroed_heads().empty());
+            CHECK(same_bits(logits_of(model, input, target), direct));
+        }
+        CHECK(model.attention_module("attention.encoder.0").zeroed_heads() == std::vector<int64_t>{2});
+    }
+    SUBCASE("restored after an Error in the scope, bit for bit") {
+        Interventions outside;
+        outside.mask_overrides["decoder.0.self_attn"] = {{0, 0, false}, {40, 2, true}};
+        outside.ablate = {{"encoder.1.self_attn", 0}};
+        const std::string message = error_of([&] {
+            const AppliedInterventions applied(model, outside);
+            logits_of(model, input, target);
+        });
+        CHECK(message.find("transformer.decoder.layers.0.self_attn") != std::string::npos);
+        CHECK(message.find("[40, 2]") != std::string::npos);
+        CHECK(message.find("[L,S] = [6,6]") != std::string::npos);
+        CHECK(untouched(model));
+        CHECK(same_bits(logits_of(model, input, target), plain));
+    }
+    SUBCASE("a refused intervention changes no module") {
+        Interventions bad = ablate;
+        bad.ablate.emplace_back("decoder.0.self_attn", 4);  // heads 0..3
+        model.attention_module("attention.decoder.0.self").set_zeroed_heads({0});
+        CHECK(error_of([&] { AppliedInterventions applied(model, bad); }).find("heads 0..3") != std::string::npos);
+        CHECK(model.attention_module("attention.decoder.0.self").zeroed_heads() == std::vector<int64_t>{0});
+        CHECK(model.attention_module("attention.decoder.1.cross").zeroed_heads().empty());
+    }
+}
+
+TEST_CASE("interventions: greedy decoding over the KV cache honours an ablation and a mask override") {
+    Model model = Model::load(kReverse);
+    bool masking = false;
+    Interventions interventions;
+    SUBCASE("ablation") { interventions.ablate = {{"decoder.1.cross_attn", 0}, {"decoder.0.cross_attn", 2}}; }
+    SUBCASE("mask override: decoder query 2 may see only the source's first token") { masking = true; }
+    int changed = 0;
+    for (const char* text : {"hello", "abcdef", "tinyformer", "kayak"}) {
+        CAPTURE(text);
+        const std::vector<int64_t> input = input_of(model, text);
+        if (masking)
+            for (const char* call : {"decoder.0.cross_attn", "decoder.1.cross_attn"}) {
+                std::vector<MaskCell>& cells = interventions.mask_overrides[call];
+                cells.clear();
+                for (int64_t key = 1; key < static_cast<int64_t>(input.size()); ++key) cells.push_back({2, key, false});
+            }
+        const std::vector<int64_t> plain = greedy_decode(model, {input}).tokens[0];
+        std::vector<int64_t> intervened;
+        {
+            const AppliedInterventions applied(model, interventions);
+            intervened = greedy_decode(model, {input}).tokens[0];
+            check_argmax_path(model, input, intervened);
+        }
+        check_argmax_path(model, input, plain);
+        changed += intervened != plain;
+    }
+    CHECK(changed > 0);  // the interventions matter for some input
+}
+
+TEST_CASE("interventions: a decoder-only model's greedy decoding honours them too (prompt and steps)") {
+    Model model = Model::load(kReverseCausal);
+    Interventions interventions;
+    SUBCASE("ablation") { interventions.ablate = {{"layers.1.self_attn", 0}, {"layers.1.self_attn", 1}}; }
+    SUBCASE("mask override: query 8 (a prompt query for a long prompt, else a decoding step's) may not see keys 1..4") {
+        for (const char* call : {"layers.0.self_attn", "layers.1.self_attn"})
+            for (int64_t key = 1; key <= 4; ++key) interventions.mask_overrides[call].push_back({8, key, false});
+    }
+    int changed = 0;
+    for (const char* text : {"hello", "abcdef", "kayak", "tinyformer"}) {
+        CAPTURE(text);
+        const std::vector<int64_t> input = input_of(model, text);
+        const std::vector<int64_t> plain = greedy_decode(model, {input}).tokens[0];
+        const AppliedInterventions applied(model, interventions);
+        const std::vector<int64_t> intervened = greedy_decode(model, {input}).tokens[0];
+        check_argmax_path(model, input, intervened);
+        changed += intervened != plain;
+    }
+    CHECK(changed > 0);
+}
+
+TEST_CASE("interventions: the stepper's KV-cache and recompute steps give the same logits with an ablation") {
+    Model model = Model::load(kReverse);
+    Interventions interventions;
+    interventions.ablate = {{"decoder.0.self_attn", 1}, {"encoder.1.self_attn", 3}};
+    const AppliedInterventions applied(model, interventions);
+    const std::vector<std::vector<int64_t>> inputs = {input_of(model, "hello"), input_of(model, "abc")};
+    auto cached = make_stepper(model, inputs, StepMode::KvCache, 8);
+    auto recomputed = make_stepper(model, inputs, StepMode::Recompute, 8);
+    for (int step = 0; step < 4; ++step) {
+        const Tensor a = cached->next_logits(), b = recomputed->next_logits();
+        REQUIRE(a.shape() == b.shape());
+        for (int64_t i = 0; i < a.numel(); ++i) CHECK(a.data()[i] == doctest::Approx(b.data()[i]).epsilon(1e-4));
+        std::vector<int64_t> next;
+        for (int64_t row = 0; row < a.dim(0); ++row) next.push_back(argmax_at(Tensor({1, 1, a.dim(1)}, std::vector<float>(a.data() + row * a.dim(1), a.data() + (row + 1) * a.dim(1))), 0));
+        cached->append(next);
+        recomputed->append(next);
+    }
+}
+
+TEST_CASE("interventions: refusals name the call, the head, the cell and the JSON") {
+    Model model = Model::load(kReverse);
+    Interventions unknown;
+    unknown.ablate = {{"decoder.7.self_attn", 0}};
+    const std::string names = error_of([&] { AppliedInterventions applied(model, unknown); });
+    CHECK(names.find("\"decoder.7.self_attn\"") != std::string::npos);
+    CHECK(names.find("encoder.0.self_attn, encoder.1.self_attn, decoder.0.self_attn, decoder.0.cross_attn, "
+                     "decoder.1.self_attn, decoder.1.cross_attn") != std::string::npos);
+    Interventions unknown_cells;
+    unknown_cells.mask_overrides["attention.decoder.0.self"] = {{0, 0, false}};  // a weights name, not a trace name
+    CHECK(error_of([&] { AppliedInterventions applied(model, unknown_cells); }).find("no attention call named") !=
+          std::string::npos);
+    Interventions head;
+    head.ablate = {{"encoder.0.self_attn", 4}};
+    CHECK(error_of([&] { AppliedInterventions applied(model, head); }).find("cannot ablate head 4") != std::string::npos);
+    Interventions negative;
+    negative.mask_overrides["encoder.0.self_attn"] = {{-1, 0, false}};
+    CHECK(error_of([&] { AppliedInterventions applied(model, negative); }).find(">= 0, got [-1, 0]") != std::string::npos);
+    CHECK(untouched(model));
+    MultiHeadAttention attention = hand_attention();
+    CHECK(error_of([&] { attention.set_mask_overrides({{0, -2, true}}); }).find("hand: a mask override") != std::string::npos);
+    attention.set_mask_overrides({{1, 0, false}});  // query 1 of a call with one query: whole pass, an Error
+    const std::string outside = error_of([&] { attention.forward(Tensor({1, 1, 2}), Tensor({1, 3, 2})); });
+    CHECK(outside == "hand: the mask override [1, 0] is outside this call's [L,S] = [1,3]");
+
+    const auto parsed = [](const std::string& text) {
+        return error_of([&] { parse_interventions_file(parse_json(text, 3, "f.json"), "--overrides f.json"); });
+    };
+    CHECK(parsed(R"({"mask_overrides": {"decoder.0.self_attn": [[2, 4, 1]]}, "ablate": [["x", 0]]})").empty());
+    CHECK(parsed(R"([])").find("must be a JSON object") != std::string::npos);
+    CHECK(parsed(R"({"ablate": [["x", 0]], "extra": 1})").find("unknown key \"extra\"") != std::string::npos);
+    CHECK(parsed(R"({"mask_overrides": [[1, 2, 0]]})").find("mask_overrides must be an object") != std::string::npos);
+    CHECK(parsed(R"({"mask_overrides": {"a": [[1, 2]]}})").find("mask_overrides[\"a\"][0] must be [query, key, allowed]") !=
+          std::string::npos);
+    CHECK(parsed(R"({"mask_overrides": {"a": [[-1, 2, 0]]}})").find("the query must be >= 0, got -1") != std::string::npos);
+    CHECK(parsed(R"({"mask_overrides": {"a": [[1, 2.5, 0]]}})").find("the key must be a whole number >= 0, got 2.5") !=
+          std::string::npos);
+    CHECK(parsed(R"({"mask_overrides": {"a": [[1, 2, 2]]}})").find("allowed must be 0, 1, false or true, got 2") !=
+          std::string::npos);
+    CHECK(parsed(R"({"ablate": [[0, 1]]})").find("ablate[0] must be [\"call\", head]") != std::string::npos);
+    CHECK(parsed(R"({"ablate": [["a", -3]]})").find("ablate[0]: the head must be >= 0, got -3") != std::string::npos);
+    CHECK(parsed(R"({"ablate": {"a": 1}})").find("ablate must be a list") != std::string::npos);
+    // A request's other keys are its own: parse_interventions leaves them alone.
+    const Interventions request =
+        parse_interventions(nlohmann::json::parse(R"({"text": "hi", "mask_overrides": {"a": [[1, 2, true]]}})"), "request");
+    REQUIRE(request.mask_overrides.at("a").size() == 1);
+    CHECK(request.mask_overrides.at("a")[0] == MaskCell{1, 2, true});
+    CHECK(parse_interventions(nlohmann::json::object(), "request").empty());
+}
+
+TEST_CASE("interventions, CLI: --overrides FILE equals the same cells as flags; run --ablate changes an output") {
+    test_helpers::TempDirectory dir;
+    const std::string model = "data/reference/ed_post_relu_sin.model.safetensors";
+    const std::string inputs = "data/reference/ed_post_relu_sin.inputs.safetensors";
+    std::ofstream(dir.file("o.json")) << R"({"mask_overrides": {"decoder.0.self_attn": [[2, 0, 0], [3, 1, 0]],
+                                                                  "encoder.0.self_attn": [[1, 1, 0]]},
+                                             "ablate": [["decoder.0.cross_attn", 1]]})";
+    using test_helpers::run_tinyformer_ok;
+    run_tinyformer_ok({"forward", model, "--inputs", inputs, "--output", dir.file("plain.safetensors")});
+    run_tinyformer_ok({"forward", model, "--inputs", inputs, "--output", dir.file("file.safetensors"), "--overrides",
+                       dir.file("o.json")});
+    run_tinyformer_ok({"forward", model, "--inputs", inputs, "--output", dir.file("flags.safetensors"), "--block",
+                       "decoder.0.self_attn:2:0,decoder.0.self_attn:3:1,encoder.0.self_attn:1:1", "--ablate",
+                       "decoder.0.cross_attn:1"});
+    const std::string plain = test_helpers::read_file(dir.file("plain.safetensors"));
+    const std::string file = test_helpers::read_file(dir.file("file.safetensors"));
+    CHECK(file == test_helpers::read_file(dir.file("flags.safetensors")));
+    CHECK(file != plain);
+
+    const std::string plain_run = run_tinyformer_ok({"run", kReverse, "kayak", "abcdef"}).out;
+    CHECK(plain_run == "kayak\nfedcba\n");
+    const std::string ablated = run_tinyformer_ok({"run", kReverse, "kayak", "abcdef", "--ablate",
+                                                   "decoder.1.cross_attn:0,decoder.0.cross_attn:2"}).out;
+    CHECK(ablated != plain_run);
+}
