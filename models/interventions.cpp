@@ -15,6 +15,8 @@ int64_t index_value(const nlohmann::json& value, const std::string& what, const 
     constexpr int64_t kLimit = int64_t{1} << 62;
     if (value.is_number_unsigned() && value.get<uint64_t>() < static_cast<uint64_t>(kLimit))
         return static_cast<int64_t>(value.get<uint64_t>());
+    // A JSON value built in C++ from an int is a signed integer, however positive.
+    if (value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() < kLimit) return value.get<int64_t>();
     if (value.is_number_integer() && value.get<int64_t>() < 0)
         fail(what, ": ", where, ": the ", name, " must be >= 0, got ", value.get<int64_t>());
     fail(what, ": ", where, ": the ", name, " must be a whole number >= 0, got ", json_excerpt(value));

@@ -1448,8 +1448,9 @@ const std::vector<TimedBadInput> kBeforeTheWork = {
       1, {"explore: the page for the input \"attention\" (9 tokens) and its target of 1024 tokens would be at least",
           "MiB, above the limit of 8 MiB; nothing was written; give --max-page-mb"}}, 20},
     {{"explore: a page the lengths do not show is measured before it is written (--max-page-mb 2)", [](const TempDirectory& d) {
+         // --recorded: the page's data alone (an engine and checkpoint would pass 2 MiB before the pass)
          return std::vector<std::string>{"explore", never_ending_reverse(d, 200), "attention", "--max-page-mb", "2",
-                                         "--html", d.file("e.html"), "--json", d.file("e.json")}; },
+                                         "--recorded", "--html", d.file("e.html"), "--json", d.file("e.json")}; },
       1, {"explore: the page for the input \"attention\" (9 tokens) and its target of 199 tokens would be ",
           "MiB, above the limit of 2 MiB; nothing was written; give --max-page-mb"}}, 60},
     {{"explore --max-page-mb 0", [](const TempDirectory& d) {

@@ -1,5 +1,5 @@
-// Tests of the embedded `tinyformer explore` page (issue 12): the three files
-// tools/explore/page.{html,css,js}, as the Makefile embeds them into
+// Tests of the embedded `tinyformer explore` page (issue 12): the files
+// tools/explore/page.{html,css,js} and engine.js, as the Makefile embeds them into
 // build/generated/explore_page.h, hold each placeholder exactly once, alone on
 // its line and in the right element, and make no network reference of any
 // kind. The scanner is itself tested on text that does.
@@ -13,6 +13,7 @@
 #include <vector>
 
 using tinyformer::cli::kExplorePageCss;
+using tinyformer::cli::kExplorePageEngineJs;
 using tinyformer::cli::kExplorePageHtml;
 using tinyformer::cli::kExplorePageJs;
 
@@ -147,8 +148,9 @@ std::vector<std::string> network_references(const std::string& text) { return Sc
 }  // namespace
 
 TEST_CASE("explore page: each placeholder exactly once, alone on its line, in its element") {
-    const std::string html = kExplorePageHtml, css = kExplorePageCss, js = kExplorePageJs;
-    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_DATA*/"}) {
+    const std::string html = kExplorePageHtml, css = kExplorePageCss, js = kExplorePageJs, engine_js = kExplorePageEngineJs;
+    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_DATA*/", "/*TINYFORMER_ENGINE*/",
+                                    "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_MODEL*/", "/*TINYFORMER_ENGINE_STATUS*/"}) {
         CAPTURE(placeholder);
         CHECK(count(html, placeholder) == 1);
         CHECK(alone_on_its_line(html, placeholder));
@@ -156,18 +158,30 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
         // bring in a second copy.
         CHECK(count(css, placeholder) == 0);
         CHECK(count(js, placeholder) == 0);
+        CHECK(count(engine_js, placeholder) == 0);
     }
     CHECK(inside(html, "<style>", "</style>", "/*TINYFORMER_CSS*/"));
     CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-data\">", "</script>", "/*TINYFORMER_DATA*/"));
-    CHECK(inside(html, "<script>", "</script>", "/*TINYFORMER_JS*/"));
+    for (const char* script : {"/*TINYFORMER_ENGINE*/", "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_JS*/"}) {
+        CAPTURE(script);
+        CHECK(count(html, std::string("<script>\n") + script + "\n</script>") == 1);
+    }
+    CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-engine-status\">", "</script>",
+                 "/*TINYFORMER_ENGINE_STATUS*/"));
+    CHECK(inside(html, "<script type=\"application/octet-stream\" id=\"tinyformer-model\">", "</script>",
+                 "/*TINYFORMER_MODEL*/"));
+    // The engine and its glue run before page.js, which reads window.tinyformer.
+    CHECK(html.find("/*TINYFORMER_ENGINE*/") < html.find("/*TINYFORMER_ENGINE_JS*/"));
+    CHECK(html.find("/*TINYFORMER_ENGINE_JS*/") < html.find("/*TINYFORMER_JS*/"));
     // Raw text in <style> and <script> ends at the first "</style" or
     // "</script": the files must not contain them.
     CHECK(count(css, "</") == 0);
     CHECK(count(js, "</") == 0);
+    CHECK(count(engine_js, "</") == 0);
 }
 
 TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
-    for (const char* text : {kExplorePageHtml, kExplorePageCss, kExplorePageJs}) {
+    for (const char* text : {kExplorePageHtml, kExplorePageCss, kExplorePageJs, kExplorePageEngineJs}) {
         const std::string s = text;
         CHECK(s.size() > 500);
         CHECK(s.size() < 60 * 1024);
@@ -176,7 +190,7 @@ TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
 
 TEST_CASE("explore page: no network reference in the HTML, CSS or JavaScript") {
     for (const auto& [name, text] : {std::pair{"page.html", kExplorePageHtml}, std::pair{"page.css", kExplorePageCss},
-                                     std::pair{"page.js", kExplorePageJs}}) {
+                                     std::pair{"page.js", kExplorePageJs}, std::pair{"engine.js", kExplorePageEngineJs}}) {
         CAPTURE(name);
         const auto found = network_references(text);
         for (const auto& reference : found) CAPTURE(reference);

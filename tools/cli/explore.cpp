@@ -13,6 +13,7 @@
 #include "tools/cli/inputs.h"
 #include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"
+#include "tools/explore/explore_data.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,7 +23,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <cctype>
+#include <iterator>
 #include <set>
+#include <system_error>
 
 namespace tinyformer::cli {
 
@@ -34,8 +38,8 @@ const char* kExploreHelp =
     "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
     "                          [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
     "                          [--max-new-tokens N] --html FILE.html [--json FILE.json] [--unk]\n"
-    "                          [--max-page-mb N] [--overrides FILE.json] [--block ...] [--allow ...]\n"
-    "                          [--ablate ...]\n"
+    "                          [--max-page-mb N] [--engine FILE.js | --recorded] [--overrides FILE.json]\n"
+    "                          [--block ...] [--allow ...] [--ablate ...]\n"
     "\n"
     "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
     "--beam K, a sampled continuation with the sampling flags, or --target) and writes ONE\n"
@@ -54,122 +58,22 @@ const char* kExploreHelp =
     "move between heads (left/right) and layers (up/down). The data is also in the page as\n"
     "JSON (<script id=\"tinyformer-data\">, docs/FORMAT.md section 4); --json writes it alone.\n"
     "--unk reads a character of TEXT outside the vocabulary as <unk>, with a warning (as `run`).\n"
+    "The page carries the engine too (built to WebAssembly, build/wasm/tinyformer-engine.js, found\n"
+    "next to this program as wasm/tinyformer-engine.js) and the checkpoint, so its controls run\n"
+    "the model in the browser, still offline (window.tinyformer, docs/FORMAT.md section 4):\n"
+    "  --engine FILE.js  the engine file to embed instead of the one next to the program\n"
+    "  --recorded   write the recorded page only: this pass's data, no engine, no checkpoint.\n"
+    "               Also what is written, with one line on stderr saying why, when there is no\n"
+    "               engine file next to the program or the checkpoint is above 64 MiB\n"
     "  --max-page-mb N  refuse a page above N MiB (default 8: a bigger page opens slowly, if\n"
-    "                 at all): before the pass when the lengths already show it, else once the\n"
-    "                 page is made; a refused page writes nothing (and no --json file either)\n"
+    "                 at all; the engine and the checkpoint count): before the pass when the\n"
+    "                 lengths already show it, else once the page is made; a refused page\n"
+    "                 writes nothing (and no --json file either)\n"
     "The decoding (none with --target, which excludes the flags below) stops at <eos>, at the\n"
     "model's max_len positions or after N new tokens; as in `tinyformer run`:\n";
 
 const char* kExploreHelpInterventions =
     "The recorded page is of the intervened model (its decoding and its pass) with these:\n";
-
-// A float as the shortest decimal that reads back as the same float32, so
-// that the JSON holds exactly the engine's number and stays small.
-double exact(float value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.9g", static_cast<double>(value));
-    for (int digits = 6; digits < 9; ++digits) {  // fewer digits when they already read back exactly
-        char shorter[32];
-        std::snprintf(shorter, sizeof shorter, "%.*g", digits, static_cast<double>(value));
-        if (std::strtof(shorter, nullptr) == value) return std::strtod(shorter, nullptr);
-    }
-    return std::strtod(text, nullptr);
-}
-
-// Row r of a [1, R, C] (or [1, H, R, C] with h) tensor as a JSON array of arrays.
-json matrix(const Tensor& t, int64_t h = 0) {
-    const int64_t rows = t.dim(-2), cols = t.dim(-1);
-    const float* base = t.data() + h * rows * cols;
-    json out = json::array();
-    for (int64_t r = 0; r < rows; ++r) {
-        json row = json::array();
-        for (int64_t c = 0; c < cols; ++c) row.push_back(exact(base[r * cols + c]));
-        out.push_back(std::move(row));
-    }
-    return out;
-}
-
-json per_head(const Tensor& t) {  // [1, H, L, S] -> [H][L][S]
-    json out = json::array();
-    for (int64_t h = 0; h < t.dim(1); ++h) out.push_back(matrix(t, h));
-    return out;
-}
-
-json mask_matrix(const BoolTensor& mask) {  // [1, L, S] U8
-    const int64_t rows = mask.shape[1], cols = mask.shape[2];
-    json out = json::array();
-    for (int64_t r = 0; r < rows; ++r) {
-        json row = json::array();
-        for (int64_t c = 0; c < cols; ++c) row.push_back(mask.values[static_cast<size_t>(r * cols + c)]);
-        out.push_back(std::move(row));
-    }
-    return out;
-}
-
-std::string group_of(const AttentionMap& map) {
-    if (map.stack == "encoder") return "encoder self";
-    if (map.stack == "decoder") return map.kind == "cross" ? "cross" : "decoder self";
-    return "self";
-}
-
-json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) {
-    const std::string& name = map.trace_name;
-    const bool decoder_queries = map.stack == "decoder";
-    const bool decoder_keys = map.stack == "decoder" && map.kind == "self";
-    json out = {{"name", name},
-            {"stack", map.stack},
-            {"layer", map.layer},
-            {"attn", map.kind == "cross" ? "cross_attn" : "self_attn"},
-            {"group", group_of(map)},
-            {"queries", decoder_queries ? "target" : "source"},
-            {"keys", decoder_keys ? "target" : "source"},
-            {"mask_name", map.mask_name},
-            {"mask", mask_matrix(trace.masks().at(name + ".mask"))},
-            {"dk", trace.tensor(name + ".q").dim(2) / heads},
-            {"q", matrix(trace.tensor(name + ".q"))},
-            {"k", matrix(trace.tensor(name + ".k"))},
-            {"v", matrix(trace.tensor(name + ".v"))},
-            {"scores", per_head(trace.tensor(name + ".scores"))},
-            {"weights", per_head(trace.tensor(name + ".weights"))},
-            {"z", matrix(trace.tensor(name + ".z"))}};
-    // Only when the pass recorded them: the mask's additive term (ALiBi), per
-    // head, and q and k before rotation (rotary), docs/FORMAT.md section 4.
-    if (trace.has(name + ".bias")) out["bias"] = per_head(trace.tensor(name + ".bias"));
-    for (const char* unrotated : {"q_unrotated", "k_unrotated"})
-        if (trace.has(name + "." + unrotated)) out[unrotated] = matrix(trace.tensor(name + "." + unrotated));
-    return out;
-}
-
-// Each step along the decoded (or given) path: the top-5 next tokens of the
-// pass's logits at the position that predicts it, and the token taken.
-json decoding_steps(const Model& model, const AttentionRun& run, const ModelText& text) {
-    json steps = json::array();
-    if (run.pass.first_prediction < 0) return steps;
-    std::vector<int64_t> chosen = run.target;
-    if (model.config.eos_id >= 0) chosen.push_back(model.config.eos_id);
-    const int64_t V = run.pass.logits.dim(2), rows = run.pass.logits.dim(1);
-    for (size_t t = 0; t < chosen.size(); ++t) {
-        const int64_t row = run.pass.first_prediction + static_cast<int64_t>(t);
-        if (row >= rows) break;
-        const std::vector<double> log_p = log_softmax(run.pass.logits.data() + row * V, V);
-        std::vector<int64_t> order(static_cast<size_t>(V));
-        for (int64_t i = 0; i < V; ++i) order[static_cast<size_t>(i)] = i;
-        const size_t top = std::min<size_t>(5, order.size());
-        std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
-                          [&](int64_t a, int64_t b) { return log_p[static_cast<size_t>(a)] > log_p[static_cast<size_t>(b)]; });
-        json candidates = json::array();
-        for (size_t i = 0; i < top; ++i)
-            candidates.push_back({{"id", order[i]},
-                                  {"token", text.output_label(order[i])},
-                                  {"p", exact(static_cast<float>(std::exp(log_p[static_cast<size_t>(order[i])])))}});
-        steps.push_back({{"position", t}, {"candidates", candidates}, {"chosen", chosen[t]},
-                         {"chosen_token", text.output_label(chosen[t])},
-                         {"chosen_p", exact(static_cast<float>(std::exp(log_p[static_cast<size_t>(chosen[t])])))}});
-    }
-    return steps;
-}
-
-const char* arch_name(const ModelConfig& config) { return architecture_name(config.arch); }
 
 // Inside <script>, "</script>" or "<!--" in a token would end or confuse the
 // element: every '<' of the JSON (only ever inside a string) is written as
@@ -183,9 +87,10 @@ std::string escape_for_script(const std::string& text) {
 
 // The page's size in bytes at least, from the lengths alone (before the
 // pass): every attention call's JSON numbers (mask, q, k, v, scores and
-// weights per head, z), each at least two bytes ("0,"). input: the model's
-// input as model_input frames it; target: the target's length.
-double page_bytes_at_least(const Model& model, int64_t input, int64_t target) {
+// weights per head, z), each at least two bytes ("0,"), and the `embedded`
+// bytes (a live page's engine and checkpoint). input: the model's input as
+// model_input frames it; target: the target's length.
+double page_bytes_at_least(const Model& model, int64_t input, int64_t target, double embedded) {
     const ModelConfig& config = model.config;
     const double D = static_cast<double>(config.d_model), H = static_cast<double>(config.nhead);
     auto call = [&](double L, double S) { return L * S * (1 + 2 * H) + (2 * L + 2 * S) * D; };  // numbers of one call
@@ -198,8 +103,8 @@ double page_bytes_at_least(const Model& model, int64_t input, int64_t target) {
         const double n = static_cast<double>(input + target);
         numbers = static_cast<double>(config.num_layers) * call(n, n);
     }
-    return 2 * numbers + static_cast<double>(std::strlen(kExplorePageHtml) + std::strlen(kExplorePageCss) +
-                                             std::strlen(kExplorePageJs));
+    return 2 * numbers + embedded +
+           static_cast<double>(std::strlen(kExplorePageHtml) + std::strlen(kExplorePageCss) + std::strlen(kExplorePageJs));
 }
 
 // The input as a message names it: "hello" (7 tokens), or the ids by count.
@@ -231,89 +136,97 @@ std::string replaced_once(std::string page, const std::string& placeholder, cons
     return page.replace(at, placeholder.size(), content);
 }
 
-// --- decode: the target, when none is given (greedy, or beam search) ---
+// --- the engine in the page: the WebAssembly engine, the checkpoint, or why not ---
 
-// The page's "decoding" record; `target` becomes the decoded one. Beam search
-// keeps every hypothesis for the page. A model without an eos_id generates
-// up to the token limit, as in `run`.
-json decode_target(const Model& model, const ModelText& text, const std::vector<int64_t>& input, int64_t beam,
-                   const GenerationFlags& generation, std::optional<std::vector<int64_t>>& target) {
-    const bool decodes = !target && model.config.arch != Architecture::EncoderOnly;
-    json sampling = nullptr;
-    if (generation.sampling)
-        sampling = {{"temperature", generation.sampling->temperature},
-                    {"top_k", generation.sampling->top_k},
-                    {"top_p", generation.sampling->top_p},
-                    {"seed", generation.sampling->seed}};
-    json decoding = {{"mode", !decodes ? "none" : beam > 1 ? "beam" : generation.sampling ? "sample" : "greedy"},
-                     {"beam", beam},
-                     {"max_new_tokens", decodes ? json(new_token_limit(model, generation.options)) : json(nullptr)},
-                     {"sampling", decodes ? sampling : json(nullptr)},
-                     {"hypotheses", json::array()}};
-    if (!decodes) return decoding;
-    if (model.encoder_decoder && model.config.bos_id < 0)
-        fail("the model's config has no bos_id, so it cannot generate a target; give the decoder's tokens with "
-             "--target or --target-ids");
-    if (beam > 1) {
-        const Generation generated = beam_search(model, input, beam, 1.0, generation.options);
-        for (size_t i = 0; i < generated.hypotheses.size(); ++i) {
-            const Hypothesis& h = generated.hypotheses[i];
-            json labels = json::array();
-            for (int64_t id : h.tokens) labels.push_back(text.output_label(id));
-            decoding["hypotheses"].push_back({{"tokens", labels}, {"log_p", h.log_prob}, {"score", h.score}, {"best", i == 0}});
-        }
-        target = generated.tokens[0];
-    } else if (generation.sampling) {
-        target = sample_decode(model, {input}, *generation.sampling, generation.options).tokens[0];
-    } else {
-        target = greedy_decode(model, {input}, generation.options).tokens[0];
+// A live page embeds checkpoints up to this size: the page holds it as
+// base64 (4/3 of it) and the browser a decoded copy besides.
+constexpr uintmax_t kLiveCheckpointLimit = uintmax_t{64} << 20;
+
+struct LiveEngine {
+    std::string engine;        // build/wasm/tinyformer-engine.js, as it is
+    std::string model_base64;  // the checkpoint
+    json status;               // {"live": true, "model_file": "reverse.safetensors"} or {"live": false, "reason": ...}
+    double bytes() const { return static_cast<double>(engine.size() + model_base64.size()); }
+};
+
+std::string base64(const std::string& bytes) {
+    static const char* digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+        const size_t n = std::min<size_t>(3, bytes.size() - i);
+        uint32_t group = 0;
+        for (size_t j = 0; j < 3; ++j)
+            group = group << 8 | (j < n ? static_cast<unsigned char>(bytes[i + j]) : 0u);
+        for (size_t j = 0; j < 4; ++j) out += j <= n ? digits[(group >> (18 - 6 * j)) & 63] : '=';
     }
-    return decoding;
+    return out;
 }
 
-// --- the page's data: what the one pass recorded, as docs/FORMAT.md's explore document ---
+std::string file_bytes(const std::string& path, const char* what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail("explore: cannot read ", what, " '", path, "'");
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) fail("explore: cannot read ", what, " '", path, "'");
+    return bytes;
+}
 
-json explore_data(const Model& model, const AttentionRun& run, const json& decoding, const std::string& model_path,
-                  const std::string& shown, bool target_given) {
-    const ModelConfig& config = model.config;
-    json attentions = json::array();
-    for (const AttentionMap& map : run.maps) attentions.push_back(attention_json(map, run.trace, config.nhead));
-    json sequences = {{"source", run.source_tokens}};
-    json ids = {{"source", model.encoder_decoder ? run.pass.input : run.pass.decoder}};
-    json padding = {{"source", std::vector<bool>(run.source_tokens.size(), false)}};
-    if (model.encoder_decoder) {
-        sequences["target"] = run.target_tokens;
-        ids["target"] = run.pass.decoder;
-        padding["target"] = std::vector<bool>(run.target_tokens.size(), false);
+// The engine file next to the running program: <its folder>/wasm/tinyformer-engine.js.
+std::string engine_next_to_program() {
+    std::error_code error;
+    const std::filesystem::path program = std::filesystem::read_symlink("/proc/self/exe", error);
+    if (error) return "";
+    return (program.parent_path() / "wasm" / "tinyformer-engine.js").string();
+}
+
+bool contains_nocase(const std::string& text, const std::string& lower) {
+    auto found = std::search(text.begin(), text.end(), lower.begin(), lower.end(), [](char a, char b) {
+        return std::tolower(static_cast<unsigned char>(a)) == b;
+    });
+    return found != text.end();
+}
+
+// A recorded page, and the line that says why (printed once the page is written).
+LiveEngine recorded(const std::string& reason) { return {"", "", {{"live", false}, {"reason", reason}}}; }
+
+LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_path, std::string& why_recorded) {
+    if (parsed.has("--recorded")) return recorded("this page was written with --recorded: it holds no engine");
+    const std::string engine_path = parsed.has("--engine") ? parsed.value("--engine") : engine_next_to_program();
+    std::error_code error;
+    if (!parsed.has("--engine") && (engine_path.empty() || !std::filesystem::is_regular_file(engine_path, error))) {
+        why_recorded = "no engine file " + (engine_path.empty() ? std::string("next to the program") : engine_path) +
+                       " (make wasm builds it)";
+        return recorded("this page is recorded: there was " + why_recorded + " when it was written");
     }
-    const bool rotary = config.pos_encoding == PositionalEncoding::Rotary;
-    return {{"format", "tinyformer-explore/1"},
-            {"model",
-             {{"name", std::filesystem::path(model_path).stem().string()},
-              {"arch", arch_name(config)},
-              {"d_model", config.d_model},
-              {"nhead", config.nhead},
-              {"head_dim", config.d_model / config.nhead},
-              {"norm_first", config.norm_first},
-              {"pos_encoding", pos_encoding_name(config.pos_encoding)},
-              {"n_kv_heads", config.n_kv_heads},
-              {"rope_theta", rotary ? json(config.rope_theta) : json(nullptr)},
-              {"rope_pairs", rotary ? json(rope_pairs_name(config.rope_pairs)) : json(nullptr)},
-              {"attention", model.encoder_decoder ? json(nullptr) : json(attention_kind_name(config.attention))}}},
-            {"input", {{"text", shown}, {"target", run.output}, {"target_given", target_given}}},
-            {"sequences", sequences},
-            {"ids", ids},
-            {"padding", padding},
-            {"attentions", attentions},
-            {"decoding", decoding}};
+    const uintmax_t model_size = std::filesystem::file_size(model_path, error);
+    if (!error && model_size > kLiveCheckpointLimit) {
+        char size[32];
+        std::snprintf(size, sizeof size, "%.1f", static_cast<double>(model_size) / (1024.0 * 1024.0));
+        why_recorded = std::string("the checkpoint is ") + size + " MiB, above the 64 MiB a live page embeds";
+        return recorded("this page is recorded: " + why_recorded);
+    }
+    LiveEngine live;
+    live.engine = file_bytes(engine_path, "the engine file");
+    // The engine goes inside <script> as it is: text that would end or confuse the element is refused.
+    if (contains_nocase(live.engine, "</script") || live.engine.find("<!--") != std::string::npos)
+        fail("explore: the engine file '", engine_path, "' holds \"</script\" or \"<!--\", which would end its ",
+             "<script> element; it is not an engine tinyformer built");
+    live.model_base64 = base64(file_bytes(model_path, "the checkpoint"));
+    live.status = {{"live", true}, {"model_file", std::filesystem::path(model_path).stem().string() + ".safetensors"}};
+    return live;
 }
 
 // --- the page: tools/explore/page.html with its CSS, script and data in place ---
 
-std::string explore_page(const std::string& data_text) {
-    // The data goes in last, so that no placeholder is ever looked for inside it.
+std::string explore_page(const std::string& data_text, const LiveEngine& live) {
+    // What the page is made of goes in first and the user's text last, so that no
+    // placeholder is ever looked for inside a file, the checkpoint or the data.
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
+    page = replaced_once(page, "/*TINYFORMER_ENGINE_JS*/", kExplorePageEngineJs);
+    page = replaced_once(page, "/*TINYFORMER_ENGINE*/", live.engine);
+    page = replaced_once(page, "/*TINYFORMER_MODEL*/", live.model_base64);
+    page = replaced_once(page, "/*TINYFORMER_ENGINE_STATUS*/", escape_for_script(live.status.dump()));
     return replaced_once(page, "/*TINYFORMER_DATA*/", escape_for_script(data_text));
 }
 
@@ -340,10 +253,11 @@ void write_explore(const ParsedArguments& parsed, const std::string& html_path, 
 // Parse, refuse what the lengths already show, decode, run the one recorded
 // pass, build the data and the page, write.
 int explore_command(const Arguments& args) {
-    std::set<std::string> value_flags = {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb"};
+    std::set<std::string> value_flags = {"--html", "--json", "--ids", "--target", "--target-ids", "--beam", "--max-page-mb",
+                                         "--engine"};
     value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
     value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
-    const ParsedArguments parsed(args, value_flags, {"--unk"}, "explore");
+    const ParsedArguments parsed(args, value_flags, {"--unk", "--recorded"}, "explore");
     if (parsed.help()) {
         std::printf("%s%s%s%s", kExploreHelp, kGenerationFlagsHelp, kExploreHelpInterventions, kInterventionFlagsHelp);
         return 0;
@@ -359,10 +273,14 @@ int explore_command(const Arguments& args) {
     std::vector<std::string> outputs = {html_path};
     if (parsed.has("--json")) outputs.push_back(parsed.value("--json"));
     check_outputs("explore", {path}, outputs);
+    if (parsed.has("--engine") && parsed.has("--recorded"))
+        throw UsageError("explore: --recorded writes a page without an engine; give --engine or --recorded, not both");
     const Interventions interventions = intervention_flags(parsed, "explore");
     Model model = Model::load(path);
     const AppliedInterventions applied(model, interventions);  // the decoding and the recorded pass are intervened
     const ModelText text(model);
+    std::string why_recorded;  // set when a live page was asked for but a recorded one is written
+    const LiveEngine live = live_engine(parsed, path, why_recorded);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "explore");
     std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "explore");
     const bool target_given = target.has_value();
@@ -378,7 +296,7 @@ int explore_command(const Arguments& args) {
     const std::vector<int64_t> input = model_input(model, tokens);
     const std::string named = input_name(parsed, static_cast<int64_t>(tokens.size()));
     auto refuse_before_pass = [&](int64_t target_length) {
-        refuse_large_page(page_bytes_at_least(model, static_cast<int64_t>(input.size()), target_length), true,
+        refuse_large_page(page_bytes_at_least(model, static_cast<int64_t>(input.size()), target_length, live.bytes()), true,
                           page_limit_mib, named, target_length);
         refuse_teacher_forced_beyond_memory(model, input, target_length);
     };
@@ -386,17 +304,19 @@ int explore_command(const Arguments& args) {
         refuse_inputs_without_room(model, {input});  // a decoding comes first
     refuse_before_pass(target ? static_cast<int64_t>(target->size()) : 0);
 
-    json decoding = decode_target(model, text, input, beam, generation, target);
+    json decoding = decode_target(model, text, input, DecodeSettings{beam, generation.sampling, generation.options}, target);
     if (target) refuse_before_pass(static_cast<int64_t>(target->size()));
     const AttentionRun run = attention_maps(model, tokens, target, Trace::Detail::Everything);
     decoding["steps"] = decoding_steps(model, run, text);
 
     const std::string shown = parsed.has("--ids") ? parsed.value("--ids") : parsed.positional()[1];
-    const std::string data_text = explore_data(model, run, decoding, path, shown, target_given)
+    const std::string data_text = explore_data(model, run, decoding, std::filesystem::path(path).stem().string(), shown, target_given)
                                       .dump(-1, ' ', false, json::error_handler_t::replace);
-    const std::string page = explore_page(data_text);
+    const std::string page = explore_page(data_text, live);
     refuse_large_page(static_cast<double>(page.size()), false, page_limit_mib, named, static_cast<int64_t>(run.target.size()));
     write_explore(parsed, html_path, data_text, page);
+    if (!why_recorded.empty())
+        std::fprintf(stderr, "tinyformer explore: a recorded page (no engine): %s\n", terminal_text(why_recorded).c_str());
     std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", terminal_text(shown).c_str(),
                  terminal_text(run.output).c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);
     return 0;

@@ -1,0 +1,110 @@
+// `tinyformer explore --html` with the engine in the page (tools/cli/explore.cpp):
+// the engine file as it is, the checkpoint as base64 (decoded here by a
+// separate decoder and compared with the file's bytes), the engine status;
+// --recorded; the refusals of an engine file that would end its <script>;
+// the page limit counting the engine and the checkpoint.
+#include <doctest/doctest.h>
+
+#include "tests/helpers.h"
+#include "tests/run_cli.h"
+
+#include <fstream>
+#include <string>
+
+using namespace test_helpers;
+
+namespace {
+
+const std::string kReverse = "data/models/reverse.safetensors";
+const std::string kFakeEngine = "var TinyformerEngine = function () { return Promise.reject(new Error(\"fake\")); };\n";
+
+void write_text(const std::string& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+// The text between `open` and the next "</script>" after it.
+std::string element(const std::string& page, const std::string& open) {
+    const size_t start = page.find(open);
+    REQUIRE(start != std::string::npos);
+    const size_t from = start + open.size();
+    return page.substr(from, page.find("</script>", from) - from);
+}
+
+std::string trimmed(const std::string& text) {
+    const size_t first = text.find_first_not_of(" \n"), last = text.find_last_not_of(" \n");
+    return first == std::string::npos ? "" : text.substr(first, last - first + 1);
+}
+
+std::string from_base64(const std::string& text) {
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        return c == '+' ? 62 : c == '/' ? 63 : -1;
+    };
+    std::string out;
+    unsigned bits = 0, count = 0;
+    for (char c : text) {
+        const int v = value(c);
+        if (v < 0) continue;  // '=' and line breaks
+        bits = bits << 6 | static_cast<unsigned>(v);
+        count += 6;
+        if (count >= 8) {
+            count -= 8;
+            out += static_cast<char>((bits >> count) & 0xFF);
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("explore live page: the engine file and the checkpoint are embedded as they are") {
+    TempDirectory dir;
+    write_text(dir.file("engine.js"), kFakeEngine);
+    run_tinyformer_ok({"explore", kReverse, "abc", "--engine", dir.file("engine.js"), "--html", dir.file("p.html")});
+    const std::string page = read_file(dir.file("p.html"));
+    CHECK(page.find(kFakeEngine) != std::string::npos);
+    CHECK(trimmed(element(page, "<script type=\"application/json\" id=\"tinyformer-engine-status\">")) ==
+          R"({"live":true,"model_file":"reverse.safetensors"})");
+    CHECK(from_base64(element(page, "<script type=\"application/octet-stream\" id=\"tinyformer-model\">")) == read_file(kReverse));
+}
+
+TEST_CASE("explore live page: --recorded holds no engine and no checkpoint, and says so") {
+    TempDirectory dir;
+    run_tinyformer_ok({"explore", kReverse, "abc", "--recorded", "--html", dir.file("p.html")});
+    const std::string page = read_file(dir.file("p.html"));
+    CHECK(trimmed(element(page, "<script type=\"application/octet-stream\" id=\"tinyformer-model\">")).empty());
+    CHECK(element(page, "<script type=\"application/json\" id=\"tinyformer-engine-status\">").find("\"live\":false") !=
+          std::string::npos);
+    CHECK(page.find("TinyformerEngine = ") == std::string::npos);
+    const CliRun both = run_tinyformer({"explore", kReverse, "abc", "--recorded", "--engine", "x.js", "--html", dir.file("q.html")});
+    CHECK(both.status == 2);
+    CHECK(both.err.find("--engine or --recorded, not both") != std::string::npos);
+}
+
+TEST_CASE("explore live page: an engine file that would end its <script> is refused, and nothing is written") {
+    TempDirectory dir;
+    for (const std::string& bad : {std::string("a </SCRIPT> b"), std::string("a <!-- b")}) {
+        CAPTURE(bad);
+        write_text(dir.file("bad.js"), bad);
+        const CliRun run = run_tinyformer({"explore", kReverse, "abc", "--engine", dir.file("bad.js"), "--html", dir.file("p.html")});
+        CHECK(run.status == 1);
+        CHECK(run.err.find("holds \"</script\" or \"<!--\"") != std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(dir.file("p.html")));
+    }
+    const CliRun missing = run_tinyformer({"explore", kReverse, "abc", "--engine", dir.file("none.js"), "--html", dir.file("p.html")});
+    CHECK(missing.status == 1);
+    CHECK(missing.err.find("cannot read the engine file") != std::string::npos);
+}
+
+TEST_CASE("explore live page: the page limit counts the engine and the checkpoint") {
+    TempDirectory dir;
+    write_text(dir.file("engine.js"), kFakeEngine);
+    // The checkpoint is 966072 bytes, 1288096 as base64: above 1 MiB with it, about 0.27 MiB without.
+    const CliRun live = run_tinyformer({"explore", kReverse, "abc", "--engine", dir.file("engine.js"), "--max-page-mb", "1",
+                                        "--html", dir.file("p.html")});
+    CHECK(live.status == 1);
+    CHECK(live.err.find("above the limit of 1 MiB") != std::string::npos);
+    run_tinyformer_ok({"explore", kReverse, "abc", "--recorded", "--max-page-mb", "1", "--html", dir.file("p.html")});
+}

@@ -1,0 +1,230 @@
+// Tests of the live engine's request -> result (tools/explore/live.h): every
+// bad field refused by name, and the result's numbers equal to independent
+// paths on the same ids — the model's own passes (models/transformer.h),
+// models/probe.h's score, models/decoding.h's sampler — bit for bit where
+// the path is the same arithmetic.
+#include <doctest/doctest.h>
+
+#include "models/decoding.h"
+#include "models/interventions.h"
+#include "models/probe.h"
+#include "models/trace.h"
+#include "tools/explore/explore_data.h"
+#include "tools/explore/live.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace tinyformer;
+using json = nlohmann::json;
+
+namespace {
+
+Model load(const std::string& name) { return Model::load("data/models/" + name + ".safetensors"); }
+
+TokenIds row_of(const std::vector<int64_t>& ids) { return {1, static_cast<int64_t>(ids.size()), ids}; }
+
+// Every number of a [1, n, V] (or row b of [B, n, V]) tensor as exact() writes it.
+void check_rows_equal(const json& rows, const Tensor& t, int64_t b = 0) {
+    const int64_t n = t.dim(-2), V = t.dim(-1);
+    REQUIRE(rows.size() == static_cast<size_t>(n));
+    for (int64_t r = 0; r < n; ++r) {
+        REQUIRE(rows[static_cast<size_t>(r)].size() == static_cast<size_t>(V));
+        for (int64_t c = 0; c < V; ++c)
+            if (rows[static_cast<size_t>(r)][static_cast<size_t>(c)].get<double>() != exact(t.data()[(b * n + r) * V + c]))
+                FAIL_CHECK("row ", r, " column ", c, " differs");
+    }
+}
+
+}  // namespace
+
+TEST_CASE("live: each bad request is one Error naming its field") {
+    Model model = load("reverse");
+    const std::vector<std::pair<json, std::string>> cases = {
+        {json::array({1}), "must be a JSON object"},
+        {json::object(), "as \"text\" or as \"ids\", one of them"},
+        {{{"text", "abc"}, {"ids", {1}}}, "not both"},
+        {{{"text", 5}}, "\"text\" must be a string, got 5"},
+        {{{"ids", "1,2"}}, "\"ids\" must be a non-empty array"},
+        {{{"ids", json::array()}}, "\"ids\" must be a non-empty array"},
+        {{{"ids", {1.5}}}, "\"ids\" must be an array of whole numbers"},
+        {{{"ids", {1000}}}, "request: \"ids\": "},
+        {{{"text", "ABC"}}, "request: \"text\": "},
+        {{{"text", "abc"}, {"colour", 1}}, "unknown key \"colour\""},
+        {{{"text", "abc"}, {"target", "a"}, {"target_ids", {1}}}, "not both"},
+        {{{"text", "abc"}, {"target_ids", {99999}}}, "request: \"target_ids\": "},
+        {{{"text", "abc"}, {"unk", "yes"}}, "\"unk\" must be true or false"},
+        {{{"text", "abc"}, {"pad_side", "up"}}, "\"pad_side\" must be \"right\" or \"left\""},
+        {{{"text", "abc"}, {"second", "abc"}}, "\"second\" must be an object"},
+        {{{"text", "abc"}, {"second", {{"text", "a"}, {"beam", 2}}}}, "unknown key \"second.beam\""},
+        {{{"text", "abc"}, {"second", json::object()}}, "the second row as \"second.text\" or as \"second.ids\""},
+        {{{"text", "abc"}, {"decode", 3}}, "\"decode\" must be an object"},
+        {{{"text", "abc"}, {"decode", {{"mode", "fast"}}}}, "\"decode.mode\" must be \"greedy\", \"beam\" or \"sample\""},
+        {{{"text", "abc"}, {"decode", {{"mode", "beam"}, {"beam", 1}}}}, "\"decode.beam\" must be a whole number in 2..64, got 1"},
+        {{{"text", "abc"}, {"decode", {{"beam", 65}}}}, "\"decode.beam\" must be a whole number in 2..64, got 65"},
+        {{{"text", "abc"}, {"decode", {{"temperature", 0}}}}, "\"decode.temperature\" must be a number > 0, got 0"},
+        {{{"text", "abc"}, {"decode", {{"temperature", "hot"}}}}, "\"decode.temperature\" must be a finite number"},
+        {{{"text", "abc"}, {"decode", {{"top_p", 1.5}}}}, "\"decode.top_p\" must be a number in (0, 1], got 1.5"},
+        {{{"text", "abc"}, {"decode", {{"top_k", -1}}}}, "\"decode.top_k\" must be a whole number in 0.."},
+        {{{"text", "abc"}, {"decode", {{"seed", 2.5}}}}, "\"decode.seed\" must be a whole number"},
+        {{{"text", "abc"}, {"decode", {{"max_new_tokens", 0}}}}, "\"decode.max_new_tokens\" must be a whole number in 1..1048576, got 0"},
+        {{{"text", "abc"}, {"decode", {{"steps", 3}}}}, "unknown key \"decode.steps\""},
+    };
+    for (const auto& [request, message] : cases) {
+        CAPTURE(request.dump());
+        CHECK_THROWS_WITH_AS(live_run(model, request, "reverse"), doctest::Contains(message.c_str()), Error);
+    }
+}
+
+TEST_CASE("live: an encoder-decoder's logits and weights are the model's own pass on the same ids, bit for bit") {
+    Model model = load("reverse");
+    const json result = live_run(model, {{"text", "hello"}}, "reverse");
+    CHECK(result["text"] == "olleh");  // the reverse model reverses
+    const std::vector<int64_t> source = result["src_ids"].get<std::vector<int64_t>>();
+    const std::vector<int64_t> target = result["tgt_ids"].get<std::vector<int64_t>>();
+    CHECK(source.size() == 5);
+    CHECK(target.size() == 6);  // <bos> + 5
+    CHECK(target[0] == model.config.bos_id);
+    CHECK(result["target_ids"].get<std::vector<int64_t>>() == std::vector<int64_t>(target.begin() + 1, target.end()));
+
+    Trace trace(Trace::Detail::Weights);
+    const Tensor memory = model.encoder_decoder->encode(row_of(source), Padding(), &trace);
+    const Tensor logits = model.encoder_decoder->decode(row_of(target), memory, Padding(), Padding(), &trace);
+    check_rows_equal(result["logits"], logits);
+    CHECK(result["weights"].size() == 6);  // 2 encoder, 2 decoder self, 2 cross
+    for (const char* call : {"encoder.0.self_attn", "encoder.1.self_attn", "decoder.0.self_attn", "decoder.1.cross_attn"}) {
+        CAPTURE(call);
+        const Tensor& weights = trace.tensor(std::string(call) + ".weights");  // [1, H, L, S]
+        REQUIRE(result["weights"][call].size() == static_cast<size_t>(model.config.nhead));
+        for (int64_t h = 0; h < model.config.nhead; ++h) CHECK(result["weights"][call][static_cast<size_t>(h)] == matrix(weights, h));
+    }
+    CHECK(result["forward_inputs"] == json({{"src_ids", {source}}, {"tgt_ids", {target}}}));
+
+    // token_log_p: the target's 5 tokens and <eos>, summing to models/probe.h's score (its pass
+    // records nothing, so it takes the streaming attention: the same within float rounding).
+    REQUIRE(result["token_log_p"].size() == 6);
+    const double probe_score =
+        target_log_prob(model, probe_example(model, {source}, std::vector<int64_t>(target.begin() + 1, target.end())));
+    CHECK(result["log_p"].get<double>() == doctest::Approx(probe_score).epsilon(1e-6).scale(1));
+    CHECK(result["page"]["format"] == "tinyformer-explore/1");
+    CHECK(result["page"]["model"]["name"] == "reverse");
+    CHECK(result["page"]["decoding"]["mode"] == "greedy");
+}
+
+TEST_CASE("live: a given target is teacher-forced, and a sampled one is models/decoding.h's draw for that seed") {
+    Model model = load("reverse");
+    const json forced = live_run(model, {{"text", "abc"}, {"target", "abd"}}, "reverse");
+    CHECK(forced["text"] == "abd");
+    CHECK(forced["page"]["decoding"]["mode"] == "none");
+    CHECK(forced["page"]["input"]["target_given"] == true);
+
+    const json sampled = live_run(
+        model, {{"text", "attention"}, {"decode", {{"mode", "sample"}, {"temperature", 3}, {"seed", 7}}}}, "reverse");
+    Sampling sampling;
+    sampling.temperature = 3;
+    sampling.seed = 7;
+    const std::vector<int64_t> input = model_input(model, ModelText(model).encode_input("attention"));
+    CHECK(sampled["target_ids"].get<std::vector<int64_t>>() == sample_decode(model, {input}, sampling).tokens[0]);
+    CHECK(sampled["page"]["decoding"]["mode"] == "sample");
+
+    const json beam = live_run(model, {{"text", "attention"}, {"decode", {{"mode", "beam"}, {"beam", 3}}}}, "reverse");
+    CHECK(beam["target_ids"].get<std::vector<int64_t>>() == beam_search(model, input, 3).tokens[0]);
+    CHECK(beam["page"]["decoding"]["hypotheses"].size() >= 1);
+}
+
+TEST_CASE("live: a prefix-LM decoder's ids, prefix_len and logits are its forward pass") {
+    Model model = load("reverse-prefixlm");
+    const json result = live_run(model, {{"text", "abc"}}, "reverse-prefixlm");
+    CHECK(result["text"] == "cba");
+    const std::vector<int64_t> ids = result["ids"].get<std::vector<int64_t>>();
+    CHECK(ids.size() == 8);            // <bos> a b c = c b a
+    CHECK(result["prefix_len"] == 5);  // <bos> a b c =
+    Trace trace(Trace::Detail::Weights);  // a recorded pass: the materialized attention, as the live one
+    const Tensor logits = model.single_stack->forward(row_of(ids), Padding(), {5}, &trace);
+    check_rows_equal(result["logits"], logits);
+    CHECK(result["forward_inputs"]["prefix_len"] == json({5}));
+    CHECK(result["token_log_p"].size() == 4);  // c b a <eos>
+}
+
+TEST_CASE("live: a second row is padded into one batch whose rows are the model's padded pass") {
+    Model model = load("reverse");
+    for (const char* side : {"right", "left"}) {
+        CAPTURE(side);
+        const json result = live_run(model, {{"text", "hello"}, {"second", {{"text", "ab"}}}, {"pad_side", side}}, "reverse");
+        CHECK(result["text"] == "olleh");
+        CHECK(result["second"]["text"] == "ba");
+        const json& inputs = result["forward_inputs"];
+        // The source "ab" is 2 of 5 positions, the target "<bos> b a" 3 of 6.
+        const json source_mask = std::string(side) == "right" ? json({{0, 0, 0, 0, 0}, {0, 0, 1, 1, 1}})
+                                                              : json({{0, 0, 0, 0, 0}, {1, 1, 1, 0, 0}});
+        CHECK(inputs["src_key_padding_mask"] == source_mask);
+        const json target_mask = std::string(side) == "right" ? json({{0, 0, 0, 0, 0, 0}, {0, 0, 0, 1, 1, 1}})
+                                                              : json({{0, 0, 0, 0, 0, 0}, {1, 1, 1, 0, 0, 0}});
+        CHECK(inputs["tgt_key_padding_mask"] == target_mask);
+
+        // The same batch through the model's own pass (models/forward.h's path).
+        auto ids_of = [](const json& rows) {
+            TokenIds ids{static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows[0].size()), {}};
+            for (const json& row : rows)
+                for (const json& id : row) ids.values.push_back(id.get<int64_t>());
+            return ids;
+        };
+        auto padding_of = [](const json& rows) {
+            BoolTensor flags{{static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows[0].size())}, {}};
+            for (const json& row : rows)
+                for (const json& flag : row) flags.values.push_back(static_cast<uint8_t>(flag.get<int>()));
+            return Padding::from_flags(flags);
+        };
+        const Padding source_padding = padding_of(inputs["src_key_padding_mask"]);
+        Trace trace(Trace::Detail::Weights);  // a recorded pass: the materialized attention, as the live one
+        const Tensor memory = model.encoder_decoder->encode(ids_of(inputs["src_ids"]), source_padding, &trace);
+        const Tensor logits = model.encoder_decoder->decode(ids_of(inputs["tgt_ids"]), memory,
+                                                            padding_of(inputs["tgt_key_padding_mask"]), source_padding, &trace);
+        check_rows_equal(result["logits"], logits, 0);
+        check_rows_equal(result["second"]["logits"], logits, 1);
+        CHECK(result["second"]["token_log_p"].size() == 3);  // b a <eos>
+        // Right padding changes nothing for a real position: row 1's score is the one of "ab" alone.
+        // (Left padding moves the row's positions, and so its numbers.)
+        if (std::string(side) == "right") {
+            const json alone = live_run(model, {{"text", "ab"}}, "reverse");
+            CHECK(result["second"]["log_p"].get<double>() == doctest::Approx(alone["log_p"].get<double>()).epsilon(1e-5));
+        }
+    }
+}
+
+TEST_CASE("live: mask overrides and ablations are the intervened model's pass, for that request only") {
+    Model model = load("reverse");
+    const json plain = live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse");
+    const json request = json::parse(R"({"text": "hello", "target": "olleh",
+        "mask_overrides": {"decoder.0.cross_attn": [[1, 3, 0]]}, "ablate": [["decoder.1.cross_attn", 0]]})");
+    const json intervened = live_run(model, request, "reverse");
+    // The blocked cell: query 1, key 3 of decoder.0.cross_attn, weight 0 in every head.
+    for (int64_t h = 0; h < model.config.nhead; ++h) CHECK(intervened["weights"]["decoder.0.cross_attn"][h][1][3] == 0);
+    CHECK(plain["weights"]["decoder.0.cross_attn"][0][1][3] != 0);
+
+    // The same interventions applied natively, then the model's own recorded pass.
+    {
+        Interventions interventions;
+        interventions.mask_overrides["decoder.0.cross_attn"] = {MaskCell{1, 3, false}};
+        interventions.ablate = {{"decoder.1.cross_attn", 0}};
+        const AppliedInterventions applied(model, interventions);
+        const std::vector<int64_t> source = intervened["src_ids"].get<std::vector<int64_t>>();
+        const std::vector<int64_t> target = intervened["tgt_ids"].get<std::vector<int64_t>>();
+        Trace trace(Trace::Detail::Weights);
+        const Tensor memory = model.encoder_decoder->encode(row_of(source), Padding(), &trace);
+        check_rows_equal(intervened["logits"], model.encoder_decoder->decode(row_of(target), memory, Padding(), Padding(), &trace));
+    }
+    CHECK(intervened["log_p"] != plain["log_p"]);
+    // The model is restored after the request: the plain request gives the plain numbers again.
+    CHECK(live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse")["logits"] == plain["logits"]);
+
+    CHECK_THROWS_WITH_AS(live_run(model, json::parse(R"({"text": "hello", "ablate": [["decoder.1.cross_attn", 9]]})"), "reverse"),
+                         doctest::Contains("head"), Error);
+    CHECK_THROWS_WITH_AS(live_run(model, json::parse(R"({"text": "hello", "ablate": [["decoder.7.cross_attn", 0]]})"), "reverse"),
+                         doctest::Contains("decoder.7.cross_attn"), Error);
+    CHECK_THROWS_WITH_AS(live_run(model, {{"text", "hello"}, {"mask_overrides", 3}}, "reverse"),
+                         doctest::Contains("request"), Error);
+    CHECK(live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse")["logits"] == plain["logits"]);
+}

@@ -1,0 +1,71 @@
+// The engine in the page: window.tinyformer, the one entry point the page's
+// controls and the browser tests call (docs/FORMAT.md section 4, "The live engine").
+//   ready    a Promise: resolves (with info) once the WebAssembly module is
+//            instantiated and the checkpoint embedded in
+//            <script type="application/octet-stream" id="tinyformer-model">
+//            (base64) is written to the module's in-memory file system and
+//            loaded; rejects with the reason on a recorded page (no engine)
+//   run(r)   a Promise of the RESULT of request r; calls run one after the
+//            other, never together; rejects with an Error whose message is the
+//            engine's one line
+//   info     {name, arch} of the loaded model (null until ready)
+//   last     the last RESULT (null until one), for tests
+// The engine itself is build/wasm/tinyformer-engine.js, inlined before this
+// script by `tinyformer explore`: one file whose WebAssembly is a base64
+// data: URI, so nothing is fetched.
+(function () {
+  "use strict";
+  const api = { ready: null, run: null, info: null, last: null };
+  window.tinyformer = api;
+
+  function statusOfPage() {
+    const element = document.getElementById("tinyformer-engine-status");
+    try {
+      return JSON.parse(element ? element.textContent : "");
+    } catch (error) {
+      return { live: false, reason: "the page holds no engine status" };
+    }
+  }
+
+  function base64Bytes(text) {
+    const binary = atob(text.replace(/\s+/g, ""));
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    return bytes;
+  }
+
+  // The engine's answer {"ok":true,"result":...} | {"ok":false,"error":"..."}.
+  function answer(text) {
+    const reply = JSON.parse(text);
+    if (!reply.ok) throw new Error(reply.error);
+    return reply.result;
+  }
+
+  const status = statusOfPage();
+  let engine = null;
+  if (!status.live) {
+    api.ready = Promise.reject(new Error(status.reason || "this page is recorded: it holds no engine"));
+  } else if (typeof TinyformerEngine !== "function") {
+    api.ready = Promise.reject(new Error("the engine script did not load in this browser"));
+  } else {
+    api.ready = TinyformerEngine({ print: () => {}, printErr: () => {} }).then((module) => {
+      const path = "/" + status.model_file;
+      module.FS.writeFile(path, base64Bytes(document.getElementById("tinyformer-model").textContent));
+      api.info = answer(module.ccall("tinyformer_load", "string", ["string"], [path]));
+      engine = module;
+      return api.info;
+    });
+  }
+  api.ready.catch(() => {}); // a recorded page's rejection is read by whoever asks, not reported
+
+  let queue = Promise.resolve();
+  api.run = function (request) {
+    const work = queue.then(() => api.ready).then(() => {
+      const result = answer(engine.ccall("tinyformer_run", "string", ["string"], [JSON.stringify(request)]));
+      api.last = result;
+      return result;
+    });
+    queue = work.catch(() => {});
+    return work;
+  };
+})();

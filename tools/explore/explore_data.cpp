@@ -1,0 +1,196 @@
+#include "tools/explore/explore_data.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace tinyformer {
+
+using json = nlohmann::json;
+
+// A float as the shortest decimal that reads back as the same float32, so
+// that the JSON holds exactly the engine's number and stays small.
+double exact(float value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", static_cast<double>(value));
+    for (int digits = 6; digits < 9; ++digits) {  // fewer digits when they already read back exactly
+        char shorter[32];
+        std::snprintf(shorter, sizeof shorter, "%.*g", digits, static_cast<double>(value));
+        if (std::strtof(shorter, nullptr) == value) return std::strtod(shorter, nullptr);
+    }
+    return std::strtod(text, nullptr);
+}
+
+// Row r of a [1, R, C] (or [1, H, R, C] with h) tensor as a JSON array of arrays.
+json matrix(const Tensor& t, int64_t h) {
+    const int64_t rows = t.dim(-2), cols = t.dim(-1);
+    const float* base = t.data() + h * rows * cols;
+    json out = json::array();
+    for (int64_t r = 0; r < rows; ++r) {
+        json row = json::array();
+        for (int64_t c = 0; c < cols; ++c) row.push_back(exact(base[r * cols + c]));
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+json per_head(const Tensor& t) {  // [1, H, L, S] -> [H][L][S]
+    json out = json::array();
+    for (int64_t h = 0; h < t.dim(1); ++h) out.push_back(matrix(t, h));
+    return out;
+}
+
+namespace {
+
+json mask_matrix(const BoolTensor& mask) {  // [1, L, S] U8
+    const int64_t rows = mask.shape[1], cols = mask.shape[2];
+    json out = json::array();
+    for (int64_t r = 0; r < rows; ++r) {
+        json row = json::array();
+        for (int64_t c = 0; c < cols; ++c) row.push_back(mask.values[static_cast<size_t>(r * cols + c)]);
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+std::string group_of(const AttentionMap& map) {
+    if (map.stack == "encoder") return "encoder self";
+    if (map.stack == "decoder") return map.kind == "cross" ? "cross" : "decoder self";
+    return "self";
+}
+
+}  // namespace
+
+json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) {
+    const std::string& name = map.trace_name;
+    const bool decoder_queries = map.stack == "decoder";
+    const bool decoder_keys = map.stack == "decoder" && map.kind == "self";
+    json out = {{"name", name},
+            {"stack", map.stack},
+            {"layer", map.layer},
+            {"attn", map.kind == "cross" ? "cross_attn" : "self_attn"},
+            {"group", group_of(map)},
+            {"queries", decoder_queries ? "target" : "source"},
+            {"keys", decoder_keys ? "target" : "source"},
+            {"mask_name", map.mask_name},
+            {"mask", mask_matrix(trace.masks().at(name + ".mask"))},
+            {"dk", trace.tensor(name + ".q").dim(2) / heads},
+            {"q", matrix(trace.tensor(name + ".q"))},
+            {"k", matrix(trace.tensor(name + ".k"))},
+            {"v", matrix(trace.tensor(name + ".v"))},
+            {"scores", per_head(trace.tensor(name + ".scores"))},
+            {"weights", per_head(trace.tensor(name + ".weights"))},
+            {"z", matrix(trace.tensor(name + ".z"))}};
+    // Only when the pass recorded them: the mask's additive term (ALiBi), per
+    // head, and q and k before rotation (rotary), docs/FORMAT.md section 4.
+    if (trace.has(name + ".bias")) out["bias"] = per_head(trace.tensor(name + ".bias"));
+    for (const char* unrotated : {"q_unrotated", "k_unrotated"})
+        if (trace.has(name + "." + unrotated)) out[unrotated] = matrix(trace.tensor(name + "." + unrotated));
+    return out;
+}
+
+// Each step along the decoded (or given) path: the top-5 next tokens of the
+// pass's logits at the position that predicts it, and the token taken.
+json decoding_steps(const Model& model, const AttentionRun& run, const ModelText& text) {
+    json steps = json::array();
+    if (run.pass.first_prediction < 0) return steps;
+    std::vector<int64_t> chosen = run.target;
+    if (model.config.eos_id >= 0) chosen.push_back(model.config.eos_id);
+    const int64_t V = run.pass.logits.dim(2), rows = run.pass.logits.dim(1);
+    for (size_t t = 0; t < chosen.size(); ++t) {
+        const int64_t row = run.pass.first_prediction + static_cast<int64_t>(t);
+        if (row >= rows) break;
+        const std::vector<double> log_p = log_softmax(run.pass.logits.data() + row * V, V);
+        std::vector<int64_t> order(static_cast<size_t>(V));
+        for (int64_t i = 0; i < V; ++i) order[static_cast<size_t>(i)] = i;
+        const size_t top = std::min<size_t>(5, order.size());
+        std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
+                          [&](int64_t a, int64_t b) { return log_p[static_cast<size_t>(a)] > log_p[static_cast<size_t>(b)]; });
+        json candidates = json::array();
+        for (size_t i = 0; i < top; ++i)
+            candidates.push_back({{"id", order[i]},
+                                  {"token", text.output_label(order[i])},
+                                  {"p", exact(static_cast<float>(std::exp(log_p[static_cast<size_t>(order[i])])))}});
+        steps.push_back({{"position", t}, {"candidates", candidates}, {"chosen", chosen[t]},
+                         {"chosen_token", text.output_label(chosen[t])},
+                         {"chosen_p", exact(static_cast<float>(std::exp(log_p[static_cast<size_t>(chosen[t])])))}});
+    }
+    return steps;
+}
+
+// The page's "decoding" record; `target` becomes the decoded one. Beam search
+// keeps every hypothesis for the page. A model without an eos_id generates
+// up to the token limit, as in `run`.
+json decode_target(const Model& model, const ModelText& text, const std::vector<int64_t>& input,
+                   const DecodeSettings& generation, std::optional<std::vector<int64_t>>& target) {
+    const int64_t beam = generation.beam;
+    const bool decodes = !target && model.config.arch != Architecture::EncoderOnly;
+    json sampling = nullptr;
+    if (generation.sampling)
+        sampling = {{"temperature", generation.sampling->temperature},
+                    {"top_k", generation.sampling->top_k},
+                    {"top_p", generation.sampling->top_p},
+                    {"seed", generation.sampling->seed}};
+    json decoding = {{"mode", !decodes ? "none" : beam > 1 ? "beam" : generation.sampling ? "sample" : "greedy"},
+                     {"beam", beam},
+                     {"max_new_tokens", decodes ? json(new_token_limit(model, generation.options)) : json(nullptr)},
+                     {"sampling", decodes ? sampling : json(nullptr)},
+                     {"hypotheses", json::array()}};
+    if (!decodes) return decoding;
+    if (model.encoder_decoder && model.config.bos_id < 0)
+        fail("the model's config has no bos_id, so it cannot generate a target; give the decoder's tokens with "
+             "--target or --target-ids");
+    if (beam > 1) {
+        const Generation generated = beam_search(model, input, beam, 1.0, generation.options);
+        for (size_t i = 0; i < generated.hypotheses.size(); ++i) {
+            const Hypothesis& h = generated.hypotheses[i];
+            json labels = json::array();
+            for (int64_t id : h.tokens) labels.push_back(text.output_label(id));
+            decoding["hypotheses"].push_back({{"tokens", labels}, {"log_p", h.log_prob}, {"score", h.score}, {"best", i == 0}});
+        }
+        target = generated.tokens[0];
+    } else if (generation.sampling) {
+        target = sample_decode(model, {input}, *generation.sampling, generation.options).tokens[0];
+    } else {
+        target = greedy_decode(model, {input}, generation.options).tokens[0];
+    }
+    return decoding;
+}
+
+json explore_data(const Model& model, const AttentionRun& run, const json& decoding, const std::string& model_name,
+                  const std::string& shown, bool target_given) {
+    const ModelConfig& config = model.config;
+    json attentions = json::array();
+    for (const AttentionMap& map : run.maps) attentions.push_back(attention_json(map, run.trace, config.nhead));
+    json sequences = {{"source", run.source_tokens}};
+    json ids = {{"source", model.encoder_decoder ? run.pass.input : run.pass.decoder}};
+    json padding = {{"source", std::vector<bool>(run.source_tokens.size(), false)}};
+    if (model.encoder_decoder) {
+        sequences["target"] = run.target_tokens;
+        ids["target"] = run.pass.decoder;
+        padding["target"] = std::vector<bool>(run.target_tokens.size(), false);
+    }
+    const bool rotary = config.pos_encoding == PositionalEncoding::Rotary;
+    return {{"format", "tinyformer-explore/1"},
+            {"model",
+             {{"name", model_name},
+              {"arch", architecture_name(config.arch)},
+              {"d_model", config.d_model},
+              {"nhead", config.nhead},
+              {"head_dim", config.d_model / config.nhead},
+              {"norm_first", config.norm_first},
+              {"pos_encoding", pos_encoding_name(config.pos_encoding)},
+              {"n_kv_heads", config.n_kv_heads},
+              {"rope_theta", rotary ? json(config.rope_theta) : json(nullptr)},
+              {"rope_pairs", rotary ? json(rope_pairs_name(config.rope_pairs)) : json(nullptr)},
+              {"attention", model.encoder_decoder ? json(nullptr) : json(attention_kind_name(config.attention))}}},
+            {"input", {{"text", shown}, {"target", run.output}, {"target_given", target_given}}},
+            {"sequences", sequences},
+            {"ids", ids},
+            {"padding", padding},
+            {"attentions", attentions},
+            {"decoding", decoding}};
+}
+
+}  // namespace tinyformer

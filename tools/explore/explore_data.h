@@ -1,0 +1,68 @@
+// The explore document (docs/FORMAT.md section 4): the JSON an explorer page
+// renders, built from one teacher-forced pass recorded with
+// Trace::Detail::Everything (models/attention_maps.h). One builder for the
+// recorded page `tinyformer explore` writes and for the live engine's
+// result (tools/explore/live.h), so the two pages read the same document.
+//
+//   decode_target   the target when none is given: greedy, beam search or
+//                   sampling (models/decoding.h), and the document's
+//                   "decoding" record (mode, settings, beam hypotheses)
+//   decoding_steps  along the chosen path, each step's top-5 next tokens
+//   explore_data    the whole document: model, input, sequences, ids,
+//                   padding, attentions (attention_json each), decoding
+// Every float is written by exact(): the shortest decimal that reads back
+// as the same float32.
+#pragma once
+
+#include "models/attention_maps.h"
+#include "models/decoding.h"
+#include "models/text.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tinyformer {
+
+// The shortest decimal ("%.6g" .. "%.9g") that reads back as `value`.
+double exact(float value);
+
+// A [1, R, C] tensor (or head h of a [1, H, R, C] one) as R arrays of C
+// numbers, and a [1, H, L, S] tensor as [H][L][S].
+nlohmann::json matrix(const Tensor& t, int64_t h = 0);
+nlohmann::json per_head(const Tensor& t);
+
+// One attention call of the recorded pass (B = 1): name, stack, layer,
+// group, mask, q, k, v, scores, weights, z (and bias, q_unrotated,
+// k_unrotated when recorded). heads: the model's H.
+nlohmann::json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads);
+
+// The search that makes a target: beam > 1 is beam search, else sampling
+// when `sampling` is set, else greedy; options.max_new_tokens limits it.
+struct DecodeSettings {
+    int64_t beam = 1;
+    std::optional<Sampling> sampling;
+    GenerationOptions options;
+};
+
+// The document's "decoding" record (without "steps"). When `target` is
+// empty (and the model generates), decodes one and sets `target` to it;
+// `input` is the model's input (model_input). Error for an encoder-decoder
+// model without bos_id (it cannot start a target).
+nlohmann::json decode_target(const Model& model, const ModelText& text, const std::vector<int64_t>& input,
+                             const DecodeSettings& settings, std::optional<std::vector<int64_t>>& target);
+
+// Each step along the target, then <eos>: the top-5 next tokens of the
+// pass's logits at the row that predicts it, and the token taken.
+nlohmann::json decoding_steps(const Model& model, const AttentionRun& run, const ModelText& text);
+
+// The whole document. model_name: the model's name as the page shows it
+// (the file's stem); shown: the input as the user gave it (text, or ids
+// "5,17,3"); target_given: the target was given, not decoded.
+nlohmann::json explore_data(const Model& model, const AttentionRun& run, const nlohmann::json& decoding,
+                            const std::string& model_name, const std::string& shown, bool target_given);
+
+}  // namespace tinyformer

@@ -1,0 +1,54 @@
+// The live engine: one REQUEST (JSON) -> one RESULT (JSON), what the
+// explorer page's controls ask of the engine built into it
+// (tools/wasm/page_engine.cpp; docs/FORMAT.md section 4, "The live engine").
+// Compiled natively too, so that the doctests hold it to the CLI's paths.
+//
+// REQUEST (every key optional but one of "text" / "ids"; any other key is an Error):
+//   "text": "hello" | "ids": [5, 17, 3]   the user's input, framed as the CLI's
+//                                          TEXT / --ids (models/text.h model_input)
+//   "target": "olleh" | "target_ids": [..] teacher forcing on this target;
+//                                          absent: the target is what "decode" makes
+//   "unk": false                           as --unk (outside characters read as <unk>)
+//   "second": {"text"|"ids", "target"|"target_ids"}   a second batch row
+//   "pad_side": "right" | "left"           how the shorter row is padded (default right)
+//   "mask_overrides": {"decoder.0.self_attn": [[2, 4, 1], ...]}, "ablate": [["decoder.1.cross_attn", 2], ...]
+//       docs/FORMAT.md section 4b (models/interventions.h): for this request only,
+//       its decodings and passes; the model is restored after, also on an Error
+//   "decode": {"mode": "greedy" | "beam" | "sample", "beam": 3, "temperature": 1,
+//              "top_k": 0, "top_p": 1, "seed": 0, "max_new_tokens": N}
+//       mode greedy by default; beam width 2..64 (default 3); the sampling
+//       settings as `run`'s flags (T > 0, top_k >= 0 with 0 = all, top_p in
+//       (0, 1], seed 0..2^53); max_new_tokens 1..2^20 (default: the model's,
+//       default_max_new_tokens). Settings of another mode are checked and
+//       unused; with a target the decode record is "none".
+// Each row's target is decoded alone (B = 1), with the CLI's search and RNG
+// (models/decoding.h), so a seed gives `tinyformer run --seed`'s tokens.
+//
+// RESULT:
+//   "src_ids", "tgt_ids" (encoder_decoder) | "ids" and, prefix_lm, "prefix_len"
+//   "text" (the target as text), "target_ids" (without <bos> / <eos>)
+//   "logits" [T][V], "weights" {"decoder.0.self_attn": [H][L][S], ...} (trace names)
+//   "token_log_p": log p of each target token, then <eos> (when the model has
+//                  one), teacher-forced, as models/probe.h scores them; "log_p": their sum
+//   "forward_inputs": docs/FORMAT.md section 2's inputs of the pass (B rows, masks 0/1)
+//   "second": the same row fields for row 1 (with "second"; then every row
+//             field of both rows is that row of the one padded pass: padded
+//             positions' logits and weight rows are 0, "token_log_p" skips them)
+//   "page": the explore document (tools/explore/explore_data.h) of row 0's
+//           recorded pass (B = 1, unpadded), the "decoding" record included.
+// Every float goes through exact() (the float32 the engine computed).
+#pragma once
+
+#include "models/transformer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace tinyformer {
+
+// Error (one line naming the field) for a bad request: a wrong type, a
+// value out of range, an unknown key, tokens outside the vocabulary or too long.
+nlohmann::json live_run(Model& model, const nlohmann::json& request, const std::string& model_name);
+
+}  // namespace tinyformer
