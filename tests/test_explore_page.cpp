@@ -16,6 +16,7 @@ using tinyformer::cli::kExplorePageCss;
 using tinyformer::cli::kExplorePageEngineJs;
 using tinyformer::cli::kExplorePageHtml;
 using tinyformer::cli::kExplorePageJs;
+using tinyformer::cli::kExplorePageLiveJs;
 
 namespace {
 
@@ -148,9 +149,11 @@ std::vector<std::string> network_references(const std::string& text) { return Sc
 }  // namespace
 
 TEST_CASE("explore page: each placeholder exactly once, alone on its line, in its element") {
-    const std::string html = kExplorePageHtml, css = kExplorePageCss, js = kExplorePageJs, engine_js = kExplorePageEngineJs;
-    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_DATA*/", "/*TINYFORMER_ENGINE*/",
-                                    "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_MODEL*/", "/*TINYFORMER_ENGINE_STATUS*/"}) {
+    const std::string html = kExplorePageHtml, css = kExplorePageCss, js = kExplorePageJs, engine_js = kExplorePageEngineJs,
+                      live = kExplorePageLiveJs;
+    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/", "/*TINYFORMER_DATA*/",
+                                    "/*TINYFORMER_ENGINE*/", "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_MODEL*/",
+                                    "/*TINYFORMER_ENGINE_STATUS*/"}) {
         CAPTURE(placeholder);
         CHECK(count(html, placeholder) == 1);
         CHECK(alone_on_its_line(html, placeholder));
@@ -159,10 +162,11 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
         CHECK(count(css, placeholder) == 0);
         CHECK(count(js, placeholder) == 0);
         CHECK(count(engine_js, placeholder) == 0);
+        CHECK(count(live, placeholder) == 0);
     }
     CHECK(inside(html, "<style>", "</style>", "/*TINYFORMER_CSS*/"));
     CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-data\">", "</script>", "/*TINYFORMER_DATA*/"));
-    for (const char* script : {"/*TINYFORMER_ENGINE*/", "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_JS*/"}) {
+    for (const char* script : {"/*TINYFORMER_ENGINE*/", "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/"}) {
         CAPTURE(script);
         CHECK(count(html, std::string("<script>\n") + script + "\n</script>") == 1);
     }
@@ -173,15 +177,18 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
     // The engine and its glue run before page.js, which reads window.tinyformer.
     CHECK(html.find("/*TINYFORMER_ENGINE*/") < html.find("/*TINYFORMER_ENGINE_JS*/"));
     CHECK(html.find("/*TINYFORMER_ENGINE_JS*/") < html.find("/*TINYFORMER_JS*/"));
+    // live.js after page.js, whose renderer (window.tinyformerPage) it drives.
+    CHECK(html.find("/*TINYFORMER_JS*/") < html.find("/*TINYFORMER_LIVE_JS*/"));
     // Raw text in <style> and <script> ends at the first "</style" or
     // "</script": the files must not contain them.
     CHECK(count(css, "</") == 0);
     CHECK(count(js, "</") == 0);
     CHECK(count(engine_js, "</") == 0);
+    CHECK(count(live, "</") == 0);
 }
 
 TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
-    for (const char* text : {kExplorePageHtml, kExplorePageCss, kExplorePageJs, kExplorePageEngineJs}) {
+    for (const char* text : {kExplorePageHtml, kExplorePageCss, kExplorePageJs, kExplorePageEngineJs, kExplorePageLiveJs}) {
         const std::string s = text;
         CHECK(s.size() > 500);
         CHECK(s.size() < 60 * 1024);
@@ -190,7 +197,8 @@ TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
 
 TEST_CASE("explore page: no network reference in the HTML, CSS or JavaScript") {
     for (const auto& [name, text] : {std::pair{"page.html", kExplorePageHtml}, std::pair{"page.css", kExplorePageCss},
-                                     std::pair{"page.js", kExplorePageJs}, std::pair{"engine.js", kExplorePageEngineJs}}) {
+                                     std::pair{"page.js", kExplorePageJs}, std::pair{"engine.js", kExplorePageEngineJs},
+                                     std::pair{"live.js", kExplorePageLiveJs}}) {
         CAPTURE(name);
         const auto found = network_references(text);
         for (const auto& reference : found) CAPTURE(reference);

@@ -14,6 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -227,4 +231,47 @@ TEST_CASE("live: mask overrides and ablations are the intervened model's pass, f
     CHECK_THROWS_WITH_AS(live_run(model, {{"text", "hello"}, {"mask_overrides", 3}}, "reverse"),
                          doctest::Contains("request"), Error);
     CHECK(live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse")["logits"] == plain["logits"]);
+}
+
+// exact() against the way it was first written: the fewest digits of "%.6g",
+// "%.7g", "%.8g" that strtof reads back as the value, else "%.9g" (always
+// enough for a float32). The JSON of exact(v) must read back as v and be no
+// longer than that form, over float bit patterns spread across every binade
+// (subnormals, 7.0385307e-26f, the one float Grisu2's double-boundary form
+// misses, and large and tiny exponents outside the fast path included).
+TEST_CASE("live: exact() writes each float32 as digits that read back as it, no longer than %.9g's shortest") {
+    auto printf_shortest = [](float value) {
+        char text[32];
+        for (int digits = 6; digits <= 9; ++digits) {
+            std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(value));
+            if (std::strtof(text, nullptr) == value) break;
+        }
+        return std::string(text);
+    };
+    std::vector<float> values = {0.0f, -0.0f, 1.0f, 0.1f, 1.0f / 3.0f, 7.0385307e-26f, 1e-45f, 1.17549435e-38f,
+                                 3.4028235e38f, 0.99999976f, -2.5e-8f, 123456.78f, 16777217.0f};
+    uint32_t bits = 12345u;
+    for (int i = 0; i < 20000; ++i) {  // a linear congruential walk over bit patterns
+        bits = bits * 1664525u + 1013904223u;
+        float value;
+        std::memcpy(&value, &bits, sizeof value);
+        if (std::isfinite(value)) values.push_back(value);
+    }
+    int64_t longer = 0;
+    for (float value : values) {
+        const std::string written = nlohmann::json(exact(value)).dump();
+        CHECK_MESSAGE(std::strtof(written.c_str(), nullptr) == value, written);
+        // The old form went through strtod and nlohmann's double writer too.
+        const std::string reference = nlohmann::json(std::strtod(printf_shortest(value).c_str(), nullptr)).dump();
+        // Compare significant digits: strip sign, exponent, leading zeros and the point.
+        auto significant = [](const std::string& text) {
+            std::string digits;
+            for (char c : text.substr(0, text.find_first_of("eE"))) if (c >= '0' && c <= '9') digits += c;
+            digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+            while (!digits.empty() && digits.back() == '0') digits.pop_back();
+            return digits.size();
+        };
+        if (significant(written) > significant(reference)) ++longer;
+    }
+    CHECK(longer == 0);
 }

@@ -90,7 +90,8 @@ describe("ALiBi page (tinyformer explore on do_alibi_pre_gelu_h6_pad)", () => {
 
   test("the step view adds the bias in its chain and its softmax agrees with the engine's weights", async () => {
     await openMatrix("layers.0.self_attn", 4);
-    await page.click(`#matrix td.cell[data-q="6"][data-k="2"]`);
+    // The row label steps through the query (on a live page a cell click edits the mask instead).
+    await page.click(`#matrix th.row[data-q="6"]`);
     await page.waitForSelector("#view-step:not([hidden]) #step-chain");
     const biases = await page.$$eval("#step-chain td[data-bias]", (xs) => xs.map((x) => Number(x.dataset.bias)));
     assert.deepEqual(biases.slice(0, 7).map((x) => x + 0), [0, 1, 2, 3, 4, 5, 6].map((j) => Math.fround(-0.5 * (6 - j)) + 0));  // head 4: 2^-1

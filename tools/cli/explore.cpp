@@ -223,6 +223,7 @@ std::string explore_page(const std::string& data_text, const LiveEngine& live) {
     // placeholder is ever looked for inside a file, the checkpoint or the data.
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
+    page = replaced_once(page, "/*TINYFORMER_LIVE_JS*/", kExplorePageLiveJs);
     page = replaced_once(page, "/*TINYFORMER_ENGINE_JS*/", kExplorePageEngineJs);
     page = replaced_once(page, "/*TINYFORMER_ENGINE*/", live.engine);
     page = replaced_once(page, "/*TINYFORMER_MODEL*/", live.model_base64);

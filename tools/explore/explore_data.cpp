@@ -3,23 +3,69 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
 
 namespace tinyformer {
 
 using json = nlohmann::json;
 
+namespace {
+
+// m * 10^e as the nearest double when m < 2^53 and |e| <= 22: then m and
+// 10^|e| are exact doubles and one IEEE multiply or divide rounds the product
+// correctly (Clinger's fast path). Else nothing.
+std::optional<double> fast_decimal(uint64_t m, int e) {
+    static constexpr double kPowers[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                         1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (m >= (uint64_t{1} << 53) || e < -22 || e > 22) return std::nullopt;
+    const double digits = static_cast<double>(m);
+    return e >= 0 ? digits * kPowers[e] : digits / kPowers[-e];
+}
+
+}  // namespace
+
 // A float as the shortest decimal that reads back as the same float32, so
-// that the JSON holds exactly the engine's number and stays small.
+// that the JSON holds exactly the engine's number and stays small:
+//   1. the digits m and power e (value = m * 10^e): nlohmann's to_chars for
+//      a float (Grisu2 over float32's own neighbours), which strtof reads
+//      back as `value`;
+//   2. Grisu2 is one digit long for a few floats (235000990 for 2.35001e+08),
+//      so digits are rounded off while the shorter number still reads back
+//      as `value` the way the page's JavaScript reads it (the nearest
+//      double, then the nearest float: Math.fround);
+//   3. the double nearest to m * 10^e (fast_decimal, else strtod), which
+//      nlohmann then writes as those digits.
+// printf("%.9g") and strtod give the same numbers, but in the page's
+// WebAssembly they run on 128-bit software long doubles: they took 70% of
+// a live recompute.
 double exact(float value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.9g", static_cast<double>(value));
-    for (int digits = 6; digits < 9; ++digits) {  // fewer digits when they already read back exactly
-        char shorter[32];
-        std::snprintf(shorter, sizeof shorter, "%.*g", digits, static_cast<double>(value));
-        if (std::strtof(shorter, nullptr) == value) return std::strtod(shorter, nullptr);
+    if (!std::isfinite(value)) return static_cast<double>(value);
+    char text[64] = {};
+    char* end = nlohmann::detail::to_chars(text, text + sizeof text - 1, value);
+    *end = '\0';
+    uint64_t m = 0;
+    int e = 0;
+    bool fraction = false;
+    const char* c = text + (std::signbit(value) ? 1 : 0);  // after the '-'
+    for (; *c != '\0' && *c != 'e'; ++c) {
+        if (*c == '.') {
+            fraction = true;
+        } else {
+            m = m * 10 + static_cast<uint64_t>(*c - '0');
+            if (fraction) --e;
+        }
     }
-    return std::strtod(text, nullptr);
+    if (*c == 'e') e += std::atoi(c + 1);
+    std::optional<double> magnitude = fast_decimal(m, e);
+    if (!magnitude) return std::strtod(text, nullptr);
+    while (m >= 10) {
+        const std::optional<double> shorter = fast_decimal((m + 5) / 10, e + 1);
+        if (!shorter || static_cast<float>(*shorter) != std::fabs(value)) break;
+        m = (m + 5) / 10, ++e, magnitude = shorter;
+    }
+    return std::signbit(value) ? -*magnitude : *magnitude;
 }
 
 // Row r of a [1, R, C] (or [1, H, R, C] with h) tensor as a JSON array of arrays.

@@ -27,7 +27,8 @@
 
 namespace tinyformer {
 
-// The shortest decimal ("%.6g" .. "%.9g") that reads back as `value`.
+// The double of the shortest decimal that reads back as `value` (float32):
+// nlohmann writes it as those digits.
 double exact(float value);
 
 // A [1, R, C] tensor (or head h of a [1, H, R, C] one) as R arrays of C

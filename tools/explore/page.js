@@ -135,25 +135,46 @@
   }
 
   // ---- the data ----
-  let data;
+  // The page renders one data object: first the recorded one embedded in
+  // #tinyformer-data, then (a live page, tools/explore/live.js) each result.page
+  // of the engine, through setData() below.
+  let initial;
   const errors = [];
   try {
-    data = JSON.parse(document.getElementById("tinyformer-data").textContent);
+    initial = JSON.parse(document.getElementById("tinyformer-data").textContent);
   } catch (e) {
     errors.push("the page's data is not valid JSON: " + e.message);
   }
-  if (data && data.format !== "tinyformer-explore/1") {
-    errors.push("unknown data format " + JSON.stringify(data.format) + " (this page reads tinyformer-explore/1)");
+  if (initial && initial.format !== "tinyformer-explore/1") {
+    errors.push("unknown data format " + JSON.stringify(initial.format) + " (this page reads tinyformer-explore/1)");
   }
   if (errors.length) {
     document.body.insertBefore(el("p", { class: "error", id: "data-error", text: errors.join("; ") }), document.body.firstChild);
     return;
   }
 
-  const model = data.model || {};
-  const sequences = data.sequences || {};
-  const padding = data.padding || {};
-  const attentions = (data.attentions || []).map(prepare);
+  let data, model, sequences, padding, attentions, groups;
+  function load(d) {
+    data = d;
+    model = d.model || {};
+    sequences = d.sequences || {};
+    padding = d.padding || {};
+    attentions = (d.attentions || []).map(prepare);
+    // Groups in forward order; inside a group, by layer.
+    groups = [];
+    for (const a of attentions) {
+      let g = groups.find((x) => x.name === a.group);
+      if (!g) groups.push((g = { name: a.group, members: [] }));
+      g.members.push(a);
+    }
+    for (const g of groups) g.members.sort((x, y) => x.layer - y.layer);
+  }
+  load(initial);
+  // What a live page adds (tools/explore/live.js sets them): the override of a
+  // matrix cell (true = allowed, false = blocked, undefined = none), a cell
+  // click (returns true when it took it), a node after each head chip, and a
+  // call after every render.
+  const hooks = { override: null, cellClick: null, chip: null, rendered: null };
 
   function prepare(a, index) {
     const H = a.weights.length;
@@ -226,14 +247,6 @@
     return out;
   }
 
-  // Groups in forward order; inside a group, by layer.
-  const groups = [];
-  for (const a of attentions) {
-    let g = groups.find((x) => x.name === a.group);
-    if (!g) groups.push((g = { name: a.group, members: [] }));
-    g.members.push(a);
-  }
-  for (const g of groups) g.members.sort((x, y) => x.layer - y.layer);
   const groupOf = (a) => groups.find((g) => g.name === a.group);
 
   // ---- state ----
@@ -299,7 +312,9 @@
   function renderControls() {
     const a = current();
     const pickAttention = $("#pick-attention");
-    if (!pickAttention.options.length) {
+    const names = attentions.map((x) => x.name + " (" + x.group + ")");
+    if (Array.from(pickAttention.options).map((o) => o.textContent).join("\n") !== names.join("\n")) {
+      clear(pickAttention);
       for (const x of attentions) {
         pickAttention.appendChild(el("option", { value: x.index, text: x.name + " (" + x.group + ")" }));
       }
@@ -328,6 +343,7 @@
           }
         },
       }, "head " + h));
+      if (hooks.chip) append(chips, hooks.chip(a, h));
     }
     chips.appendChild(el("button", {
       type: "button", class: "chip all" + (state.heads.size === a.H ? " on" : ""), "data-head-chip": "all",
@@ -580,8 +596,11 @@
         const kind = cellKind(a, q, k);
         const w = a.weights[h][q][k];
         const what = a.mask[q][k] ? "weight " + fmt(w, 6) + (a.bias ? ", bias " + fmt(a.bias[h][q][k], 6) : "") : "masked";
-        const attrs = { "data-q": q, "data-k": k, "data-weight": w, "data-mask": a.mask[q][k] ? 1 : 0, class: "cell " + kind,
-          title: "q" + q + " " + iso(a.qTokens[q]) + " \u2192 k" + k + " " + iso(a.kTokens[k]) + ": " + what + (kind === "padding" ? " (padding)" : "") };
+        const override = hooks.override ? hooks.override(a, q, k) : undefined;
+        const overrideText = override === undefined ? "" : override ? " (override: allowed by you)" : " (override: blocked by you)";
+        const attrs = { "data-q": q, "data-k": k, "data-weight": w, "data-mask": a.mask[q][k] ? 1 : 0,
+          class: "cell " + kind + (override === undefined ? "" : " override"), "data-override": override === undefined ? undefined : override ? "allowed" : "blocked",
+          title: "q" + q + " " + iso(a.qTokens[q]) + " \u2192 k" + k + " " + iso(a.kTokens[k]) + ": " + what + (kind === "padding" ? " (padding)" : "") + overrideText };
         if (kind === "allowed") attrs.style = { background: viridis(w), color: inkOn(w) };
         if (a.bias) attrs["data-bias"] = biasOf(a, h, q, k);
         // One format for every weight: two decimals, 0.00 .. 1.00 (the exact number on hover).
@@ -596,7 +615,9 @@
     });
     table.addEventListener("click", (event) => {
       const cell = event.target.closest("td.cell");
-      if (cell) { select({ query: Number(cell.dataset.q), head: h }); showView("step"); }
+      if (!cell) return;
+      if (hooks.cellClick && hooks.cellClick(a, h, Number(cell.dataset.q), Number(cell.dataset.k))) return;
+      select({ query: Number(cell.dataset.q), head: h }); showView("step");
     });
     wrap.appendChild(table);
     matrixDetail(null, null);
@@ -634,6 +655,8 @@
       ["PyTorch nn.MultiheadAttention Boolean attn_mask (True = blocked)", allowed ? "False" : "True"],
       ["PyTorch F.scaled_dot_product_attention Boolean attn_mask (True = allowed)", allowed ? "True" : "False"],
       ["additive float mask", allowed ? (a.bias ? biasText : "0.0") : "-inf"]);
+    const override = hooks.override ? hooks.override(a, q, k) : undefined;
+    if (override !== undefined) rows.push(["override (yours)", override ? "allowed: this cell joins the softmax (click again to remove)" : "blocked: weight exactly 0, the row renormalises over the other keys (click again to remove)"]);
     if (kind === "padding") rows.push(["padding", (a.qPad[q] ? "the query" : "") + (a.qPad[q] && a.kPad[k] ? " and " : "") + (a.kPad[k] ? "the key" : "") + " is padding"]);
     const table = el("table", { class: "kv", id: "cell-info", "data-q": q, "data-k": k });
     for (const [name, value] of rows) {
@@ -861,6 +884,21 @@
     renderHead();
     renderMatrix();
     renderStep();
+    if (hooks.rendered) hooks.rendered();
+  }
+  // A new data object (a live result's page): every view again, keeping the
+  // view, the attention call (by name), the head, the heads and the query when they still exist.
+  function setData(d) {
+    const name = current() ? current().name : null;
+    load(d);
+    const at = attentions.findIndex((a) => a.name === name);
+    state.att = at >= 0 ? at : Math.max(0, Math.min(state.att, attentions.length - 1));
+    renderHeader();
+    renderModel();
+    renderDecoding();
+    if (attentions.length) select({ heads: state.heads });
+    else if (hooks.rendered) hooks.rendered();
+    showView(attentions.length || state.view === "live" ? state.view : "decoding");
   }
   for (const button of document.querySelectorAll("#tabs button")) {
     button.addEventListener("click", () => showView(button.dataset.view));
@@ -874,6 +912,12 @@
   renderDecoding();
   renderAll();
   showView(attentions.length ? "model" : "decoding");
+  // For tools/explore/live.js (the same page, no network): the renderer and its state.
+  window.tinyformerPage = {
+    setData, hooks, state, select, showView, refreshControls: () => { if (attentions.length) renderControls(); },
+    data: () => data, current, attentions: () => attentions,
+    el, clear, append, fmt, shown, quoted, iso, viridis, inkOn, headColour,
+  };
   document.body.dataset.renderMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "true";
 })();
