@@ -170,13 +170,17 @@ for (const file of pages) {
       assert.ok(call, `no causal call among ${Object.keys(base.weights)}`);
       const length = base.weights[call][0].length;
       assert.ok(length >= 3, `${call} has ${length} queries, the test needs 3`);
-      // query 2 may see key 1 in every causal mask (1 <= 2); key 2 is in query 1's future.
-      const mask_overrides = { [call]: [[2, 1, 0], [1, 2, 1]] };
+      // The last two positions are in the causal part of every mask (a
+      // prefix-LM's prefix is its input): the last query may see key L-2, and
+      // key L-1 is in query L-2's future.
+      const [q, k] = [length - 1, length - 2];
+      const mask_overrides = { [call]: [[q, k, 0], [k, q, 1]] };
       const request = { text: inputs[0], target_ids: base.target_ids, mask_overrides };
       const result = await runOk(opened.page, request);
-      for (const head of result.weights[call]) assert.equal(head[2][1], 0, `${call}: blocked cell (2, 1) has weight ${head[2][1]}`);
-      assert.ok(result.weights[call].some((head) => head[1][2] > 0), `${call}: allowed cell (1, 2) has weight 0 in every head`);
-      assert.ok(base.weights[call].every((head) => head[1][2] === 0), `${call}: (1, 2) was already visible without the override`);
+      for (const head of result.weights[call]) assert.equal(head[q][k], 0, `${call}: blocked cell (${q}, ${k}) has weight ${head[q][k]}`);
+      assert.ok(base.weights[call].some((head) => head[q][k] > 0), `${call}: (${q}, ${k}) had weight 0 in every head already`);
+      assert.ok(result.weights[call].some((head) => head[k][q] > 0), `${call}: allowed cell (${k}, ${q}) has weight 0 in every head`);
+      assert.ok(base.weights[call].every((head) => head[k][q] === 0), `${call}: (${k}, ${q}) was already visible without the override`);
       check(name, `mask override ${JSON.stringify(mask_overrides)}`, result, nativeForward(model, result.forward_inputs, { request }), result.forward_inputs);
     });
 
