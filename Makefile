@@ -310,10 +310,15 @@ explore-screenshots: deps-browser deps-wasm
 # ---------------------------------------------------------------------------
 # The engine inside the explore page: the library, tools/explore/ (the
 # explore document and live.cpp's request -> result) and tools/wasm/page_engine.cpp
-# built to WebAssembly by Debian's emscripten, into ONE JavaScript file
-# (the module's .wasm inlined as base64: -sSINGLE_FILE=1, so the page loads
-# nothing) that `tinyformer explore` embeds: build/wasm/tinyformer-engine.js,
-# found next to the binary. No OpenBLAS: -DTINYFORMER_OWN_GEMM gives gemm()
+# built to WebAssembly by Debian's emscripten, into ONE JavaScript file that
+# `tinyformer explore` embeds: build/wasm/tinyformer-engine.js, emscripten's
+# glue (build/wasm/engine-module.js) followed by the module itself
+# (build/wasm/engine-module.wasm) gzipped and in base64, as
+#   var TinyformerEngineWasmGzip = "H4sI...";
+# which tools/explore/engine.js unpacks with the browser's DecompressionStream,
+# so the page loads nothing and the module is a third of its size
+# (-sSINGLE_FILE=1 would inline it uncompressed: 1.05 MB of wasm as 1.4 MB of
+# base64, against 0.43 MB gzipped), # found next to the binary. No OpenBLAS: -DTINYFORMER_OWN_GEMM gives gemm()
 # the engine's own blocked kernel (engine/matmul.h), with WebAssembly SIMD.
 # nlohmann's headers come through build/wasm/include/nlohmann, a symlink: the
 # whole of /usr/include would bring the machine's glibc headers into em++'s.
@@ -329,7 +334,7 @@ WASM_FLAGS  := -std=c++20 -Wall -Wextra -Wpedantic -fno-trapping-math -I. -Ibuil
                -fexceptions -msimd128 -DTINYFORMER_OWN_GEMM
 WASM_LIB_SRC := $(LIB_SRC) $(EXPLORE_SRC) tools/wasm/page_engine.cpp
 WASM_OBJ     := $(WASM_LIB_SRC:%.cpp=build/wasm/%.o)
-WASM_LINK    := -sSINGLE_FILE=1 -sMODULARIZE=1 -sEXPORT_NAME=TinyformerEngine -sALLOW_MEMORY_GROWTH=1 \
+WASM_LINK    := -sMODULARIZE=1 -sEXPORT_NAME=TinyformerEngine -sALLOW_MEMORY_GROWTH=1 \
                 -sFORCE_FILESYSTEM=1 -sENVIRONMENT=web,node \
                 -sEXPORTED_FUNCTIONS=_tinyformer_load,_tinyformer_run \
                 -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,FS
@@ -342,8 +347,13 @@ build/wasm/include/nlohmann:
 	@mkdir -p $(dir $@)
 	ln -sfn /usr/include/nlohmann $@
 
-build/wasm/tinyformer-engine.js: $(WASM_OBJ)
-	$(WASM_ENV) $(EMXX) $(WASM_OPT) -fexceptions -msimd128 $(WASM_LINK) -o $@.tmp.js $^ && mv $@.tmp.js $@
+build/wasm/engine-module.js: $(WASM_OBJ)
+	$(WASM_ENV) $(EMXX) $(WASM_OPT) -fexceptions -msimd128 $(WASM_LINK) -o $@ $^
+
+# gzip -n: no name or time in the header, so the same module gives the same file.
+build/wasm/tinyformer-engine.js: build/wasm/engine-module.js
+	@{ cat build/wasm/engine-module.js; printf '\nvar TinyformerEngineWasmGzip = "'; \
+	  gzip -9 -n -c build/wasm/engine-module.wasm | base64 -w 0; printf '";\n'; } > $@.tmp && mv $@.tmp $@
 
 build/wasm/%.o: %.cpp | build/wasm/include/nlohmann
 	@mkdir -p $(dir $@)

@@ -14,11 +14,14 @@ const enginePath = path.join(root, "build/wasm/tinyformer-engine.js");
 // The engine is a script for a page (MODULARIZE: it defines TinyformerEngine); here it is
 // evaluated as one, with node's require for emscripten's node branch.
 const code = fs.readFileSync(enginePath, "utf8");
-const TinyformerEngine = new Function("require", "__filename", "__dirname", "module", "exports",
-  code + "\nreturn TinyformerEngine;")(require, enginePath, path.dirname(enginePath), {}, undefined);
+// The file ends with the module, gzipped in base64 (TinyformerEngineWasmGzip): node's
+// zlib unpacks it where the page uses DecompressionStream (tools/explore/engine.js).
+const [TinyformerEngine, wasmGzip] = new Function("require", "__filename", "__dirname", "module", "exports",
+  code + "\nreturn [TinyformerEngine, TinyformerEngineWasmGzip];")(require, enginePath, path.dirname(enginePath), {}, undefined);
+const wasmBinary = require("zlib").gunzipSync(Buffer.from(wasmGzip, "base64"));
 
 const [model, ...texts] = process.argv.slice(2);
-TinyformerEngine({ print() {}, printErr() {} }).then((engine) => {
+TinyformerEngine({ print() {}, printErr() {}, wasmBinary }).then((engine) => {
   const call = (name, arg) => {
     const reply = JSON.parse(engine.ccall(name, "string", ["string"], [arg]));
     if (!reply.ok) throw new Error(reply.error);

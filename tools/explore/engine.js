@@ -11,8 +11,10 @@
 //   info     {name, arch} of the loaded model (null until ready)
 //   last     the last RESULT (null until one), for tests
 // The engine itself is build/wasm/tinyformer-engine.js, inlined before this
-// script by `tinyformer explore`: one file whose WebAssembly is a base64
-// data: URI, so nothing is fetched.
+// script by `tinyformer explore`: emscripten's glue (TinyformerEngine) and the
+// WebAssembly module gzipped in base64 (TinyformerEngineWasmGzip), which this
+// script unpacks with the browser's DecompressionStream and hands to the glue
+// (instantiateWasm), so nothing is fetched.
 (function () {
   "use strict";
   const api = { ready: null, run: null, info: null, last: null };
@@ -45,10 +47,25 @@
   let engine = null;
   if (!status.live) {
     api.ready = Promise.reject(new Error(status.reason || "this page is recorded: it holds no engine"));
-  } else if (typeof TinyformerEngine !== "function") {
+  } else if (typeof TinyformerEngine !== "function" || typeof TinyformerEngineWasmGzip !== "string") {
     api.ready = Promise.reject(new Error("the engine script did not load in this browser"));
+  } else if (typeof DecompressionStream !== "function") {
+    api.ready = Promise.reject(new Error("this browser has no DecompressionStream to unpack the engine"));
   } else {
-    api.ready = TinyformerEngine({ print: () => {}, printErr: () => {} }).then((module) => {
+    // The module's bytes: base64 -> gzip -> wasm.
+    const gzipped = new Blob([base64Bytes(TinyformerEngineWasmGzip)]);
+    const wasmBytes = new Response(gzipped.stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+    // A module that does not unpack or instantiate rejects `ready` (through
+    // the race below) instead of leaving it pending.
+    let failed = null;
+    const failure = new Promise((resolve, reject) => { failed = reject; });
+    const instantiateWasm = (imports, receive) => {
+      wasmBytes.then((bytes) => WebAssembly.instantiate(bytes, imports))
+        .then((made) => receive(made.instance), (error) => failed(new Error("the engine did not start: " + error.message)));
+      return {}; // the exports arrive through receive
+    };
+    const started = TinyformerEngine({ print: () => {}, printErr: () => {}, instantiateWasm });
+    api.ready = Promise.race([started, failure]).then((module) => {
       const path = "/" + status.model_file;
       module.FS.writeFile(path, base64Bytes(document.getElementById("tinyformer-model").textContent));
       api.info = answer(module.ccall("tinyformer_load", "string", ["string"], [path]));
