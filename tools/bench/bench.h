@@ -30,6 +30,9 @@ struct Settings {
     int64_t key_tile = 0;       // --key-tile N: AttentionOptions.key_tile
 };
 
+// `tinyformer-bench live MODEL REQUEST.json`: live_run RUNS times, the median printed (bench_live.cpp).
+void run_live_command(const std::string& model_path, const std::string& request_path, int64_t runs);
+
 // --- heap counting (heap_counter.cpp) ---
 size_t heap_current_bytes();
 size_t heap_peak_bytes();

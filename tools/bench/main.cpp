@@ -68,7 +68,11 @@ void print_usage(std::FILE* out) {
                  "  --threads N       BLAS threads (set_blas_threads); default: OpenBLAS's own choice\n"
                  "  --query-block N   attention, streaming path: queries per block (default: the engine's)\n"
                  "  --key-tile N      attention, streaming path: keys per tile (default: the engine's)\n"
-                 "  -h, --help        show this help\n");
+                 "  -h, --help        show this help\n"
+                 "\n"
+                 "tinyformer-bench live MODEL.safetensors REQUEST.json [--n N]\n"
+                 "  runs the page's engine call (live_run, docs/FORMAT.md section 4's request) N times\n"
+                 "  (default 30) natively and prints the median: the page benchmark's native column\n");
 }
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -163,6 +167,34 @@ void print_machine() {
     std::fflush(stdout);
 }
 
+// `tinyformer-bench live MODEL REQUEST.json [--n N]` (bench_live.cpp): the
+// page's engine call natively, for the page benchmark (make bench-page).
+int live_command(int argc, char** argv) {
+    std::vector<std::string> positional;
+    int64_t runs = 30;
+    for (int i = 2; i < argc; ++i) {
+        const std::string_view argument = argv[i];
+        if (argument == "--n") {
+            if (i + 1 >= argc) usage_error("live: --n needs a value");
+            runs = parse_positive("--n", argv[++i]);
+        } else if (argument.starts_with("-")) {
+            usage_error("live: unknown option '" + std::string(argument) + "'");
+        } else {
+            positional.emplace_back(argument);
+        }
+    }
+    if (positional.size() != 2) usage_error("live: expected MODEL.safetensors REQUEST.json [--n N]");
+    try {
+        print_machine();
+        tinyformer::bench::run_live_command(positional[0], positional[1], runs);
+    } catch (const std::exception& error) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "tinyformer-bench: error: %s\n", error.what());
+        return 1;
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -172,6 +204,7 @@ int main(int argc, char** argv) {
         tinyformer::bench::run_probe();
         return 0;
     }
+    if (argc >= 2 && std::string_view(argv[1]) == "live") return live_command(argc, argv);
     const CommandLine command_line = parse_command_line(argc, argv);
     if (command_line.settings.threads > 0) tinyformer::set_blas_threads(command_line.settings.threads);
     try {

@@ -1,0 +1,235 @@
+// The engine in the page, timed (make bench-page): a benchmark, never a test;
+// targets are printed beside the numbers and nothing is asserted.
+//
+//   node tests/browser/bench_live.mjs [PAGE.html ...]   default: the toy models' live pages
+//
+// Prints what it ran on (chromium, CPU, cores, load, the engine's BLAS), then
+// per page: its size, page load to interactive (navigation start to
+// window.tinyformer.ready resolved; median of 5 loads), the median of N full
+// recomputes with a new text each (window.tinyformer.run: encode +
+// teacher-forced pass + greedy decode of up to 32 tokens), the same through the
+// page (Enter in #live-source to document.body.dataset.live "ready", views
+// re-rendered), and one fixed request in the page against the native engine on
+// the same request (`tinyformer-bench live MODEL REQUEST.json`), with the ratio.
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, statSync, writeFileSync, mkdtempSync } from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { basename, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { launch } from "./browser.mjs";
+
+const RECOMPUTES = Number(process.env.BENCH_RECOMPUTES || 30);
+const LOADS = 5;
+const TARGET_RECOMPUTE_MS = 50, TARGET_LOAD_MS = 1000, TARGET_PAGE_BYTES = 3 * 1024 * 1024;
+const BENCH = "build/tinyformer-bench";
+const MODELS = ["reverse", "sort", "reverse-prefixlm", "reverse-causal", "dates", "reverse-rotary", "reverse-alibi"];
+
+const pages = process.argv.slice(2);
+if (!pages.length) pages.push(...MODELS.map((name) => `build/browser/live-${name}.html`));
+
+function modelOf(page) {
+  const name = basename(page, ".html").replace(/^live-/, "");
+  const toy = `data/models/${name}.safetensors`;
+  return { name, model: existsSync(toy) ? toy : `data/families/${name}/${name}.safetensors` };
+}
+
+// Texts a reader might type, new for every recompute (a seeded generator: the
+// same texts on every run of the benchmark).
+function texts(name, count) {
+  let state = 12345;
+  const next = (n) => { state = (state * 1103515245 + 12345) % 2147483648; return state % n; };
+  const months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+  const words = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "hundred", "and"];
+  return Array.from({ length: count }, () => {
+    const length = 6 + next(9);  // 6..14 characters: inside every toy model's training lengths
+    if (name === "sort") return Array.from({ length }, () => String(next(10))).join("");
+    if (name === "dates") return `${1 + next(28)} ${months[next(12)]} ${1900 + next(200)}`;
+    if (name === "llama2c-tiny") return Array.from({ length: 3 }, () => words[next(words.length)]).join(" ") + ",";
+    return Array.from({ length }, () => String.fromCharCode(97 + next(26))).join("");
+  });
+}
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+const ms = (value) => `${value.toFixed(1)} ms`;
+const against = (value, target, unit) => `${value <= target ? "within" : "ABOVE"} the target ${unit(target)}`;
+
+function cpuModel() {
+  const line = readFileSync("/proc/cpuinfo", "utf8").split("\n").find((l) => l.startsWith("model name"));
+  return line ? line.split(":")[1].trim() : "unknown (no model name in /proc/cpuinfo)";
+}
+
+// The whole machine's busy share between two /proc/stat samples (this
+// benchmark's chromium included), and the busiest other processes now.
+function cpuSample() {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = fields[3] + (fields[4] || 0);
+  return { total: fields.reduce((a, b) => a + b, 0), idle };
+}
+const busyShare = (a, b) => (b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : NaN);
+function otherProcesses() {
+  try {
+    const rows = execFileSync("ps", ["-eo", "pcpu=,comm=", "--sort=-pcpu"], { encoding: "utf8" }).trim().split("\n");
+    return rows.map((r) => r.trim().split(/\s+/)).filter(([, comm]) => !/^(chrom|node|ps$)/.test(comm))
+      .slice(0, 3).map(([pcpu, comm]) => `${comm} ${pcpu}%`).join(", ");
+  } catch {
+    return "unknown (ps failed)";
+  }
+}
+
+// Page load to interactive: navigation start (performance.now() = 0) to the
+// moment window.tinyformer.ready resolves, hooked by a script that runs
+// before the page's own.
+const READY_HOOK = `(() => {
+  const hook = () => {
+    if (window.tinyformer && window.tinyformer.ready && !window.__benchHooked) {
+      window.__benchHooked = true;
+      window.tinyformer.ready.then(() => { window.__benchReadyAt = performance.now(); }, () => { window.__benchReadyAt = -1; });
+      return true;
+    }
+    return false;
+  };
+  const timer = setInterval(() => { if (hook()) clearInterval(timer); }, 0);
+  document.addEventListener("DOMContentLoaded", hook);
+})();`;
+
+async function loadTime(browser, url) {
+  const context = await browser.newContext({ offline: true });
+  await context.route("**/*", (route) => (route.request().url() === url ? route.continue() : route.abort()));
+  await context.addInitScript(READY_HOOK);
+  const page = await context.newPage();
+  await page.goto(url, { waitUntil: "load" });
+  await page.waitForFunction(() => window.__benchReadyAt !== undefined, null, { timeout: 30000 });
+  const readyAt = await page.evaluate(() => window.__benchReadyAt);
+  return { context, page, readyAt };
+}
+
+// N recomputes inside the page, timed there (no round trip to node counted).
+async function engineRecomputes(page, requests) {
+  return page.evaluate(async (requests) => {
+    const times = [];
+    for (const request of requests) {
+      const start = performance.now();
+      await window.tinyformer.run(request);
+      times.push(performance.now() - start);
+    }
+    return times;
+  }, requests);
+}
+
+// Through the page: Enter in #live-source to data-live "ready" with the
+// page's update count (data-live-runs) grown: the views re-rendered; timed in
+// the page from the keydown to the attribute change.
+async function typedRecompute(page, text) {
+  await page.fill("#live-source", text);
+  await page.evaluate(() => {
+    const runs = Number(document.body.dataset.liveRuns) || 0;
+    window.__benchTyped = new Promise((resolve) => {
+      let start = 0;
+      document.getElementById("live-source").addEventListener("keydown", () => { start = performance.now(); }, { once: true, capture: true });
+      const observer = new MutationObserver(() => {
+        const state = document.body.dataset.live;
+        if (start && Number(document.body.dataset.liveRuns) > runs && (state === "ready" || state === "error")) {
+          observer.disconnect();
+          resolve({ ms: performance.now() - start, state });
+        }
+      });
+      observer.observe(document.body, { attributes: true, attributeFilter: ["data-live", "data-live-runs"] });
+    });
+  });
+  await page.press("#live-source", "Enter");
+  return page.evaluate(() => window.__benchTyped);
+}
+
+function nativeLive(model, request, count) {
+  if (!existsSync(BENCH)) return { note: `${BENCH} not built (make build/tinyformer-bench)` };
+  const file = join(mkdtempSync(join(tmpdir(), "tinyformer-bench-")), "request.json");
+  writeFileSync(file, JSON.stringify(request));
+  try {
+    const output = execFileSync(BENCH, ["live", model, file, "--n", String(count)], { encoding: "utf8" });
+    const match = output.match(/median\s+([\d.]+)\s*ms/);
+    return match ? { ms: Number(match[1]), output } : { note: `no median in: ${output.trim().split("\n").pop()}` };
+  } catch (error) {
+    return { note: `tinyformer-bench live failed: ${String(error.stderr || error.message).trim().split("\n")[0]}` };
+  }
+}
+
+const browser = await launch();
+console.log("tinyformer page benchmark (make bench-page): the engine in the page, headless chromium");
+console.log(`  chromium      ${browser.version()} (${process.env.CHROMIUM || "/usr/bin/chromium"})`);
+console.log(`  cpu           ${cpuModel()}`);
+console.log(`  logical CPUs  ${cpus().length}`);
+console.log(`  load average  ${loadavg().map((v) => v.toFixed(2)).join(" ")} (1, 5, 15 min); busiest other processes: ${otherProcesses()}`);
+console.log(`  recomputes    median of ${RECOMPUTES}, a new text each; loads: median of ${LOADS}`);
+let infoPrinted = false;
+
+for (const file of pages) {
+  const { name, model } = modelOf(file);
+  console.log(`\n== ${name}: ${file} ==`);
+  if (!existsSync(file)) {
+    console.log(`  missing: make ${file}`);
+    continue;
+  }
+  const url = pathToFileURL(resolve(file)).href;
+  const bytes = statSync(file).size;
+  console.log(`  page size              ${(bytes / 1048576).toFixed(2)} MiB (${bytes} bytes), ${against(bytes, TARGET_PAGE_BYTES, (t) => `${t / 1048576} MiB`)}`);
+
+  const loads = [];
+  let opened = null;
+  for (let i = 0; i < LOADS; ++i) {
+    const attempt = await loadTime(browser, url);
+    loads.push(attempt.readyAt);
+    if (i === LOADS - 1) opened = attempt;
+    else await attempt.context.close();
+  }
+  if (loads.some((t) => t < 0)) {
+    console.log(`  window.tinyformer.ready rejected: ${await opened.page.evaluate(() => window.tinyformer.ready.catch((e) => String(e.message)))}`);
+    await opened.context.close();
+    continue;
+  }
+  console.log(`  load to interactive    ${ms(median(loads))} (loads: ${loads.map((t) => t.toFixed(0)).join(", ")} ms), ${against(median(loads), TARGET_LOAD_MS, ms)}`);
+  const { page } = opened;
+  if (!infoPrinted) {
+    const info = await page.evaluate(async () => {
+      const info = typeof window.tinyformer.info === "function" ? await window.tinyformer.info() : await window.tinyformer.info;
+      return info ?? {};
+    });
+    console.log(`  engine                 ${info.blas_description ?? JSON.stringify(info)}`);
+    infoPrinted = true;
+  }
+
+  const decode = { mode: "greedy", max_new_tokens: 32 };
+  const inputs = texts(name, RECOMPUTES + 2);
+  const before = cpuSample();
+  await engineRecomputes(page, inputs.slice(0, 2).map((text) => ({ text, decode })));  // warm-up
+  const times = await engineRecomputes(page, inputs.slice(2).map((text) => ({ text, decode })));
+  const busy = busyShare(before, cpuSample());
+  console.log(`  recompute (engine)     ${ms(median(times))} median, ${ms(Math.min(...times))} min, ${ms(Math.max(...times))} max ` +
+    `over ${times.length} texts; ${against(median(times), TARGET_RECOMPUTE_MS, ms)}; machine busy ${(busy * 100).toFixed(0)}%`);
+
+  const typed = [];
+  let typedNote = "";
+  try {
+    for (const text of inputs.slice(2, 2 + Math.min(10, RECOMPUTES))) typed.push((await typedRecompute(page, text)).ms);
+  } catch (error) {
+    typedNote = String(error.message).split("\n")[0];
+  }
+  if (typed.length)
+    console.log(`  recompute (page, Enter to rendered) ${ms(median(typed))} median of ${typed.length}, ${against(median(typed), TARGET_RECOMPUTE_MS, ms)}`);
+  else console.log(`  recompute (page)       not measured: ${typedNote}`);
+
+  // One request, the same in both engines.
+  const request = { text: inputs[0], decode };
+  const fixed = await engineRecomputes(page, Array.from({ length: RECOMPUTES }, () => request));
+  const native = nativeLive(model, request, RECOMPUTES);
+  const wasm = median(fixed);
+  if (native.ms !== undefined)
+    console.log(`  same request ${JSON.stringify(inputs[0])}: wasm ${ms(wasm)}, native ${native.ms.toFixed(2)} ms (live_run), wasm/native ${(wasm / native.ms).toFixed(1)}x`);
+  else console.log(`  same request ${JSON.stringify(inputs[0])}: wasm ${ms(wasm)}; native: ${native.note}`);
+  await opened.context.close();
+}
+console.log(`\nload average at the end: ${loadavg().map((v) => v.toFixed(2)).join(" ")}`);
+await browser.close();
