@@ -95,7 +95,15 @@ TEST_CASE("explore live page: an engine file that would end its <script> is refu
     }
     const CliRun missing = run_tinyformer({"explore", kReverse, "abc", "--engine", dir.file("none.js"), "--html", dir.file("p.html")});
     CHECK(missing.status == 1);
-    CHECK(missing.err.find("cannot read the engine file") != std::string::npos);
+    CHECK(missing.err.find("the engine file '" + dir.file("none.js") + "' does not exist") != std::string::npos);
+    // Not a regular file: refused before any read (a FIFO would hang, /dev/zero never ends).
+    for (const std::string& odd : {std::string("/dev/zero"), dir.path().string()}) {
+        CAPTURE(odd);
+        const CliRun run = run_tinyformer({"explore", kReverse, "abc", "--engine", odd, "--html", dir.file("p.html")});
+        CHECK(run.status == 1);
+        CHECK(run.err.find("is not a regular file") != std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(dir.file("p.html")));
+    }
 }
 
 TEST_CASE("explore live page: the page limit counts the engine and the checkpoint") {

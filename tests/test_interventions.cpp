@@ -372,3 +372,25 @@ TEST_CASE("interventions, CLI: --overrides FILE equals the same cells as flags; 
                                                    "decoder.1.cross_attn:0,decoder.0.cross_attn:2"}).out;
     CHECK(ablated != plain_run);
 }
+
+TEST_CASE("interventions, CLI: run decodes each input alone under mask overrides; a repeated flag is a usage error") {
+    using test_helpers::run_tinyformer;
+    using test_helpers::run_tinyformer_ok;
+    // Query 5 (the second generated token after <bos> a b c =) may not read key 3 ('c') in any layer.
+    std::string cells;
+    for (int layer = 0; layer < 4; ++layer) {
+        if (layer > 0) cells += ',';
+        cells.append("layers.").append(std::to_string(layer)).append(".self_attn:5:3");
+    }
+    const std::string& model = kReverseCausal;
+    const std::string alone = run_tinyformer_ok({"run", model, "abc", "--block", cells}).out;
+    // Batched with a longer input, "abc" is right-padded and its tokens would sit at other
+    // slots; decoded alone, its line is the same.
+    const std::string batched = run_tinyformer_ok({"run", model, "abcdefg", "abc", "--block", cells}).out;
+    CHECK(batched.substr(batched.find('\n') + 1) == alone);
+    CHECK(alone != run_tinyformer_ok({"run", model, "abc"}).out);  // the cell does change this input's output
+    const auto repeated = run_tinyformer({"run", kReverse, "hello", "--block", "decoder.0.self_attn:1:0", "--block",
+                                          "decoder.0.self_attn:2:0"});
+    CHECK(repeated.status == 2);
+    CHECK(repeated.err.find("--block is given twice") != std::string::npos);
+}

@@ -57,6 +57,8 @@ TEST_CASE("live: each bad request is one Error naming its field") {
         {{{"ids", {1000}}}, "request: \"ids\": "},
         {{{"text", "ABC"}}, "request: \"text\": "},
         {{{"text", "abc"}, {"colour", 1}}, "unknown key \"colour\""},
+        {{{"text", "abc"}, {"second", {{"text", "ab"}}}, {"mask_overrides", {{"encoder.0.self_attn", {{0, 1, 0}}}}}},
+         "give them without \"second\""},
         {{{"text", "abc"}, {"target", "a"}, {"target_ids", {1}}}, "not both"},
         {{{"text", "abc"}, {"target_ids", {99999}}}, "request: \"target_ids\": "},
         {{{"text", "abc"}, {"unk", "yes"}}, "\"unk\" must be true or false"},
