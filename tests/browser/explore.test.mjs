@@ -148,8 +148,11 @@ for (const file of pages) {
       return free[Math.floor(free.length / 2)];
     }
 
-    test("the file is self-contained, < 2 MB, and renders offline without errors in under a second", async (t) => {
-      assert.ok(statSync(file).size < 2 * 1024 * 1024, `${file} is ${statSync(file).size} bytes`);
+    test("the file is self-contained, <= 3 MB with the engine (< 2 MiB recorded), and renders offline without errors in under a second", async (t) => {
+      // A live page carries the WebAssembly engine and the checkpoint (issue: a toy model's page <= 3 MB).
+      const live = readFileSync(file, "utf8").includes('"live":true');
+      const limit = live ? 3e6 : 2 * 1024 * 1024;
+      assert.ok(statSync(file).size <= limit, `${file} is ${statSync(file).size} bytes, above ${limit}`);
       assert.equal(data.format, "tinyformer-explore/1");
       assert.deepEqual(blocked, [], "requests that tried to leave the file");
       assert.deepEqual(errors, [], "console errors");
