@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/matmul.h"
+#include "tests/gemm_check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,104 +18,17 @@ using tinyformer::Shape;
 using tinyformer::Tensor;
 using tinyformer::Transpose;
 
-namespace {
-
-// Deterministic numbers in [-1, 1) (a 32-bit LCG), so a failing shape reproduces.
-struct Numbers {
-    uint32_t state;
-    float next() {
-        state = state * 1664525u + 1013904223u;
-        return static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
-    }
-};
-
-// A rows x cols window into a larger buffer: it starts `offset` floats in and
-// each row is followed by `padding` floats that the window must never touch.
-struct Strided {
-    std::vector<float> buffer;
-    int64_t rows, cols, stride, offset;
-
-    Strided(int64_t rows_, int64_t cols_, int64_t padding, int64_t offset_, float fill)
-        : buffer(static_cast<size_t>(offset_ + rows_ * (cols_ + padding) + 1), fill),
-          rows(rows_), cols(cols_), stride(cols_ + padding), offset(offset_) {}
-    MatrixView view() { return {buffer.data() + offset, rows, cols, stride}; }
-    void fill_window(Numbers& numbers) {
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < cols; ++c) view()(r, c) = numbers.next();
-    }
-};
-
-const char* name(Transpose t) { return t == Transpose::Yes ? "T" : "N"; }
-
-}  // namespace
-
 TEST_CASE("gemm agrees with gemm_naive over a table of shapes, transposes, alpha/beta and strides") {
-    struct Case {
-        int64_t m, n, k;
-    };
     // M, N, K: ones, odd sizes, and sizes up to 70 (past OpenBLAS's small-matrix paths). One-row
     // products of up to 65536 weights are issued in chunks of outputs below 9216 weights each
     // (engine/matmul.cpp): N = 300, K = 64 is 3 chunks (143 + 143 + 14 outputs), N = 1000, K = 60
-    // is 7, and N = 2000, K = 64 (128000 weights) one call.
-    const Case cases[] = {{1, 1, 1},   {1, 7, 3},   {5, 1, 4},   {3, 4, 1},    {2, 3, 5},    {7, 7, 7},
-                          {17, 13, 11}, {1, 64, 70}, {33, 1, 65}, {64, 70, 3},  {31, 37, 41}, {70, 69, 67},
-                          {3, 5, 0},    {1, 300, 64}, {1, 1000, 60}, {1, 2000, 64}};
-    struct Scale {
-        float alpha, beta;
-    };
-    const Scale scales[] = {{1.0f, 0.0f}, {0.5f, 2.0f}, {-1.5f, 1.0f}};
-    const Transpose both[] = {Transpose::No, Transpose::Yes};
-    // padding 0 / offset 0 is a plain contiguous matrix; the others are windows
-    // into a bigger buffer, as a head slice of a projection is.
-    const int64_t paddings[] = {0, 3};
-
-    const float sentinel = 12345.0f;
-    uint32_t seed = 1;
-    for (const Case& shape : cases)
-        for (Transpose ta : both)
-            for (Transpose tb : both)
-                for (const Scale& scale : scales)
-                    for (int64_t padding : paddings) {
-                        CAPTURE(shape.m);
-                        CAPTURE(shape.n);
-                        CAPTURE(shape.k);
-                        CAPTURE(name(ta));
-                        CAPTURE(name(tb));
-                        CAPTURE(scale.alpha);
-                        CAPTURE(scale.beta);
-                        CAPTURE(padding);
-                        Numbers numbers{seed++};
-                        const int64_t offset = padding == 0 ? 0 : 1;
-                        // op(A) is [M, K]: stored [K, M] when transposed. Likewise B.
-                        Strided a(ta == Transpose::Yes ? shape.k : shape.m, ta == Transpose::Yes ? shape.m : shape.k,
-                                  padding, offset, sentinel);
-                        Strided b(tb == Transpose::Yes ? shape.n : shape.k, tb == Transpose::Yes ? shape.k : shape.n,
-                                  padding, offset, sentinel);
-                        Strided c_blas(shape.m, shape.n, padding, offset, sentinel);
-                        a.fill_window(numbers);
-                        b.fill_window(numbers);
-                        c_blas.fill_window(numbers);  // the C that beta scales
-                        Strided c_naive = c_blas;
-
-                        tinyformer::gemm(a.view(), ta, b.view(), tb, c_blas.view(), scale.alpha, scale.beta);
-                        tinyformer::gemm_naive(a.view(), ta, b.view(), tb, c_naive.view(), scale.alpha, scale.beta);
-
-                        float largest = 0.0f, worst = 0.0f;
-                        for (int64_t i = 0; i < shape.m; ++i)
-                            for (int64_t j = 0; j < shape.n; ++j) {
-                                largest = std::max(largest, std::fabs(c_naive.view()(i, j)));
-                                worst = std::max(worst, std::fabs(c_blas.view()(i, j) - c_naive.view()(i, j)));
-                            }
-                        CHECK(worst <= 1e-4f * std::max(1.0f, largest));
-                        // Nothing outside the C window was written (padding and the float before it).
-                        int64_t touched = 0;
-                        for (size_t i = 0; i < c_blas.buffer.size(); ++i) {
-                            const int64_t at = static_cast<int64_t>(i) - offset;
-                            const bool inside = at >= 0 && at / c_blas.stride < shape.m && at % c_blas.stride < shape.n;
-                            if (!inside && c_blas.buffer[i] != sentinel) ++touched;
-                        }
-                        CHECK(touched == 0);
-                    }
+    // is 7, and N = 2000, K = 64 (128000 weights) one call. Within tests/gemm_check.h's bound.
+    test_helpers::check_against_naive(
+        tinyformer::gemm,
+        {{1, 1, 1},   {1, 7, 3},   {5, 1, 4},   {3, 4, 1},    {2, 3, 5},    {7, 7, 7},
+         {17, 13, 11}, {1, 64, 70}, {33, 1, 65}, {64, 70, 3},  {31, 37, 41}, {70, 69, 67},
+         {3, 5, 0},    {1, 300, 64}, {1, 1000, 60}, {1, 2000, 64}},
+        /*nan_when_beta_is_0=*/false);
 }
 
 TEST_CASE("gemm multiplies a 2x3 by a 3x2 matrix as worked by hand") {

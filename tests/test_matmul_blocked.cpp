@@ -5,19 +5,13 @@
 // transpose, strided windows, alpha/beta; then against OpenBLAS's gemm on a
 // model-sized product.
 //
-// Tolerance. gemm_blocked sums in float. Each output is a sum of K products;
-// summing K terms in float rounds at most K times, each time by at most
-// u = 2^-24 of the partial sum, so the error is at most about
-// K u sum_k |a_ik b_kj|. alpha, beta and the panels' additions into C add a
-// few roundings more, and the reference (a double sum rounded to float, then
-// alpha * it + beta * c in float) a few of its own, so each element must be
-// within  (K + 8) u (|alpha| sum_k |a_ik b_kj| + |beta c_ij|)  of gemm_naive.
-// That bound is reached only by adversarial inputs; a wrong index or a lost
-// term moves an element by about one |a b| ~ 0.25, hundreds of times more.
+// Tolerance: tests/gemm_check.h (each element within (K + 8) u sum|a b| of
+// gemm_naive).
 #include <doctest/doctest.h>
 
 #include "engine/matmul.h"
 #include "engine/random.h"
+#include "tests/gemm_check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,128 +26,20 @@ using tinyformer::Shape;
 using tinyformer::Tensor;
 using tinyformer::Transpose;
 
-namespace {
-
-constexpr double kUnitRoundoff = 1.0 / (1 << 24);  // 2^-24, float's
-
-// Deterministic numbers in [-1, 1) (a 32-bit LCG), so a failing shape reproduces.
-struct Numbers {
-    uint32_t state;
-    float next() {
-        state = state * 1664525u + 1013904223u;
-        return static_cast<float>(state >> 8) / static_cast<float>(1u << 23) - 1.0f;
-    }
-};
-
-// A rows x cols window into a larger buffer: it starts `offset` floats in and
-// each row is followed by `padding` floats that the window must never touch.
-struct Strided {
-    std::vector<float> buffer;
-    int64_t rows, cols, stride, offset;
-
-    Strided(int64_t rows_, int64_t cols_, int64_t padding, int64_t offset_, float fill)
-        : buffer(static_cast<size_t>(offset_ + rows_ * (cols_ + padding) + 1), fill),
-          rows(rows_), cols(cols_), stride(cols_ + padding), offset(offset_) {}
-    MatrixView view() { return {buffer.data() + offset, rows, cols, stride}; }
-    void fill_window(Numbers& numbers) {
-        for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < cols; ++c) view()(r, c) = numbers.next();
-    }
-    // The same window with every element replaced by its magnitude.
-    Strided magnitudes() const {
-        Strided copy = *this;
-        for (float& value : copy.buffer) value = std::fabs(value);
-        return copy;
-    }
-    // Elements outside the window that are not `sentinel` any more.
-    int64_t touched_outside(float sentinel) const {
-        int64_t touched = 0;
-        for (size_t i = 0; i < buffer.size(); ++i) {
-            const int64_t at = static_cast<int64_t>(i) - offset;
-            const bool inside = at >= 0 && at / stride < rows && at % stride < cols;
-            if (!inside && buffer[i] != sentinel) ++touched;
-        }
-        return touched;
-    }
-};
-
-const char* name(Transpose t) { return t == Transpose::Yes ? "T" : "N"; }
-
-}  // namespace
+using test_helpers::kUnitRoundoff;
 
 TEST_CASE("gemm_blocked agrees with gemm_naive over shapes, transposes, strides and alpha/beta") {
-    struct Case {
-        int64_t m, n, k;
-    };
     // Ones; one row (the decoding gemv, both layouts of B) and one column; sizes that
     // are not multiples of the 4 x 8 tile; M past the 64-row block (130), K past
     // one and two 256 panels (257, 600), N past the 512-column panel (600); the
     // toy models' shapes (8 x 64 x 64, 32 x 256 x 256).
-    const Case cases[] = {{1, 1, 1},   {1, 64, 64},  {1, 256, 64},  {1, 37, 29},   {1, 1, 9},    {5, 1, 7},
-                          {64, 1, 256}, {3, 4, 1},   {2, 3, 5},     {4, 8, 256},   {5, 9, 3},    {7, 7, 7},
-                          {8, 64, 64}, {17, 13, 11}, {65, 129, 33}, {130, 20, 20}, {13, 17, 600}, {6, 600, 9},
-                          {32, 256, 256}, {300, 70, 257}};
-    struct Scale {
-        float alpha, beta;
-    };
-    // beta = 0 with NaN in C: C must be ignored (BLAS's rule), not multiplied by 0.
-    const Scale scales[] = {{1.0f, 0.0f}, {0.5f, 2.0f}, {-1.5f, 1.0f}};
-    const Transpose both[] = {Transpose::No, Transpose::Yes};
-    const int64_t paddings[] = {0, 3};  // 3: windows into a bigger buffer (stride > cols), as a head slice is
-    const float sentinel = 12345.0f;
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    uint32_t seed = 1;
-    for (const Case& shape : cases)
-        for (Transpose ta : both)
-            for (Transpose tb : both)
-                for (const Scale& scale : scales)
-                    for (int64_t padding : paddings) {
-                        CAPTURE(shape.m);
-                        CAPTURE(shape.n);
-                        CAPTURE(shape.k);
-                        CAPTURE(name(ta));
-                        CAPTURE(name(tb));
-                        CAPTURE(scale.alpha);
-                        CAPTURE(scale.beta);
-                        CAPTURE(padding);
-                        Numbers numbers{seed++};
-                        const int64_t offset = padding == 0 ? 0 : 1;
-                        // op(A) is [M, K]: stored [K, M] when transposed. Likewise B.
-                        Strided a(ta == Transpose::Yes ? shape.k : shape.m, ta == Transpose::Yes ? shape.m : shape.k,
-                                  padding, offset, sentinel);
-                        Strided b(tb == Transpose::Yes ? shape.n : shape.k, tb == Transpose::Yes ? shape.k : shape.n,
-                                  padding, offset, sentinel);
-                        Strided c(shape.m, shape.n, padding, offset, sentinel);
-                        a.fill_window(numbers);
-                        b.fill_window(numbers);
-                        c.fill_window(numbers);
-                        if (scale.beta == 0.0f)
-                            for (int64_t i = 0; i < shape.m; ++i)
-                                for (int64_t j = 0; j < shape.n; ++j) c.view()(i, j) = nan;
-                        Strided reference = c, bound = c.magnitudes();
-
-                        tinyformer::gemm_blocked(a.view(), ta, b.view(), tb, c.view(), scale.alpha, scale.beta);
-                        tinyformer::gemm_naive(a.view(), ta, b.view(), tb, reference.view(), scale.alpha, scale.beta);
-                        // bound = |alpha| |op(A)| |op(B)| + |beta| |C|: sum_k |a_ik b_kj| by the naive loops.
-                        Strided a_abs = a.magnitudes(), b_abs = b.magnitudes();
-                        tinyformer::gemm_naive(a_abs.view(), ta, b_abs.view(), tb, bound.view(), std::fabs(scale.alpha),
-                                               std::fabs(scale.beta));
-
-                        const double factor = static_cast<double>(shape.k + 8) * kUnitRoundoff;
-                        int64_t outside = 0;
-                        double worst = 0;  // the largest |difference| / allowed
-                        for (int64_t i = 0; i < shape.m; ++i)
-                            for (int64_t j = 0; j < shape.n; ++j) {
-                                const double got = c.view()(i, j), want = reference.view()(i, j);
-                                const double allowed = factor * bound.view()(i, j) + 1e-30;
-                                const double difference = std::fabs(got - want);
-                                if (!(difference <= allowed)) ++outside;  // NaN counts as outside
-                                worst = std::max(worst, difference / allowed);
-                            }
-                        CAPTURE(worst);
-                        CHECK(outside == 0);
-                        CHECK(c.touched_outside(sentinel) == 0);  // nothing written past the window
-                    }
+    test_helpers::check_against_naive(
+        tinyformer::gemm_blocked,
+        {{1, 1, 1},   {1, 64, 64},  {1, 256, 64},  {1, 37, 29},   {1, 1, 9},    {5, 1, 7},
+         {64, 1, 256}, {3, 4, 1},   {2, 3, 5},     {4, 8, 256},   {5, 9, 3},    {7, 7, 7},
+         {8, 64, 64}, {17, 13, 11}, {65, 129, 33}, {130, 20, 20}, {13, 17, 600}, {6, 600, 9},
+         {32, 256, 256}, {300, 70, 257}},
+        /*nan_when_beta_is_0=*/true);
 }
 
 TEST_CASE("gemm_blocked multiplies a 2x3 by a 3x2 matrix as worked by hand") {
