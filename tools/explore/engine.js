@@ -8,7 +8,8 @@
 //   run(r)   a Promise of the RESULT of request r; calls run one after the
 //            other, never together; rejects with an Error whose message is the
 //            engine's one line
-//   info     {name, arch} of the loaded model (null until ready)
+//   info     {name, arch, blas_description} of the loaded model and the
+//            engine's matrix product (null until ready)
 //   last     the last RESULT (null until one), for tests
 // The engine itself is build/wasm/tinyformer-engine.js, inlined before this
 // script by `tinyformer explore`: emscripten's glue (TinyformerEngine) and the

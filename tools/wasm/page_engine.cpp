@@ -9,6 +9,7 @@
 // Both return a JSON text, {"ok":true,"result":...} or {"ok":false,"error":"one
 // line"}, valid until the next call; nothing is thrown across the boundary.
 #include "engine/io/json.h"
+#include "engine/matmul.h"
 #include "tools/explore/live.h"
 
 #include <exception>
@@ -66,7 +67,8 @@ const char* tinyformer_load(const char* path) {
         return answered({{"ok", true},
                          {"result",
                           {{"name", loaded_name},
-                           {"arch", tinyformer::architecture_name(config.arch)}}}});
+                           {"arch", tinyformer::architecture_name(config.arch)},
+                           {"blas_description", tinyformer::blas_description()}}}});
     });
 }
 
