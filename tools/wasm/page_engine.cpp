@@ -9,6 +9,7 @@
 // Both return a JSON text, {"ok":true,"result":...} or {"ok":false,"error":"one
 // line"}, valid until the next call; nothing is thrown across the boundary.
 #include "engine/io/json.h"
+#include "engine/io/utf8.h"
 #include "engine/matmul.h"
 #include "tools/explore/live.h"
 
@@ -30,7 +31,12 @@ const char* answered(const json& value) {
     return answer.c_str();
 }
 
-const char* failed(const std::string& message) { return answered({{"ok", false}, {"error", message}}); }
+// The error line as the CLI prints one (engine/io/utf8.h's rule): a typed
+// control character or bidi override in it is shown as \xNN or \u{XXXX},
+// never sent to the page as itself.
+const char* failed(const std::string& message) {
+    return answered({{"ok", false}, {"error", tinyformer::shown_text(message)}});
+}
 
 // The checkpoint's name as the page shows it: the file name without folders and ".safetensors".
 std::string stem(std::string path) {
