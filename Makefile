@@ -191,10 +191,13 @@ deps-python:
 # /usr/bin/python3: tests/python/test_safety.py (tools/python/safe_write.py, the one writer
 # of every Python output, and compare_trace.py's refusals) and
 # tests/python/test_safetensors_io.py (the Python reader against the header table
-# the C++ reader is tested on, tests/safetensors_headers.json).
+# the C++ reader is tested on, tests/safetensors_headers.json) and
+# tests/python/test_torch_file.py (the converters' one reader of PyTorch files and
+# its unpickler, on hostile files built in the test).
 test-tools: deps-python
 	/usr/bin/python3 tests/python/test_safety.py
 	/usr/bin/python3 tests/python/test_safetensors_io.py
+	/usr/bin/python3 tests/python/test_torch_file.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js}

@@ -73,8 +73,9 @@ Command line (from any folder; Debian's python3-torch):
 attribute names (src_embed, tgt_embed, pos_embed, transformer, generator /
 embed, pos_embed, transformer, lm_head): it builds stock modules, loads the
 state_dict strictly, exports them and checks the file (unless --no-check).
-The file is read with torch.load(weights_only=True) (load_state_dict_file):
-nothing in it can run; a file that needs more is refused. Every file written
+The file is read by the project's own reader (load_state_dict_file ->
+tools/python/torch_file.py; torch.load is never called): nothing in it can
+run; a file that needs more than tensors is refused. Every file written
 goes through tools/python/safe_write.py.
 Standard library, torch and numpy only.
 """
@@ -84,12 +85,10 @@ import copy
 import hashlib
 import json
 import os
-import pickle
 import re
 import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -1602,36 +1601,22 @@ _RESAVE = ("re-save the weights alone with torch.save(model.state_dict(), PATH),
 
 
 def load_state_dict_file(path, shown=None):
-    """{name: tensor} of a torch.save file: torch's zip format through the
-    project's allowlist reader (families/gpt.py, load_torch_file), the legacy
-    format with weights_only=True: tensors and plain containers only, so nothing
-    in the file can run. Raises ValueError
-    saying why and what to do (a pickled module, an object of another class, a
-    dict holding more than tensors)."""
+    """{name: tensor} of a torch.save file, read by the project's own reader
+    (families.gpt.load_torch_file -> torch_file.py: the zip and the legacy
+    format, tensors and plain containers only, so nothing in the file can run;
+    torch.load is never called). Raises ValueError saying why and what to do
+    (a pickled module, an object of another class, a dict holding more than
+    tensors)."""
+    from families.gpt import load_torch_file
     shown = shown or str(path)
     try:
-        is_zip = zipfile.is_zipfile(path)
-    except OSError as e:
-        raise ValueError(f"{shown}: cannot read: {e.strerror or e}") from None
-    if is_zip:  # torch's zip format: the project's allowlist reader (families/gpt.py, load_torch_file)
-        from families.gpt import load_torch_file
-        try:
-            state = load_torch_file(path, "state_dict")
-        except ValueError as e:
-            why = str(e).removeprefix(str(path) + ": ")
-            raise ValueError(f"{shown}: {why}; loading it needs more than tensors, and unpickling that could run "
-                             f"code; {_RESAVE}") from None
-        return _only_tensors(state, shown)
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        why = str(e).split("WeightsUnpickler error:")[-1].strip()
-        raise ValueError(f"{shown}: refused: loading it needs more than tensors ({why}), and unpickling that "
-                         f"could run code; {_RESAVE}") from None
-    except OSError as e:
-        raise ValueError(f"{shown}: cannot read: {e.strerror or e}") from None
-    except Exception as e:   # noqa: BLE001 - torch.load raises many kinds on a file that is not its own
-        raise ValueError(f"{shown}: cannot load it as a torch.save file ({type(e).__name__}: {e})") from None
+        state = load_torch_file(path, "state_dict")
+    except ValueError as e:
+        why = str(e).removeprefix(str(path) + ": ")
+        if "refused" not in why:
+            raise ValueError(f"{shown}: {why}") from None
+        raise ValueError(f"{shown}: {why}; loading it needs more than tensors, and unpickling that could run "
+                         f"code; {_RESAVE}") from None
     return _only_tensors(state, shown)
 
 
@@ -1793,8 +1778,9 @@ What a state_dict cannot tell must be given: --nhead, --activation, --norm-first
 counts, vocabulary sizes, final norm) are read from the tensors' shapes; a flag that
 disagrees with them is an error.
 
---from-state-dict loads the file with torch.load(weights_only=True): tensors only, nothing
-in it runs; a file that needs more (a pickled module, other objects) is refused.
+--from-state-dict reads the file with the project's own reader (tools/python/torch_file.py,
+never torch.load): tensors only, nothing in it runs; a file that needs more (a pickled
+module, other objects) is refused.
 Names saved by nn.DataParallel (module. in front of each) are read without the prefix.
 --out is written to a temporary file in its folder and renamed into place (a FIFO, a
 device or /dev/stdout is written as a stream, and then the "wrote" line goes to stderr);
@@ -1819,7 +1805,7 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     fam.add_argument("--n-head", type=_whole(1), help="mingpt, annotated (and nanogpt from a bare state_dict): "
                                                       "attention heads (a state_dict does not record them)")
     fam.add_argument("--meta", metavar="meta.pkl", help="nanogpt: the character vocabulary nanoGPT's prepare.py "
-                                                       "wrote (read with a restricted unpickler: no code runs)")
+                                                       "wrote (read as plain data by the project's own unpickler: no code runs)")
     fam.add_argument("--gelu", choices=["exact", "tanh"], help="nanogpt: which GELU the checkpoint was trained with "
                                                               "(required: the ckpt does not record it; nanoGPT used tanh before mid-2023)")
     fam.add_argument("--visible-controls", action="store_true",

@@ -216,12 +216,9 @@ def main():
     safe_write.write_bytes(str(ckpt), buffer.getvalue())
     print(f"{NAME}: wrote {ckpt.relative_to(out.parent) if out.parent in ckpt.parents else ckpt} "
           f"({len(buffer.getvalue())} bytes; iter_num {saved['iter_num']}, best_val_loss {float(best_val_loss):.4f})")
-    try:
-        torch.load(str(ckpt), map_location="cpu", weights_only=True)
-        print(f"{NAME}: torch.load(weights_only=True) reads ckpt.pt")
-    except Exception as e:  # noqa: BLE001 - torch 1.13 refuses floats (model_args' dropout, config)
-        print(f"{NAME}: torch.load(weights_only=True) refuses ckpt.pt on torch {torch.__version__} "
-              f"({str(e).splitlines()[-1][:100]}); families.gpt.load_torch_file reads it through torch's allowlist")
+    reread = load_torch_file(ckpt)            # the converters' own reader (tools/python/torch_file.py)
+    print(f"{NAME}: the project's reader reads ckpt.pt back: {len(reread['model'])} tensors, "
+          f"iter_num {reread['iter_num']}")
 
     # The model the checkpoint holds (the best val loss), in eval mode.
     model.load_state_dict(saved["model"])

@@ -40,19 +40,20 @@ into tinyformer's decoder_only layout (docs/FORMAT.md section 1; the table is
 in docs/FAMILIES.md) and return a families.Converted.
 """
 
-import collections
-import io
 import math
-import os
-import pickle
-import zipfile
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from . import Converted, check_state_dict, rename_to_upstream
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: the readers
+import pickle_reader  # noqa: E402
+import torch_file  # noqa: E402
 
 
 @dataclass
@@ -237,232 +238,13 @@ class GPT(nn.Module):
 # Reading files safely: torch.save archives and nanoGPT's meta.pkl
 # ----------------------------------------------------------------------------
 
-# torch.save's storage class names -> dtype (the typed storages every torch version writes)
-STORAGE_DTYPES = {
-    "FloatStorage": torch.float32, "DoubleStorage": torch.float64, "HalfStorage": torch.float16,
-    "BFloat16Storage": torch.bfloat16, "LongStorage": torch.int64, "IntStorage": torch.int32,
-    "ShortStorage": torch.int16, "CharStorage": torch.int8, "ByteStorage": torch.uint8, "BoolStorage": torch.bool,
-}
-
-
-class _StorageType:
-    def __init__(self, dtype):
-        self.dtype = dtype
-
-
-def _rebuild_tensor(storage, offset, size, stride, requires_grad=False, hooks=None, *rest):
-    """torch._utils._rebuild_tensor_v2's job, done here: a view of the storage's
-    elements (as_strided checks the view stays inside the storage), sharing the
-    storage as torch.load does. A view may not hold more elements than its
-    storage (a stride of 0 would otherwise turn 4 bytes of the file into
-    terabytes as soon as the tensor is copied)."""
-    if not torch.is_tensor(storage) or not isinstance(offset, int) or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in (*size, *stride)):
-        raise pickle.UnpicklingError("a tensor record with a malformed storage, offset, size or stride")
-    if math.prod(size) > storage.numel():
-        raise pickle.UnpicklingError(f"a tensor record of {math.prod(size)} elements over a storage of "
-                                     f"{storage.numel()} (an expanded view; save a copy of it instead)")
-    try:
-        return torch.as_strided(storage, tuple(size), tuple(stride), offset)
-    except RuntimeError as e:
-        raise pickle.UnpicklingError(f"a tensor record outside its storage ({e})") from None
-
-
-def _rebuild_parameter(data, requires_grad=False, hooks=None, *rest):
-    if not torch.is_tensor(data):
-        raise pickle.UnpicklingError("a Parameter record without a tensor")
-    return data
-
-
-ATOMIC_KEYS = (str, int, float, bool, bytes, type(None))
-
-
-class _PlainDataOpcodes(pickle._Unpickler):
-    """The pure-Python unpickler with the opcodes that could act on a stranger's
-    objects narrowed (its dispatch table is a class attribute, the C one's is
-    not reachable):
-      BUILD (obj.__setstate__(state) / setattr): only an OrderedDict taking a
-          dict of attributes (torch.save's state_dict._metadata). On a tensor
-          BUILD is Tensor.__setstate__ -> set_(storage, offset, size, stride),
-          which resizes an empty storage to any size; on anything else setattr.
-      SETITEM(S): keys only str, int, float, bool, bytes, None. A key is hashed
-          when stored, and a tuple key built from shared halves ((t, t), then
-          ((t, t), (t, t)), ...) takes 2**depth steps to hash: a hang.
-      sets and frozensets: refused (they hash too, and no checkpoint has them)."""
-
-    dispatch = dict(pickle._Unpickler.dispatch)
-
-    def _load_build(self):
-        state = self.stack.pop()
-        inst = self.stack[-1]
-        if type(inst) is not collections.OrderedDict or not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
-            raise pickle.UnpicklingError(f"refused to set the state of a {type(inst).__name__} (BUILD): only an "
-                                         f"OrderedDict's attributes are set by a file of plain data and tensors")
-        inst.__dict__.update(state)
-
-    def _key(self, key):
-        if not isinstance(key, ATOMIC_KEYS):
-            raise pickle.UnpicklingError(f"refused a dict key of type {type(key).__name__}: keys here are "
-                                         f"strings and numbers")
-        return key
-
-    def _load_setitem(self):
-        value = self.stack.pop()
-        key = self._key(self.stack.pop())
-        self.stack[-1][key] = value
-
-    def _load_setitems(self):
-        items = self.pop_mark()
-        d = self.stack[-1]
-        for i in range(0, len(items), 2):
-            d[self._key(items[i])] = items[i + 1]
-
-    def _refuse_set(self):
-        raise pickle.UnpicklingError("refused a set: a file of plain data and tensors has none")
-
-    dispatch[pickle.BUILD[0]] = _load_build
-    dispatch[pickle.SETITEM[0]] = _load_setitem
-    dispatch[pickle.SETITEMS[0]] = _load_setitems
-    for _op in (pickle.EMPTY_SET, pickle.ADDITEMS, pickle.FROZENSET):
-        dispatch[_op[0]] = _refuse_set
-    del _op
-
-
-class _TorchArchiveUnpickler(_PlainDataOpcodes):
-    """Reads data.pkl of a torch.save zip archive allowing exactly: dicts, lists,
-    tuples, strings, numbers, bools, None, OrderedDict, and tensors (rebuilt here
-    from the archive's raw storage records by _rebuild_tensor, never by torch's
-    own rebuild functions). Every other global is refused by name, so nothing
-    from the file is called. Used when torch.load(weights_only=True) refuses a
-    file that holds only those: torch 1.13's weights_only has no BINFLOAT
-    (pickle opcode 71), so every float in model_args, config or the optimizer
-    state stops it. (torch.load cannot take a safer pickle_module instead: torch
-    1.13 replaces any pickle_module by pickle when weights_only is false.)"""
-
-    def __init__(self, data, archive, prefix, budget):
-        super().__init__(io.BytesIO(data))
-        self.archive, self.prefix = archive, prefix
-        self.records = {}          # key -> the record's bytes, read once however often data.pkl names it
-        self.budget = budget       # bytes the records may still take: the archive's size on disk
-
-    def find_class(self, module, name):
-        if module == "collections" and name == "OrderedDict":
-            from collections import OrderedDict
-            return OrderedDict
-        if module == "torch" and name in STORAGE_DTYPES:
-            return _StorageType(STORAGE_DTYPES[name])
-        if module == "torch._utils" and name == "_rebuild_tensor_v2":
-            return _rebuild_tensor
-        if module == "torch._utils" and name == "_rebuild_parameter":
-            return _rebuild_parameter
-        raise pickle.UnpicklingError(f"refused the global {module}.{name}: the file would need it to be built, and "
-                                     f"a checkpoint of tensors, numbers, strings and containers never does")
-
-    def persistent_load(self, pid):
-        if (not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage"
-                or not isinstance(pid[1], _StorageType) or not isinstance(pid[2], str)):
-            raise pickle.UnpicklingError(f"refused a persistent id ({type(pid).__name__}): not a tensor storage record")
-        dtype, key = pid[1].dtype, pid[2]
-        raw = self.records.get(key)
-        if raw is None:
-            name = f"{self.prefix}/data/{key}"
-            try:
-                info = self.archive.getinfo(name)
-            except KeyError:
-                raise pickle.UnpicklingError(f"the archive has no storage record data/{key[:80]}") from None
-            if info.file_size > self.budget:
-                raise pickle.UnpicklingError(f"storage record data/{key[:80]} unpacks to {info.file_size} bytes, more "
-                                             f"than the archive holds on disk (torch.save stores records uncompressed)")
-            self.budget -= info.file_size
-            raw = self.records[key] = bytearray(self.archive.read(name))
-        size = torch.empty((), dtype=dtype).element_size()
-        if len(raw) % size:
-            raise pickle.UnpicklingError(f"storage record data/{key[:80]} is {len(raw)} bytes, not whole {dtype} elements")
-        if not raw:
-            return torch.empty(0, dtype=dtype)
-        return torch.frombuffer(raw, dtype=dtype)
-
-
-MAX_PICKLE_BYTES = 256 << 20
-
-
-def _read_torch_archive(path):
-    """The object a torch.save zip archive holds, through _TorchArchiveUnpickler."""
-    with zipfile.ZipFile(path) as archive:
-        names = archive.namelist()
-        pkls = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
-        if len(pkls) != 1:
-            raise pickle.UnpicklingError("not a torch.save archive (no single <name>/data.pkl)")
-        prefix = pkls[0][: -len("/data.pkl")]
-        if f"{prefix}/byteorder" in names and archive.read(f"{prefix}/byteorder").strip() != b"little":
-            raise pickle.UnpicklingError("saved big-endian; only little-endian archives are read")
-        info = archive.getinfo(pkls[0])
-        if info.file_size > MAX_PICKLE_BYTES:
-            raise pickle.UnpicklingError(f"data.pkl is {info.file_size} bytes, more than {MAX_PICKLE_BYTES}")
-        return _TorchArchiveUnpickler(archive.read(pkls[0]), archive, prefix, os.path.getsize(path)).load()
-
-
-def _is_torchscript(path):
-    """A TorchScript archive (code/ and constants.pkl): torch.load would hand it
-    to torch.jit.load, even with weights_only=True. Never loaded here."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return any(n.endswith("/constants.pkl") or "/code/" in n for n in archive.namelist())
-    except (zipfile.BadZipFile, OSError):
-        return False
-
-
 def load_torch_file(path, what="checkpoint"):
-    """The object a torch.save file holds, built without running code from it.
-    torch's zip format (every torch.save since 1.6) is read by
-    _TorchArchiveUnpickler's allowlist only: torch 1.13's weights_only cannot
-    read floats, and it lets BUILD call Tensor.set_ and hashes any tuple key.
-    The legacy non-zip format goes to torch.load(weights_only=True). Never a
-    plain unpickling; TorchScript archives are refused. Raises ValueError
-    naming the file and the reason."""
-    path = str(path)
-    try:
-        is_zip = zipfile.is_zipfile(path)
-    except OSError as e:
-        raise ValueError(f"{path}: cannot read the {what}: {e.strerror or e}") from None
-    if not is_zip:
-        try:
-            return torch.load(path, map_location="cpu", weights_only=True)
-        except OSError as e:
-            raise ValueError(f"{path}: cannot read the {what}: {e.strerror or e}") from None
-        except pickle.UnpicklingError as e:
-            first = str(e).split("WeightsUnpickler error:")[-1].strip()
-            raise ValueError(f"{path}: refused: torch.load(weights_only=True) stopped ({first}) and the file is "
-                             f"not torch's zip format, the only one read here without it; re-save it with "
-                             f"torch.save") from None
-        except Exception as e:   # noqa: BLE001 - torch.load raises many kinds on a file that is not its own
-            raise ValueError(f"{path}: cannot load the {what} as a torch.save file ({type(e).__name__}: {e})") from None
-    if _is_torchscript(path):
-        raise ValueError(f"{path}: a TorchScript archive (torch.jit.save), not a torch.save file of weights: "
-                         f"save the model's state_dict (or nanoGPT's ckpt.pt) instead")
-    try:
-        return _read_torch_archive(path)
-    except pickle.UnpicklingError as e:
-        raise ValueError(f"{path}: refused: {e}") from None
-    except OSError as e:
-        raise ValueError(f"{path}: cannot read the {what}: {e.strerror or e}") from None
-    except (zipfile.BadZipFile, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError,
-            MemoryError, RecursionError, OverflowError, RuntimeError, NotImplementedError) as e:
-        raise ValueError(f"{path}: cannot load the {what} as a torch.save archive ({type(e).__name__}: {e})") from None
-
-
-class _DataOnlyUnpickler(_PlainDataOpcodes):
-    """Unpickles plain data only: dict, list, tuple, str, bytes, int, float, bool,
-    None (the opcodes that build those need no global). Every global (a class,
-    a function: what a malicious pickle calls to run code) is refused, and
-    persistent ids too."""
-
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError(f"refused the global {module}.{name}: meta.pkl holds only dicts, lists, "
-                                     f"strings and numbers, and loading anything else could run code")
-
-    def persistent_load(self, pid):
-        raise pickle.UnpicklingError("refused a persistent id: meta.pkl holds only plain data")
+    """The object a torch.save file holds, with torch tensors, read by the
+    project's own reader (tools/python/torch_file.py: torch's zip and legacy
+    formats, an allow-list unpickler, every cost bounded by the file's size).
+    torch.load is never called, so nothing in the file can run. Raises
+    ValueError "PATH: ..." naming the file and the reason."""
+    return torch_file.to_torch(torch_file.read(path, what))
 
 
 MAX_META_BYTES = 64 << 20
@@ -480,26 +262,16 @@ def _shown(value):
 
 def read_meta(path):
     """nanoGPT's meta.pkl (data/*/prepare.py: {'vocab_size': n, 'itos': {id: ch},
-    'stoi': {ch: id}}), read with _DataOnlyUnpickler. Returns the vocabulary as a
-    list (index = id). Raises ValueError naming the file and what is wrong."""
+    'stoi': {ch: id}}), read by pickle_reader as plain data (no global, no
+    persistent id: nothing in it can run). Returns the vocabulary as a list
+    (index = id). Raises ValueError naming the file and what is wrong."""
     path = str(path)
     try:
-        size = os.path.getsize(path)
-        if size > MAX_META_BYTES:
-            raise ValueError(f"{path}: {size} bytes, more than a meta.pkl's limit of {MAX_META_BYTES}")
-        with open(path, "rb") as f:
-            meta = _DataOnlyUnpickler(io.BytesIO(f.read())).load()
+        meta = pickle_reader.load(torch_file.file_bytes(path, MAX_META_BYTES))
     except OSError as e:
         raise ValueError(f"{path}: cannot read meta.pkl: {e.strerror or e}") from None
-    except pickle.UnpicklingError as e:
-        if str(e).startswith("refused"):
-            raise ValueError(f"{path}: refused: {e}") from None
-        raise ValueError(f"{path}: not a readable pickle ({e})") from None
-    except (EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError, MemoryError,
-            RecursionError, OverflowError) as e:
-        if isinstance(e, ValueError) and str(e).startswith(path):
-            raise
-        raise ValueError(f"{path}: not a readable pickle ({type(e).__name__}: {e})") from None
+    except pickle_reader.Refused as e:
+        raise ValueError(f"{path}: refused as meta.pkl: {e}") from None
     if not isinstance(meta, dict) or "itos" not in meta:
         raise ValueError(f"{path}: expected nanoGPT's meta.pkl, a dict with 'itos' (id -> character), got "
                          f"{type(meta).__name__}" + (f" with keys {sorted(map(str, meta))}" if isinstance(meta, dict) else ""))
