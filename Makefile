@@ -81,10 +81,13 @@ deps-fuzz: deps
 # UndefinedBehaviorSanitizer into build/fuzz/, and run each for FUZZ_SECONDS
 # seconds, printing executions and findings (tests/fuzz/run.sh). Not part of
 # `make test`: fuzzing is open-ended; the closing notes record long runs.
+# Then the Python twin (tests/fuzz/fuzz_pickle.py): random mutations of pickles
+# and torch.save files through the converters' reader for FUZZ_SECONDS seconds.
 FUZZ_SECONDS ?= 60
-fuzz: deps-fuzz
+fuzz: deps-fuzz deps-python
 	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_BIN)
 	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+	/usr/bin/python3 tests/fuzz/fuzz_pickle.py --seconds $(FUZZ_SECONDS)
 
 # Build and run the main example: the trained toy models on a few inputs, their
 # attention as PNG heatmaps (the pictures in docs/ that README.md and docs/*.md show, every head and

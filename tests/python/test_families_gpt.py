@@ -343,7 +343,8 @@ class NanoGPT(FamilyCase):
 
 
 class TorchArchive(FamilyCase):
-    """families.gpt.load_torch_file's own reader (what runs when weights_only refuses)."""
+    """families.gpt.load_torch_file: the project's own reader (tools/python/torch_file.py) on
+    files torch.save wrote, in both of its formats."""
 
     def test_views_shared_storages_and_dtypes_come_back_equal(self):
         base = torch.arange(40, dtype=torch.float32).view(5, 8)
@@ -351,21 +352,25 @@ class TorchArchive(FamilyCase):
                "bf16": torch.randn(4).bfloat16(), "ids": torch.arange(6), "mask": torch.tril(torch.ones(3, 3)).bool(),
                "param": nn.Parameter(torch.randn(2, 2)), "lr": 1e-3, "betas": (0.9, 0.95), "name": "x", "none": None,
                "empty": torch.empty(0)}
-        path = self.p("a.pt")
-        torch.save(obj, path)
-        loaded = gpt._read_torch_archive(path)
-        for key, value in obj.items():
-            with self.subTest(key=key):
-                if torch.is_tensor(value):
-                    self.assertEqual(loaded[key].dtype, value.dtype)
-                    self.assertTrue(torch.equal(loaded[key], value.detach()))
-                else:
-                    self.assertEqual(loaded[key], value)
+        for legacy in (False, True):
+            path = self.p(f"a{legacy}.pt")
+            torch.save(obj, path, _use_new_zipfile_serialization=not legacy)
+            loaded = gpt.load_torch_file(path)
+            for key, value in obj.items():
+                with self.subTest(key=key, legacy=legacy):
+                    if torch.is_tensor(value):
+                        self.assertEqual(loaded[key].dtype, value.dtype)
+                        self.assertEqual(loaded[key].shape, value.shape)
+                        self.assertTrue(torch.equal(loaded[key], value.detach()))
+                    else:
+                        self.assertEqual(loaded[key], value)
+            # views of one storage stay views of one storage (as torch.load makes them)
+            self.assertEqual(loaded["view"].data_ptr(), loaded["same"].data_ptr() + 4 * (8 + 2))
 
     def test_a_module_pickled_whole_is_refused(self):
         path = self.p("m.pt")
         torch.save({"model": nn.Linear(2, 2), "lr": 0.1}, path)
-        with self.assertRaisesRegex(ValueError, r"refused: refused the global torch\.nn\.modules\.linear\.Linear"):
+        with self.assertRaisesRegex(ValueError, r"refused as a checkpoint: the global torch\.nn\.modules\.linear\.Linear is not allowed"):
             gpt.load_torch_file(path)
 
     def test_torchscript_is_refused(self):
@@ -396,7 +401,7 @@ class MetaPkl(FamilyCase):
             pickle.load(f)
         self.assertTrue(os.path.exists(ran))
         os.unlink(ran)
-        with self.assertRaisesRegex(ValueError, r"meta\.pkl: refused: refused the global (posix|os)\.system"):
+        with self.assertRaisesRegex(ValueError, r"meta\.pkl: refused as meta\.pkl: the global (posix|os)\.system is not allowed"):
             gpt.read_meta(path)
         self.assertFalse(os.path.exists(ran), "meta.pkl's code ran")
 
@@ -428,7 +433,7 @@ class MetaPkl(FamilyCase):
         path = self.p("trunc.pkl")
         with open(path, "wb") as f:
             f.write(pickle.dumps({"itos": {0: "a"}})[:-3])
-        with self.assertRaisesRegex(ValueError, r"not a readable pickle"):
+        with self.assertRaisesRegex(ValueError, r"trunc\.pkl: refused as meta\.pkl: "):
             gpt.read_meta(path)
 
 

@@ -1,181 +1,117 @@
-"""families.gpt.load_torch_file on hostile torch.save archives: each file here
-is written opcode by opcode (what a stranger's ckpt.pt could hold), and each
-must be refused with a ValueError, never built, never grown past the bytes of
-the file, never hang.
+"""Every converter entry point on a stranger's file that would run code: a
+TorchScript-shaped archive whose data.pkl calls builtins.exec, with 69,000
+zero bytes after it (issue 31's high finding: Python's zipfile then sees no
+zip, torch's reader still did, and torch.load handed TorchScript to
+torch.jit.load). Each entry point must exit 1 with one line naming the file,
+and the payload's marker file must never appear. The hostile files of the
+reader itself (no torch needed) are in tests/python/test_torch_file.py.
 
-    /usr/bin/python3 tests/python/test_torch_archive.py
+    /usr/bin/python3 tests/python/test_torch_archive.py      (make parity)
 """
 
+import json
 import os
 import pickle
-import struct
+import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
 import zipfile
-from collections import OrderedDict
 from pathlib import Path
 
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
+EXPORT = REPO / "tools" / "python" / "tinyformer_export.py"
 sys.path.insert(0, str(REPO / "tools" / "python"))
 from families import gpt  # noqa: E402
 
 
-# --- a tiny pickle writer (protocol 2 opcodes + STACK_GLOBAL) -----------------
-def s(text):                      # SHORT_BINUNICODE
+def s(text):
     b = text.encode()
     return b"\x8c" + bytes([len(b)]) + b
 
 
-def g(module, name):              # STACK_GLOBAL
-    return s(module) + s(name) + b"\x93"
+def exec_pickle(marker):
+    """data.pkl that runs code under Python's pickle (and torch.load without weights_only)."""
+    src = f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')"
+    return b"\x80\x02" + s("builtins") + s("exec") + b"\x93" + b"(" + s(src) + b"t" + b"R" + b"0" + b"}" + b"."
 
 
-def i(n):                         # BININT
-    return b"J" + struct.pack("<i", n)
-
-
-def ints(values):                 # MARK ... TUPLE
-    return b"(" + b"".join(i(v) for v in values) + b"t"
-
-
-def storage(key, kind="FloatStorage"):   # ("storage", torch.FloatStorage, key, "cpu", 1) BINPERSID
-    return b"(" + s("storage") + g("torch", kind) + s(key) + s("cpu") + i(1) + b"t" + b"Q"
-
-
-def tensor(key, offset, size, stride):    # _rebuild_tensor_v2(storage, offset, size, stride, False, {})
-    return (g("torch._utils", "_rebuild_tensor_v2") + b"(" + storage(key) + i(offset) + ints(size)
-            + ints(stride) + b"\x89" + b"}" + b"t" + b"R")
-
-
-def one_entry(name, value):        # {name: value}
-    return b"}" + s(name) + value + b"s"
-
-
-class HostileArchives(unittest.TestCase):
+class EntryPoints(unittest.TestCase):
     def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
+        self.dir = Path(tempfile.mkdtemp())
+        self.marker = self.dir / "MARKER"
 
     def tearDown(self):
-        self.dir.cleanup()
+        shutil.rmtree(self.dir)
 
-    def archive(self, pkl, records, compress=zipfile.ZIP_STORED):
-        path = os.path.join(self.dir.name, "ckpt.pt")
+    def hostile(self, name):
+        path = self.dir / name
         with zipfile.ZipFile(path, "w") as z:
-            z.writestr("archive/data.pkl", b"\x80\x02" + pkl + b".")
+            z.writestr("archive/data.pkl", exec_pickle(self.marker))
+            z.writestr("archive/constants.pkl", b"\x80\x02).")
+            z.writestr("archive/code/__torch__.py", b"")
             z.writestr("archive/version", b"3\n")
-            for key, data in records.items():
-                z.writestr(f"archive/data/{key}", data, compress_type=compress)
+        with open(path, "ab") as f:
+            f.write(bytes(69_000))
         return path
 
-    def refused(self, path, words):
-        with self.assertRaises(ValueError) as cm:
+    def test_the_payload_is_real(self):
+        pickle.loads(exec_pickle(self.marker))
+        self.assertTrue(self.marker.exists())
+
+    def test_no_entry_point_runs_it(self):
+        ckpt = self.hostile("ckpt.pt")
+        self.assertFalse(zipfile.is_zipfile(ckpt))
+        hf = self.dir / "hf"
+        hf.mkdir()
+        shutil.copy(ckpt, hf / "pytorch_model.bin")
+        (hf / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_layer": 1, "n_head": 1, "n_embd": 4,
+                                                    "n_positions": 8, "vocab_size": 4}))
+        model = REPO / "data" / "families" / "mingpt-sort.safetensors"
+        vocab = self.dir / "vocab.json"
+        vocab.write_text(json.dumps(["<pad>", "a", "b"]))
+        runs = {
+            "--from nanogpt": ["--from", "nanogpt", str(ckpt), "--gelu", "exact", "--out", "o.safetensors"],
+            "--from mingpt": ["--from", "mingpt", str(ckpt), "--n-head", "2", "--out", "o.safetensors"],
+            "--from llama2c": ["--from", "llama2c", str(ckpt), "--out", "o.safetensors"],
+            "--from annotated": ["--from", "annotated", str(ckpt), "--n-head", "2", "--out", "o.safetensors"],
+            "--from hf-gpt2": ["--from", "hf-gpt2", str(hf), "--out", "o.safetensors"],
+            "--from-state-dict": ["--from-state-dict", str(ckpt), "--arch", "encoder_only", "--nhead", "2",
+                                  "--activation", "relu", "--norm-first", "false", "--max-len", "8",
+                                  "--vocab", str(vocab), "--out", "o.safetensors"],
+            "--check --against": ["--check", str(model), "--against", "mingpt", str(ckpt), "--n-head", "2"],
+        }
+        for name, args in runs.items():
+            with self.subTest(name):
+                run = subprocess.run([sys.executable, str(EXPORT), *args], cwd=self.dir, capture_output=True,
+                                     text=True, timeout=300)
+                self.assertEqual(run.returncode, 1, run.stderr)
+                self.assertEqual(run.stderr.count("\n"), 1, run.stderr)
+                self.assertTrue(run.stderr.startswith("tinyformer_export: error: "), run.stderr)
+                self.assertIn("ckpt.pt" if "hf" not in name else "pytorch_model.bin", run.stderr)
+                self.assertIn("bytes after the zip's end record", run.stderr)
+                self.assertFalse(self.marker.exists(), f"{name}: the file's code ran")
+                self.assertFalse((self.dir / "o.safetensors").exists())
+
+    def test_a_torchscript_archive_is_refused_by_its_members(self):
+        path = self.dir / "ts.pt"
+        torch.jit.save(torch.jit.script(torch.nn.Linear(2, 2)), str(path))
+        with self.assertRaisesRegex(ValueError, r"ts\.pt: refused as a checkpoint: a TorchScript archive"):
             gpt.load_torch_file(path)
-        self.assertIn(words, str(cm.exception))
 
-    def test_a_plain_tensor_reads(self):
-        # the writer above is right: 2 floats 1.5, 2.5 read back as themselves
-        path = self.archive(one_entry("w", tensor("0", 0, [2], [1])), {"0": struct.pack("<2f", 1.5, 2.5)})
-        self.assertEqual(gpt.load_torch_file(path)["w"].tolist(), [1.5, 2.5])
-
-    def test_build_on_a_tensor_is_refused(self):
-        # BUILD with (storage, offset, size, stride) is Tensor.__setstate__ -> set_(...), which
-        # resizes an empty storage to 10**6 uninitialised floats (it did, before the fix)
-        pkl = b"}" + s("w") + tensor("0", 0, [1], [1]) + b"(" + storage("1") + i(0) + ints([10 ** 6]) \
-            + ints([1]) + b"t" + b"b" + b"s"
-        self.refused(self.archive(pkl, {"0": struct.pack("<f", 1.5), "1": b""}), "BUILD")
-
-    def test_build_on_an_allowed_function_is_refused(self):
-        # (state, slotstate) BUILD would setattr on the rebuild function itself (its __defaults__)
-        pkl = g("torch._utils", "_rebuild_tensor_v2") + b"N" + b"}" + s("__defaults__") + b")" + b"s" \
-            + b"\x86" + b"b"
-        self.refused(self.archive(pkl, {}), "BUILD")
-
-    def test_ordered_dict_metadata_still_reads(self):
-        # torch.save(state_dict) sets OrderedDict._metadata by BUILD: still accepted
-        state = OrderedDict(w=torch.tensor([1.0, 2.0]))
-        state._metadata = OrderedDict({"": {"version": 1}})
-        path = os.path.join(self.dir.name, "sd.pt")
-        torch.save(state, path)
-        got = gpt.load_torch_file(path)
-        self.assertEqual(got["w"].tolist(), [1.0, 2.0])
-        self.assertEqual(got._metadata, {"": {"version": 1}})
-
-    def test_a_stride_0_view_cannot_grow_four_bytes_into_gigabytes(self):
-        # 2 * 10**9 elements of stride 0 over 1 float: inside the storage, but 8 GB once copied
-        self.refused(self.archive(one_entry("w", tensor("0", 0, [2 * 10 ** 9], [0])),
-                                  {"0": struct.pack("<f", 1.0)}), "elements over a storage of 1")
-
-    def test_a_view_outside_its_storage_is_refused(self):
-        self.refused(self.archive(one_entry("w", tensor("0", 1, [2], [1])), {"0": struct.pack("<2f", 1, 2)}),
-                     "outside its storage")
-        self.refused(self.archive(one_entry("w", tensor("0", 0, [2, 2], [2, 1])), {"0": struct.pack("<2f", 1, 2)}),
-                     "elements over a storage")
-
-    def test_one_record_named_many_times_is_read_once(self):
-        # 40 tensors over the same 4 MB record share it (torch.load's semantics), no 40 copies
-        pkl = b"}" + b"".join(s(f"w{n}") + tensor("0", 0, [10 ** 6], [1]) + b"s" for n in range(40))
-        got = gpt.load_torch_file(self.archive(pkl, {"0": bytes(4 * 10 ** 6)}))
-        self.assertEqual(len({t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage")
-                              else t.storage().data_ptr() for t in got.values()}), 1)
-
-    def test_a_compressed_record_larger_than_the_file_is_refused(self):
-        # 64 MB of zeros deflate to ~64 KB: a record may not unpack past the archive's size on disk
-        path = self.archive(one_entry("w", tensor("0", 0, [16 << 20], [1])), {"0": bytes(64 << 20)},
-                            compress=zipfile.ZIP_DEFLATED)
-        self.assertLess(os.path.getsize(path), 1 << 20)
-        self.refused(path, "more than the archive holds on disk")
-
-    def test_a_tuple_key_is_refused_before_it_is_hashed(self):
-        # t1 = (t0, t0), t2 = (t1, t1), ...: hash(t80) takes 2**80 steps; refused as a key
-        pkl = s("x") + b"\x94"                       # MEMOIZE t0 at memo 0
-        for depth in range(80):
-            pkl += b"h" + bytes([depth]) + b"h" + bytes([depth]) + b"\x86" + b"\x94"   # (m, m) -> memo depth+1
-        pkl = b"}" + pkl + i(1) + b"s"
-        self.refused(self.archive(pkl, {}), "dict key of type tuple")
-
-    def test_sets_are_refused(self):
-        self.refused(self.archive(b"\x8f" + b"(" + i(1) + b"\x90", {}), "refused a set")
-
-    def test_read_meta_refuses_tuple_keys_and_build(self):
-        path = os.path.join(self.dir.name, "meta.pkl")
-        t = s("x") + b"\x94" + b"".join(b"h" + bytes([d]) + b"h" + bytes([d]) + b"\x86" + b"\x94" for d in range(80))
-        with open(path, "wb") as f:
-            f.write(b"\x80\x02}" + t + i(1) + b"s.")
-        with self.assertRaises(ValueError) as cm:
-            gpt.read_meta(path)
-        self.assertIn("dict key of type tuple", str(cm.exception))
-        with open(path, "wb") as f:
-            f.write(b"\x80\x02]" + b"}" + b"b.")     # BUILD on a list
-        with self.assertRaises(ValueError) as cm:
-            gpt.read_meta(path)
-        self.assertIn("BUILD", str(cm.exception))
-
-    def test_a_persistent_id_is_not_printed_whole(self):
-        # the refusal names the id's type only: str() of a shared-halves tuple would never end
-        t = s("x") + b"\x94" + b"".join(b"h" + bytes([d]) + b"h" + bytes([d]) + b"\x86" + b"\x94" for d in range(80))
-        self.refused(self.archive(t + b"Q", {}), "refused a persistent id (tuple)")
-
-    def test_a_shared_halves_value_in_meta_is_not_printed(self):
-        # vocab_size = t80 (a tuple, allowed as a value): the mismatch message names its type only
-        path = os.path.join(self.dir.name, "meta.pkl")
-        t = s("x") + b"\x94" + b"0" + b"".join(b"h" + bytes([d]) + b"h" + bytes([d]) + b"\x86" + b"\x94" + b"0"
-                                             for d in range(80)) + b"h" + bytes([80])   # POPs: only t80 stays
-        itos = b"}" + i(0) + s("a") + b"s"
-        with open(path, "wb") as f:
-            f.write(b"\x80\x02}" + s("itos") + itos + b"s" + s("vocab_size") + t + b"s.")
-        with self.assertRaises(ValueError) as cm:
-            gpt.read_meta(path)
-        self.assertIn("vocab_size = a tuple", str(cm.exception))
-
-    def test_a_shared_halves_n_head_in_model_args_is_not_printed(self):
-        with self.assertRaises(ValueError) as cm:
-            gpt.assemble({"transformer.wte.weight": torch.zeros(4, 4), "transformer.wpe.weight": torch.zeros(2, 4), "transformer.ln_f.weight": torch.ones(4),
-                          "transformer.h.0.ln_1.weight": torch.ones(4)},
-                         n_head=((1, 1), (1, 1)), gelu="exact", where="x")
-        self.assertIn("n_head = a tuple", str(cm.exception))
+    def test_big_endian_legacy_files_are_refused(self):
+        path = self.dir / "be.pt"
+        torch.save({"w": torch.ones(2)}, str(path), _use_new_zipfile_serialization=False)
+        data = bytearray(path.read_bytes())
+        at = data.find(b"\x88", data.find(b"little_endian"))   # the key's value, NEWTRUE (after its BINPUT)
+        self.assertLess(at - data.find(b"little_endian"), 16)
+        data[at] = 0x89                                          # NEWFALSE
+        path.write_bytes(bytes(data))
+        with self.assertRaisesRegex(ValueError, r"saved big-endian"):
+            gpt.load_torch_file(path)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ import numpy as np
 import pickle_reader
 from pickle_reader import Refused
 
-__all__ = ["read", "to_torch", "file_bytes", "StoredTensor", "UNPACK_MULTIPLE", "VIEW_MULTIPLE", "MAX_PICKLE_BYTES"]
+__all__ = ["read", "parse", "to_torch", "file_bytes", "StoredTensor", "UNPACK_MULTIPLE", "VIEW_MULTIPLE", "MAX_PICKLE_BYTES"]
 
 UNPACK_MULTIPLE = 4        # all members unpacked <= 4 x the file's size
 VIEW_MULTIPLE = 4          # all tensors, each copied out, <= 4 x the file's size
@@ -482,18 +482,24 @@ def file_bytes(path, limit=None):
     return buf
 
 
+def parse(buf):
+    """The object of a torch.save file's bytes (a bytearray). Raises Refused,
+    or for a malformed file possibly struct.error, OverflowError, IndexError,
+    TypeError or MemoryError, which read() turns into its one line."""
+    if buf[:4] == ZIP_LOCAL:
+        return _read_zip(buf)
+    if buf[:2] == b"\x80\x02" and buf[2:3] == b"\x8a":
+        return _read_legacy(buf)
+    raise Refused("not a torch.save file: neither torch's zip format (it starts with PK\\x03\\x04) nor its "
+                  "legacy format (the pickled magic number)")
+
+
 def read(path, what="checkpoint"):
     """The object a torch.save file holds, tensors as StoredTensor. Raises
     ValueError "PATH: ..." naming what is wrong in one line."""
     shown = str(path)
     try:
-        buf = file_bytes(path)
-        if buf[:4] == ZIP_LOCAL:
-            return _read_zip(buf)
-        if buf[:2] == b"\x80\x02" and buf[2:3] == b"\x8a":
-            return _read_legacy(buf)
-        raise Refused("not a torch.save file: neither torch's zip format (it starts with PK\\x03\\x04) nor its "
-                      "legacy format (the pickled magic number)")
+        return parse(file_bytes(path))
     except Refused as e:
         raise ValueError(f"{shown}: refused as a {what}: {e}") from None
     except OSError as e:
