@@ -178,6 +178,22 @@ class WhatTorchSaveWrites(Case):
             self.assertTrue(np.isfinite(t.array).all() or t.dtype == "bool", name)
 
 
+class PlainData(unittest.TestCase):
+    def test_every_protocol_reads_back_what_pickle_wrote(self):
+        # the expected values are the objects themselves, written by Python's pickle
+        values = [{"vocab_size": 3, "itos": {0: "a", 1: "b", 2: "é"}, "stoi": {"a": 0, "b": 1, "é": 2}},
+                  [1, -2, 3.5, None, True, False, b"\x00\xff", b"", (1, (2, [3])), 2 ** 70, -2 ** 70, "x" * 300,
+                   (), [], {}, 1e308, -0.0, 255, 256, 65535, 65536, -1, "a\nb\\ \u20ac \U0001f600"]]
+        for value in values:
+            for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+                with self.subTest(protocol=protocol):
+                    self.assertEqual(pickle_reader.load(pickle.dumps(value, protocol=protocol)), value)
+
+    def test_bytes_globals_build_only_bytes(self):
+        with self.assertRaisesRegex(ValueError, r"_codecs\.encode other than \(str, 'latin1'\)"):
+            pickle_reader.load(pkl(g("_codecs", "encode") + s("x") + s("utf-8") + b"\x86" + b"R"))
+
+
 class TheFindings(Case):
     """Issue 31's findings, one test each."""
 

@@ -6,7 +6,9 @@ import and call any function the file names: that is how a checkpoint runs
 code. This reader is written opcode by opcode (no pickle.Unpickler under it),
 so the only things it can ever build are the ones listed here:
 
-    plain data   None, bool, int, float, str, bytes, tuple, list, dict
+    plain data   None, bool, int, float, str, bytes, tuple, list, dict (bytes in
+                 protocols 0-2 through _codecs.encode(str, "latin1") and bytes(),
+                 the only globals always allowed: DATA_GLOBALS)
     callables    only those the caller allows by (module, name) in `allowed`
                  (torch_file.py allows OrderedDict and the tensor rebuilders);
                  anything else named by GLOBAL / STACK_GLOBAL is refused by name
@@ -65,6 +67,28 @@ def _shown(value):
     return f"a {type(value).__name__}"
 
 
+def _latin1(text, encoding):
+    """_codecs.encode(text, "latin1"): how protocols 0-2 write bytes."""
+    if type(text) is not str or encoding != "latin1":
+        raise Refused("_codecs.encode other than (str, 'latin1'), the way protocols 0-2 write bytes")
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        raise Refused("_codecs.encode of text outside latin-1") from None
+
+
+def _empty_bytes(*args):
+    """bytes(): how protocols 0-2 write b''."""
+    if args:
+        raise Refused("bytes(...) with arguments; protocols 0-2 write only bytes() so")
+    return b""
+
+
+# Globals that only build plain data, always allowed: protocols 0-2 write bytes with them.
+DATA_GLOBALS = {("_codecs", "encode"): _latin1, ("builtins", "bytes"): _empty_bytes,
+                ("__builtin__", "bytes"): _empty_bytes}
+
+
 class _Mark:
     """Where MARK was: the items above it belong to the next TUPLE/LIST/DICT/APPENDS/SETITEMS."""
 
@@ -77,7 +101,7 @@ class Unpickler:
                  max_depth=MAX_DEPTH):
         self.data = bytes(data)
         self.start = self.pos = start
-        self.allowed = dict(allowed or {})
+        self.allowed = {**DATA_GLOBALS, **(allowed or {})}
         self.callables = {id(v) for v in self.allowed.values() if callable(v)}
         self.persistent = persistent_load
         self.max_items = max_items

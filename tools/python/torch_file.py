@@ -156,8 +156,8 @@ class _TorchPickle:
                 or type(stride) is not tuple or len(size) != len(stride) or len(size) > 64
                 or not all(_int(v) for v in (*size, *stride)) or type(requires_grad) is not bool):
             raise Refused("a tensor record with a malformed storage, offset, size or stride")
-        if hooks not in (None, {}) or (metadata is not None and type(metadata) is not dict):
-            raise Refused("a tensor record with backward hooks or metadata")
+        if hooks not in (None, {}) or metadata not in (None, {}):
+            raise Refused("a tensor record with backward hooks or metadata (conjugate or negative bits)")
         tensor = StoredTensor(storage, offset, size, stride, requires_grad)
         self.tensors.append(tensor)
         return tensor
