@@ -89,6 +89,12 @@ DATA_GLOBALS = {("_codecs", "encode"): _latin1, ("builtins", "bytes"): _empty_by
                 ("__builtin__", "bytes"): _empty_bytes}
 
 
+def _name(text):
+    """A name from the file for a message: as it is when printable and short,
+    else its repr cut at 100 characters (no control character reaches a terminal)."""
+    return text if text.isprintable() and len(text) <= 100 else repr(text[:100])
+
+
 class _Mark:
     """Where MARK was: the items above it belong to the next TUPLE/LIST/DICT/APPENDS/SETITEMS."""
 
@@ -512,7 +518,7 @@ _OPCODES[ord("j")] = lambda u: _get(u, u._unpack("<I", "LONG_BINGET"))
 # --- the only ways to reach a caller's code ---------------------------------
 def _global(u, module, name):
     if (module, name) not in u.allowed:
-        raise Refused(f"the global {module[:80]}.{name[:80]} is not allowed: building it could run code, and "
+        raise Refused(f"the global {_name(module + '.' + name)} is not allowed: building it could run code, and "
                       f"a file of tensors, numbers, strings and containers never needs it")
     u.stack.append(u.allowed[(module, name)])
 

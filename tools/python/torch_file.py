@@ -390,7 +390,7 @@ def _read_zip(buf):
         if storage is None:
             member = members.get(f"{prefix}/data/{key}")
             if member is None:
-                raise Refused(f"no storage record data/{key[:40]}")
+                raise Refused(f"no storage record data/{key[:40]!r}")
             storage = storages[key] = Storage(kind, key, numel)
             storage.array = _storage_array(_unpack(buf, member), kind, numel, key)
         elif storage.kind.numpy != kind.numpy or storage.numel != numel:
