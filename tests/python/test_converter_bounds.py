@@ -32,6 +32,7 @@ below what the old code allocated. Never wall time.
 
 import json
 import os
+import random
 import resource
 import struct
 import subprocess
@@ -324,6 +325,100 @@ class BlockNumbers(unittest.TestCase, OneLine):
 
 
 # ----------------------------------------------------------------------------
+# Whatever a file's state_dict holds: converted or refused with a ValueError
+# ----------------------------------------------------------------------------
+
+def _mutated(state, rng):
+    """state with 1..3 random changes: a key dropped, renamed or not a string, a value
+    of another shape, dtype or type, non-finite, a matrix transposed."""
+    state = dict(state)
+    for _ in range(rng.randrange(1, 4)):
+        key = rng.choice(list(state))
+        op = rng.randrange(8)
+        value = state[key]
+        if op == 0:
+            del state[key]
+        elif op == 1:
+            state[key] = torch.randn([rng.randrange(0, 5) for _ in range(rng.randrange(0, 4))])
+        elif op == 2 and torch.is_tensor(value):
+            state[key] = value.to(rng.choice([torch.float16, torch.int64, torch.bool, torch.float64]))
+        elif op == 3:
+            state[rng.choice([1, ("a",), b"x", None, 2.5])] = state.pop(key)
+        elif op == 4:
+            state[key] = rng.choice([1, "x", None, [1], {"a": 1}])
+        elif op == 5:
+            state[str(key).replace("0", "1", 1)] = value
+        elif op == 6 and torch.is_tensor(value) and value.numel():
+            state[key] = torch.full(value.shape, rng.choice([float("nan"), float("inf"), 1e30]))
+        elif op == 7 and torch.is_tensor(value):
+            state[key] = value.t() if value.dim() == 2 else value.reshape(-1)
+    return state
+
+
+class MutatedStateDicts(unittest.TestCase):
+    """100 mutations of a valid state_dict per family (seeded): each is converted
+    (with its reference module) or refused with a ValueError, never another
+    exception (before: AttributeError on a key that is not a string, KeyError,
+    IndexError on a 1-d embedding, ZeroDivisionError on multiple_of 0, ...)."""
+
+    def check_family(self, base, convert, seed):
+        rng = random.Random(seed)
+        refused = 0
+        for i in range(100):
+            state = _mutated(base, rng)
+            try:
+                convert(state)
+            except ValueError:
+                refused += 1
+            except Exception as e:      # noqa: BLE001 - any other exception is the finding
+                self.fail(f"mutation {i}: {type(e).__name__}: {e}")
+        self.assertGreater(refused, 50)
+
+    def test_nanogpt(self):
+        model = gpt.GPT(gpt.GPTConfig(block_size=8, vocab_size=7, n_layer=2, n_head=2, n_embd=8))
+        ckpt = lambda state: {"model": state, "model_args": {"n_head": 2}}   # noqa: E731
+        with mock.patch.object(gpt, "load_torch_file", side_effect=lambda *a: ckpt(self.state)):
+            def convert(state):
+                self.state = state
+                gpt.convert_nanogpt("ckpt.pt", gelu="exact")
+            self.check_family(dict(model.state_dict()), convert, 1)
+
+    def test_llama2c(self):
+        model, _ = _small_llama()
+        args = {"dim": 16, "n_layers": 2, "n_heads": 2, "n_kv_heads": 1, "multiple_of": 8, "max_seq_len": 16}
+        with mock.patch.object(gpt, "load_torch_file", side_effect=lambda *a: {"model": self.state,
+                                                                                "model_args": args}):
+            def convert(state):
+                self.state = state
+                llama.convert_llama2c_checkpoint("ckpt.pt")
+            self.check_family(dict(model.state_dict()), convert, 2)
+
+    def test_annotated(self):
+        model = annotated.make_model(5, 6, N=1, d_model=8, d_ff=16, h=2, dropout=0.0, max_len=10)
+        self.check_family(dict(model.state_dict()),
+                          lambda state: annotated.convert_annotated(state, n_head=2, shown="state.pt"), 3)
+
+    def test_model_args_multiple_of_0_is_refused_by_name(self):
+        model, _ = _small_llama()
+        ckpt = {"model": dict(model.state_dict()), "model_args": {"n_heads": 2, "max_seq_len": 16,
+                                                                   "multiple_of": 0}}
+        with mock.patch.object(gpt, "load_torch_file", return_value=ckpt):
+            with self.assertRaises(ValueError) as caught:
+                llama.convert_llama2c_checkpoint("ckpt.pt")
+        self.assertIn("ckpt.pt: model_args['multiple_of'] = 0: expected a positive whole number",
+                      str(caught.exception))
+
+    def test_a_key_that_is_not_a_string_is_refused_naming_the_file(self):
+        model = gpt.GPT(gpt.GPTConfig(block_size=8, vocab_size=7, n_layer=1, n_head=2, n_embd=8))
+        state = dict(model.state_dict())
+        state[1] = state.pop("transformer.ln_f.bias")
+        with mock.patch.object(gpt, "load_torch_file", return_value={"model": state, "model_args": {"n_head": 2}}):
+            with self.assertRaises(ValueError) as caught:
+                gpt.convert_nanogpt("ckpt.pt", gelu="exact")
+        self.assertEqual(str(caught.exception), "ckpt.pt: a state_dict key of type int: expected names (strings)")
+
+
+# ----------------------------------------------------------------------------
 # The Hugging Face GPT-2 folder
 # ----------------------------------------------------------------------------
 
@@ -463,12 +558,14 @@ class CommandLine(unittest.TestCase, OneLine):
                 code, out, err = limited(EXPORT + argv, self.dir)
                 self.assertOneLine(code, out, err, *words)
 
-    def test_memory_recursion_and_overflow_errors_are_one_line_naming_the_file(self):
+    def test_memory_recursion_overflow_and_other_errors_are_one_line_naming_the_file(self):
         for error, words in [(MemoryError(), "ran out of memory"),
                              (RecursionError("maximum recursion depth exceeded"), "nests deeper"),
                              (OverflowError("cannot fit 'int' into an index-sized integer"), "holds a number too large"),
                              (RuntimeError("DefaultCPUAllocator: can't allocate memory:\n you tried"),
-                              "could not be converted")]:
+                              "could not be converted"),
+                             (TypeError("unsupported operand"), "could not be converted: an error the converter "
+                                                                "does not expect (a bug")]:
             with self.subTest(type(error).__name__):
                 with mock.patch.object(tinyformer_export, "_convert_family", side_effect=error), \
                         mock.patch("sys.stderr") as stderr:

@@ -1554,8 +1554,10 @@ def _one_line(text):
 # checks: a size it claims and does not hold (MemoryError), nesting deeper than
 # a recursive reader follows (RecursionError), a number too large for a C type
 # (OverflowError), or torch refusing an allocation or a shape (RuntimeError).
-# Each entry point reports them as one line naming the file, like any refusal.
-INPUT_ERRORS = (MemoryError, RecursionError, OverflowError, RuntimeError)
+# Each entry point reports them as one line naming the file, like any refusal;
+# and any other exception too (Exception: a TypeError, a KeyError), as a bug
+# of the converter met on that file: still one line, never a traceback.
+INPUT_ERRORS = (MemoryError, RecursionError, OverflowError, RuntimeError, Exception)
 
 
 def _input_error(path, e):
@@ -1569,7 +1571,8 @@ def _input_error(path, e):
     why = ("ran out of memory: a size it claims needs more than this machine has" if isinstance(e, MemoryError) else
            "nests deeper than Python's readers follow" if isinstance(e, RecursionError) else
            "holds a number too large for its type" if isinstance(e, OverflowError) else
-           "could not be converted")
+           "could not be converted" if isinstance(e, RuntimeError) else
+           "could not be converted: an error the converter does not expect (a bug: please report it with the file)")
     return f"{path}: {why} ({type(e).__name__}{': ' + text if text else ''})"
 
 

@@ -33,7 +33,8 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-__all__ = ["Converted", "write_converted", "REFERENCE_TABLE_BYTES", "check_reference_tables", "layer_count"]
+__all__ = ["Converted", "write_converted", "REFERENCE_TABLE_BYTES", "check_reference_tables", "layer_count",
+           "tensors_by_name"]
 
 # The most memory, in bytes, that the tables a reference module builds from a
 # claimed size may take together: its causal-mask buffers (one [T, T] per block,
@@ -80,6 +81,21 @@ def check_reference_tables(where, what, count, rows, cols, element_bytes):
         raise ValueError(f"{where}: {what}: {tables}[{rows}, {cols}] x {element_bytes} bytes = {need} bytes, more "
                          f"than the reference modules' limit of {REFERENCE_TABLE_BYTES} bytes "
                          f"(families.REFERENCE_TABLE_BYTES)")
+
+
+def tensors_by_name(state, where):
+    """`state` as a dict after checking it is a state_dict: a dict whose keys are
+    all strings and whose values are all tensors (a file may hold anything; the
+    converters then call str methods on the keys and tensor methods on the
+    values). ValueError naming `where` and the first entry at fault."""
+    if not isinstance(state, dict):
+        raise ValueError(f"{where}: holds a {type(state).__name__}, expected a state_dict (a dict name -> tensor)")
+    for key, value in state.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{where}: a state_dict key of type {type(key).__name__}: expected names (strings)")
+        if not torch.is_tensor(value):
+            raise ValueError(f"{where}: {key[:120]!r} is a {type(value).__name__}, not a tensor")
+    return dict(state)
 
 
 def layer_count(state, prefix, where):

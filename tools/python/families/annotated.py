@@ -59,7 +59,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from families import Converted, check_reference_tables, layer_count  # noqa: E402
+from families import Converted, check_reference_tables, layer_count, tensors_by_name  # noqa: E402
 
 __all__ = ["make_model", "subsequent_mask", "greedy_decode", "convert_annotated", "recognise", "from_module",
            "annotated_log_probs", "attention_modules", "POSITION_TOLERANCE", "LayerNorm", "MultiHeadedAttention",
@@ -467,11 +467,14 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
     missing = [name for name, value in [("n_head", n_head)] if value is None]
     if missing:
         raise ValueError(f"convert_annotated needs {', '.join(missing)} (a state_dict does not record it)")
-    state = dict(state_dict)
+    state = tensors_by_name(state_dict, shown)
     if "src_embed.0.lut.weight" not in state:
         starts = sorted({k.split(".")[0] for k in state})
         raise ValueError(f"{shown}: has no src_embed.0.lut.weight, which an Annotated Transformer state_dict "
                          f"holds (make_model's names); its names start with: {', '.join(starts[:8]) or 'nothing'}")
+    for name in ("src_embed.0.lut.weight", "tgt_embed.0.lut.weight", "encoder.layers.0.feed_forward.w_1.weight"):
+        if name in state and state[name].dim() != 2:
+            raise ValueError(f"{shown}: {name} has shape {list(state[name].shape)}, expected a matrix")
     d = int(state["src_embed.0.lut.weight"].shape[1])
     if not isinstance(n_head, int) or isinstance(n_head, bool) or n_head < 1 or d % n_head:
         raise ValueError(f"n_head = {n_head!r}: expected a whole number dividing d_model = {d}")
@@ -479,10 +482,6 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
     n_dec = layer_count(state, "decoder.layers.", shown)
     if n_enc == 0 or n_dec == 0:
         raise ValueError(f"{shown}: no encoder.layers.0.* or decoder.layers.0.*: not an Annotated Transformer")
-    d_ff = int(state["encoder.layers.0.feed_forward.w_1.weight"].shape[0])
-    src_size = int(state["src_embed.0.lut.weight"].shape[0])
-    tgt_size = int(state["tgt_embed.0.lut.weight"].shape[0])
-
     used = set()
 
     def take(name):
@@ -490,6 +489,10 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
             raise ValueError(f"{shown}: has no {name}, which make_model(N={n_enc}) has")
         used.add(name)
         return state[name]
+
+    d_ff = int(take("encoder.layers.0.feed_forward.w_1.weight").shape[0])
+    src_size = int(state["src_embed.0.lut.weight"].shape[0])
+    tgt_size = int(take("tgt_embed.0.lut.weight").shape[0])
 
     tensors = {"src_embed.weight": take("src_embed.0.lut.weight"), "tgt_embed.weight": take("tgt_embed.0.lut.weight")}
 
@@ -516,9 +519,9 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
         norm(f"{stack}.norm", f"transformer.{stack}.norm")
     tensors["generator.weight"] = take("generator.proj.weight")
     tensors["generator.bias"] = take("generator.proj.bias")
-    if int(tensors["generator.weight"].shape[0]) != tgt_size:
-        raise ValueError(f"{shown}: generator.proj.weight has {tensors['generator.weight'].shape[0]} rows but "
-                         f"tgt_embed.0.lut.weight {tgt_size}")
+    if tensors["generator.weight"].dim() != 2 or int(tensors["generator.weight"].shape[0]) != tgt_size:
+        raise ValueError(f"{shown}: generator.proj.weight has shape {list(tensors['generator.weight'].shape)}, "
+                         f"expected [{tgt_size}, {d}] (tgt_embed.0.lut.weight has {tgt_size} rows)")
 
     # Positions: the pe buffers (same in source and target), or nothing if they were not saved.
     notes = []
@@ -585,6 +588,10 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
                 module.eps = float(layer_norm_eps)
         full = {k: v.float() for k, v in state.items()}
         full["src_embed.1.pe"], full["tgt_embed.1.pe"] = pe_src.float(), pe_tgt.float()
-        reference.load_state_dict(full, strict=True)
+        try:
+            reference.load_state_dict(full, strict=True)
+        except RuntimeError as e:         # a tensor of another shape than make_model's: torch names it
+            raise ValueError(f"{shown}: does not fit make_model(N={n_enc}, d_model={d}, d_ff={d_ff}, h={n_head}): "
+                             f"{' '.join(str(e).split())[:400]}") from None
         reference.eval()
     return Converted(config, tensors, metadata, reference, notes)

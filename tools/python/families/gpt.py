@@ -52,7 +52,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream
+from . import (Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream,
+               tensors_by_name)
 
 
 @dataclass
@@ -792,6 +793,7 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
 def _cleaned(state, where):
     """strip_prefixes + drop_mask_buffers, with notes saying what was done."""
     notes = []
+    state = tensors_by_name(state, where)
     stripped = strip_prefixes(state, where)
     if any(k.startswith(PREFIXES) for k in state):
         notes.append("key prefix _orig_mod. (torch.compile) / module. (DDP) removed")

@@ -56,7 +56,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream
+from . import (Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream,
+               tensors_by_name)
 
 ROPE_THETA = 10000.0
 MAGIC = 0x616B3432              # "ak42" read as a little-endian uint32: export.py's v1/v2 header
@@ -375,7 +376,7 @@ def _is_mask_buffer(t):
 def _cleaned(state, where):
     """(state without prefixes, mask buffers and RoPE tables, notes)."""
     out, notes, masks = {}, [], 0
-    for key, value in state.items():
+    for key, value in tensors_by_name(state, where).items():
         k = key
         while k.startswith(PREFIXES):
             k = k[len(next(p for p in PREFIXES if k.startswith(p))):]
@@ -500,7 +501,11 @@ def _check_model_args(where, args, *, dim, n_layers, vocab_size, n_kv, hidden):
     if args.get("n_kv_heads") is not None and args["n_kv_heads"] != n_kv:
         raise ValueError(f"{where}: model_args['n_kv_heads'] = {_shown(args['n_kv_heads'])} but "
                          f"layers.0.attention.wk.weight says {n_kv}")
-    rule = ffn_hidden_dim(dim, args.get("hidden_dim"), args.get("multiple_of", 32))
+    multiple_of = args.get("multiple_of", 32)
+    if isinstance(multiple_of, bool) or not isinstance(multiple_of, int) or multiple_of < 1:
+        raise ValueError(f"{where}: model_args['multiple_of'] = {_shown(multiple_of)}: expected a positive whole "
+                         f"number (llama2.c's FFN width rule rounds up to it)")
+    rule = ffn_hidden_dim(dim, args.get("hidden_dim"), multiple_of)
     if isinstance(rule, int) and rule != hidden:
         raise ValueError(f"{where}: model_args give an FFN width of {rule} (hidden_dim "
                          f"{_shown(args.get('hidden_dim'))}, multiple_of {_shown(args.get('multiple_of', 32))}) but "
