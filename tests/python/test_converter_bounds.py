@@ -539,6 +539,9 @@ class CommandLine(unittest.TestCase, OneLine):
         self.dir = Path(self.tmp.name)
         self.bin = self.dir / "layers.bin"
         self.bin.write_bytes(v1_header(2, 2, 1 << 24, 1, 1, 2, 2))
+        self.deep = self.dir / "deep.safetensors"
+        header = b'{"__metadata__":' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+        self.deep.write_bytes(struct.pack("<Q", len(header)) + header)
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -552,6 +555,9 @@ class CommandLine(unittest.TestCase, OneLine):
             (["--from", "llama2c-bin", str(self.bin), "--out", str(self.dir / "o.st")], [str(self.bin)]),
             (["--from", "hf-gpt2", str(folder), "--out", str(self.dir / "o.st")], [str(folder / "merges.txt")]),
             (["--check", str(model), "--against", "llama2c-bin", str(self.bin)], [str(self.bin)]),
+            (["--check", str(self.bin)], [f"{self.bin}: not a safetensors file (header length"]),
+            (["--check", str(self.deep), "--against", "hf-gpt2", str(self.dir / "good")],
+             [f"{self.deep}: not a tinyformer checkpoint (header nests arrays or objects deeper"]),
         ]
         for argv, words in runs:
             with self.subTest(argv[:2]):

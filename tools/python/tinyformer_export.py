@@ -1440,7 +1440,10 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
     path = str(path)
     with open(path, "rb") as f:
         raw = f.read()
-    tensors, metadata = st.decode(raw)
+    try:
+        tensors, metadata = st.decode(raw)
+    except ValueError as e:              # safetensors_io names the rule, not the file
+        raise ValueError(f"{path}: not a safetensors file ({e})") from None
     if "config" not in metadata:
         raise CheckError(f"{path}: no config in __metadata__; not a tinyformer checkpoint")
     try:
@@ -1958,7 +1961,7 @@ def _main_check(path, args, against, reference=None, reference_text=None):
             try:
                 cfg = st.metadata_json(st.read(path)[1], "config")
             except (KeyError, ValueError) as e:
-                raise CheckError(f"{path}: not a tinyformer checkpoint ({e})") from None
+                raise ValueError(f"{path}: not a tinyformer checkpoint ({e})") from None
             ref = _reference_for(reference, cfg)
             if reference_text:
                 ref.description = reference_text
