@@ -433,7 +433,8 @@ def _refuse_options(cfg, where):
     bad = []
     for key, allowed in SUPPORTED_OPTIONS.items():
         if key in cfg and cfg[key] not in allowed:
-            shown = json.dumps(cfg[key])[:80] if isinstance(cfg[key], (str, int, float, bool)) else _gpt._shown(cfg[key])
+            value = cfg[key]
+            shown = json.dumps(value)[:80] if isinstance(value, (str, int, float, bool)) else _gpt._shown(value)
             bad.append(f"{key} = {shown} (tinyformer computes only {json.dumps(allowed[0])})")
     act = cfg.get("activation_function", "gelu_new")
     if act not in ACTIVATIONS:
