@@ -521,6 +521,16 @@ class HfFolder(unittest.TestCase, OneLine):
         folder = hf_folder(self.dir / "f", ["a b"], vocab_extra=("ab", "a b"))
         self.assertIn(f"{folder / 'vocab.json'}: token 'a b' (id 257) holds ' ' (U+0020)", self.refusal(folder))
 
+    def test_a_pytorch_model_bin_key_that_is_not_a_string_is_named(self):
+        folder = hf_folder(self.dir / "f", ["a b"])
+        (folder / "model.safetensors").unlink()
+        state = {1: torch.zeros(2)}
+        (folder / "pytorch_model.bin").write_bytes(b"stands for a state_dict with the key 1")
+        with mock.patch.object(gpt, "load_torch_file", return_value=state):
+            message = self.refusal(folder)
+        self.assertEqual(message, f"{folder / 'pytorch_model.bin'}: a state_dict key of type int: expected names "
+                                  f"(strings)")
+
     def test_a_broken_model_safetensors_is_named(self):
         folder = hf_folder(self.dir / "f", ["a b"])
         data = bytearray((folder / "model.safetensors").read_bytes())

@@ -49,7 +49,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import check_reference_tables
+from . import check_reference_tables, tensors_by_name
 from . import gpt as _gpt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: safe_write, safetensors_io
@@ -377,9 +377,7 @@ def read_folder(folder):
         state = {k: torch.from_numpy(np.array(v, dtype=np.float32) if v.dtype != np.bool_ else np.array(v))
                  for k, v in arrays.items()}
     elif os.path.exists(bin_path):
-        state = _gpt.load_torch_file(bin_path, "pytorch_model.bin")
-        if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
-            raise ValueError(f"{bin_path}: expected a state_dict (a dict name -> tensor)")
+        state = tensors_by_name(_gpt.load_torch_file(bin_path, "pytorch_model.bin"), bin_path)
     else:
         shards = [n for n in ("model.safetensors.index.json", "pytorch_model.bin.index.json")
                   if os.path.exists(os.path.join(folder, n))]
