@@ -160,7 +160,8 @@ bench: deps
 # families' conversions (tests/python/test_families_gpt.py, test_families_llama.py; hostile torch.save
 # archives: tests/python/test_torch_archive.py), check against the user's
 # own module (tests/python/test_check.py: the false passes of issue #22 fail), the
-# position schemes of the extrapolation models (tests/python/test_position_schemes.py), then
+# position schemes of the extrapolation models (tests/python/test_position_schemes.py), the
+# converters' bounds on hostile files (tests/python/test_converter_bounds.py), then
 # every tests/python/test_parity_*.py (each family's committed file against its
 # committed PyTorch weights).
 # Not part of `make test`, which uses the committed data/reference/.
@@ -183,6 +184,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_gpt2_bpe_vocab.py
 	/usr/bin/python3 tests/python/test_check.py
 	/usr/bin/python3 tests/python/test_position_schemes.py
+	/usr/bin/python3 tests/python/test_converter_bounds.py
 	@for t in tests/python/test_parity_*.py; do \
 	  [ -e "$$t" ] || continue; echo "/usr/bin/python3 $$t"; /usr/bin/python3 "$$t" || exit 1; done
 

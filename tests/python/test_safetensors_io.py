@@ -78,6 +78,23 @@ class SharedHeaderTable(unittest.TestCase):
                                                  b'"data_offsets":[0,0]}}'))
 
 
+class NestingTooDeep(unittest.TestCase):
+    """JSON nested deeper than Python's recursive reader follows is a ValueError
+    naming the rule (before: a RecursionError traceback out of the converters)."""
+
+    def test_a_header_nested_100000_deep_is_refused_by_name(self):
+        header = b'{"__metadata__":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+        with self.assertRaises(ValueError) as caught:
+            st.parse_header(struct.pack("<Q", len(header)) + header)
+        self.assertIn("nests arrays or objects deeper", str(caught.exception))
+
+    def test_a_metadata_entry_nested_100000_deep_is_refused_by_name(self):
+        with self.assertRaises(ValueError) as caught:
+            st.metadata_json({"config": "[" * 100_000 + "]" * 100_000}, "config")
+        self.assertIn("'config'", str(caught.exception))
+        self.assertIn("nests arrays or objects deeper", str(caught.exception))
+
+
 class MetadataJson(unittest.TestCase):
     """A metadata entry's JSON (the config) by the header's rules, as the engine reads it."""
 

@@ -173,6 +173,9 @@ def metadata_json(metadata, key):
         return json.loads(metadata[key], object_pairs_hook=_object_pairs, parse_constant=_refuse_constant)
     except ValueError as e:  # json.JSONDecodeError is one
         raise ValueError(f"__metadata__ {key!r}: {e}") from None
+    except RecursionError:
+        raise ValueError(f"__metadata__ {key!r}: nests arrays or objects deeper than Python's JSON reader follows "
+                         f"(about {sys.getrecursionlimit()} levels)") from None
 
 
 def _header_object(raw):
@@ -199,6 +202,9 @@ def _header_object(raw):
         header, end = decoder.raw_decode(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"header is not valid JSON: {e}") from None
+    except RecursionError:    # "[[[[..." deeper than the JSON reader's recursion: refused, not a traceback
+        raise ValueError(f"header nests arrays or objects deeper than Python's JSON reader follows (about "
+                         f"{sys.getrecursionlimit()} levels); a header is one object of flat entries") from None
     if text[end:].strip(" "):
         raise ValueError(f"header has {len(text) - end} characters after its JSON object; only spaces may pad a header")
     return header

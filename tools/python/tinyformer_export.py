@@ -967,9 +967,9 @@ def write_converted(path, converted, dtype=None):
             _refuse("merges", _Desc("a list"), f'only the "gpt2_bpe" tokenizer has merges (tokenizer is "{tokenizer}")')
         if isinstance(merges, (str, bytes)) or not hasattr(merges, "__len__"):
             _refuse("merges", _Desc(type(merges).__name__), 'expected a list of "left right" strings')
-        for i, m in enumerate(merges):
-            if not isinstance(m, str) or len(m.split(" ")) != 2 or "" in m.split(" "):
-                _refuse(f"merges[{i}]", m, 'expected "left right": two tokens and one space')
+        if vocab is None:
+            _refuse("merges", _Desc("a list"), 'the "gpt2_bpe" merges need the vocabulary they merge into ("vocab")')
+        check_merges("merges", merges, vocab)      # the engine's rules: what it would refuse is refused here
         meta["merges"] = json.dumps(list(merges), ensure_ascii=False)
     if tokenizer == "sentencepiece_bpe":
         meta["scores"] = json.dumps(_check_scores(md.get("scores"), vocab))
@@ -1439,7 +1439,10 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
     path = str(path)
     with open(path, "rb") as f:
         raw = f.read()
-    tensors, metadata = st.decode(raw)
+    try:
+        tensors, metadata = st.decode(raw)
+    except ValueError as e:              # safetensors_io names the rule, not the file
+        raise ValueError(f"{path}: not a safetensors file ({e})") from None
     if "config" not in metadata:
         raise CheckError(f"{path}: no config in __metadata__; not a tinyformer checkpoint")
     try:
@@ -1547,6 +1550,32 @@ class _Parser(argparse.ArgumentParser):
 def _one_line(text):
     """A message as one line: every run of whitespace (newlines, tabs) becomes one space."""
     return " ".join(str(text).split())
+
+
+# What a stranger's file can still make Python raise past the readers' own
+# checks: a size it claims and does not hold (MemoryError), nesting deeper than
+# a recursive reader follows (RecursionError), a number too large for a C type
+# (OverflowError), or torch refusing an allocation or a shape (RuntimeError).
+# Each entry point reports them as one line naming the file, like any refusal;
+# and any other exception too (Exception: a TypeError, a KeyError), as a bug
+# of the converter met on that file: still one line, never a traceback.
+INPUT_ERRORS = (MemoryError, RecursionError, OverflowError, RuntimeError, Exception)
+
+
+def _input_error(path, e):
+    """The one-line message of an INPUT_ERRORS exception met while working on
+    `path` (the command's input file): `PATH: what happened (Type: detail)`."""
+    text = _one_line(str(e))
+    if len(text) > 300:
+        text = text[:297] + "..."
+    if isinstance(e, RuntimeError) and not isinstance(e, RecursionError) and str(path) in text:
+        return text                      # torch's or our message that already names the file
+    why = ("ran out of memory: a size it claims needs more than this machine has" if isinstance(e, MemoryError) else
+           "nests deeper than Python's readers follow" if isinstance(e, RecursionError) else
+           "holds a number too large for its type" if isinstance(e, OverflowError) else
+           "could not be converted" if isinstance(e, RuntimeError) else
+           "could not be converted: an error the converter does not expect (a bug: please report it with the file)")
+    return f"{path}: {why} ({type(e).__name__}{': ' + text if text else ''})"
 
 
 def _bool(text):
@@ -1657,19 +1686,20 @@ def _read_vocab(path, flag):
     return vocab
 
 
-def _layer_count(state, prefix):
-    """1 + the largest i of `prefix.{i}.` in the state_dict's names (0 if none)."""
-    found = [int(k[len(prefix) + 1:].split(".")[0]) for k in state if k.startswith(prefix + ".")]
-    return max(found) + 1 if found else 0
+def _layer_count(state, prefix, shown):
+    """n of the names `prefix.{i}.` for i = 0..n-1 (0 if none): families.layer_count,
+    which refuses a gap or a name whose i is not a number, naming the file."""
+    from families import layer_count
+    return layer_count(state, prefix + ".", shown)
 
 
-def _infer(args, key, value, flag):
+def _infer(args, key, value, flag, shown):
     """A size from the state_dict; a flag given must agree with it."""
     given = getattr(args, key)
     if given is not None and value is not None and given != value:
-        raise ValueError(f"{flag} {given} but the state_dict has {value}")
+        raise ValueError(f"{flag} {given} but {shown} has {value}")
     if given is None and value is None:
-        raise ValueError(f"{flag} is needed (the state_dict does not tell)")
+        raise ValueError(f"{flag} is needed ({shown} does not tell)")
     return given if given is not None else value
 
 
@@ -1691,42 +1721,41 @@ def from_state_dict(args):
                          f"{', '.join(found[:8]) or 'nothing, it is empty'}{', ...' if len(found) > 8 else ''})")
     layer0 = "transformer.encoder.layers.0" if arch == "encoder_decoder" else "transformer.layers.0"
     cfg = {"format": FORMAT_TAG, "arch": arch,
-           "d_model": _infer(args, "d_model", shape(embed_name, 1), "--d-model"),
+           "d_model": _infer(args, "d_model", shape(embed_name, 1), "--d-model", shown),
            "nhead": args.nhead,
            "dim_feedforward": _infer(args, "dim_feedforward", shape(layer0 + ".linear1.weight", 0),
-                                     "--dim-feedforward"),
+                                     "--dim-feedforward", shown),
            "activation": args.activation, "norm_first": args.norm_first, "layer_norm_eps": args.layer_norm_eps,
            "max_len": args.max_len, "pos_encoding": args.pos_encoding, "embed_scale": not args.no_embed_scale}
     if arch == "encoder_decoder":
         cfg["num_encoder_layers"] = _infer(args, "num_encoder_layers",
-                                           _layer_count(state, "transformer.encoder.layers") or None,
-                                           "--num-encoder-layers")
+                                           _layer_count(state, "transformer.encoder.layers", shown) or None,
+                                           "--num-encoder-layers", shown)
         cfg["num_decoder_layers"] = _infer(args, "num_decoder_layers",
-                                           _layer_count(state, "transformer.decoder.layers") or None,
-                                           "--num-decoder-layers")
+                                           _layer_count(state, "transformer.decoder.layers", shown) or None,
+                                           "--num-decoder-layers", shown)
         cfg["src_vocab_size"] = shape("src_embed.weight", 0)
         cfg["tgt_vocab_size"] = shape("tgt_embed.weight", 0)
     else:
-        cfg["num_layers"] = _infer(args, "num_layers", _layer_count(state, "transformer.layers") or None,
-                                   "--num-layers")
+        cfg["num_layers"] = _infer(args, "num_layers", _layer_count(state, "transformer.layers", shown) or None,
+                                   "--num-layers", shown)
         cfg["vocab_size"] = shape("embed.weight", 0)
         cfg["final_norm"] = "transformer.norm.weight" in state
         cfg["attention"] = "bidirectional" if arch == "encoder_only" else args.attention
     for key in ("src_vocab_size", "tgt_vocab_size", "vocab_size"):
         if key in cfg and cfg[key] is None:
-            raise ValueError(f"the state_dict has no "
+            raise ValueError(f"{shown}: has no "
                              f"{'embed' if key == 'vocab_size' else key[:3] + '_embed'}.weight")
     if cfg["d_model"] % cfg["nhead"]:
         raise ValueError(f"--nhead {cfg['nhead']} does not divide d_model {cfg['d_model']}")
     if args.pos_encoding == "learned" and "pos_embed.weight" in state and args.max_len != shape("pos_embed.weight", 0):
-        raise ValueError(f"--max-len {args.max_len} but pos_embed.weight has "
+        raise ValueError(f"--max-len {args.max_len} but {shown}'s pos_embed.weight has "
                          f"{shape('pos_embed.weight', 0)} rows")
     module = tm.build_module(cfg)
     try:
         module.load_state_dict(state, strict=True)
     except RuntimeError as e:
-        raise ValueError(f"{args.from_state_dict} does not fit the modules built from "
-                         f"the flags ({arch}): {e}")
+        raise ValueError(f"{shown}: does not fit the modules built from the flags ({arch}): {e}") from None
     module.eval()
     vocab = _read_vocab(args.vocab, "--vocab") if args.vocab else None
     common = dict(pos_encoding=args.pos_encoding, pos_embed=getattr(module, "pos_embed", None),
@@ -1881,8 +1910,12 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
             safe_write.check_outputs([("--out", args.out)], inputs)      # before any work
             stream = safe_write.is_stream(args.out)
             config = from_state_dict(args)
-        except (ValueError, RuntimeError, OSError) as e:
+        except (ValueError, OSError) as e:
             print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
+            return 1
+        except INPUT_ERRORS as e:
+            print(f"tinyformer_export: error: {_input_error(f'--from-state-dict {args.from_state_dict}', e)}",
+                  file=sys.stderr)
             return 1
         status = sys.stderr if stream else sys.stdout      # a stream may be our own stdout: keep it the file's
         print(f"wrote {args.out}: {config['arch']}, d_model {config['d_model']}, nhead {config['nhead']}",
@@ -1914,7 +1947,7 @@ def _main_check(path, args, against, reference=None, reference_text=None):
             try:
                 cfg = st.metadata_json(st.read(path)[1], "config")
             except (KeyError, ValueError) as e:
-                raise CheckError(f"{path}: not a tinyformer checkpoint ({e})") from None
+                raise ValueError(f"{path}: not a tinyformer checkpoint ({e})") from None
             ref = _reference_for(reference, cfg)
             if reference_text:
                 ref.description = reference_text
@@ -1924,6 +1957,10 @@ def _main_check(path, args, against, reference=None, reference_text=None):
         return 1
     except (OSError, ValueError) as e:
         print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
+        return 1
+    except INPUT_ERRORS as e:
+        print(f"tinyformer_export: error: {_input_error(against[1] if against is not None else path, e)}",
+              file=sys.stderr)
         return 1
     print(f"worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g}")
     if worst > 1.0:
@@ -2022,8 +2059,11 @@ def _main_from(ap, args):
         stream = safe_write.is_stream(args.out)
         converted = _convert_family(family, source, args, "--from")
         config = write_converted(args.out, converted, dtype=args.dtype)
-    except (ValueError, RuntimeError, OSError) as e:
+    except (ValueError, OSError) as e:
         print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
+        return 1
+    except INPUT_ERRORS as e:
+        print(f"tinyformer_export: error: {_input_error(source, e)}", file=sys.stderr)
         return 1
     status = sys.stderr if stream else sys.stdout
     print(f"wrote {args.out}: {family} -> {config['arch']}, d_model {config['d_model']}, nhead {config['nhead']}",

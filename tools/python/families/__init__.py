@@ -33,7 +33,21 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-__all__ = ["Converted", "write_converted"]
+__all__ = ["Converted", "write_converted", "REFERENCE_TABLE_BYTES", "check_reference_tables", "layer_count",
+           "tensors_by_name"]
+
+# The most memory, in bytes, that the tables a reference module builds from a
+# claimed size may take together: its causal-mask buffers (one [T, T] per block,
+# T = block_size / n_positions / max_seq_len) and its sinusoidal position table
+# ([max_len, d_model]). A file's claimed size needing more is refused before
+# anything is allocated: a 646 KB nanoGPT file claiming block_size 40000 would
+# otherwise build a 6.4 GB mask (twice, per block). Real models stay far below:
+# GPT-2's 12 blocks of [1024, 1024] float32 masks take 48 MiB, llama2.c's
+# stories110M (12 blocks, 1024) 48 MiB. The converters' references build no
+# mask table at all (each pass makes its own [t, t] triangle), so this limit
+# binds only modules built with their mask buffers (llama2.c's and nanoGPT's
+# saved layout) and the Annotated Transformer's position table.
+REFERENCE_TABLE_BYTES = 1 << 30
 
 
 @dataclass
@@ -55,6 +69,53 @@ class Converted:
                 raise TypeError(f"Converted.tensors[{name!r}] = {type(t).__name__}: expected a torch.Tensor")
         if not isinstance(self.metadata, dict):
             raise TypeError(f"Converted.metadata = {type(self.metadata).__name__}: expected a dict")
+
+
+def check_reference_tables(where, what, count, rows, cols, element_bytes):
+    """Refuse, before allocating, `count` tables of [rows, cols] elements of
+    `element_bytes` bytes each when together they exceed REFERENCE_TABLE_BYTES.
+    ValueError naming `where`, the table, the bytes needed and the limit."""
+    need = count * rows * cols * element_bytes
+    if need > REFERENCE_TABLE_BYTES:
+        tables = f"{count} x " if count != 1 else ""
+        raise ValueError(f"{where}: {what}: {tables}[{rows}, {cols}] x {element_bytes} bytes = {need} bytes, more "
+                         f"than the reference modules' limit of {REFERENCE_TABLE_BYTES} bytes "
+                         f"(families.REFERENCE_TABLE_BYTES)")
+
+
+def tensors_by_name(state, where):
+    """`state` as a dict after checking it is a state_dict: a dict whose keys are
+    all strings and whose values are all tensors (a file may hold anything; the
+    converters then call str methods on the keys and tensor methods on the
+    values). ValueError naming `where` and the first entry at fault."""
+    if not isinstance(state, dict):
+        raise ValueError(f"{where}: holds a {type(state).__name__}, expected a state_dict (a dict name -> tensor)")
+    for key, value in state.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{where}: a state_dict key of type {type(key).__name__}: expected names (strings)")
+        if not torch.is_tensor(value):
+            raise ValueError(f"{where}: {key[:120]!r} is a {type(value).__name__}, not a tensor")
+    return dict(state)
+
+
+def layer_count(state, prefix, where):
+    """n when the keys starting with `prefix` are `prefix{i}.<rest>` for exactly
+    i = 0..n-1 (0 when there are none). One pass over the keys: a file's key
+    "layers.99999999999.x" claims 10^11 blocks, and neither a loop up to that
+    number nor a set of range(n) is made. ValueError naming `where` and the key."""
+    found = set()
+    for key in state:
+        if isinstance(key, str) and key.startswith(prefix):
+            head = key[len(prefix):].split(".", 1)[0]
+            if not (head.isascii() and head.isdigit()):
+                raise ValueError(f"{where}: {key[:120]!r}: expected {prefix}{{i}}.<name> with i a whole number")
+            found.add(int(head))
+    n = len(found)
+    if found and max(found) != n - 1:
+        missing = min(set(range(n + 1)) - found)
+        raise ValueError(f"{where}: {prefix}{missing}.* is missing but {prefix}{max(found)}.* is there: the blocks "
+                         f"must be numbered 0..n-1")
+    return n
 
 
 def check_state_dict(state, where, required, family):

@@ -59,7 +59,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from families import Converted  # noqa: E402
+from families import Converted, check_reference_tables, layer_count, tensors_by_name  # noqa: E402
 
 __all__ = ["make_model", "subsequent_mask", "greedy_decode", "convert_annotated", "recognise", "from_module",
            "annotated_log_probs", "attention_modules", "POSITION_TOLERANCE", "LayerNorm", "MultiHeadedAttention",
@@ -189,6 +189,8 @@ def sinusoid_buffer(max_len, d_model):
     Same formula as FORMAT's sinusoidal positions, but the angle p * div is a
     float32 product, so far positions drift from the float64 table (measured in
     docs/FAMILIES.md, "The Annotated Transformer")."""
+    check_reference_tables("sinusoid_buffer", f"the position table pe (max_len {max_len}, d_model {d_model})", 1,
+                           max_len, d_model, 4)
     pe = torch.zeros(max_len, d_model)
     position = torch.arange(0, max_len).unsqueeze(1)
     div = torch.exp(torch.arange(0, d_model, 2) * -(math.log(10000.0) / d_model))
@@ -423,14 +425,6 @@ def from_module(module, *, max_len=None, vocab=None, src_vocab=None, pad_id=None
                              train_max_len=train_max_len, reference=module)
 
 
-def _layer_count(state, prefix):
-    found = {int(k[len(prefix):].split(".")[0]) for k in state if k.startswith(prefix)}
-    n = max(found) + 1 if found else 0
-    if found != set(range(n)):
-        missing = sorted(set(range(n)) - found)
-        raise ValueError(f"the state_dict has {prefix}{{i}} for i in {sorted(found)} but not {missing}")
-    return n
-
 
 def _sinusoidal_reference(max_len, d_model):
     """FORMAT's table as the engine computes it (float64 angle, then float32)."""
@@ -473,22 +467,21 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
     missing = [name for name, value in [("n_head", n_head)] if value is None]
     if missing:
         raise ValueError(f"convert_annotated needs {', '.join(missing)} (a state_dict does not record it)")
-    state = dict(state_dict)
+    state = tensors_by_name(state_dict, shown)
     if "src_embed.0.lut.weight" not in state:
         starts = sorted({k.split(".")[0] for k in state})
         raise ValueError(f"{shown}: has no src_embed.0.lut.weight, which an Annotated Transformer state_dict "
                          f"holds (make_model's names); its names start with: {', '.join(starts[:8]) or 'nothing'}")
+    for name in ("src_embed.0.lut.weight", "tgt_embed.0.lut.weight", "encoder.layers.0.feed_forward.w_1.weight"):
+        if name in state and state[name].dim() != 2:
+            raise ValueError(f"{shown}: {name} has shape {list(state[name].shape)}, expected a matrix")
     d = int(state["src_embed.0.lut.weight"].shape[1])
     if not isinstance(n_head, int) or isinstance(n_head, bool) or n_head < 1 or d % n_head:
         raise ValueError(f"n_head = {n_head!r}: expected a whole number dividing d_model = {d}")
-    n_enc = _layer_count(state, "encoder.layers.")
-    n_dec = _layer_count(state, "decoder.layers.")
+    n_enc = layer_count(state, "encoder.layers.", shown)
+    n_dec = layer_count(state, "decoder.layers.", shown)
     if n_enc == 0 or n_dec == 0:
         raise ValueError(f"{shown}: no encoder.layers.0.* or decoder.layers.0.*: not an Annotated Transformer")
-    d_ff = int(state["encoder.layers.0.feed_forward.w_1.weight"].shape[0])
-    src_size = int(state["src_embed.0.lut.weight"].shape[0])
-    tgt_size = int(state["tgt_embed.0.lut.weight"].shape[0])
-
     used = set()
 
     def take(name):
@@ -496,6 +489,10 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
             raise ValueError(f"{shown}: has no {name}, which make_model(N={n_enc}) has")
         used.add(name)
         return state[name]
+
+    d_ff = int(take("encoder.layers.0.feed_forward.w_1.weight").shape[0])
+    src_size = int(state["src_embed.0.lut.weight"].shape[0])
+    tgt_size = int(take("tgt_embed.0.lut.weight").shape[0])
 
     tensors = {"src_embed.weight": take("src_embed.0.lut.weight"), "tgt_embed.weight": take("tgt_embed.0.lut.weight")}
 
@@ -522,9 +519,9 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
         norm(f"{stack}.norm", f"transformer.{stack}.norm")
     tensors["generator.weight"] = take("generator.proj.weight")
     tensors["generator.bias"] = take("generator.proj.bias")
-    if int(tensors["generator.weight"].shape[0]) != tgt_size:
-        raise ValueError(f"{shown}: generator.proj.weight has {tensors['generator.weight'].shape[0]} rows but "
-                         f"tgt_embed.0.lut.weight {tgt_size}")
+    if tensors["generator.weight"].dim() != 2 or int(tensors["generator.weight"].shape[0]) != tgt_size:
+        raise ValueError(f"{shown}: generator.proj.weight has shape {list(tensors['generator.weight'].shape)}, "
+                         f"expected [{tgt_size}, {d}] (tgt_embed.0.lut.weight has {tgt_size} rows)")
 
     # Positions: the pe buffers (same in source and target), or nothing if they were not saved.
     notes = []
@@ -532,6 +529,8 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
     used.update(k for k in ("src_embed.1.pe", "tgt_embed.1.pe") if k in state)
     if pe_src is None and pe_tgt is None:
         rows = max_len or DEFAULT_MAX_POSITIONS
+        check_reference_tables(shown, f"the position tables pe of src_embed and tgt_embed (max_len {rows}, d_model "
+                                      f"{d})", 2, rows, d, 4)
         pe_src = pe_tgt = sinusoid_buffer(rows, d)
         notes.append(f"the state_dict has no pe buffers: using the Annotated formula's own table ({rows} rows)")
     pe_src = pe_src if pe_src is not None else pe_tgt
@@ -542,6 +541,8 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
     if pe_src.dim() != 3 or pe_src.shape[0] != 1 or pe_src.shape[2] != d:
         raise ValueError(f"{shown}: src_embed.1.pe has shape {list(pe_src.shape)}, expected [1, max_len, {d}]")
     rows = int(pe_src.shape[1])
+    check_reference_tables(shown, f"the reference's position tables pe of src_embed and tgt_embed (max_len {rows}, "
+                                  f"d_model {d})", 2, rows, d, 4)
     if max_len is None:
         max_len = rows
     if not isinstance(max_len, int) or isinstance(max_len, bool) or not 1 <= max_len <= rows:
@@ -587,6 +588,10 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
                 module.eps = float(layer_norm_eps)
         full = {k: v.float() for k, v in state.items()}
         full["src_embed.1.pe"], full["tgt_embed.1.pe"] = pe_src.float(), pe_tgt.float()
-        reference.load_state_dict(full, strict=True)
+        try:
+            reference.load_state_dict(full, strict=True)
+        except RuntimeError as e:         # a tensor of another shape than make_model's: torch names it
+            raise ValueError(f"{shown}: does not fit make_model(N={n_enc}, d_model={d}, d_ff={d_ff}, h={n_head}): "
+                             f"{' '.join(str(e).split())[:400]}") from None
         reference.eval()
     return Converted(config, tensors, metadata, reference, notes)

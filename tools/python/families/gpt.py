@@ -49,7 +49,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted, check_state_dict, rename_to_upstream
+from . import (Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream,
+               tensors_by_name)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: the readers
 import pickle_reader  # noqa: E402
@@ -113,12 +114,13 @@ class CausalSelfAttention(nn.Module):
         self.c_proj = nn.Linear(d, d, bias=config.bias)
         self.attn_dropout = nn.Dropout(config.dropout)
         self.resid_dropout = nn.Dropout(config.dropout)
-        causal = torch.tril(torch.ones(config.block_size, config.block_size))
-        causal = causal.view(1, 1, config.block_size, config.block_size)
-        if config.mask_buffer:
-            self.register_buffer("bias", causal)                   # lands in the state_dict
+        if config.mask_buffer:                                       # lands in the state_dict
+            causal = torch.tril(torch.ones(config.block_size, config.block_size))
+            self.register_buffer("bias", causal.view(1, 1, config.block_size, config.block_size))
         else:
-            self.register_buffer("bias", causal, persistent=False)  # as torch >= 2.0's nanoGPT: not saved
+            # as torch >= 2.0's nanoGPT: nothing saved, and no [block_size, block_size]
+            # table either (block_size is what a file claims): each pass makes its [t, t]
+            self.bias = None
         self.weights = None   # the last [B, n_head, T, T] attention weights (for tests and checks)
 
     def forward(self, x):
@@ -129,7 +131,8 @@ class CausalSelfAttention(nn.Module):
         k = k.view(b, t, self.n_head, hs).transpose(1, 2)
         v = v.view(b, t, self.n_head, hs).transpose(1, 2)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))   # [B, H, T, T]
-        scores = scores.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        causal = self.bias[:, :, :t, :t] if self.bias is not None else torch.tril(torch.ones(t, t)).view(1, 1, t, t)
+        scores = scores.masked_fill(causal == 0, float("-inf"))
         att = F.softmax(scores, dim=-1)
         self.weights = att.detach()
         y = self.attn_dropout(att) @ v                                # [B, H, T, hs]
@@ -170,6 +173,10 @@ class GPT(nn.Module):
         super().__init__()
         if not isinstance(config, GPTConfig):
             raise TypeError(f"GPT(config): expected a GPTConfig, got {type(config).__name__}")
+        if config.mask_buffer:     # one [block_size, block_size] float32 mask per block
+            check_reference_tables("GPT", "the causal-mask buffers (attn.bias, block_size "
+                                   f"{config.block_size}, n_layer {config.n_layer})", config.n_layer,
+                                   config.block_size, config.block_size, 4)
         self.config = config
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(config.vocab_size, config.n_embd),
@@ -323,15 +330,16 @@ GELU_ACTIVATION = {"exact": "gelu", "tanh": "gelu_tanh"}
 PREFIXES = ("_orig_mod.", "module.")   # torch.compile, DistributedDataParallel
 
 
-def strip_prefixes(state):
-    """Keys without torch.compile's `_orig_mod.` (and DDP's `module.`) in front."""
+def strip_prefixes(state, where="state_dict"):
+    """Keys without torch.compile's `_orig_mod.` (and DDP's `module.`) in front;
+    where: the file, for the error of two keys that become one."""
     out = {}
     for key, value in state.items():
         k = key
         while k.startswith(PREFIXES):
             k = k[len(next(p for p in PREFIXES if k.startswith(p))):]
         if k in out:
-            raise ValueError(f"state_dict: {key!r} and another key both read as {k!r} without the prefix")
+            raise ValueError(f"{where}: {key!r} and another key both read as {k!r} without the prefix")
         out[k] = value
     return out
 
@@ -389,9 +397,7 @@ def assemble(state, *, n_head, gelu, where, layer_norm_eps=1e-5, activation=None
     if wpe.dim() != 2 or wpe.shape[1] != d:
         _shape_error(where, "transformer.wpe.weight", wpe, f"[{max_len_name}, {d}]")
     max_len = wpe.shape[0]
-    layers = 0
-    while any(k.startswith(f"transformer.h.{layers}.") for k in state):
-        layers += 1
+    layers = layer_count(state, "transformer.h.", where)
     if layers == 0:
         raise ValueError(f"{where}: no transformer.h.0.* keys: a GPT has at least one block")
     if isinstance(n_head, bool) or not isinstance(n_head, int) or n_head < 1 or d % n_head:
@@ -559,7 +565,8 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
 def _cleaned(state, where):
     """strip_prefixes + drop_mask_buffers, with notes saying what was done."""
     notes = []
-    stripped = strip_prefixes(state)
+    state = tensors_by_name(state, where)
+    stripped = strip_prefixes(state, where)
     if any(k.startswith(PREFIXES) for k in state):
         notes.append("key prefix _orig_mod. (torch.compile) / module. (DDP) removed")
     state, dropped = drop_mask_buffers(stripped, where)

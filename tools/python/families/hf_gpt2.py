@@ -49,6 +49,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from . import check_reference_tables, tensors_by_name
 from . import gpt as _gpt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: safe_write, safetensors_io
@@ -114,9 +115,11 @@ class GPT2Attention(nn.Module):
         self.n_head = config.n_head
         self.c_attn = Conv1D(3 * d, d)
         self.c_proj = Conv1D(d, d)
-        causal = torch.tril(torch.ones(p, p, dtype=torch.bool)).view(1, 1, p, p)
-        self.register_buffer("bias", causal, persistent=config.mask_buffers)
-        self.register_buffer("masked_bias", torch.tensor(-1e4), persistent=config.mask_buffers)
+        if config.mask_buffers:   # saved, as older transformers did (GPT2LMHead checked their size)
+            self.register_buffer("bias", torch.tril(torch.ones(p, p, dtype=torch.bool)).view(1, 1, p, p))
+            self.register_buffer("masked_bias", torch.tensor(-1e4))
+        else:                     # no [n_positions, n_positions] table (a claimed size): each pass makes its [t, t]
+            self.bias = None
         self.weights = None
 
     def forward(self, x):
@@ -124,7 +127,9 @@ class GPT2Attention(nn.Module):
         hd = d // self.n_head
         q, k, v = (z.view(b, t, self.n_head, hd).permute(0, 2, 1, 3) for z in self.c_attn(x).split(d, dim=2))
         scores = (q @ k.transpose(-1, -2)) / (hd ** 0.5)
-        scores = torch.where(self.bias[:, :, :t, :t], scores, torch.tensor(torch.finfo(scores.dtype).min))
+        causal = (self.bias[:, :, :t, :t] if self.bias is not None
+                  else torch.tril(torch.ones(t, t, dtype=torch.bool)).view(1, 1, t, t))
+        scores = torch.where(causal, scores, torch.tensor(torch.finfo(scores.dtype).min))
         att = F.softmax(scores, dim=-1)
         self.weights = att.detach()
         y = (att @ v).permute(0, 2, 1, 3).reshape(b, t, d)
@@ -160,6 +165,10 @@ class GPT2LMHead(nn.Module):
 
     def __init__(self, config):
         super().__init__()
+        if config.mask_buffers:   # one [n_positions, n_positions] bool mask per block
+            check_reference_tables("GPT2LMHead", f"the causal-mask buffers (attn.bias, n_positions "
+                                   f"{config.n_positions}, n_layer {config.n_layer})", config.n_layer,
+                                   config.n_positions, config.n_positions, 1)
         self.config = config
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(config.vocab_size, config.n_embd),
@@ -240,38 +249,96 @@ def save_folder(model, folder, *, weights="safetensors", vocab=None, merges=None
         safe_write.write_text(os.path.join(folder, "merges.txt"), "#version: 0.2\n" + "".join(m + "\n" for m in merges or []))
 
 
+# The largest files of an HF folder read here, in bytes: each is refused by its
+# size before it is read (GPT-2's own: config.json 665 bytes, vocab.json 1.0 MB,
+# merges.txt 456 KB; the weights are bounded by their readers).
+MAX_CONFIG_BYTES = 1 << 20
+MAX_TOKENIZER_FILE_BYTES = 64 << 20
+
+
+def _read_text(path, limit, what):
+    """The UTF-8 text of `path`, refused by its size (before reading) above `limit`
+    bytes. ValueError naming the file."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                raise ValueError(f"{path}: {size} bytes, more than the limit of {limit} for {what}")
+            raw = f.read(limit + 1)      # a FIFO or a growing file reports a smaller size: read at most the limit
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read {what}: {e.strerror or e}") from None
+    if len(raw) > limit:
+        raise ValueError(f"{path}: more than the limit of {limit} bytes for {what}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: {what} is not UTF-8 (byte 0x{raw[e.start]:02X} at offset {e.start})") from None
+
+
+def _read_json(path, limit, what):
+    """The JSON value of `path` (at most `limit` bytes). ValueError naming the file,
+    also for nesting too deep for Python's JSON reader (a RecursionError)."""
+    text = _read_text(path, limit, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: {what} is not JSON: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: {what} nests arrays or objects deeper than Python's JSON reader follows "
+                         f"(about {sys.getrecursionlimit()} levels)") from None
+
+
 def read_bpe(vocab_json, merges_txt):
     """(vocab list index = id, merges list in rank order) from GPT-2's vocab.json
-    (or encoder.json) and merges.txt (or vocab.bpe). Raises ValueError naming the
-    file and entry at fault."""
-    try:
-        with open(vocab_json, encoding="utf-8") as f:
-            table = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{vocab_json}: cannot read a JSON vocabulary: {e}") from None
+    (or encoder.json) and merges.txt (or vocab.bpe), each at most
+    MAX_TOKENIZER_FILE_BYTES. Every token must be written in GPT-2's byte
+    characters, and every merge must be one the engine's gpt2_bpe accepts
+    (docs/FORMAT.md, vocabulary rules; models/gpt2_bpe.h): "left right" with
+    both sides and their concatenation tokens of vocab.json, no pair twice.
+    Raises ValueError naming the file, the line or entry, and the rule."""
+    from tinyformer_export import GPT2_BYTE_CHARACTERS   # here: tinyformer_export imports the families
+    table = _read_json(vocab_json, MAX_TOKENIZER_FILE_BYTES, "a JSON vocabulary")
     if not isinstance(table, dict) or not table:
         raise ValueError(f"{vocab_json}: expected a JSON object {{token: id}}")
     n = len(table)
     vocab = [None] * n
     for token, i in table.items():
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n or vocab[i] is not None:
-            raise ValueError(f"{vocab_json}: the id of {token!r} is {i!r}: the ids must be exactly 0..{n - 1}, "
-                             f"each once")
+            raise ValueError(f"{vocab_json}: the id of {_gpt._shown(token)} is {_gpt._shown(i)}: the ids must be "
+                             f"exactly 0..{n - 1}, each once")
+        bad = next((c for c in token if c not in GPT2_BYTE_CHARACTERS), None)
+        if bad is not None or not token:
+            why = "is empty" if bad is None else f"holds {bad!r} (U+{ord(bad):04X}), which stands for no byte"
+            raise ValueError(f"{vocab_json}: token {_gpt._shown(token)} (id {i}) {why}: a GPT-2 token is written "
+                             f"one character per byte (printable Latin-1 as itself, the other bytes as "
+                             f"U+0100..U+0143)")
         vocab[i] = token
-    try:
-        with open(merges_txt, encoding="utf-8") as f:
-            lines = f.read().split("\n")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{merges_txt}: cannot read merges: {e}") from None
+    ids = {token: i for i, token in enumerate(vocab)}
+    text = _read_text(merges_txt, MAX_TOKENIZER_FILE_BYTES, "merges")
+    lines = text.split("\n")
+    first = 1
     if lines and lines[0].startswith("#version"):
-        lines = lines[1:]
-    merges = []
-    for number, line in enumerate(lines, start=2):
+        lines, first = lines[1:], 2
+    merges, pairs = [], {}
+    for number, line in enumerate(lines, start=first):
+        if line.endswith("\r"):
+            line = line[:-1]             # a merges.txt saved with CRLF line ends
         if not line.strip():
             continue
         parts = line.split(" ")
         if len(parts) != 2 or not all(parts):
-            raise ValueError(f"{merges_txt}: line {number} is {line!r}, expected \"left right\"")
+            raise ValueError(f"{merges_txt}: line {number} is {_gpt._shown(line)}, expected \"left right\": two "
+                             f"tokens separated by exactly one space")
+        left, right = parts
+        for side, token in (("left side", left), ("right side", right), ("merged token", left + right)):
+            if token not in ids:
+                raise ValueError(f"{merges_txt}: line {number} {_gpt._shown(line)}: its {side} "
+                                 f"{_gpt._shown(token)} is not a token of {vocab_json} (the engine refuses such a "
+                                 f"merge: docs/FORMAT.md, vocabulary rules)")
+        if line in pairs:
+            raise ValueError(f"{merges_txt}: line {number} {_gpt._shown(line)} is the same pair as line "
+                             f"{pairs[line]}; no pair may be merged twice (the engine refuses it)")
+        pairs[line] = number
         merges.append(line)
     return vocab, merges
 
@@ -295,22 +362,22 @@ def read_folder(folder):
     if not os.path.isdir(folder):
         raise ValueError(f"{folder}: not a folder (an HF GPT-2 model is a folder with config.json)")
     path = os.path.join(folder, "config.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            cfg = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path}: cannot read: {e}") from None
+    cfg = _read_json(path, MAX_CONFIG_BYTES, "config.json")
     if not isinstance(cfg, dict):
         raise ValueError(f"{path}: expected a JSON object")
+    _check_config_types(cfg, path)
     st_path, bin_path = os.path.join(folder, "model.safetensors"), os.path.join(folder, "pytorch_model.bin")
     if os.path.exists(st_path):
-        arrays, _ = safetensors_io.read(st_path)
+        try:
+            arrays, _ = safetensors_io.read(st_path)
+        except OSError as e:
+            raise ValueError(f"{st_path}: cannot read: {e.strerror or e}") from None
+        except ValueError as e:           # safetensors_io names the rule, not the file
+            raise ValueError(f"{st_path}: {e}") from None
         state = {k: torch.from_numpy(np.array(v, dtype=np.float32) if v.dtype != np.bool_ else np.array(v))
                  for k, v in arrays.items()}
     elif os.path.exists(bin_path):
-        state = _gpt.load_torch_file(bin_path, "pytorch_model.bin")
-        if not isinstance(state, dict) or not all(torch.is_tensor(v) for v in state.values()):
-            raise ValueError(f"{bin_path}: expected a state_dict (a dict name -> tensor)")
+        state = tensors_by_name(_gpt.load_torch_file(bin_path, "pytorch_model.bin"), bin_path)
     else:
         shards = [n for n in ("model.safetensors.index.json", "pytorch_model.bin.index.json")
                   if os.path.exists(os.path.join(folder, n))]
@@ -324,6 +391,28 @@ def read_folder(folder):
         if os.path.exists(os.path.join(folder, name)):
             tok[name] = os.path.join(folder, name)
     return cfg, state, tok
+
+
+# config.json fields this converter reads, and the JSON type each must have
+# (checked before any is used, so a list where a number belongs is refused by
+# name instead of failing deep inside).
+_CONFIG_INTS = ("vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner")
+
+
+def _check_config_types(cfg, path):
+    for key in _CONFIG_INTS:
+        value = cfg.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{path}: {key} = {_gpt._shown(value)}: expected a positive whole number")
+    eps = cfg.get("layer_norm_epsilon", 1e-5)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < 1:
+        raise ValueError(f"{path}: layer_norm_epsilon = {_gpt._shown(eps)}: expected a number in (0, 1)")
+    for key in ("activation_function", "model_type"):
+        if key in cfg and not isinstance(cfg[key], str):
+            raise ValueError(f"{path}: {key} = {_gpt._shown(cfg[key])}: expected a string")
+    if not isinstance(cfg.get("tie_word_embeddings", True), bool):
+        raise ValueError(f"{path}: tie_word_embeddings = {_gpt._shown(cfg['tie_word_embeddings'])}: expected true "
+                         f"or false")
 
 
 def _to_linear_layout(state, where):
@@ -342,7 +431,9 @@ def _refuse_options(cfg, where):
     bad = []
     for key, allowed in SUPPORTED_OPTIONS.items():
         if key in cfg and cfg[key] not in allowed:
-            bad.append(f"{key} = {json.dumps(cfg[key])} (tinyformer computes only {json.dumps(allowed[0])})")
+            value = cfg[key]
+            shown = json.dumps(value)[:80] if isinstance(value, (str, int, float, bool)) else _gpt._shown(value)
+            bad.append(f"{key} = {shown} (tinyformer computes only {json.dumps(allowed[0])})")
     act = cfg.get("activation_function", "gelu_new")
     if act not in ACTIVATIONS:
         bad.append(f"activation_function = {json.dumps(act)} (tinyformer has {', '.join(sorted(ACTIVATIONS))})")

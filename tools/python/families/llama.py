@@ -56,13 +56,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import Converted, check_state_dict, rename_to_upstream
+from . import (Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream,
+               tensors_by_name)
 
 ROPE_THETA = 10000.0
 MAGIC = 0x616B3432              # "ak42" read as a little-endian uint32: export.py's v1/v2 header
 V1_HEADER_BYTES = 256
 MAX_SIZE = 1 << 24              # tinyformer's limit on every size (models/config.cpp)
 MAX_TOKEN_BYTES = 1 << 16       # a tokenizer.bin piece longer than this is not a piece
+MAX_TOKENIZER_BYTES = 1 << 30   # a tokenizer.bin larger than this is not one (llama2.c's 32000 pieces: 424 KB)
 
 
 @dataclass
@@ -234,6 +236,10 @@ class Transformer(nn.Module):
         super().__init__()
         if not isinstance(args, ModelArgs):
             raise TypeError(f"Transformer(args): expected a ModelArgs, got {type(args).__name__}")
+        if mask_buffer:           # one [max_seq_len, max_seq_len] float32 mask per block
+            check_reference_tables("Transformer", f"the causal-mask buffers (attention.mask, max_seq_len "
+                                   f"{args.max_seq_len}, n_layers {args.n_layers})", args.n_layers,
+                                   args.max_seq_len, args.max_seq_len, 4)
         self.params = args
         self.tok_embeddings = nn.Embedding(args.vocab_size, args.dim)
         self.dropout = nn.Dropout(args.dropout)
@@ -370,7 +376,7 @@ def _is_mask_buffer(t):
 def _cleaned(state, where):
     """(state without prefixes, mask buffers and RoPE tables, notes)."""
     out, notes, masks = {}, [], 0
-    for key, value in state.items():
+    for key, value in tensors_by_name(state, where).items():
         k = key
         while k.startswith(PREFIXES):
             k = k[len(next(p for p in PREFIXES if k.startswith(p))):]
@@ -396,13 +402,17 @@ def _cleaned(state, where):
 
 
 def _check_rope_tables(where, cos, sin, head_dim, max_seq_len):
-    """The file's own cos/sin tables must be theta 10000's (tinyformer computes them)."""
+    """The file's own cos/sin tables must be theta 10000's (tinyformer computes them).
+    Their shapes are checked first: the tables computed to compare with are then
+    no larger than the file's own (max_seq_len is a claim of model_args)."""
+    expected = [max_seq_len, head_dim // 2]
+    for name, got in (("freqs_cos", cos), ("freqs_sin", sin)):
+        if list(got.shape) != expected:
+            raise ValueError(f"{where}: {name} has shape {list(got.shape)}, expected {expected} "
+                             f"([max_seq_len, head_size / 2])")
     want_cos, want_sin = rope_tables(head_dim, max_seq_len)
     for name, got, want in (("freqs_cos", cos, want_cos), ("freqs_sin", sin, want_sin)):
         got = torch.as_tensor(got).float()
-        if list(got.shape) != list(want.shape):
-            raise ValueError(f"{where}: {name} has shape {list(got.shape)}, expected {list(want.shape)} "
-                             f"([max_seq_len, head_size / 2])")
         diff = float((got - want).abs().max()) if got.numel() else 0.0
         if not diff <= 1e-5:
             raise ValueError(f"{where}: {name} differs from RoPE with theta 10000 by up to {diff:.3g}: a model "
@@ -427,9 +437,7 @@ def assemble(state, *, n_heads, max_seq_len, norm_eps=1e-5, where, model_args=No
     if dim % n_heads or (dim // n_heads) % 2:
         raise ValueError(f"{where}: n_heads = {n_heads}: must divide dim = {dim} into an even head size")
     head = dim // n_heads
-    layers = 0
-    while any(k.startswith(f"layers.{layers}.") for k in state):
-        layers += 1
+    layers = layer_count(state, "layers.", where)
     wk = state["layers.0.attention.wk.weight"] if "layers.0.attention.wk.weight" in state else None
     if wk is None or wk.dim() != 2 or wk.shape[1] != dim or wk.shape[0] % head:
         raise ValueError(f"{where}: layers.0.attention.wk.weight must be [n_kv_heads * {head}, {dim}], got "
@@ -493,7 +501,11 @@ def _check_model_args(where, args, *, dim, n_layers, vocab_size, n_kv, hidden):
     if args.get("n_kv_heads") is not None and args["n_kv_heads"] != n_kv:
         raise ValueError(f"{where}: model_args['n_kv_heads'] = {_shown(args['n_kv_heads'])} but "
                          f"layers.0.attention.wk.weight says {n_kv}")
-    rule = ffn_hidden_dim(dim, args.get("hidden_dim"), args.get("multiple_of", 32))
+    multiple_of = args.get("multiple_of", 32)
+    if isinstance(multiple_of, bool) or not isinstance(multiple_of, int) or multiple_of < 1:
+        raise ValueError(f"{where}: model_args['multiple_of'] = {_shown(multiple_of)}: expected a positive whole "
+                         f"number (llama2.c's FFN width rule rounds up to it)")
+    rule = ffn_hidden_dim(dim, args.get("hidden_dim"), multiple_of)
     if isinstance(rule, int) and rule != hidden:
         raise ValueError(f"{where}: model_args give an FFN width of {rule} (hidden_dim "
                          f"{_shown(args.get('hidden_dim'))}, multiple_of {_shown(args.get('multiple_of', 32))}) but "
@@ -622,6 +634,19 @@ def _read_header(where, data):
     return 0, fields, shared, 28
 
 
+def _float_count(version, f, shared):
+    """How many float32 values _layout(version, f, shared) lists, by arithmetic on
+    the header's fields: known before any list or array is made (n_layers may
+    claim 2^24 blocks; the list of their names alone would take gigabytes)."""
+    d, hd, n, h, kv, v, t = (f[k] for k in HEADER_FIELDS)
+    kvd = kv * (d // h)
+    per_layer = 2 * d + 2 * d * d + 2 * kvd * d + 3 * hd * d
+    count = n * per_layer + v * d + d + (0 if shared else v * d)
+    if version == 0:
+        count += 2 * t * ((d // h) // 2)
+    return count
+
+
 def _layout(version, f, shared):
     """[(name, shape)] of the float32 arrays after the header, in file order."""
     d, hd, n, h, kv, v, t = (f[k] for k in HEADER_FIELDS)
@@ -667,8 +692,7 @@ def read_llama2c_bin(path):
         raise ValueError(f"{where}: header dim / n_heads = {f['dim'] // f['n_heads']}: RoPE needs an even head size")
     if f["n_kv_heads"] > f["n_heads"] or f["n_heads"] % f["n_kv_heads"]:
         raise ValueError(f"{where}: header n_kv_heads = {f['n_kv_heads']} does not divide n_heads = {f['n_heads']}")
-    layout = _layout(version, f, shared)
-    floats = sum(math.prod(shape) for _, shape in layout)
+    floats = _float_count(version, f, shared)      # the length check comes before any list or array
     expected = offset + 4 * floats
     if size != expected:
         what = "truncated" if size < expected else f"{size - expected} bytes longer than its header says"
@@ -676,6 +700,7 @@ def read_llama2c_bin(path):
                          f"{f['hidden_dim']}, n_layers {f['n_layers']}, n_heads {f['n_heads']}, n_kv_heads "
                          f"{f['n_kv_heads']}, vocab_size {f['vocab_size']}, max_seq_len {f['max_seq_len']}, "
                          f"{'shared' if shared else 'own'} classifier) needs {expected}: {what}")
+    layout = _layout(version, f, shared)         # now at most size / 4 entries (each holds >= 1 float)
     data = np.fromfile(path, dtype="<f4", offset=offset, count=floats)
     if data.size != floats:
         raise ValueError(f"{where}: the file changed while it was read")
@@ -748,11 +773,14 @@ def read_tokenizer_bin(path, vocab_size=None):
     where = str(path)
     try:
         with open(path, "rb") as fh:
-            data = fh.read(MAX_SIZE * 64 + 1)
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_TOKENIZER_BYTES:       # refused before reading (a FIFO reports 0 and is read up to the limit)
+                raise ValueError(f"{where}: {size} bytes, more than a tokenizer.bin's limit of {MAX_TOKENIZER_BYTES}")
+            data = fh.read(MAX_TOKENIZER_BYTES + 1)
     except OSError as e:
         raise ValueError(f"{where}: cannot read the tokenizer.bin: {e.strerror or e}") from None
-    if len(data) > MAX_SIZE * 64:
-        raise ValueError(f"{where}: more than {MAX_SIZE * 64} bytes: not a tokenizer.bin")
+    if len(data) > MAX_TOKENIZER_BYTES:
+        raise ValueError(f"{where}: more than {MAX_TOKENIZER_BYTES} bytes: more than a tokenizer.bin's limit")
     if len(data) < 4:
         raise ValueError(f"{where}: {len(data)} bytes: too short for tokenizer.bin's max_token_length")
     max_len = struct.unpack_from("<I", data, 0)[0]
