@@ -10,7 +10,6 @@ reader itself (no torch needed) are in tests/python/test_torch_file.py.
 """
 
 import json
-import os
 import pickle
 import shutil
 import subprocess
