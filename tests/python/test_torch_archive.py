@@ -1,4 +1,9 @@
-"""Every converter entry point on a stranger's file that would run code: a
+"""The converters' reader (tools/python/torch_file.py) against torch itself:
+every kind of file torch.save writes, in both formats and several pickle
+protocols, reads as torch.load reads it (torch.load is the oracle here, in
+the test only; the converters never call it).
+
+Every converter entry point on a stranger's file that would run code: a
 TorchScript-shaped archive whose data.pkl calls builtins.exec, with 69,000
 zero bytes after it (issue 31's high finding: Python's zipfile then sees no
 zip, torch's reader still did, and torch.load handed TorchScript to
@@ -36,6 +41,54 @@ def exec_pickle(marker):
     """data.pkl that runs code under Python's pickle (and torch.load without weights_only)."""
     src = f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')"
     return b"\x80\x02" + s("builtins") + s("exec") + b"\x93" + b"(" + s(src) + b"t" + b"R" + b"0" + b"}" + b"."
+
+
+def same(a, b):
+    if torch.is_tensor(b):
+        if not (torch.is_tensor(a) and a.dtype == b.dtype and a.shape == b.shape and a.stride() == b.stride()):
+            return False
+        b = b.detach()       # NaN equals NaN here: the same bits read back
+        return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0))
+    if isinstance(b, dict):
+        return type(a) is type(b) and list(a) == list(b) and all(same(a[k], b[k]) for k in b)
+    if isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b or (a != a and b != b)
+
+
+class AsTorchLoadsThem(unittest.TestCase):
+    def test_what_torch_save_writes_reads_as_torch_load_reads_it(self):
+        base = torch.arange(40, dtype=torch.float32).view(5, 8)
+        model = torch.nn.Linear(3, 2)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        model(torch.ones(1, 3)).sum().backward()
+        optimizer.step()
+        kinds = {
+            "dtypes": {str(d): torch.arange(6).to(d) for d in (torch.float32, torch.float64, torch.float16,
+                                                              torch.bfloat16, torch.int64, torch.int32, torch.int16,
+                                                              torch.int8, torch.uint8, torch.bool)},
+            "views": {"base": base, "rows": base[1:4], "cols": base[:, 2:7], "t": base.t(), "step": base[::2, ::3],
+                      "channels_last": torch.randn(2, 3, 4, 5).to(memory_format=torch.channels_last)},
+            "shapes": {"scalar": torch.tensor(2.5), "empty": torch.empty(0, 3), "nan": torch.tensor([float("nan"),
+                                                                                                       float("inf")])},
+            "state_dict": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "nanogpt-like": {"model": model.state_dict(), "model_args": {"n_layer": 1, "dropout": 0.0},
+                             "iter_num": 5, "best_val_loss": torch.tensor(1.25), "config": {"lr": 6e-4, "name": "x"}},
+            "plain": {"big": 2 ** 100, "bytes": b"\x00\xff", "none": None, "nested": [(1, [2, {"a": 3}])], 7: "int key"},
+        }
+        folder = Path(tempfile.mkdtemp())
+        try:
+            for kind, obj in kinds.items():
+                for legacy in (False, True):
+                    for protocol in (2, 4):
+                        with self.subTest(kind=kind, legacy=legacy, protocol=protocol):
+                            path = folder / f"{kind}.pt"
+                            torch.save(obj, str(path), pickle_protocol=protocol,
+                                       _use_new_zipfile_serialization=not legacy)
+                            self.assertTrue(same(gpt.load_torch_file(path), torch.load(str(path))))
+        finally:
+            shutil.rmtree(folder)
 
 
 class EntryPoints(unittest.TestCase):

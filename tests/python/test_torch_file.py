@@ -13,7 +13,6 @@ reader's own terms (unpickler steps, bytes allocated), never wall time.
 
 import os
 import pickle
-import re
 import struct
 import sys
 import tempfile
@@ -40,8 +39,10 @@ def g(module, name):              # STACK_GLOBAL
     return s(module) + s(name) + b"\x93"
 
 
-def i(n):                         # BININT
-    return b"J" + struct.pack("<i", n)
+def i(n):                         # BININT, or LONG1 past 32 bits
+    if -(1 << 31) <= n < (1 << 31):
+        return b"J" + struct.pack("<i", n)
+    return b"\x8a\x08" + n.to_bytes(8, "little", signed=True)
 
 
 def ints(values):                 # MARK ... TUPLE
@@ -103,13 +104,14 @@ class Case(unittest.TestCase):
                 z.writestr(member, data)
         return path
 
-    def legacy(self, main, storages, name="legacy.pt", sys_info=None):
+    def legacy(self, main, storages, name="legacy.pt", sys_info=None, protocol=2):
         """torch.save's legacy format: magic, protocol, sys_info, the object,
         the storage keys, then each storage as int64 numel + bytes."""
         sys_info = sys_info or {"protocol_version": 1001, "little_endian": True,
                                 "type_sizes": {"short": 2, "int": 4, "long": 8}}
-        out = pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2) + pickle.dumps(1001, protocol=2) \
-            + pickle.dumps(sys_info, protocol=2) + main + pickle.dumps([k for k, _, _ in storages], protocol=2)
+        out = pickle.dumps(0x1950a86a20f9469cfc6c, protocol=protocol) + pickle.dumps(1001, protocol=protocol) \
+            + pickle.dumps(sys_info, protocol=protocol) + main \
+            + pickle.dumps([k for k, _, _ in storages], protocol=protocol)
         for _, numel, data in storages:
             out += struct.pack("<q", numel) + data
         path = self.p(name)
@@ -148,10 +150,13 @@ class WhatTorchSaveWrites(Case):
     def test_a_legacy_file_reads(self):
         main = pkl(b"}" + s("w") + tensor("k1", 2, 0, [2], [1], legacy=True) + b"s"
                    + s("b") + tensor("k2", 1, 0, [], [], legacy=True) + b"s")
-        path = self.legacy(main, [("k1", 2, struct.pack("<2f", 0.5, -1)), ("k2", 1, struct.pack("<f", 7))])
-        got = torch_file.read(path)
-        self.assertEqual(got["w"].array.tolist(), [0.5, -1])
-        self.assertEqual(got["b"].array.tolist(), 7)
+        for protocol in (1, 2, 3, 4, 5):      # torch.save(..., pickle_protocol=P) writes its header pickles so
+            with self.subTest(protocol=protocol):
+                path = self.legacy(main, [("k1", 2, struct.pack("<2f", 0.5, -1)), ("k2", 1, struct.pack("<f", 7))],
+                                   protocol=protocol)
+                got = torch_file.read(path)
+                self.assertEqual(got["w"].array.tolist(), [0.5, -1])
+                self.assertEqual(got["b"].array.tolist(), 7)
 
     def test_an_ordered_dict_keeps_its_metadata(self):
         # torch.save(state_dict): OrderedDict() then BUILD {"_metadata": ...} then SETITEMS
@@ -266,7 +271,12 @@ class TheFindings(Case):
                 start += 4
         with open(path, "wb") as f:
             f.write(data)
+        import tracemalloc
+        tracemalloc.start()
         self.refused(path, "inflates to more than the 16 bytes it declares")
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        self.assertLess(peak, 1 << 20)        # the 8 MiB the member holds were never inflated
 
     def test_bzip2_and_lzma_members_are_refused_by_name(self):
         for method, name in ((zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "LZMA")):
@@ -283,12 +293,68 @@ class TheFindings(Case):
         # a stride-0 view: 2e9 elements from one float
         path = self.archive(pkl(one_entry("w", tensor("0", 1, 0, [2 * 10 ** 9], [0]))), {"0": bytes(4)},
                             name="stride0.pt")
-        self.refused(path, "would take 8000000000 bytes")
+        self.refused(path, "would take 8000000064 bytes")     # the view, and the record's 64
         # two names for one storage (nanoGPT's tied wte / lm_head) still read
         body = b"}" + s("wte") + tensor("0", 4, 0, [2, 2], [2, 1]) + b"s" + s("lm_head") \
             + tensor("0", 4, 0, [2, 2], [2, 1]) + b"s"
         got = torch_file.read(self.archive(pkl(body), {"0": struct.pack("<4f", 1, 2, 3, 4)}, name="tied.pt"))
         self.assertIs(got["wte"].storage, got["lm_head"].storage)
+
+    def test_one_record_under_many_names_counts_each_time(self):
+        # review of this fix: one memoized tensor record under 20,000 keys (1 MiB each appearance)
+        body = tensor("0", 262144, 0, [262144], [1]) + b"\x94" + b"0" + b"}" + b"(" \
+            + b"".join(s(f"w{n}") + b"h\x00" for n in range(20000)) + b"u"
+        self.refused(self.archive(pkl(body), {"0": bytes(1 << 20)}), "more than 4 times the file's")
+        # 20,000 empty tensor records of 5 bytes each (the rebuild function and its arguments
+        # memoized, then GET GET REDUCE): each counts 64 bytes, so they are refused
+        args = b"(" + storage("0", 1) + i(0) + ints([0]) + ints([1]) + b"\x89" + b"}" + b"t"
+        body = b"]" + b"(" + g("torch._utils", "_rebuild_tensor_v2") + b"\x94" + b"0" + args + b"\x94" + b"0" \
+            + b"h\x00h\x01R" * 20000 + b"e"
+        self.refused(self.archive(pkl(body), {"0": bytes(4)}, name="empty.pt"), "more than 4 times the file's")
+
+    def test_metadata_is_checked_like_the_rest(self):
+        # BUILD's _metadata is walked too: shared halves and deep nesting are refused in the reader
+        for name, value, words in (("halves", shared_halves(50), "expanded as a tree"),
+                                   ("deep", b"]" * 200 + b"a" * 199, "nested more than 100 deep")):
+            with self.subTest(name):
+                body = g("collections", "OrderedDict") + b")" + b"R" + b"}" + s("_metadata") + value + b"s" + b"b"
+                self.refused(self.archive(pkl(body), {}, name=f"{name}.pt"), words)
+
+    def test_built_bytes_and_shared_strings_are_bounded(self):
+        # _codecs.encode makes new bytes per call: 2,000 calls on one 20 KB string are refused
+        body = b"]" + g("_codecs", "encode") + b"\x94" + b"0" + s("x" * 200) * 0 + b"\x8d" \
+            + struct.pack("<Q", 20000) + b"x" * 20000 + s("latin1") + b"\x86\x94" + b"0" + b"h\x00h\x01Ra" * 2000
+        with self.assertRaisesRegex(ValueError, r"_codecs\.encode builds more bytes than the pickle holds"):
+            pickle_reader.load(pkl(body))
+        # one 50 KB string under 2,000 ids: refused by the characters it holds per appearance
+        body = b"}" + b"\x8d" + struct.pack("<Q", 50000) + b"y" * 50000 + b"\x94" + b"0" + b"(" \
+            + b"".join(i(k) + b"h\x00" for k in range(2000)) + b"u"
+        with self.assertRaisesRegex(ValueError, r"strings, counted each time they appear, hold more than"):
+            pickle_reader.load(pkl(body))
+
+    def test_odd_numbers_and_shapes_are_refusals_not_tracebacks(self):
+        big = b"\x8b" + struct.pack("<i", 5000) + b"\x01" * 5000
+        with self.assertRaisesRegex(pickle_reader.Refused, r"APPEND on an int of 39993 bits"):
+            pickle_reader.load(pkl(big + big + b"a"))
+        with self.assertRaisesRegex(pickle_reader.Refused, r"INT with a number of 2000 characters"):
+            pickle_reader.load(b"I" + b"1" * 2000 + b"\n.")
+        with self.assertRaisesRegex(pickle_reader.Refused, r"with 0 arguments, not what it takes"):
+            pickle_reader.load(pkl(g("_codecs", "encode") + b")" + b"R"))
+        with self.assertRaisesRegex(pickle_reader.Refused, r"where plain data belongs"):
+            pickle_reader.load(pkl(g("_codecs", "encode")))
+        self.refused(self.archive(pkl(one_entry("w", tensor("0", 1, 0, [1] * 33, [1] * 33))), {"0": bytes(4)}),
+                     "more than 32 dimensions")
+        self.refused(self.archive(pkl(one_entry("w", tensor("0", 1, 0, [0] + [2 ** 47] * 5, [1] * 6))),
+                                  {"0": bytes(4)}, name="zero.pt"), "multiply past 2**48")
+
+    def test_a_member_folder_with_control_characters_stays_one_printable_line(self):
+        path = self.p("ctl.pt")
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("p\n\x1b[31m" + "A" * 5000 + "/data.pkl", pkl(b"N"))
+            z.writestr("p\n\x1b[31m" + "A" * 5000 + "/evil", b"")
+        message = self.refused(path, "an unexpected member")
+        self.assertTrue(message.isprintable())
+        self.assertLess(len(message), 400)
 
     def test_a_view_outside_its_storage_is_refused(self):
         self.refused(self.archive(pkl(one_entry("w", tensor("0", 2, 1, [2], [1]))), {"0": bytes(8)}),
@@ -364,20 +430,35 @@ class Bounds(unittest.TestCase):
             reader = pickle_reader.Unpickler(bytes(data))
             try:
                 reader.load()
-            except ValueError:
+            except pickle_reader.Refused:
                 pass
             self.assertLessEqual(reader.steps, 2 * len(data) + 2, bytes(data))
 
 
 class NoTorchLoad(unittest.TestCase):
     def test_no_converter_calls_a_torch_or_python_unpickler(self):
-        # issue 31: no path to torch.load or torch.jit in the converters, and no stdlib unpickler
-        calls = re.compile(r"\b(torch\.load|jit\.load|pickle\.loads?|pickle\.Unpickler|pickle\._Unpickler)\s*\(")
+        # issue 31: no path to torch.load or torch.jit in the converters, and no other unpickler.
+        # Read as Python (ast), so comments and strings do not count and aliases do.
+        import ast
+        loaders = {"load", "loads", "Unpickler", "_Unpickler", "_load"}
+        modules = {"torch", "jit", "serialization", "pickle", "_pickle", "cPickle", "dill", "joblib", "np", "numpy"}
         found = []
         for path in sorted((REPO / "tools" / "python").rglob("*.py")):
-            for n, line in enumerate(path.read_text().splitlines(), 1):
-                if calls.search(line.split("#", 1)[0]):
-                    found.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}"
+                if isinstance(node, ast.Attribute) and node.attr in loaders:
+                    base = node.value
+                    name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+                    if name in modules:
+                        found.append(f"{where}: {name}.{node.attr}")
+                elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in modules:
+                    found += [f"{where}: from {node.module} import {a.name}" for a in node.names if a.name in loaders]
+                elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                    found += [f"{where}: import {a.name} as {a.asname}" for a in node.names if a.asname and a.name in
+                              ("torch", "torch.jit", "torch.serialization", "pickle", "_pickle", "dill", "joblib")]
+                elif (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "getattr" and len(node.args) > 1
+                      and isinstance(node.args[1], ast.Constant) and node.args[1].value in loaders):
+                    found.append(f"{where}: getattr(..., {node.args[1].value!r})")
         self.assertEqual(found, [])
 
 

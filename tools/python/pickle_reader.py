@@ -28,9 +28,13 @@ Every cost is bounded by the pickle's length n (docs/BAD_INPUT.md):
   to collide (a str hash is salted per process; small ints hash to
   themselves), so a dict of n keys costs O(n), not O(n**2).
 - Memo indices are in [0, 2**32) for the same reason.
+- Text numbers (INT, LONG, FLOAT, PUT, GET) have at most 1,000 characters;
+  the bytes that _codecs.encode builds add up to at most n.
 - The object is then walked as a tree (shared parts counted each time they
   appear, so a tuple built from two references to one smaller tuple doubles):
-  at most `max_items` nodes (default 2n + 64) and `max_depth` levels (100).
+  at most `max_items` nodes (default 2n + 64), `max_depth` levels (100), and
+  twice that many characters of str and bytes; every leaf is plain data (or
+  one of the caller's `leaves` types, tensors).
   A structure of shared halves (2**80 nodes from 160 opcodes) or a list that
   contains itself is refused here, so whatever the caller does with the
   object afterwards (compare, print, convert) is bounded too.
@@ -61,8 +65,10 @@ class Refused(ValueError):
 def _shown(value):
     """A value from the file for a message: atoms as repr cut at 60 characters,
     anything else by type only (the repr of a shared-halves tuple never ends)."""
+    if type(value) is int and value.bit_length() > 64:
+        return f"an int of {value.bit_length()} bits"
     if isinstance(value, (str, bytes, int, float, bool, type(None))):
-        text = repr(value)
+        text = repr(value[:60] if isinstance(value, (str, bytes)) else value)
         return text if len(text) <= 60 else text[:57] + "..."
     return f"a {type(value).__name__}"
 
@@ -104,7 +110,7 @@ class Unpickler:
     `end` is the offset just past its STOP opcode and `steps` the work done."""
 
     def __init__(self, data, *, allowed=None, persistent_load=None, start=0, max_items=None,
-                 max_depth=MAX_DEPTH):
+                 max_depth=MAX_DEPTH, leaves=()):
         self.data = bytes(data)
         self.start = self.pos = start
         self.allowed = {**DATA_GLOBALS, **(allowed or {})}
@@ -112,8 +118,11 @@ class Unpickler:
         self.persistent = persistent_load
         self.max_items = max_items
         self.max_depth = max_depth
+        self.leaf_types = leaves
         self.steps = 0
+        self.built = 0            # bytes made by DATA_GLOBALS, at most the pickle's length
         self.end = None
+        self.leaves = []          # each appearance of a `leaves` object in the result
 
     # --- reading bytes ------------------------------------------------------
     def _take(self, n, what):
@@ -189,7 +198,7 @@ class Unpickler:
         self.end = self.pos
         obj = self.stack.pop()
         limit = self.max_items if self.max_items is not None else 2 * (self.end - self.start) + 64
-        _check_tree(obj, limit, self.max_depth)
+        self.leaves = _check_tree(obj, limit, self.max_depth, self.leaf_types)
         return obj
 
 
@@ -297,7 +306,12 @@ def _long_text(u):
     u.stack.append(_parse(int, line[:-1] if line.endswith(b"L") else line, "LONG"))
 
 
+MAX_NUMBER_TEXT = 1000     # characters of a text INT, LONG, FLOAT, PUT or GET (int() is quadratic)
+
+
 def _parse(kind, text, what):
+    if len(text) > MAX_NUMBER_TEXT:
+        raise Refused(f"{what} with a number of {len(text)} characters (at most {MAX_NUMBER_TEXT})")
     try:
         return kind(text.decode("ascii"))
     except (ValueError, UnicodeDecodeError):   # int() also refuses more than 4300 digits
@@ -518,8 +532,8 @@ _OPCODES[ord("j")] = lambda u: _get(u, u._unpack("<I", "LONG_BINGET"))
 # --- the only ways to reach a caller's code ---------------------------------
 def _global(u, module, name):
     if (module, name) not in u.allowed:
-        raise Refused(f"the global {_name(module + '.' + name)} is not allowed: building it could run code, and "
-                      f"a file of tensors, numbers, strings and containers never needs it")
+        raise Refused(f"the global {_name(module + '.' + name)} is not allowed: this reader builds plain data, "
+                      f"OrderedDict and tensors only (a named global is how a pickle runs code)")
     u.stack.append(u.allowed[(module, name)])
 
 
@@ -545,7 +559,15 @@ def _reduce(u):
     if id(function) not in u.callables or type(args) is not tuple:
         raise Refused(f"REDUCE of {_shown(function)}: only the allowed globals are called")
     u.steps += len(args)
-    u.stack.append(function(*args))
+    try:
+        result = function(*args)
+    except TypeError:
+        raise Refused(f"REDUCE of {_shown(function)} with {len(args)} arguments, not what it takes") from None
+    if isinstance(result, bytes):          # _codecs.encode makes new bytes each call: at most n in all
+        u.built += len(result)
+        if u.built > len(u.data):
+            raise Refused("_codecs.encode builds more bytes than the pickle holds")
+    u.stack.append(result)
 
 
 def _persistent(u, pid):
@@ -570,20 +592,40 @@ def _build(u):
     target.__dict__.update(state)
 
 
-def _check_tree(obj, limit, max_depth):
+PLAIN = (type(None), bool, int, float)
+
+
+def _check_tree(obj, limit, max_depth, leaf_types=()):
     """The object expanded as a tree (a shared part counts each time it
-    appears) has at most `limit` nodes and `max_depth` levels; else Refused.
-    Nodes are counted when found, so the walk itself holds at most `limit`."""
-    count = 1
+    appears): at most `limit` nodes, `max_depth` levels, and 2 * limit
+    characters of str and bytes; its leaves are plain data or `leaf_types`
+    (an allowed global left as a value is refused). An OrderedDict's
+    attributes (torch's _metadata) are walked as its children. Nodes are
+    counted when found, so the walk itself holds at most `limit`. Returns the
+    `leaf_types` leaves, once per appearance."""
+    count, text, found = 1, 0, []
     todo = [(obj, 1)]
     while todo:
         value, depth = todo.pop()
-        if isinstance(value, dict):
-            children = [x for item in value.items() for x in item]
-        elif isinstance(value, (list, tuple)):
+        kind = type(value)
+        if kind is dict or kind is collections.OrderedDict:
+            children = [x for item in value.items() for x in item] + list(value.__dict__.values()
+                                                                         if kind is not dict else ())
+        elif kind is list or kind is tuple:
             children = value
-        else:
+        elif kind is str or kind is bytes:
+            text += len(value)
+            if text > 2 * limit:
+                raise Refused(f"the object's strings, counted each time they appear, hold more than {2 * limit} "
+                              f"characters (one string shared many times)")
             continue
+        elif kind in PLAIN:
+            continue
+        elif isinstance(value, leaf_types):
+            found.append(value)
+            continue
+        else:
+            raise Refused(f"{_shown(value)} where plain data belongs (an allowed global used as a value)")
         if not children:
             continue
         if depth >= max_depth:
@@ -593,6 +635,7 @@ def _check_tree(obj, limit, max_depth):
             raise Refused(f"the object, expanded as a tree, has more than {limit} items (a container shared "
                           f"many times, or one that holds itself); the limit is twice the pickle's bytes plus 64")
         todo.extend((v, depth + 1) for v in children)
+    return found
 
 
 def load(data, **options):

@@ -39,9 +39,13 @@ Every cost is bounded by the file's size N (docs/BAD_INPUT.md):
   and they lie inside the file (the legacy format: checked before any bytes
   are taken); storages are views of the file's bytes, never allocated from a
   claimed size;
-- the tensors, each taken as a copy of its own, add up to at most
-  VIEW_MULTIPLE * N bytes (6,000 views of one storage are refused);
-- the pickle's own costs: pickle_reader.py (linear in its length).
+- the tensors as the object holds them, each appearance taken as a copy of
+  its own (a record under 20,000 names counts 20,000 times) and each tensor
+  record as at least RECORD_BYTES, add up to at most VIEW_MULTIPLE * N bytes
+  (6,000 views of one storage are refused);
+- the pickle's own costs: pickle_reader.py (linear in its length), and
+  data.pkl is at most MAX_PICKLE_BYTES (Python's objects take up to ~140
+  bytes per byte of pickle).
 
     obj = read("ckpt.pt", "nanoGPT checkpoint")    # tensors are StoredTensor (numpy)
     obj = to_torch(obj)                            # ... or torch tensors
@@ -66,8 +70,10 @@ __all__ = ["read", "parse", "to_torch", "file_bytes", "StoredTensor", "UNPACK_MU
 
 UNPACK_MULTIPLE = 4        # all members unpacked <= 4 x the file's size
 VIEW_MULTIPLE = 4          # all tensors, each copied out, <= 4 x the file's size
-MAX_PICKLE_BYTES = 256 << 20
+MAX_PICKLE_BYTES = 8 << 20   # GPT-2 124M's data.pkl is 20 KB; Python objects cost ~140x a pickle's bytes
 LARGEST = 1 << 48          # no offset, size or stride of a real tensor is this large
+MAX_DIMS = 32              # numpy's limit
+RECORD_BYTES = 64          # what one tensor record counts for at least, however small
 
 LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 LEGACY_PROTOCOL = 1001
@@ -146,9 +152,10 @@ class _TorchPickle:
             self.allowed[("torch", name)] = StorageType(name)
 
     def load(self, data, start=0):
+        """(object, end offset, each appearance of a tensor in the object)"""
         reader = pickle_reader.Unpickler(data, allowed=self.allowed, persistent_load=self.persistent_load,
-                                         start=start)
-        return reader.load(), reader.end
+                                         start=start, leaves=(StoredTensor,))
+        return reader.load(), reader.end, reader.leaves
 
     def rebuild_tensor(self, storage, offset, size, stride, requires_grad=False, hooks=None, metadata=None):
         """torch._utils._rebuild_tensor_v2's arguments, checked; the view is made in _finish."""
@@ -177,19 +184,22 @@ def _storage_id(pid, size):
     return pid[1], pid[2], pid[4]
 
 
-def _finish(tensors, file_size):
-    """Check every view against its storage and the sum of views against the
-    file, then make the numpy views."""
-    total = 0
+def _finish(tensors, appearances, file_size):
+    """Check every tensor record against its storage, and the tensors as the
+    object holds them (each appearance a copy of its own, each record at least
+    RECORD_BYTES) against the file; then make the numpy views."""
     for t in tensors:
         if t.storage.array is None:
             raise Refused(f"storage {t.storage.key[:40]!r} has no data")
-        if not all(0 <= v < LARGEST for v in (t.offset, *t.shape, *t.stride)):
-            raise Refused("a tensor record with a negative or impossibly large offset, size or stride")
+        if len(t.shape) > MAX_DIMS or not all(0 <= v < LARGEST for v in (t.offset, *t.shape, *t.stride)):
+            raise Refused(f"a tensor record with more than {MAX_DIMS} dimensions, or a negative or impossibly "
+                          f"large offset, size or stride")
+        if math.prod(n for n in t.shape if n) >= LARGEST:
+            raise Refused("a tensor record whose sizes multiply past 2**48 elements")
         if math.prod(t.shape) and t.offset + sum((n - 1) * s for n, s in zip(t.shape, t.stride)) >= t.storage.numel:
             raise Refused(f"a tensor record of shape {list(t.shape)[:8]} outside its storage of "
                           f"{t.storage.numel} elements")
-        total += t.nbytes
+    total = sum(max(t.nbytes, RECORD_BYTES) for t in appearances) + RECORD_BYTES * len(tensors)
     if total > VIEW_MULTIPLE * file_size:
         raise Refused(f"its tensors, each taken as a copy, would take {total} bytes: more than {VIEW_MULTIPLE} "
                       f"times the file's {file_size} (views sharing one storage; save copies instead)")
@@ -239,8 +249,8 @@ def _end_record(buf):
         at = buf.rfind(sig, low, at + 3)
     anywhere = buf.rfind(sig)
     if anywhere >= 0:
-        raise Refused(f"bytes after the zip's end record ({n - anywhere - 22} at least): something was appended "
-                      f"to the archive, or it is not one")
+        raise Refused(f"bytes after the zip's end record ({max(n - anywhere - 22, 1)} at least): something was "
+                      f"appended to the archive, or it is not one")
     raise Refused("it starts as a zip but has no zip end record")
 
 
@@ -370,8 +380,8 @@ def _read_zip(buf):
         ok = rest is not None and (rest == "data.pkl" or rest in TORCH_SAVE_EXTRAS
                                    or (rest.startswith("data/") and len(rest) > 5 and "/" not in rest[5:]))
         if not ok:
-            raise Refused(f"an unexpected member {name[:80]!r}: a torch.save archive holds {prefix}/data.pkl, "
-                          f"{prefix}/data/<key> and version records only")
+            raise Refused(f"an unexpected member {name[:80]!r}: a torch.save archive holds data.pkl, data/<key> "
+                          f"and version records only, in one folder")
     unpacked = sum(m.size for m in members.values())
     if unpacked > UNPACK_MULTIPLE * len(buf):
         raise Refused(f"its members unpack to {unpacked} bytes: more than {UNPACK_MULTIPLE} times the file's "
@@ -398,17 +408,23 @@ def _read_zip(buf):
         return storage
 
     reader = _TorchPickle(persistent_load)
-    obj, _ = reader.load(bytes(_unpack(buf, members[pkls[0]])))
-    _finish(reader.tensors, len(buf))
+    obj, _, appearances = reader.load(bytes(_unpack(buf, members[pkls[0]])))
+    _finish(reader.tensors, appearances, len(buf))
     return obj
 
 
 # --- the legacy format --------------------------------------------------------
+def _is_legacy(buf):
+    """The file starts with a pickle (any protocol) of the legacy magic number."""
+    try:
+        return pickle_reader.Unpickler(bytes(buf[:64])).load() == LEGACY_MAGIC
+    except Refused:
+        return False
+
+
 def _read_legacy(buf):
-    data = bytes(buf)           # the pickles; storages are then views of buf
+    data = bytes(buf[:2 * MAX_PICKLE_BYTES])     # the pickles; storages are then views of buf
     magic, at = _plain(data, 0, "its magic number")
-    if magic != LEGACY_MAGIC:
-        raise Refused("not a torch.save file (neither a zip nor the legacy magic number)")
     protocol, at = _plain(data, at, "its protocol version")
     if protocol != LEGACY_PROTOCOL:
         raise Refused(f"legacy protocol version {pickle_reader._shown(protocol)}, not {LEGACY_PROTOCOL}")
@@ -432,8 +448,10 @@ def _read_legacy(buf):
         return storage
 
     reader = _TorchPickle(persistent_load)
-    obj, at = reader.load(data, at)
-    keys, at = _plain(data, at, "its list of storage keys")
+    if len(data) - at > MAX_PICKLE_BYTES:
+        data = data[:at + MAX_PICKLE_BYTES]      # the object's pickle must end within the limit
+    obj, at, appearances = reader.load(data, at)
+    keys, at = _plain(bytes(buf[at:at + MAX_PICKLE_BYTES]), 0, "its list of storage keys", at)
     if type(keys) is not list or not all(type(k) is str for k in keys) or len(set(keys)) != len(keys):
         raise Refused("its list of storage keys is not a list of distinct strings")
     for key in keys:
@@ -453,14 +471,15 @@ def _read_legacy(buf):
         at += nbytes
     if at != len(buf):
         raise Refused(f"{len(buf) - at} bytes after the last storage")
-    _finish(reader.tensors, len(buf))
+    _finish(reader.tensors, appearances, len(buf))
     return obj
 
 
-def _plain(data, at, what):
+def _plain(data, at, what, base=0):
+    """A plain-data pickle of `data` at `at`; the end is returned as base + end."""
     try:
         reader = pickle_reader.Unpickler(data, start=at)
-        return reader.load(), reader.end
+        return reader.load(), base + reader.end
     except Refused as e:
         raise Refused(f"{what}: {e}") from None
 
@@ -488,7 +507,7 @@ def parse(buf):
     TypeError or MemoryError, which read() turns into its one line."""
     if buf[:4] == ZIP_LOCAL:
         return _read_zip(buf)
-    if buf[:2] == b"\x80\x02" and buf[2:3] == b"\x8a":
+    if _is_legacy(buf):
         return _read_legacy(buf)
     raise Refused("not a torch.save file: neither torch's zip format (it starts with PK\\x03\\x04) nor its "
                   "legacy format (the pickled magic number)")
@@ -506,8 +525,8 @@ def read(path, what="checkpoint"):
         raise ValueError(f"{shown}: cannot read the {what}: {e.strerror or e}") from None
     except MemoryError:
         raise ValueError(f"{shown}: not enough memory to read the {what}") from None
-    except (struct.error, OverflowError, IndexError, TypeError) as e:
-        raise ValueError(f"{shown}: refused as a {what}: malformed ({type(e).__name__}: {e})") from None
+    except (struct.error, OverflowError, IndexError, TypeError, ValueError) as e:
+        raise ValueError(f"{shown}: refused as a {what}: malformed ({type(e).__name__}: {str(e)[:200]})") from None
 
 
 def to_torch(obj):
@@ -532,7 +551,7 @@ def to_torch(obj):
             return tensor(value)
         if type(value) is collections.OrderedDict:
             out = collections.OrderedDict((k, convert(v)) for k, v in value.items())
-            out.__dict__.update({k: convert(v) for k, v in value.__dict__.items()})
+            out.__dict__.update(value.__dict__)           # _metadata: plain data, checked by the reader
             return out
         if type(value) is dict:
             return {k: convert(v) for k, v in value.items()}
