@@ -97,6 +97,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import pickle_reader  # noqa: E402  (message text for values read from a file)
 import safe_write  # noqa: E402
 import safetensors_io as st  # noqa: E402
 import torch_modules as tm  # noqa: E402
@@ -1655,7 +1656,7 @@ def _only_tensors(state, shown):
                          f"{_RESAVE}")
     for name, value in state.items():
         if not isinstance(name, str) or not torch.is_tensor(value):
-            raise ValueError(f"{shown}: its entry {name!r} is a {type(value).__name__}, not a tensor: not a "
+            raise ValueError(f"{shown}: its entry {pickle_reader._shown(name)} is a {type(value).__name__}, not a tensor: not a "
                              f"state_dict (a dict of name -> tensor); pass the state_dict itself")
     return dict(state)
 

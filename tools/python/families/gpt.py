@@ -281,7 +281,8 @@ def read_meta(path):
         raise ValueError(f"{path}: refused as meta.pkl: {e}") from None
     if not isinstance(meta, dict) or "itos" not in meta:
         raise ValueError(f"{path}: expected nanoGPT's meta.pkl, a dict with 'itos' (id -> character), got "
-                         f"{type(meta).__name__}" + (f" with keys {sorted(map(str, meta))}" if isinstance(meta, dict) else ""))
+                         f"{type(meta).__name__}" + (f" with keys {', '.join(sorted(_shown(k) for k in list(meta)[:10]))}"
+                         + (" ..." if len(meta) > 10 else "") if isinstance(meta, dict) else ""))
     itos = meta["itos"]
     if not isinstance(itos, dict) or not itos:
         raise ValueError(f"{path}: 'itos' must be a non-empty dict id -> character, got {type(itos).__name__}")
