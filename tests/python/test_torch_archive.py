@@ -4,10 +4,10 @@ protocols, reads as torch.load reads it (torch.load is the oracle here, in
 the test only; the converters never call it).
 
 Every converter entry point on a stranger's file that would run code: a
-TorchScript-shaped archive whose data.pkl calls builtins.exec, with 69,000
-zero bytes after it (issue 31's high finding: Python's zipfile then sees no
-zip, torch's reader still did, and torch.load handed TorchScript to
-torch.jit.load). Each entry point must exit 1 with one line naming the file,
+TorchScript archive whose __setstate__ writes a marker file, with 69,000 zero
+bytes after it (issue 31's high finding: Python's zipfile then sees no zip,
+torch's reader still does, and torch.load(weights_only=True) hands the file to
+torch.jit.load, which runs it; test_the_payload_is_real shows that it does). Each entry point must exit 1 with one line naming the file,
 and the payload's marker file must never appear. The hostile files of the
 reader itself (no torch needed) are in tests/python/test_torch_file.py.
 
@@ -15,7 +15,6 @@ reader itself (no torch needed) are in tests/python/test_torch_file.py.
 """
 
 import json
-import pickle
 import shutil
 import subprocess
 import sys
@@ -32,15 +31,34 @@ sys.path.insert(0, str(REPO / "tools" / "python"))
 from families import gpt  # noqa: E402
 
 
-def s(text):
-    b = text.encode()
-    return b"\x8c" + bytes([len(b)]) + b
+# A TorchScript module whose __setstate__ (run by torch.jit.load, and so by torch.load, even with
+# weights_only=True) creates MARKER and writes 16 bytes into it: torch.from_file(..., shared=True)
+# maps the file for writing. Scripting needs the class in a source file.
+TORCHSCRIPT_WRITER = """
+import torch
+from typing import Tuple
 
 
-def exec_pickle(marker):
-    """data.pkl that runs code under Python's pickle (and torch.load without weights_only)."""
-    src = f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')"
-    return b"\x80\x02" + s("builtins") + s("exec") + b"\x93" + b"(" + s(src) + b"t" + b"R" + b"0" + b"}" + b"."
+class Writer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.x = 1
+
+    def forward(self, x):
+        return x
+
+    @torch.jit.export
+    def __getstate__(self) -> Tuple[int, bool]:
+        return (self.x, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[int, bool]) -> None:
+        self.x = state[0]
+        self.training = state[1]
+        t = torch.from_file(MARKER, True, 16, dtype=torch.uint8)
+        t.fill_(88)
+        self.x = int(t.sum())
+"""
 
 
 def same(a, b):
@@ -100,18 +118,24 @@ class EntryPoints(unittest.TestCase):
         shutil.rmtree(self.dir)
 
     def hostile(self, name):
+        """torch.jit.save of TORCHSCRIPT_WRITER, then 69,000 zero bytes."""
+        source = self.dir / "ts_writer.py"
+        source.write_text(TORCHSCRIPT_WRITER.replace("MARKER", repr(str(self.marker))))
         path = self.dir / name
-        with zipfile.ZipFile(path, "w") as z:
-            z.writestr("archive/data.pkl", exec_pickle(self.marker))
-            z.writestr("archive/constants.pkl", b"\x80\x02).")
-            z.writestr("archive/code/__torch__.py", b"")
-            z.writestr("archive/version", b"3\n")
+        script = (f"import sys, torch; sys.path.insert(0, {str(self.dir)!r}); import ts_writer; "
+                  f"torch.jit.save(torch.jit.script(ts_writer.Writer()), {str(path)!r})")
+        subprocess.run([sys.executable, "-c", script], check=True, timeout=300)
+        self.assertFalse(self.marker.exists())
         with open(path, "ab") as f:
             f.write(bytes(69_000))
         return path
 
     def test_the_payload_is_real(self):
-        pickle.loads(exec_pickle(self.marker))
+        # torch.load(weights_only=True), in a process of its own, runs the archive's code
+        path = self.hostile("ts.pt")
+        self.assertFalse(zipfile.is_zipfile(path))
+        subprocess.run([sys.executable, "-c", f"import torch; torch.load({str(path)!r}, weights_only=True)"],
+                       capture_output=True, timeout=300)
         self.assertTrue(self.marker.exists())
 
     def test_no_entry_point_runs_it(self):
