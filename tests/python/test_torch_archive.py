@@ -7,8 +7,9 @@ Every converter entry point on a stranger's file that would run code: a
 TorchScript archive whose __setstate__ writes a marker file, with 69,000 zero
 bytes after it (issue 31's high finding: Python's zipfile then sees no zip,
 torch's reader still does, and torch.load(weights_only=True) hands the file to
-torch.jit.load, which runs it; test_the_payload_is_real shows that it does). Each entry point must exit 1 with one line naming the file,
-and the payload's marker file must never appear. The hostile files of the
+torch.jit.load, which runs it; test_the_payload_is_real shows that it does).
+Each entry point must exit 1 with one line naming the file, and the payload's
+marker file must never appear. The hostile files of the
 reader itself (no torch needed) are in tests/python/test_torch_file.py.
 
     /usr/bin/python3 tests/python/test_torch_archive.py      (make parity)
