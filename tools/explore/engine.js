@@ -99,7 +99,7 @@
         } catch (error) {
           // Not the engine's refusal (that is a reply) but the module stopping (a trap, out of memory);
           // emscripten's advice to its developers is left out of the line.
-          const what = String(error && error.message ? error.message : error).replace(/\s*Build with -s ASSERTIONS=1 for more info\.?/, "");
+          const what = String(error && error.message ? error.message : error).replace(/\.?\s*Build with -s ASSERTIONS=1 for more info\.?/, "");
           self.postMessage({ kind: "failed", error: "the engine stopped: " + what + "; the next request starts it again" });
           return;
         }
@@ -170,7 +170,7 @@
     };
     worker.onerror = (event) => {
       event.preventDefault();
-      broken(new Error("the engine stopped: " + (event.message || "its worker failed")));
+      broken(new Error("the engine's worker failed: " + (event.message || "no reason given")));
     };
     worker.postMessage({ kind: "load", model: modelText, path: modelPath });
     engine = current;
