@@ -289,7 +289,7 @@ test-browser: deps-browser deps-wasm
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/wasm/tinyformer-engine.js
 	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES)) $(LIVE_ENGINE_PAGES)
 	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" LIVE_PAGES="$(LIVE_PAGES)" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs tests/browser/live_page.test.mjs
-	LIVE_ENGINE_PAGES="$(LIVE_ENGINE_PAGES)" node --test --test-concurrency=1 tests/browser/live_engine.test.mjs
+	LIVE_ENGINE_PAGES="$(LIVE_ENGINE_PAGES)" node --test --test-concurrency=1 tests/browser/live_engine.test.mjs tests/browser/live_worker.test.mjs
 
 # The page benchmark (measured, never asserted): each live page's size, load
 # to interactive and recompute time in headless chromium, against the native
@@ -323,8 +323,9 @@ explore-screenshots: deps-browser deps-wasm
 # glue (build/wasm/engine-module.js) followed by the module itself
 # (build/wasm/engine-module.wasm) gzipped and in base64, as
 #   var TinyformerEngineWasmGzip = "H4sI...";
-# which tools/explore/engine.js unpacks with the browser's DecompressionStream,
-# so the page loads nothing and the module is a third of its size
+# which tools/explore/engine.js runs in a Web Worker made from the page's own
+# text (-sENVIRONMENT names worker for it), where it is unpacked with the
+# browser's DecompressionStream, so the page loads nothing and the module is a third of its size
 # (-sSINGLE_FILE=1 would inline it uncompressed: 1.05 MB of wasm as 1.4 MB of
 # base64, against 0.43 MB gzipped), # found next to the binary. No OpenBLAS: -DTINYFORMER_OWN_GEMM gives gemm()
 # the engine's own blocked kernel (engine/matmul.h), with WebAssembly SIMD.
@@ -343,7 +344,7 @@ WASM_FLAGS  := -std=c++20 -Wall -Wextra -Wpedantic -fno-trapping-math -I. -Ibuil
 WASM_LIB_SRC := $(LIB_SRC) $(EXPLORE_SRC) tools/wasm/page_engine.cpp
 WASM_OBJ     := $(WASM_LIB_SRC:%.cpp=build/wasm/%.o)
 WASM_LINK    := -sMODULARIZE=1 -sEXPORT_NAME=TinyformerEngine -sALLOW_MEMORY_GROWTH=1 \
-                -sFORCE_FILESYSTEM=1 -sENVIRONMENT=web,node \
+                -sFORCE_FILESYSTEM=1 -sENVIRONMENT=web,worker,node \
                 -sEXPORTED_FUNCTIONS=_tinyformer_load,_tinyformer_run,_malloc,_free \
                 -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,FS,lengthBytesUTF8,stringToUTF8
 
@@ -355,8 +356,9 @@ build/wasm/include/nlohmann:
 	@mkdir -p $(dir $@)
 	ln -sfn /usr/include/nlohmann $@
 
-build/wasm/engine-module.js: $(WASM_OBJ)
-	$(WASM_ENV) $(EMXX) $(WASM_OPT) -fexceptions -msimd128 $(WASM_LINK) -o $@ $^
+# (Linked again when the Makefile changes: WASM_LINK is in it.)
+build/wasm/engine-module.js: $(WASM_OBJ) Makefile
+	$(WASM_ENV) $(EMXX) $(WASM_OPT) -fexceptions -msimd128 $(WASM_LINK) -o $@ $(WASM_OBJ)
 
 # gzip -n: no name or time in the header, so the same module gives the same file.
 build/wasm/tinyformer-engine.js: build/wasm/engine-module.js

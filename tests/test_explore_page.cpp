@@ -48,11 +48,14 @@ bool inside(const std::string& text, const std::string& open, const std::string&
 
 // Every reference that would make the browser ask the network: a src/href
 // (or other URL attribute or property), a CSS url() or @import, a JavaScript
-// import, fetch(), XMLHttpRequest, WebSocket, EventSource, sendBeacon or a
-// worker, a <link>/<img>/<iframe>/... element or <script src>. URLs count
-// when they start with http:, https: or a protocol-relative //host; the page
-// needs none of the APIs or elements at all, so those are refused whatever
-// they point at. A plain scanner (no <regex>: g++ 12 warns inside it under
+// import, fetch(), XMLHttpRequest, WebSocket, EventSource, sendBeacon,
+// importScripts, a shared or service worker, a <link>/<img>/<iframe>/...
+// element or <script src>. URLs count when they start with http:, https: or a
+// protocol-relative //host; the page needs none of the APIs or elements at
+// all, so those are refused whatever they point at. One Web Worker is allowed
+// (engine.js runs the engine in it): `new Worker(NAME)` where the same text
+// makes NAME = URL.createObjectURL(new Blob(...)), a blob: URL of the page's
+// own text, which asks nothing of the network; any other new Worker(...) is refused. A plain scanner (no <regex>: g++ 12 warns inside it under
 // the sanitizers), case-insensitive.
 bool word_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '$';
@@ -90,9 +93,12 @@ public:
             const size_t i = skip_spaces(end);
             if (i < s_.size() && s_[i] == '(') found.push_back(excerpt(at));
         });
-        for (const char* api : {"xmlhttprequest", "websocket", "eventsource", "sendbeacon", "importscripts", "worker",
+        for (const char* api : {"xmlhttprequest", "websocket", "eventsource", "sendbeacon", "importscripts",
                                 "sharedworker", "serviceworker", "window.open", "location.href", "location.assign"})
             each_word(api, [&](size_t at, size_t) { found.push_back(excerpt(at)); });
+        each_word("worker", [&](size_t at, size_t end) {
+            if (constructed(at) && !of_own_blob(end)) found.push_back(excerpt(at));
+        });
         for (const char* element : {"link", "iframe", "img", "object", "embed", "audio", "video", "source", "base",
                                     "frame", "track", "picture", "form"})
             each("<", [&](size_t at, size_t end) {
@@ -134,6 +140,36 @@ private:
         while (i < s_.size() && (s_[i] == ' ' || s_[i] == '\t' || s_[i] == '\n' || s_[i] == '\r')) ++i;
         return i;
     }
+    // `new` (and spaces) right before position `at`.
+    bool constructed(size_t at) const {
+        size_t i = at;
+        while (i > 0 && (s_[i - 1] == ' ' || s_[i - 1] == '\t' || s_[i - 1] == '\n' || s_[i - 1] == '\r')) --i;
+        return i < at && i >= 3 && s_.compare(i - 3, 3, "new") == 0 && (i == 3 || !word_char(s_[i - 4]));
+    }
+    // After "worker" at `end`: "(NAME)", NAME assigned a blob: URL of a Blob somewhere in the text.
+    bool of_own_blob(size_t end) const {
+        size_t i = skip_spaces(end);
+        if (i >= s_.size() || s_[i] != '(') return false;
+        const size_t start = skip_spaces(i + 1);
+        size_t stop = start;
+        while (stop < s_.size() && word_char(s_[stop])) ++stop;
+        const size_t close = skip_spaces(stop);
+        if (stop == start || close >= s_.size() || s_[close] != ')') return false;
+        const std::string name = s_.substr(start, stop - start);
+        bool made = false;
+        each_word(name, [&](size_t, size_t after) {
+            size_t j = skip_spaces(after);
+            if (j >= s_.size() || s_[j] != '=' || (j + 1 < s_.size() && s_[j + 1] == '=')) return;
+            j = skip_spaces(j + 1);
+            const std::string call = "url.createobjecturl(";
+            if (s_.compare(j, call.size(), call) != 0) return;
+            j = skip_spaces(j + call.size());
+            if (s_.compare(j, 3, "new") != 0) return;
+            j = skip_spaces(j + 3);
+            if (s_.compare(j, 5, "blob(") == 0) made = true;
+        });
+        return made;
+    }
     size_t skip_quote(size_t i) const {
         if (i < s_.size() && (s_[i] == '"' || s_[i] == '\'' || s_[i] == '`')) return skip_spaces(i + 1);
         return i;
@@ -166,7 +202,9 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
     }
     CHECK(inside(html, "<style>", "</style>", "/*TINYFORMER_CSS*/"));
     CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-data\">", "</script>", "/*TINYFORMER_DATA*/"));
-    for (const char* script : {"/*TINYFORMER_ENGINE*/", "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/"}) {
+    // The engine is inert text (engine.js runs it in a Web Worker, never in the page).
+    CHECK(count(html, "<script type=\"text/plain\" id=\"tinyformer-engine\">\n/*TINYFORMER_ENGINE*/\n</script>") == 1);
+    for (const char* script : {"/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/"}) {
         CAPTURE(script);
         CHECK(count(html, std::string("<script>\n") + script + "\n</script>") == 1);
     }
@@ -174,7 +212,8 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
                  "/*TINYFORMER_ENGINE_STATUS*/"));
     CHECK(inside(html, "<script type=\"application/octet-stream\" id=\"tinyformer-model\">", "</script>",
                  "/*TINYFORMER_MODEL*/"));
-    // The engine and its glue run before page.js, which reads window.tinyformer.
+    // The engine's text comes before its glue, which reads it as the page is
+    // parsed, and the glue before page.js, which reads window.tinyformer.
     CHECK(html.find("/*TINYFORMER_ENGINE*/") < html.find("/*TINYFORMER_ENGINE_JS*/"));
     CHECK(html.find("/*TINYFORMER_ENGINE_JS*/") < html.find("/*TINYFORMER_JS*/"));
     // live.js after page.js, whose renderer (window.tinyformerPage) it drives.
@@ -225,6 +264,12 @@ TEST_CASE("explore page: the network-reference scanner finds what it must") {
              R"(<SCRIPT type="module" SRC="x.js"></SCRIPT>)",
              R"(<iframe srcdoc="x"></iframe>)",
              R"(const w = new Worker("w.js"))",
+             R"(const w = new Worker(url))",
+             R"(url = "https://x/w.js"; const w = new Worker(url))",
+             R"(u = URL.createObjectURL(new Blob([t])); new Worker(u + "x"))",
+             R"(new SharedWorker(u))",
+             R"(navigator.serviceWorker.register("sw.js"))",
+             R"(importScripts("x.js"))",
              R"(<a HREF = ' https://example.org'>)",
          }) {
         CAPTURE(bad);
@@ -236,6 +281,8 @@ TEST_CASE("explore page: the network-reference scanner finds what it must") {
              R"(<a id="x" data-attention="decoder.1.cross_attn" data-src="https://x">)",
              R"(const important = transformer.sources; // no imports here)",
              R"(<script type="application/json" id="tinyformer-data">)",
+             R"(// the engine runs in a Web Worker; current.worker.terminate())",
+             R"(workerUrl = URL.createObjectURL(new Blob([glue, code])); const worker = new Worker(workerUrl);)",
              R"(table.matrix td.padding { background: repeating-linear-gradient(45deg, #777 0 2px, #eee 2px 6px); })",
          }) {
         CAPTURE(fine);

@@ -11,12 +11,22 @@
 // page (Enter in #live-source to document.body.dataset.live "ready", views
 // re-rendered), and one fixed request in the page against the native engine on
 // the same request (`tinyformer-bench live MODEL REQUEST.json`), with the ratio.
+// Then the main thread during a long generation: on a model that never stops
+// (tests/browser/endless_model.mjs, made here), window.tinyformer.run of N
+// greedy tokens while a 10 ms heartbeat (setInterval) and a long-task
+// observer run in the page: the run's time, the longest gap between two
+// heartbeats and the long tasks' total (what the tab was frozen for), and how
+// long window.tinyformer.stop() takes to end a generation and have a fresh
+// engine ready.
+//   node tests/browser/bench_live.mjs --long   the long generation only (BENCH_LONG_TOKENS=256,1024: the lengths;
+//                                              BENCH_LONG_PAGE=FILE.html: another page of that model, e.g. an older build's)
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, statSync, writeFileSync, mkdtempSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { launch } from "./browser.mjs";
+import { endlessPage } from "./endless_model.mjs";
 
 const RECOMPUTES = Number(process.env.BENCH_RECOMPUTES || 30);
 const LOADS = 5;
@@ -24,8 +34,10 @@ const TARGET_RECOMPUTE_MS = 50, TARGET_LOAD_MS = 1000, TARGET_PAGE_BYTES = 3 * 1
 const BENCH = "build/tinyformer-bench";
 const MODELS = ["reverse", "sort", "reverse-prefixlm", "reverse-causal", "dates", "reverse-rotary", "reverse-alibi"];
 
-const pages = process.argv.slice(2);
-if (!pages.length) pages.push(...MODELS.map((name) => `build/browser/live-${name}.html`));
+const LONG_TOKENS = (process.env.BENCH_LONG_TOKENS || "256,1024").split(",").map(Number);
+const longOnly = process.argv[2] === "--long";
+const pages = longOnly ? [] : process.argv.slice(2);
+if (!pages.length && !longOnly) pages.push(...MODELS.map((name) => `build/browser/live-${name}.html`));
 
 function modelOf(page) {
   const name = basename(page, ".html").replace(/^live-/, "");
@@ -231,5 +243,77 @@ for (const file of pages) {
   else console.log(`  same request ${JSON.stringify(inputs[0])}: wasm ${ms(wasm)}; native: ${native.note}`);
   await opened.context.close();
 }
+// ---- the main thread during a long generation ----
+
+// One run of REQUEST in the page with a 10 ms heartbeat and a long-task
+// observer beside it: {ms, tokens, error, beats, longestGap, longTasks, longTaskMs, longestTask}.
+async function heartbeatRun(page, request) {
+  return page.evaluate(async (request) => {
+    let lastBeat = performance.now(), longestGap = 0, beats = 0;
+    const beat = () => { const now = performance.now(); longestGap = Math.max(longestGap, now - lastBeat); lastBeat = now; ++beats; };
+    const timer = setInterval(beat, 10);
+    const tasks = [];
+    const observer = new PerformanceObserver((list) => { for (const entry of list.getEntries()) tasks.push(entry.duration); });
+    observer.observe({ type: "longtask" });
+    let tokens = 0, error = "";
+    // Started by a task of the page's own (as a keystroke starts one), so a long one is reported as such.
+    const start = await new Promise((resolve) => setTimeout(() => resolve(performance.now()), 0));
+    const ran = window.tinyformer.run(request);
+    try {
+      tokens = (await ran).target_ids.length;
+    } catch (e) {
+      error = String(e && e.message);
+    }
+    const ms = performance.now() - start;
+    await new Promise((resolve) => setTimeout(resolve, 100));  // the heartbeat after the run, and its last long task
+    beat();
+    clearInterval(timer);
+    for (const entry of observer.takeRecords()) tasks.push(entry.duration);
+    observer.disconnect();
+    return { ms, tokens, error, beats, longestGap, longTasks: tasks.length, longTaskMs: tasks.reduce((a, b) => a + b, 0),
+      longestTask: Math.max(0, ...tasks) };
+  }, request);
+}
+
+// window.tinyformer.stop() during a generation that would not end: the time
+// from stop() to the fresh engine ready, and what the stopped run said.
+async function stopRun(page) {
+  return page.evaluate(async () => {
+    if (typeof window.tinyformer.stop !== "function") return { note: "this page has no window.tinyformer.stop" };
+    const running = window.tinyformer.run({ text: "abc", decode: { max_new_tokens: 1 << 20 } }).then(() => "finished", (e) => e.message);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const start = performance.now();
+    await window.tinyformer.stop();
+    const ms = performance.now() - start;
+    return { ms, stopped: await running };
+  });
+}
+
+async function longGeneration(browser) {
+  const made = endlessPage("build/browser");
+  const model = made.model, file = process.env.BENCH_LONG_PAGE || made.page;
+  console.log(`\n== the main thread during a long generation: ${file} (${model}: reverse-alibi without eos_id) ==`);
+  const url = pathToFileURL(resolve(file)).href;
+  for (const tokens of LONG_TOKENS) {
+    const { context, page } = await loadTime(browser, url);
+    await page.evaluate(() => window.tinyformer.ready);
+    const request = { text: "abc", decode: { mode: "greedy", max_new_tokens: tokens } };
+    const r = await heartbeatRun(page, request);
+    const native = nativeLive(model, request, 3);
+    console.log(`  ${String(tokens).padStart(5)} tokens: run ${ms(r.ms)}${r.error ? ` (failed: ${r.error})` : ` (${r.tokens} tokens)`}; ` +
+      `longest main-thread gap ${ms(r.longestGap)} (10 ms heartbeat, ${r.beats} beats); ` +
+      `long tasks ${r.longTasks}, ${ms(r.longTaskMs)} in all, longest ${ms(r.longestTask)}` +
+      (native.ms !== undefined ? `; native ${native.ms.toFixed(1)} ms` : `; native: ${native.note}`));
+    await context.close();
+  }
+  const { context, page } = await loadTime(browser, url);
+  await page.evaluate(() => window.tinyformer.ready);
+  const stop = await stopRun(page);
+  if (stop.note) console.log(`  stop: ${stop.note}`);
+  else console.log(`  stop() 1 s into a generation of up to 2^20 tokens: ${ms(stop.ms)} to a fresh engine ready; the run said: ${stop.stopped}`);
+  await context.close();
+}
+
+await longGeneration(browser);
 console.log(`\nload average at the end: ${loadavg().map((v) => v.toFixed(2)).join(" ")}`);
 await browser.close();

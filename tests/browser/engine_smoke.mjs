@@ -1,6 +1,7 @@
 // A quick smoke test of a live explore page (no test runner): window.tinyformer.ready
 // resolves on the page opened from file://, run({text}) answers, no request leaves the
-// page (the engine module is unpacked inside the page: nothing is fetched), no console error.
+// page (the engine runs in a Web Worker made from the page's own text and unpacks its module
+// there: nothing is fetched), no console error.
 //   node tests/browser/engine_smoke.mjs PAGE.html TEXT [EXPECTED_TARGET_TEXT]
 import { launch, openPage } from "./browser.mjs";
 

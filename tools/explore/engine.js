@@ -1,25 +1,112 @@
 // The engine in the page: window.tinyformer, the one entry point the page's
 // controls and the browser tests call (docs/FORMAT.md section 4, "The live engine").
-//   ready    a Promise: resolves (with info) once the WebAssembly module is
-//            instantiated and the checkpoint embedded in
+//   ready    a Promise: resolves (with info) once the engine has started: the
+//            WebAssembly module instantiated and the checkpoint embedded in
 //            <script type="application/octet-stream" id="tinyformer-model">
-//            (base64) is written to the module's in-memory file system and
+//            (base64) written to the module's in-memory file system and
 //            loaded; rejects with the reason on a recorded page (no engine)
 //   run(r)   a Promise of the RESULT of request r; calls run one after the
 //            other, never together; rejects with an Error whose message is the
-//            engine's one line
+//            engine's one line (name "AbortError" when stop() ended it)
+//   stop()   ends the request running and those waiting (each rejects with an
+//            AbortError) and starts the engine again; a Promise of info once
+//            the fresh engine is ready (at once when nothing runs)
+//   running  true from a request's start to its end
 //   info     {name, arch, blas_description} of the loaded model and the
 //            engine's matrix product (null until ready)
 //   last     the last RESULT (null until one), for tests
-// The engine itself is build/wasm/tinyformer-engine.js, inlined before this
-// script by `tinyformer explore`: emscripten's glue (TinyformerEngine) and the
-// WebAssembly module gzipped in base64 (TinyformerEngineWasmGzip), which this
-// script unpacks with the browser's DecompressionStream and hands to the glue
-// (instantiateWasm), so nothing is fetched.
+//
+// Off the main thread: the engine runs in a dedicated Web Worker, so a long
+// generation (a model that never emits <eos> decodes up to max_new_tokens)
+// never freezes the page, and Stop can end it: a WebAssembly call cannot be
+// interrupted, so stop() terminates the worker and starts a fresh one.
+// The worker is made from the page's own text, nothing is fetched: the
+// engine, build/wasm/tinyformer-engine.js (emscripten's glue, TinyformerEngine,
+// and the module gzipped in base64, TinyformerEngineWasmGzip), sits inert in
+// <script type="text/plain" id="tinyformer-engine"> (the page never runs it);
+// its text followed by engineWorker below becomes a Blob, whose blob: URL
+// (the page's own, same origin even from file://) is the worker's script.
 (function () {
   "use strict";
-  const api = { ready: null, run: null, info: null, last: null };
+  const api = { ready: null, run: null, stop: null, running: false, info: null, last: null };
   window.tinyformer = api;
+
+  // The worker's code, run inside the worker after the engine's glue (so
+  // TinyformerEngine and TinyformerEngineWasmGzip are its globals). It reads
+  // nothing of this file around it: its text alone goes into the Blob.
+  // Messages in: {kind: "load", model: base64, path} once, then {kind: "run",
+  // request: JSON text}, one at a time. Messages out: {kind: "loaded", reply}
+  // or {kind: "failed", error} for the load; {kind: "reply", reply} for a run,
+  // or {kind: "failed", error} when the module itself broke (it is not used again).
+  // A reply is the engine's JSON text: {"ok":true,"result":...} | {"ok":false,"error":"..."}.
+  function engineWorker() {
+    "use strict";
+    let module = null;
+
+    function base64Bytes(text) {
+      const binary = atob(text.replace(/\s+/g, ""));
+      const bytes = new Uint8Array(binary.length);
+      for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+      return bytes;
+    }
+
+    // Calls the engine's entry point `name` with `text` in the module's heap
+    // (ccall's "string" would copy it onto the 5 MB stack, which a long pasted
+    // input overflows, killing the module). Returns the engine's reply text.
+    function call(name, text) {
+      const size = module.lengthBytesUTF8(text) + 1;
+      const pointer = module._malloc(size);
+      if (!pointer) return JSON.stringify({ ok: false, error: "the request is too large for the engine's memory" });
+      try {
+        module.stringToUTF8(text, pointer, size);
+        return module.ccall(name, "string", ["number"], [pointer]);
+      } finally {
+        module._free(pointer);
+      }
+    }
+
+    // The module's bytes (base64 -> gzip -> wasm), instantiated; the model
+    // written to its file system and loaded. A module that does not unpack or
+    // instantiate fails the load (through the race) instead of leaving it pending.
+    async function load(message) {
+      if (typeof TinyformerEngine !== "function" || typeof TinyformerEngineWasmGzip !== "string")
+        throw new Error("the engine script did not load in this browser");
+      if (typeof DecompressionStream !== "function")
+        throw new Error("this browser has no DecompressionStream to unpack the engine");
+      const gzipped = new Blob([base64Bytes(TinyformerEngineWasmGzip)]);
+      const wasmBytes = new Response(gzipped.stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+      let failed = null;
+      const failure = new Promise((resolve, reject) => { failed = reject; });
+      const instantiateWasm = (imports, receive) => {
+        wasmBytes.then((bytes) => WebAssembly.instantiate(bytes, imports))
+          .then((made) => receive(made.instance), (error) => failed(new Error("the engine did not start: " + error.message)));
+        return {}; // the exports arrive through receive
+      };
+      module = await Promise.race([TinyformerEngine({ print: () => {}, printErr: () => {}, instantiateWasm }), failure]);
+      module.FS.writeFile(message.path, base64Bytes(message.model));
+      return call("tinyformer_load", message.path);
+    }
+
+    self.onmessage = (event) => {
+      const message = event.data;
+      if (message.kind === "load") {
+        load(message).then((reply) => self.postMessage({ kind: "loaded", reply }),
+          (error) => self.postMessage({ kind: "failed", error: String(error && error.message ? error.message : error) }));
+      } else if (message.kind === "run") {
+        let reply;
+        try {
+          reply = call("tinyformer_run", message.request);
+        } catch (error) {
+          // Not the engine's refusal (that is a reply) but the module stopping (a trap, out of memory);
+          // emscripten's advice to its developers is left out of the line.
+          const what = String(error && error.message ? error.message : error).replace(/\.?\s*Build with -s ASSERTIONS=1 for more info\.?/, "");
+          self.postMessage({ kind: "failed", error: "the engine stopped: " + what + "; the next request starts it again" });
+          return;
+        }
+        self.postMessage({ kind: "reply", reply });
+      }
+    };
+  }
 
   function statusOfPage() {
     const element = document.getElementById("tinyformer-engine-status");
@@ -30,28 +117,6 @@
     }
   }
 
-  function base64Bytes(text) {
-    const binary = atob(text.replace(/\s+/g, ""));
-    const bytes = new Uint8Array(binary.length);
-    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-    return bytes;
-  }
-
-  // Calls the engine's entry point `name` with `text` in the module's heap
-  // (ccall's "string" would copy it onto the 5 MB stack, which a long pasted
-  // input overflows, killing the module). Returns the engine's reply text.
-  function call(module, name, text) {
-    const size = module.lengthBytesUTF8(text) + 1;
-    const pointer = module._malloc(size);
-    if (!pointer) throw new Error("the request is too large for the engine's memory");
-    try {
-      module.stringToUTF8(text, pointer, size);
-      return module.ccall(name, "string", ["number"], [pointer]);
-    } finally {
-      module._free(pointer);
-    }
-  }
-
   // The engine's answer {"ok":true,"result":...} | {"ok":false,"error":"..."}.
   function answer(text) {
     const reply = JSON.parse(text);
@@ -59,35 +124,76 @@
     return reply.result;
   }
 
-  const status = statusOfPage();
+  function stopped(what) {
+    const error = new Error(what);
+    error.name = "AbortError";
+    return error;
+  }
+
+  // ---- the worker: one at a time; `engine` is the current one ----
+  // engine: {worker, started: Promise of info, pending: {resolve, reject} of the
+  // request it runs, or null}.
   let engine = null;
+  let workerUrl = null, modelText = "", modelPath = "";
+
+  function startEngine() {
+    const worker = new Worker(workerUrl);
+    const current = { worker, started: null, pending: null };
+    let loaded = null, notLoaded = null;
+    current.started = new Promise((resolve, reject) => { loaded = resolve; notLoaded = reject; });
+    current.started.catch(() => {}); // read by whoever waits on it
+    // A module that broke (or a worker that failed) is not used again: the next request gets a fresh one.
+    const broken = (error) => {
+      if (engine === current) {
+        worker.terminate();
+        engine = null;
+      }
+      notLoaded(error);
+      if (current.pending) current.pending.reject(error);
+      current.pending = null;
+    };
+    worker.onmessage = (event) => {
+      const message = event.data;
+      if (message.kind === "loaded") {
+        try {
+          loaded(answer(message.reply));
+        } catch (error) {
+          broken(error);
+        }
+      } else if (message.kind === "reply" && current.pending) {
+        const pending = current.pending;
+        current.pending = null;
+        pending.resolve(message.reply);
+      } else if (message.kind === "failed") {
+        broken(new Error(message.error));
+      }
+    };
+    worker.onerror = (event) => {
+      event.preventDefault();
+      broken(new Error("the engine's worker failed: " + (event.message || "no reason given")));
+    };
+    worker.postMessage({ kind: "load", model: modelText, path: modelPath });
+    engine = current;
+    return current;
+  }
+
+  const status = statusOfPage();
   if (!status.live) {
     api.ready = Promise.reject(new Error(status.reason || "this page is recorded: it holds no engine"));
-  } else if (typeof TinyformerEngine !== "function" || typeof TinyformerEngineWasmGzip !== "string") {
-    api.ready = Promise.reject(new Error("the engine script did not load in this browser"));
-  } else if (typeof DecompressionStream !== "function") {
-    api.ready = Promise.reject(new Error("this browser has no DecompressionStream to unpack the engine"));
+  } else if (typeof Worker !== "function" || typeof Blob !== "function" || typeof URL.createObjectURL !== "function") {
+    api.ready = Promise.reject(new Error("this browser cannot run the engine beside the page (no Web Worker)"));
   } else {
-    // The module's bytes: base64 -> gzip -> wasm.
-    const gzipped = new Blob([base64Bytes(TinyformerEngineWasmGzip)]);
-    const wasmBytes = new Response(gzipped.stream().pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
-    // A module that does not unpack or instantiate rejects `ready` (through
-    // the race below) instead of leaving it pending.
-    let failed = null;
-    const failure = new Promise((resolve, reject) => { failed = reject; });
-    const instantiateWasm = (imports, receive) => {
-      wasmBytes.then((bytes) => WebAssembly.instantiate(bytes, imports))
-        .then((made) => receive(made.instance), (error) => failed(new Error("the engine did not start: " + error.message)));
-      return {}; // the exports arrive through receive
-    };
-    const started = TinyformerEngine({ print: () => {}, printErr: () => {}, instantiateWasm });
-    api.ready = Promise.race([started, failure]).then((module) => {
-      const path = "/" + status.model_file;
-      module.FS.writeFile(path, base64Bytes(document.getElementById("tinyformer-model").textContent));
-      api.info = answer(call(module, "tinyformer_load", path));
-      engine = module;
-      return api.info;
-    });
+    const glue = document.getElementById("tinyformer-engine");
+    const model = document.getElementById("tinyformer-model");
+    modelText = model ? model.textContent : "";
+    modelPath = "/" + status.model_file;
+    workerUrl = URL.createObjectURL(new Blob([glue ? glue.textContent : "", "\n;(", engineWorker.toString(), ")();\n"],
+      { type: "text/javascript" }));
+    try {
+      api.ready = startEngine().started.then((info) => { api.info = info; return info; });
+    } catch (error) {
+      api.ready = Promise.reject(new Error("this browser refused the engine's worker: " + error.message));
+    }
   }
   api.ready.catch(() => {}); // a recorded page's rejection is read by whoever asks, not reported
 
@@ -95,18 +201,48 @@
   // (no model here reads a text near that long: the engine refuses far less).
   const kRequestLimit = 1 << 20;
 
+  // Every stop() ends the requests made before it: each request remembers
+  // the count of stops when it was made.
+  let stops = 0;
   let queue = Promise.resolve();
   api.run = function (request) {
+    const madeAfter = stops;
     const work = queue.then(() => api.ready).then(() => {
+      if (stops !== madeAfter) throw stopped("stopped before it ran");
       const text = JSON.stringify(request);
       if (text === undefined) throw new Error("request: expected a JSON object");
       if (text.length > kRequestLimit)
         throw new Error("request: " + text.length + " characters, above the " + kRequestLimit + " the page's engine takes");
-      const result = answer(call(engine, "tinyformer_run", text));
+      const current = engine || startEngine();
+      return current.started.then(() => {
+        if (stops !== madeAfter) throw stopped("stopped before it ran");
+        api.running = true;
+        return new Promise((resolve, reject) => {
+          current.pending = { resolve, reject };
+          current.worker.postMessage({ kind: "run", request: text });
+        });
+      });
+    }).then((reply) => {
+      api.running = false;
+      const result = answer(reply);
       api.last = result;
       return result;
+    }, (error) => {
+      api.running = false;
+      throw error;
     });
     queue = work.catch(() => {});
     return work;
+  };
+
+  api.stop = function () {
+    ++stops; // the requests waiting do not run
+    if (!engine || !api.running) return engine ? engine.started : api.ready;
+    const old = engine;
+    old.worker.terminate();
+    engine = null;
+    if (old.pending) old.pending.reject(stopped("stopped: the run was ended before it finished"));
+    old.pending = null;
+    return startEngine().started;
   };
 })();

@@ -35,6 +35,7 @@
     overrides: {},     // CALL -> [[query, key, allowed 0/1], ...]
     ablate: [],        // [[CALL, head], ...]
     running: false, again: false,
+    stopping: null,    // engine.stop()'s Promise once Stop is pressed during a run
     result: null,      // what the views show: run(request)
     baseline: null,    // without the knock-outs, and then with them on its target
     forced: null,
@@ -65,6 +66,7 @@
     live.engine = engine;
     panel.classList.remove("recorded");
     for (const c of controls()) c.disabled = false;
+    $("#live-stop").disabled = true;  // on only while a request runs
     const tab = $('#tabs button[data-view="live"]');
     if (tab) tab.hidden = false;
     const d = P.data();
@@ -157,6 +159,10 @@
   };
 
   // ---- running: one at a time; a change during a run runs again after it ----
+  // The engine works beside the page (a Web Worker, engine.js), so the page
+  // stays live while it runs: the status counts the seconds, and Stop (or
+  // Escape) ends the run: the engine is started again and the views keep the
+  // last result.
   async function runAll() {
     if (!live.engine) return;
     if (live.running) { live.again = true; return; }
@@ -171,10 +177,25 @@
       live.running = false;
     }
   }
+  const seconds = (ms) => (ms / 1000).toFixed(1) + " s";
   async function runOnce() {
     const started = performance.now();
     body.dataset.live = "running";
+    live.stopping = null;
+    const stop = $("#live-stop");
+    stop.disabled = typeof live.engine.stop !== "function";
     $("#live-status").textContent = "running\u2026";
+    const ticker = setInterval(() => {
+      $("#live-status").textContent = "running\u2026 " + Math.round((performance.now() - started) / 1000) + " s" + (stop.disabled ? "" : " (Stop or Escape ends it)");
+    }, 1000);
+    try {
+      await runRequests(started);
+    } finally {
+      clearInterval(ticker);
+      stop.disabled = true;
+    }
+  }
+  async function runRequests(started) {
     const engine = live.engine;
     let runs = 0;
     const run = (request) => { ++runs; return engine.run(request); };
@@ -199,6 +220,7 @@
           compare = await run(Object.assign(without(request, "target", "target_ids", "text", "ids", "second", "pad_side", "mask_overrides"),
             sourceOf(other, "compare")));
         } catch (e) {
+          if (e && e.name === "AbortError") throw e;  // Stop ends the whole update
           compareError = message(e);
         }
       }
@@ -209,11 +231,45 @@
       $("#live-status").textContent = "ready \u00b7 recomputed in " + Math.round(performance.now() - started) + " ms (" + runs + (runs === 1 ? " run)" : " runs)");
       body.dataset.live = "ready";
     } catch (e) {
+      if (e && e.name === "AbortError") {
+        await stopped(performance.now() - started);
+        return;
+      }
       // The engine's own words (or the page's, for ids and numbers it cannot read); the views keep the last result.
       $("#live-error").textContent = message(e);
       $("#live-status").textContent = "error: the views show the last result";
       body.dataset.live = "error";
     }
+  }
+
+  // After Stop: the run ended after `ms`; the page says so once the engine has started again
+  // (window.tinyformer.stop() called from elsewhere: at once).
+  async function stopped(ms) {
+    const after = "stopped: the run was ended after " + seconds(ms);
+    if (!live.stopping) {
+      $("#live-status").textContent = after + "; the views show the last result";
+      body.dataset.live = "stopped";
+      return;
+    }
+    body.dataset.live = "stopping";
+    $("#live-status").textContent = after + "; the engine is starting again\u2026";
+    try {
+      await live.stopping;
+    } catch (e) {
+      $("#live-error").textContent = "the engine did not start again: " + message(e);
+      $("#live-status").textContent = after + "; the engine did not start again";
+      body.dataset.live = "error";
+      return;
+    }
+    $("#live-error").textContent = "";
+    $("#live-status").textContent = after + " and the engine started again; the views show the last result";
+    body.dataset.live = "stopped";
+  }
+  function stopRun() {
+    if (!live.engine || !live.running || typeof live.engine.stop !== "function") return;
+    live.again = false;  // what was asked during the run is not run after it either
+    live.stopping = Promise.resolve(live.engine.stop());
+    live.stopping.catch(() => {});  // read by stopped()
   }
 
   // ---- the hooks page.js calls ----
@@ -454,6 +510,7 @@
     for (const id of ["#live-temperature", "#live-top-k", "#live-top-p", "#live-seed"]) $(id).disabled = mode !== "sample";
   }
   $("#live-run").addEventListener("click", () => runAll());
+  $("#live-stop").addEventListener("click", stopRun);
   $("#live-reset").addEventListener("click", () => { live.overrides = {}; live.ablate = []; runAll(); });
   $("#live-decode-mode").addEventListener("change", () => { modeChanged(); runAll(); });
   $("#live-pad-side").addEventListener("change", () => { if ($("#live-second").value !== "") runAll(); });
@@ -463,6 +520,7 @@
   });
   // Enter anywhere else on the page (not on a button or a link, which Enter clicks) runs too.
   document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && live.running) { stopRun(); return; }
     const tag = event.target && event.target.tagName;
     if (event.key !== "Enter" || panel.contains(event.target) || tag === "BUTTON" || tag === "A" || tag === "SELECT" || tag === "INPUT" || tag === "TEXTAREA") return;
     if (live.engine) { event.preventDefault(); runAll(); }
