@@ -41,9 +41,10 @@
 //     pushes the two pairs it forms, and a popped pair that is gone or
 //     changed is skipped. A pair is looked up in the pair table (below), by
 //     ids, never by building a + b: a vocabulary of long pieces ("a", "aa",
-//     ... 3000 a's, each better than the last) made the string lookups cost
-//     n x 3000 bytes (4 MB of "a": 52 s). O(n log n) on any vocabulary:
-//     at most 3n pushes, each a binary search and a heap step.
+//     ... 3000 a's, each better than the last) made the string lookups read
+//     about n x 1000 bytes (issue 31; docs/TOKENIZERS.md). O(n log n) on any
+//     vocabulary: at most 3n pushes and pops, each a binary search of one
+//     piece's table entries and a heap step.
 //
 // The pair table: every (a, b, c) with a + b == c, all three pieces, sorted
 // by (a, b). Made once with the vocabulary, without building a string: the
