@@ -242,17 +242,18 @@ AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries,
 }
 
 PassMemory pass_memory(const CostShape& shape, int64_t queries, int64_t keys, int64_t attentions, bool recording,
-                       int64_t vocabulary, bool additive_bias) {
+                       int64_t vocabulary, bool additive_bias, int64_t cached_layers, int64_t cached_width) {
     const double B = static_cast<double>(shape.batch), L = static_cast<double>(queries),
                  S = static_cast<double>(keys), H = static_cast<double>(shape.heads);
     const double width = static_cast<double>(std::max(shape.d_model, shape.ff));
     PassMemory memory;
-    memory.mask = B * L * S;
+    memory.mask = 2 * B * L * S;
     memory.recorded_weights = recording ? (static_cast<double>(attentions) + 1) * 4 * B * H * L * S : 0;
     memory.scores = 4 * B * H * std::min(L, 256.0) * S;
     memory.activations = 12 * 4 * B * L * width;
     memory.logits = 4 * B * L * static_cast<double>(vocabulary);
     memory.bias = additive_bias ? 10 * B * H * L * S : 0;
+    memory.kv_cache = 4 * 2 * B * S * static_cast<double>(cached_width) * static_cast<double>(cached_layers);
     return memory;
 }
 

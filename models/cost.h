@@ -164,7 +164,11 @@ AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries,
 // The working memory of one whole-sequence pass of B sequences of L queries
 // attending S keys through `attentions` attention calls, an upper estimate
 // (every guard before a pass uses it, with engine/memory/available.h's require_available):
-//   mask               B*L*S bytes         (a byte per [b, query, key], when dense)
+//   mask               2*B*L*S bytes       (a byte per [b, query, key], when dense; the
+//                                          causal or prefix-LM mask and its AND with the
+//                                          padding are both held while they combine:
+//                                          measured, a 40,000-token prompt's pass peaks
+//                                          at 3.1 GB, 2 bytes a cell)
 //   recorded weights   (attentions + 1) * 4*B*H*L*S   when weights are recorded
 //                                          (each call's, plus one being computed)
 //   scores             4*B*H*min(L,256)*S  (one query block of scores per head)
@@ -174,12 +178,15 @@ AttentionPathBytes attention_path_bytes(const CostShape& shape, int64_t queries,
 //                                          models/mask_policy.h): a flag and a float per
 //                                          [b, head, query, key] of the mask, and of the
 //                                          ALiBi term it is ANDed from
+//   KV cache           4*2*B*S*W*layers    (keys and values of every layer, W = Hkv*Dh) when
+//                                          the pass fills a decoding's KV cache (a prefill)
 // In doubles: a file of token ids can ask for more than int64 holds.
 struct PassMemory {
-    double mask = 0, recorded_weights = 0, scores = 0, activations = 0, logits = 0, bias = 0;
-    double total() const { return mask + recorded_weights + scores + activations + logits + bias; }
+    double mask = 0, recorded_weights = 0, scores = 0, activations = 0, logits = 0, bias = 0, kv_cache = 0;
+    double total() const { return mask + recorded_weights + scores + activations + logits + bias + kv_cache; }
 };
 PassMemory pass_memory(const CostShape& shape, int64_t queries, int64_t keys, int64_t attentions, bool recording,
-                       int64_t vocabulary, bool additive_bias = false);
+                       int64_t vocabulary, bool additive_bias = false, int64_t cached_layers = 0,
+                       int64_t cached_width = 0);
 
 }  // namespace tinyformer

@@ -33,12 +33,26 @@
 //
 // Two merge loops give the same ids:
 //   merge_reference: run.c's loop as it is: scan every neighbouring pair for
-//     the best, merge it, scan again; O(n^2) string lookups for n symbols
-//     (fine for a sentence, slow for a book). For the tests.
+//     the best, merge it, scan again; each pair is looked up by building the
+//     string a + b. O(n^2) lookups for n symbols, and each costs the pieces'
+//     length (fine for a sentence, slow for a book). For the tests.
 //   merge (used by encode): the same choice with a max-heap of the pairs
 //     (score, then leftmost position) over a linked list of symbols; a merge
 //     pushes the two pairs it forms, and a popped pair that is gone or
-//     changed is skipped. O(n log n): no text can make it hang.
+//     changed is skipped. A pair is looked up in the pair table (below), by
+//     ids, never by building a + b: a vocabulary of long pieces ("a", "aa",
+//     ... 3000 a's, each better than the last) made the string lookups read
+//     about n x 1000 bytes (issue 31; docs/TOKENIZERS.md). O(n log n) on any
+//     vocabulary: at most 3n pushes and pops, each a binary search of one
+//     piece's table entries and a heap step.
+//
+// The pair table: every (a, b, c) with a + b == c, all three pieces, sorted
+// by (a, b). Made once with the vocabulary, without building a string: the
+// pieces sorted (once forward, once with their bytes reversed) give each
+// piece its longest proper prefix and suffix that are pieces; c's prefix
+// chain and suffix chain, of lengths adding up to len(c), are its splits.
+// At most one entry per byte of the vocabulary; O(B log V) for B bytes of V
+// pieces, and its memory is checked (engine/memory/available.h) first.
 //
 // Decoding (decode): each id's piece, joined, with two rules:
 //   - the bos id (the config's bos_id; llama2.c: 1) writes nothing, and the
@@ -64,7 +78,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace tinyformer {
@@ -97,23 +110,44 @@ public:
 
     // Steps 1-3 only: the symbols before any merge.
     std::vector<int64_t> initial_symbols(std::string_view text, int64_t unk_id, int64_t* unknown_count) const;
-    // Step 4, the two ways.
-    std::vector<int64_t> merge(std::vector<int64_t> symbols) const;
-    std::vector<int64_t> merge_reference(std::vector<int64_t> symbols) const;
+
+    // What a merge did, in its own steps (for the tests' bounds, which count
+    // work, never time): heap comparisons, pair-table probes, and bytes of
+    // pieces read to look a pair up (the reference builds a + b).
+    struct Work {
+        int64_t heap_comparisons = 0, table_probes = 0, piece_bytes = 0;
+        int64_t total() const { return heap_comparisons + table_probes + piece_bytes; }
+    };
+    // Step 4, the two ways (`work`, when given, counts).
+    std::vector<int64_t> merge(std::vector<int64_t> symbols, Work* work = nullptr) const;
+    std::vector<int64_t> merge_reference(std::vector<int64_t> symbols, Work* work = nullptr) const;
+
+    // The piece a + b, or -1: from the pair table (what merge asks), and by
+    // building the string (what merge_reference asks).
+    int64_t joined(int64_t left, int64_t right, Work* work = nullptr) const;
+    int64_t joined_by_string(int64_t left, int64_t right, std::string& buffer, Work* work = nullptr) const;
+    // Entries of the pair table (a, b, a + b): at most one per byte of the pieces.
+    size_t pair_count() const { return pairs_.size(); }
 
     // Ids -> text (the rules above). Ids must be in range (the caller's check).
     std::string decode(const std::vector<int64_t>& ids) const;
     std::string label(int64_t id) const;
 
 private:
-    // The id of the piece a + b, or -1 when that is no piece.
-    int64_t joined(int64_t left, int64_t right, std::string& buffer) const;
+    // The id of the piece spelled `text`, or -1 (a binary search of by_text_).
+    int64_t find_piece(std::string_view text) const;
+    void make_pair_table(const std::string& where);
 
+    struct Pair {
+        int32_t left, right, joined;
+    };
     std::vector<std::string> pieces_;
     std::vector<float> scores_;
-    std::vector<int> byte_of_piece_;               // id -> its byte for a byte piece, else -1
-    std::vector<int64_t> byte_piece_id_;           // byte -> id of its byte piece, -1 when missing
-    std::unordered_map<std::string, int64_t> ids_;  // piece -> id
+    std::vector<int> byte_of_piece_;      // id -> its byte for a byte piece, else -1
+    std::vector<int64_t> byte_piece_id_;  // byte -> id of its byte piece, -1 when missing
+    std::vector<int32_t> by_text_;        // the ids, their pieces in byte order
+    std::vector<Pair> pairs_;             // the pair table, sorted by (left, right)
+    std::vector<size_t> pairs_from_;      // left id -> its first entry in pairs_ (V + 1 of them)
     int64_t bos_id_;
 };
 

@@ -192,7 +192,8 @@ private:
         // The prompts' pass, as forward() checks its own: its mask (with ALiBi, a
         // [B,H,P,P] bias) is made before any layer runs, so it is checked first.
         refuse_pass_beyond_memory("prefill", model_.config(), ids.batch, ids.length, ids.length,
-                                  model_.config().num_layers, false, model_.config().vocab_size);
+                                  model_.config().num_layers, false, model_.config().vocab_size,
+                                  /*fills_kv_cache=*/true);
         const bool prefix_lm = model_.config().attention == SelfAttentionKind::PrefixLm;
         MaskInputs inputs;
         inputs.batch = ids.batch;

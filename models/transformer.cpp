@@ -170,17 +170,22 @@ Tensor head_logits(const Linear& head, const Embedding& embedding, const Tensor&
 constexpr double kUncheckedPassBytes = 64.0 * 1024 * 1024;
 
 void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries,
-                               int64_t keys, int64_t attentions, bool recording, int64_t vocabulary) {
+                               int64_t keys, int64_t attentions, bool recording, int64_t vocabulary,
+                               bool fills_kv_cache) {
     const CostShape shape{batch, config.d_model, config.nhead, config.dim_feedforward};
     const bool alibi = config.pos_encoding == PositionalEncoding::Alibi;  // a [B,H,L,S] bias in the mask
-    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary, alibi);
+    const int64_t cached_width = config.n_kv_heads * (config.d_model / config.nhead);  // K/V columns, Hkv*Dh
+    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary, alibi,
+                                          fills_kv_cache ? attentions : 0, cached_width);
     // Asking the system (/proc/meminfo, cgroup files) costs more than a toy
     // decoding step, and a pass this small cannot be what exhausts memory.
     if (memory.total() < kUncheckedPassBytes) return;
     require_available(memory.total(), text_of(what, ": B=", batch, " sequences of ", queries, " tokens attending ",
                                               keys, " keys need about ", memory.total(), " bytes (mask ", memory.mask,
                                               ", recorded attention weights ", memory.recorded_weights,
-                                              alibi ? text_of(", ALiBi bias ", memory.bias) : std::string(), ")"));
+                                              alibi ? text_of(", ALiBi bias ", memory.bias) : std::string(),
+                                              fills_kv_cache ? text_of(", KV cache ", memory.kv_cache) : std::string(),
+                                              ")"));
 }
 
 AttentionName parse_attention_name(const std::string& name) {

@@ -53,9 +53,12 @@ namespace tinyformer {
 // through `attentions` attention calls (their weights recorded or not, with
 // `vocabulary` logits per token) would not fit in the available memory
 // (models/cost.h's pass_memory; passes under 64 MiB are not checked).
+// `fills_kv_cache`: the pass is a decoding's prefill, which also keeps every
+// layer's keys and values (the stepper's; models/stepper.h).
 // Callers that know a pass is coming ask it first, before other work.
 void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int64_t batch, int64_t queries,
-                               int64_t keys, int64_t attentions, bool recording, int64_t vocabulary);
+                               int64_t keys, int64_t attentions, bool recording, int64_t vocabulary,
+                               bool fills_kv_cache = false);
 
 // One of those names taken apart: "attention.decoder.1.cross" is stack
 // "decoder", layer 1, kind "cross"; "attention.layers.2" is "layers", 2, "self".

@@ -1610,3 +1610,38 @@ TEST_CASE("Bad inputs, terminal text: control characters, bidi controls and inva
 TEST_CASE("Bad inputs, refused before the work: decoding length, the recorded pass, the explorer page, overflow") {
     check_timed_section(kBeforeTheWork);
 }
+
+// Issue 31: `run` on a long input of a model whose max_len does not stop it
+// went straight into the prompt's pass: 100 000 tokens asked for 19.5 GB
+// (the mask of [L, S] twice, while it is combined with the padding, where the
+// estimate counted it once) and the process was killed. The estimate now
+// counts what the prefill holds (the mask twice, the KV cache); the test
+// sets the memory it may use (TINYFORMER_MEMORY_LIMIT, 100 MB) instead of
+// depending on this machine's.
+TEST_CASE("Bad inputs, run refuses a prompt whose prefill would not fit in the available memory, before the pass") {
+    TempDirectory d;
+    const std::string model = long_unpositioned_model(d);
+    ::setenv("TINYFORMER_MEMORY_LIMIT", "100000000", 1);
+    const CliRun refused = test_helpers::run_tinyformer({"run", model, "--ids", many_ids(20000)}, 1, 60);
+    const CliRun beam = test_helpers::run_tinyformer({"run", model, "--beam", "2", "--ids", many_ids(20000)}, 1, 60);
+    const CliRun short_input = test_helpers::run_tinyformer({"run", model, "--ids", many_ids(100)}, 1, 60);
+    ::setenv("TINYFORMER_MEMORY_LIMIT", "lots", 1);
+    const CliRun not_a_number = test_helpers::run_tinyformer({"run", model, "--ids", many_ids(20000)}, 1, 60);
+    ::unsetenv("TINYFORMER_MEMORY_LIMIT");
+    for (const CliRun* run : {&refused, &beam}) {
+        CHECK(run->status == 1);
+        CHECK(run->out.empty());
+        INFO(run->err);
+        CHECK(run->err.starts_with("tinyformer: error: prefill: B=1 sequences of 20001 tokens attending 20001 keys "
+                                   "need about "));
+        // 2 * 20001^2 = 800080002 bytes of mask, more than the 100 MB allowed.
+        CHECK(run->err.find("(mask 8.0008e+08, ") != std::string::npos);
+        CHECK(run->err.find(", KV cache ") != std::string::npos);
+        CHECK(run->err.find("bytes of memory are available; refused before allocating\n") != std::string::npos);
+        CHECK(std::count(run->err.begin(), run->err.end(), '\n') == 1);
+    }
+    CHECK(short_input.status == 0);
+    CHECK(not_a_number.status == 1);
+    CHECK(not_a_number.err.find("TINYFORMER_MEMORY_LIMIT must be a whole number of bytes (at most 19 digits), got 'lots'") !=
+          std::string::npos);
+}

@@ -220,24 +220,27 @@ TEST_CASE("cost refuses bad sizes, naming them") {
 
 TEST_CASE("pass_memory: the one estimate of a pass's working memory, term by term") {
     // B=2, D=4, H=2, F=8, L=3 queries over S=5 keys, 2 attention calls recorded, V=10:
-    //   mask        B*L*S                = 2*3*5                = 30
+    //   mask        2*B*L*S              = 2*2*3*5              = 60
     //   recorded    (2+1) * 4*B*H*L*S    = 3 * 4*2*2*3*5        = 720
     //   scores      4*B*H*min(L,256)*S   = 4*2*2*3*5            = 240
     //   activations 12 * 4*B*L*max(D,F)  = 12 * 4*2*3*8         = 2304
-    //   logits      4*B*L*V              = 4*2*3*10             = 240     total 3534
+    //   logits      4*B*L*V              = 4*2*3*10             = 240     total 3564
     const PassMemory memory = pass_memory(CostShape{2, 4, 2, 8}, 3, 5, 2, true, 10);
-    CHECK(memory.mask == 30);
+    CHECK(memory.mask == 60);
     CHECK(memory.recorded_weights == 720);
     CHECK(memory.scores == 240);
     CHECK(memory.activations == 2304);
     CHECK(memory.logits == 240);
-    CHECK(memory.total() == 3534);
+    CHECK(memory.kv_cache == 0);
+    CHECK(memory.total() == 3564);
+    // A prefill of 3 layers that keeps their keys and values, W = 4 columns: 4*2*B*S*W*layers = 4*2*2*5*4*3.
+    CHECK(pass_memory(CostShape{2, 4, 2, 8}, 3, 5, 2, true, 10, false, 3, 4).kv_cache == 960);
     // Not recording: no weights kept. L = 1000 > 256: one block of 256 queries of scores.
     const PassMemory long_pass = pass_memory(CostShape{1, 4, 1, 4}, 1000, 1000, 6, false, 0);
     CHECK(long_pass.recorded_weights == 0);
     CHECK(long_pass.scores == 4.0 * 256 * 1000);
-    // A million tokens: 1e12 bytes of mask, in a double without overflow.
-    CHECK(pass_memory(CostShape{1, 4, 1, 4}, 1000000, 1000000, 1, false, 0).mask == 1e12);
+    // A million tokens: 2e12 bytes of mask, in a double without overflow.
+    CHECK(pass_memory(CostShape{1, 4, 1, 4}, 1000000, 1000000, 1, false, 0).mask == 2e12);
 }
 
 TEST_CASE("require_available: the one memory guard, with what needs it and what is available") {

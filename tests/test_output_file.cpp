@@ -19,6 +19,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -246,8 +247,8 @@ TEST_CASE("check_outputs refuses two outputs that are the same file, existing or
     CHECK_NOTHROW(check_outputs("explore", {}, {dir.file("x.html"), dir.file("x.json")}));
 }
 
-TEST_CASE("SIGTERM and SIGINT during a write remove the temporary file, keep the old output, and end the process by that signal") {
-    for (const int signal_number : {SIGTERM, SIGINT}) {
+TEST_CASE("SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGXFSZ during a write remove the temporary file, keep the old output, and end the process by that signal") {
+    for (const int signal_number : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXFSZ}) {
         CAPTURE(signal_number);
         TempDirectory dir;
         const std::string path = dir.file("out");
@@ -255,6 +256,8 @@ TEST_CASE("SIGTERM and SIGINT during a write remove the temporary file, keep the
         const pid_t child = ::fork();
         REQUIRE(child >= 0);
         if (child == 0) {
+            const struct rlimit no_core {0, 0};  // SIGQUIT and SIGXFSZ dump core by default: not here
+            ::setrlimit(RLIMIT_CORE, &no_core);
             OutputFile out(path, "test");
             out.write("half of the new output");
             std::raise(signal_number);  // as Ctrl-C or kill would, mid-write
@@ -267,6 +270,54 @@ TEST_CASE("SIGTERM and SIGINT during a write remove the temporary file, keep the
         CHECK(read_file(path) == "old output");
         CHECK(names_in(dir.path()) == std::set<std::string>{"out"});
     }
+}
+
+namespace {
+
+// A child whose file size limit (`ulimit -f`) is 1000 bytes writes 300,000
+// bytes to `path`, SIGXFSZ as `sigxfsz` says; its wait status, or its exit
+// status 3 when the write was refused with an Error.
+int write_past_file_size_limit(const std::string& path, void (*sigxfsz)(int)) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const struct rlimit no_core {0, 0};
+        ::setrlimit(RLIMIT_CORE, &no_core);
+        std::signal(SIGXFSZ, sigxfsz);
+        struct rlimit size {};
+        ::getrlimit(RLIMIT_FSIZE, &size);
+        size.rlim_cur = 1000;
+        ::setrlimit(RLIMIT_FSIZE, &size);
+        try {
+            OutputFile out(path, "test");
+            out.write(std::string(300000, 'n'));
+            out.commit();
+        } catch (const tinyformer::Error& error) {
+            ::_exit(std::string(error.what()).find("File too large") != std::string::npos ? 3 : 4);
+        }
+        ::_exit(0);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    return status;
+}
+
+}  // namespace
+
+TEST_CASE("A file past ulimit -f leaves no temporary file: SIGXFSZ ends the process, or an ignored one is an Error") {
+    TempDirectory dir;
+    const std::string path = dir.file("out");
+    write_text(path, "old output");
+    const int killed = write_past_file_size_limit(path, SIG_DFL);
+    CHECK(WIFSIGNALED(killed));
+    CHECK(WTERMSIG(killed) == SIGXFSZ);
+    CHECK(read_file(path) == "old output");
+    CHECK(names_in(dir.path()) == std::set<std::string>{"out"});
+    const int refused = write_past_file_size_limit(path, SIG_IGN);  // write() fails with EFBIG
+    CHECK(WIFEXITED(refused));
+    CHECK(WEXITSTATUS(refused) == 3);
+    CHECK(read_file(path) == "old output");
+    CHECK(names_in(dir.path()) == std::set<std::string>{"out"});
 }
 
 TEST_CASE("A signal the process ignores stays ignored while a file is written") {

@@ -105,6 +105,25 @@ TEST_CASE("attention writes pictures, an overview and an index.md that shows eve
     CHECK(height > width);
 }
 
+TEST_CASE("index.md holds a model's and a user's text as text: no control character, no markup, no code span broken out of") {
+    TempDirectory dir;
+    // The model's name (its file's) carries an escape sequence and markup; its 'e' is spelled "`" (a token
+    // may be a backtick), so the input and the greedy output hold backticks.
+    std::filesystem::create_directories(dir.file("m"));
+    const std::string model = dir.file("m/# rev\x1b[2J*x*`](y).safetensors");
+    reverse_with_e_as("`", model);
+    const std::string maps = dir.file("maps");
+    run_tinyformer_ok({"attention", model, "a`b", "--kind", "cross", "--layer", "1", "--head", "0", "--output", maps});
+    const std::string index = read_file(maps + "/index.md");
+    INFO(index);
+    CHECK(std::none_of(index.begin(), index.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 && c != '\n'; }));
+    CHECK(index.find("\n# Attention of \\# rev\\\\x1b\\[2J\\*x\\*\\`\\](y)\n") != std::string::npos);
+    CHECK(index.find("\n\ninput: ``a`b``, greedy output: ``") != std::string::npos);
+    // The title: the escaped name and input, and the same as the picture's alt text.
+    const std::string title = "\\# rev\\\\x1b\\[2J\\*x\\*\\`\\](y)  \"a\\`b\"  decoder layer 1 cross-attention  head 0";
+    CHECK(index.find("\n\n" + title + "\n\n![" + title + "](decoder-layer1-cross-head0.png)\n") != std::string::npos);
+}
+
 TEST_CASE("A decoder-only title says 'layer 3 self-attention', never 'layers layer 3'") {
     TempDirectory dir;
     run_tinyformer_ok({"attention", kPrefixLm, "abc=", "--layer", "3", "--head", "1", "--output", dir.file("maps")});

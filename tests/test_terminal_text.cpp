@@ -116,3 +116,34 @@ TEST_CASE("A token for a table: one character in quotes (also a 2-byte one), a l
     CHECK(token_for_table("\xe2\x80\xae" "x") == "\\u{202e}x");  // two characters: U+202E and x
     CHECK(token_for_table("") == "");
 }
+
+TEST_CASE("Markdown text: the terminal rule, then a backslash before what could start markup") {
+    using tinyformer::cli::markdown_text;
+    CHECK(markdown_text("reverse  \"abc\"  head 2") == "reverse  \"abc\"  head 2");  // nothing to escape
+    CHECK(markdown_text("*a* `b` _c_") == "\\*a\\* \\`b\\` \\_c\\_");
+    CHECK(markdown_text("[x](http://e.org) ![i](j)") == "\\[x\\](http://e.org) !\\[i\\](j)");
+    CHECK(markdown_text("<script>&amp;|~~") == "\\<script\\>\\&amp;\\|\\~\\~");
+    CHECK(markdown_text("a\\b") == "a\\\\b");
+    // A first character that could open a block: heading, list, quote; an ordered list's number.
+    CHECK(markdown_text("# big") == "\\# big");
+    CHECK(markdown_text("- item") == "\\- item");
+    CHECK(markdown_text("+ item") == "\\+ item");
+    CHECK(markdown_text("12. item") == "12\\. item");
+    CHECK(markdown_text("3) item") == "3\\) item");
+    CHECK(markdown_text("a - b. 1. c") == "a - b. 1. c");  // not at the start: plain text
+    // Control characters, a newline and bidi controls as the terminal rule shows them, their backslash escaped.
+    CHECK(markdown_text("a\x1b[2Jb\nc") == "a\\\\x1b\\[2Jb\\\\x0ac");
+    CHECK(markdown_text("\xe2\x80\xae" "x") == "\\\\u{202e}x");
+    CHECK(markdown_text("z\xc3\xa9ro") == "z\xc3\xa9ro");
+}
+
+TEST_CASE("Markdown code: a fence longer than any run of backticks inside, padded when the text starts or ends with one") {
+    using tinyformer::cli::markdown_code;
+    CHECK(markdown_code("abc") == "`abc`");
+    CHECK(markdown_code("a`b") == "``a`b``");
+    CHECK(markdown_code("a``b`c") == "```a``b`c```");
+    CHECK(markdown_code("`a") == "`` `a ``");
+    CHECK(markdown_code("a`") == "`` a` ``");
+    CHECK(markdown_code("") == "``");
+    CHECK(markdown_code("a\x1b[31m\nb") == "`a\\x1b[31m\\x0ab`");  // one line, no control character
+}

@@ -54,7 +54,13 @@ char slot_paths[kSlots][kSlotPath];
 std::atomic<bool> slot_used[kSlots];
 std::mutex slots_mutex;  // taking and giving back slots (never in the handler)
 int slots_in_use = 0;
-struct sigaction previous_int, previous_term;
+// The signals that end a process mid-write and can be caught: Ctrl-C, kill,
+// a closed terminal, Ctrl-\, and `ulimit -f` (SIGXFSZ: the file outgrew the
+// limit; when it is ignored, write() fails with EFBIG, which fail_writing
+// handles).
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXFSZ};
+constexpr size_t kSignalCount = sizeof kCleanupSignals / sizeof kCleanupSignals[0];
+struct sigaction previous_actions[kSignalCount];
 
 extern "C" void remove_temporaries_and_die(int signal_number) {
     for (int i = 0; i < kSlots; ++i)
@@ -80,10 +86,8 @@ int take_slot(const std::string& path) {
     for (int i = 0; i < kSlots; ++i) {
         if (slot_used[i].load()) continue;
         std::memcpy(slot_paths[i], path.c_str(), path.size() + 1);
-        if (slots_in_use++ == 0) {
-            install(SIGINT, previous_int);
-            install(SIGTERM, previous_term);
-        }
+        if (slots_in_use++ == 0)
+            for (size_t k = 0; k < kSignalCount; ++k) install(kCleanupSignals[k], previous_actions[k]);
         slot_used[i].store(true);
         return i;
     }
@@ -94,10 +98,8 @@ void give_back_slot(int slot) {
     if (slot < 0) return;
     std::lock_guard<std::mutex> lock(slots_mutex);
     slot_used[slot].store(false);
-    if (--slots_in_use == 0) {
-        sigaction(SIGINT, &previous_int, nullptr);
-        sigaction(SIGTERM, &previous_term, nullptr);
-    }
+    if (--slots_in_use == 0)
+        for (size_t k = 0; k < kSignalCount; ++k) sigaction(kCleanupSignals[k], &previous_actions[k], nullptr);
 }
 
 // ".NAME.tmp-" and 12 random letters and digits beside `path` (NAME cut to

@@ -23,9 +23,12 @@
 //     > f` writes f), never replaced.
 //   - a directory, a socket, a block device: refused (Error naming the path);
 //     so is a terminal (bytes meant for a file would go to the screen).
-// SIGINT and SIGTERM while a temporary file exists remove it; the process
-// then ends by that signal as it would have (exit status 128 + signal). A
-// stream whose reader goes away ends the process by SIGPIPE, as `cat` does.
+// SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGXFSZ (a file past `ulimit -f`)
+// while a temporary file exists remove it; the process then ends by that
+// signal as it would have (exit status 128 + signal). A signal the process
+// ignores stays ignored; an ignored SIGXFSZ makes write() fail with EFBIG,
+// an Error that removes the temporary file too. A stream whose reader goes
+// away ends the process by SIGPIPE, as `cat` does.
 #pragma once
 
 #include <cstddef>

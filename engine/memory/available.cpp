@@ -3,6 +3,7 @@
 #include "engine/error.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -43,6 +44,14 @@ uint64_t available_memory_bytes() {
     const auto v1_limit = number_in("/sys/fs/cgroup/memory/memory.limit_in_bytes");
     const auto v1_used = number_in("/sys/fs/cgroup/memory/memory.usage_in_bytes");
     if (v1_limit && v1_used) available = std::min(available, *v1_limit > *v1_used ? *v1_limit - *v1_used : 0);
+    // A limit of the user's own (and the tests' way to ask for a refusal
+    // without depending on this machine's memory).
+    if (const char* limit_text = std::getenv("TINYFORMER_MEMORY_LIMIT"); limit_text && *limit_text) {
+        const std::string text = limit_text;
+        if (text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+            fail("TINYFORMER_MEMORY_LIMIT must be a whole number of bytes (at most 19 digits), got '", text, "'");
+        available = std::min<uint64_t>(available, std::stoull(text));
+    }
     return available;
 }
 

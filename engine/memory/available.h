@@ -11,7 +11,10 @@
 namespace tinyformer {
 
 // MemAvailable of /proc/meminfo (or free pages, from sysconf, where that is
-// missing), and less when the process's cgroup (v2 or v1) has less left.
+// missing), and less when the process's cgroup (v2 or v1) has less left, or
+// when the environment variable TINYFORMER_MEMORY_LIMIT (bytes, a whole
+// number) is less: a user's cap, and the tests' way to see a refusal that
+// does not depend on the machine. Error for a value that is not a number.
 uint64_t available_memory_bytes();
 
 // Error "<need> but <available> bytes of memory are available; refused before

@@ -11,8 +11,10 @@ numpy only: no PyTorch, no build/tinyformer (`make test-tools`).
   name (`OUT.tmp<pid>`) is left alone; a directory, a socket, a block device
   (root) and a missing folder are refused by name; an output that is the same
   file as an input (also as ./NAME, a symlink or a hard link), or as another
-  output, is refused; SIGTERM / SIGINT in the middle of a write remove the
-  temporary file, leave the old output and kill the process by that signal
+  output, is refused; SIGTERM / SIGINT / SIGHUP / SIGQUIT in the middle of a
+  write, and a file past `ulimit -f` (SIGXFSZ, or EFBIG where it is ignored,
+  as Python does), remove the temporary file, leave the old output and kill
+  the process by that signal
   (a script catching KeyboardInterrupt goes on; an ignored signal stays
   ignored); /proc/self/fd/N, /dev/fd/N and links to them are written to that
   descriptor (a child's stdout redirected to a file, never the real
@@ -531,9 +533,44 @@ class Signals(Temp, unittest.TestCase):
         self.assert_removed(b"new" * 100000)
 
     def test_handlers_are_restored(self):
-        before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+        every = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGXFSZ)
+        before = [signal.getsignal(s) for s in every]
         safe_write.write_bytes(self.path("x"), b"x")
-        self.assertEqual((signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)), before)
+        self.assertEqual([signal.getsignal(s) for s in every], before)
+
+    def test_sighup_and_sigquit_remove_the_temporary_file(self):
+        # SIGQUIT's default action dumps core: none is wanted in the test's folder.
+        no_core = "import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0))"
+        for signum in (signal.SIGHUP, signal.SIGQUIT):
+            with self.subTest(signal=signum.name):
+                status, _ = self.interrupted_write(signum, no_core)
+                self.assertEqual(status, -signum, "the child dies by the signal")
+                self.assert_removed()
+
+    def write_past_ulimit_f(self, before):
+        """A child whose file size limit (`ulimit -f`) is 1000 bytes writes 300,000:
+        (exit status, what it printed)."""
+        out = self.path("out.safetensors")
+        Path(out).write_bytes(b"old output")
+        limit = ("import resource; resource.setrlimit(resource.RLIMIT_CORE, (0, 0)); "
+                 "resource.setrlimit(resource.RLIMIT_FSIZE, (1000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))")
+        code = _CHILD.format(tools=str(TOOLS), out=out, pause=0, before=before + "\n" + limit,
+                             write=_CAUGHT.format(out=out))
+        child = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60)
+        return child.returncode, child.stdout
+
+    def test_a_file_past_ulimit_f_is_an_error_and_leaves_nothing(self):
+        # Python ignores SIGXFSZ: write() fails with EFBIG instead.
+        status, printed = self.write_past_ulimit_f("")
+        self.assertEqual((status, printed), (0, f"OutputError: {self.path('out.safetensors')}: cannot write: "
+                                                f"File too large\nfinished\n"))
+        self.assert_removed()
+
+    def test_sigxfsz_past_ulimit_f_removes_the_temporary_file(self):
+        # A process that takes SIGXFSZ back to its default dies by it, mid-write.
+        status, printed = self.write_past_ulimit_f("import signal; signal.signal(signal.SIGXFSZ, signal.SIG_DFL)")
+        self.assertEqual((status, printed), (-signal.SIGXFSZ, ""))
+        self.assert_removed()
 
 
 # ----------------------------------------------------------------------------

@@ -432,13 +432,17 @@ PictureSet lay_out_pictures(const Model& model, const AttentionPass& pass, const
 
 // --- write: the pictures, index.md, and the older pictures pruned ---
 
-// index.md's head: what was run; each picture adds its own section.
+// index.md's head: what was run; each picture adds its own section. Every
+// text from the user or the model goes in through markdown_text or
+// markdown_code (tools/cli/terminal_text.h): a token cannot leave its code
+// span, start a heading or a link, or put a control character in the file.
 std::string index_head(const Model& model, const AttentionPass& pass, const AttentionRequest& request) {
     const Architecture arch = model.config.arch;
-    return std::string(kIndexMarker) + "\n# Attention of " + request.model_name + "\n\ninput: `" + request.input + "`, " +
+    return std::string(kIndexMarker) + "\n# Attention of " + markdown_text(request.model_name) + "\n\ninput: " +
+           markdown_code(request.input) + ", " +
            (arch == Architecture::EncoderOnly
                 ? "no target"
-                : (request.target_given ? "target" : "greedy output") + std::string(": `") + pass.run.output + "`") +
+                : (request.target_given ? "target" : "greedy output") + std::string(": ") + markdown_code(pass.run.output)) +
            "\n\nRows are queries, columns keys. " +
            (arch == Architecture::EncoderDecoder
                 ? "A decoder row is the decoder's input at that position, which predicts the next token. "
@@ -447,11 +451,12 @@ std::string index_head(const Model& model, const AttentionPass& pass, const Atte
            "Viridis 0..1; hatched = masked (not allowed), cross-hatched = padding.\n";
 }
 
-// index.md's section for one picture: its name, what it shows, the picture inline.
+// index.md's section for one picture: its name (this command's own file
+// name), what it shows (its title, which holds the model's name and the
+// input), the picture inline with the title as its alt text.
 std::string index_section(const std::string& name, const std::string& shows) {
-    std::string alt;  // the title, with the brackets that would end the alt text escaped
-    for (char c : shows) alt += (c == '[' || c == ']' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-    return "\n## " + name + "\n\n" + shows + "\n\n![" + alt + "](" + name + ")\n";
+    const std::string title = markdown_text(shows);  // brackets escaped too: the alt text cannot end early
+    return "\n## " + name + "\n\n" + title + "\n\n![" + title + "](" + name + ")\n";
 }
 
 // DIR is written afresh: this command's pictures from an earlier run that

@@ -30,4 +30,22 @@ size_t write_terminal_text(std::FILE* out, std::string_view text, size_t max_byt
 // one (<eos>, a word) as it is.
 std::string token_for_table(std::string_view token);
 
+// Text from a model or a user in a Markdown file (attention's index.md): the
+// rule above first, so that no control character, newline or bidi control
+// reaches the file either, then Markdown's own escapes, so that the text is
+// read as itself and never as markup:
+//   markdown_text: a backslash before every character that can start markup
+//     inside a line (\ ` * _ [ ] < > & | ~: emphasis, code, a link or image,
+//     HTML, an entity, a table cell, strike-through), before a first
+//     character that is ASCII punctuation (a heading's #, a list's - or +, a
+//     quote's >), and before the . or ) after leading digits (an ordered
+//     list's "1."): markdown_text("*a* `b`") == "\\*a\\* \\`b\\`".
+//   markdown_code: a code span of the text: fenced with one backtick more
+//     than its longest run of backticks (inside a code span a backslash
+//     escapes nothing, so only a longer fence keeps a backtick in), with a
+//     space inside each end when the text starts or ends with a backtick
+//     (CommonMark takes one off each end): markdown_code("a`b") == "``a`b``".
+std::string markdown_text(std::string_view text);
+std::string markdown_code(std::string_view text);
+
 }  // namespace tinyformer::cli

@@ -25,12 +25,14 @@ What happens to an output PATH:
   PATH. A symlink at PATH is replaced by the new file, never followed for
   writing: the file it pointed to is left as it was. The new file gets the
   mode a plain open() would give it (0666 less the umask);
-- SIGINT or SIGTERM during the write removes the temporary file and the old
-  PATH stays as it was; then the handler that was there before runs (Python's
-  own SIGINT handler raises KeyboardInterrupt, so a caller can catch it; a
-  handler that returns ends the write with an OutputError), and where there
-  was none (SIG_DFL) the process dies by that signal. An ignored signal
-  stays ignored.
+- SIGINT, SIGTERM, SIGHUP, SIGQUIT or SIGXFSZ during the write removes the
+  temporary file and the old PATH stays as it was; then the handler that was
+  there before runs (Python's own SIGINT handler raises KeyboardInterrupt, so
+  a caller can catch it; a handler that returns ends the write with an
+  OutputError), and where there was none (SIG_DFL) the process dies by that
+  signal. An ignored signal stays ignored: Python itself ignores SIGXFSZ, so
+  a file past `ulimit -f` makes the write fail with EFBIG ("File too large"),
+  an OutputError that removes the temporary file too.
 
 check_outputs refuses, before anything runs, an output that is the same file
 (st_dev and st_ino, after following links: `./m`, a symlink and a hard link
@@ -49,7 +51,9 @@ import threading
 
 __all__ = ["OutputError", "check_outputs", "is_stream", "write_bytes", "write_text"]
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# The signals that end a process mid-write and can be caught: Ctrl-C, kill, a
+# closed terminal, Ctrl-\, and a file past `ulimit -f` (when not ignored).
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGXFSZ)
 _MAX_LINKS = 40            # links followed by hand looking for a file descriptor (Linux's own limit)
 _MAX_NAME = 255            # bytes in one file name (NAME_MAX)
 _TEMP_NAME = 200           # bytes of NAME kept in `.NAME.tmp-XXXXXXXX`
@@ -205,7 +209,7 @@ def _umask():
 
 
 class _RemoveOnSignal:
-    """While active, SIGINT/SIGTERM remove `self.path` (when set), then run the
+    """While active, the signals of _SIGNALS remove `self.path` (when set), then run the
     handler that was there before: a Python handler is called (Python's own
     SIGINT handler raises KeyboardInterrupt; when it returns, the write ends
     with an OutputError: its temporary file is gone), SIG_DFL (or a handler not
@@ -246,7 +250,7 @@ class _RemoveOnSignal:
 
 
 class _SignalsHeld:
-    """SIGINT/SIGTERM held back (delivered at the end) while the temporary
+    """The signals of _SIGNALS held back (delivered at the end) while the temporary
     file's name is being recorded, so that no signal falls in between."""
 
     def __enter__(self):
