@@ -166,6 +166,106 @@ uint64_t parse_offset(const json& value, const std::string& where) {
     return value.get<uint64_t>();
 }
 
+// A header whose parsed value would take more than this is refused from its
+// structure, when that shows parse_header would refuse it, before the value is
+// built (HeaderStructure). No real header comes near: a model's is one entry
+// of about 100 bytes per tensor, some 2 kB of parsed value each.
+constexpr double kCostlyHeaderBytes = 64.0 * 1024 * 1024;
+
+// Watches parse_json's first pass over a header (depth 0 is the header, 1 an
+// entry, 2 an entry's member) for what parse_header refuses whatever the
+// numbers: a tensor entry that is not an object with dtype, shape and
+// data_offsets, an unknown key in one, a dtype that is not a known dtype's
+// name, a shape that is not an array, a __metadata__ that is not an object of
+// strings. Each such entry gets parse_header's message for it; when the
+// parsed value would be costly, before_building refuses the header with the
+// message of the first such entry in parse_header's order (by name). That is
+// parse_header's own message unless an entry before it fails a check of its
+// numbers (shape, data_offsets), which only the built value shows; then a
+// costly header names a later entry than a cheap one would.
+class HeaderStructure : public JsonWatcher {
+public:
+    explicit HeaderStructure(const std::string& path) : path_(path) {}
+
+    void value(int depth, std::string_view type, const std::string& text) override {
+        if (depth == 1) {
+            entry_ = Entry{};
+            entry_.type = type;
+            member_.clear();
+            if (type != "object" && type != "array") finish_entry();
+        } else if (depth == 2 && name_ == "__metadata__") {
+            if (type != "string" && (entry_.bad_value.empty() || member_ < entry_.bad_value)) {
+                entry_.bad_value = member_;
+                entry_.bad_type = type;
+            }
+        } else if (depth == 2) {
+            if (member_ == "dtype") {
+                entry_.dtype_type = type;
+                entry_.dtype = text;
+            } else if (member_ == "shape") {
+                entry_.shape_type = type;
+            }
+        }
+    }
+    void key(int depth, const std::string& key) override {
+        if (depth == 0) name_ = key;
+        if (depth != 1) return;
+        member_ = key;
+        if (key == "dtype" || key == "shape" || key == "data_offsets") ++entry_.required;
+        else if (entry_.unknown.empty() || key < entry_.unknown) entry_.unknown = key;
+    }
+    void end(int depth) override {
+        if (depth == 1) finish_entry();
+    }
+    void before_building(const JsonCounts& counts) override {
+        if (refused_ && parsed_json_bytes(counts) > kCostlyHeaderBytes) throw Error(message_);
+    }
+
+private:
+    struct Entry {
+        std::string type;                 // the entry's
+        int required = 0;                 // how many of dtype, shape and data_offsets it has
+        std::string unknown;              // its first other key (in name order), if any
+        std::string dtype_type, dtype;    // dtype's type and text
+        std::string shape_type;           // shape's type
+        std::string bad_value, bad_type;  // __metadata__'s first value (by key) that is not a string
+    };
+    const std::string& path_;
+    std::string name_, member_;  // the entry and the member being read
+    Entry entry_;
+    bool refused_ = false;
+    std::string first_refused_, message_;  // the first refused entry, by name, and its message
+
+    // parse_header's checks of the entry that do not need its numbers, in its order.
+    std::string refusal() const {
+        if (name_ == "__metadata__") {
+            if (entry_.type != "object") return text_of(path_, ": __metadata__ must be an object of strings");
+            if (!entry_.bad_value.empty())
+                return text_of(path_, ": __metadata__ value '", entry_.bad_value, "' must be a string, got ",
+                               entry_.bad_type);
+            return "";
+        }
+        const std::string where = path_ + ": tensor '" + name_ + "'";
+        if (entry_.type != "object" || entry_.required != 3)  // no key twice: the first pass checked
+            return text_of(where, ": needs an object with dtype, shape and data_offsets");
+        if (!entry_.unknown.empty())
+            return text_of(where, ": unknown key '", entry_.unknown,
+                           "'; an entry has exactly dtype, shape and data_offsets");
+        if (entry_.dtype_type != "string") return text_of(where, ": dtype must be a string");
+        if (dtype_size(entry_.dtype) == 0) return text_of(where, ": unknown dtype '", entry_.dtype, "'");
+        if (entry_.shape_type != "array") return text_of(where, ": shape must be an array");
+        return "";
+    }
+    void finish_entry() {
+        if (refused_ && first_refused_ <= name_) return;
+        std::string message = refusal();
+        if (message.empty()) return;
+        refused_ = true;
+        first_refused_ = name_;
+        message_ = std::move(message);
+    }
+};
+
 }  // namespace
 
 uint64_t dtype_size(const std::string& dtype) {
@@ -237,7 +337,8 @@ SafetensorsFile SafetensorsFile::from_bytes(const std::string& name, std::span<c
 void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data_size) {
     const std::string& path = path_;
     // {"name": {"shape": [..]}}: arrays and objects nest at most 3 deep (depth 0..2).
-    const json header = parse_json(header_object(path, header_text), /*max_depth=*/2, path + ": the header");
+    HeaderStructure structure(path);
+    const json header = parse_json(header_object(path, header_text), /*max_depth=*/2, path + ": the header", &structure);
     if (!header.is_object()) fail(path, ": the header must be a JSON object, got ", header.type_name());
 
     for (const auto& [name, entry] : header.items()) {

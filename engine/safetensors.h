@@ -33,6 +33,11 @@
 // plus the parsed JSON header, which parse_json (engine/io/json.h) bounds by
 // kParsedJsonBytesPerByte per header byte and checks before parsing; and
 // arrays and objects in the header nest at most 3 deep, as the format needs.
+// A header whose parsed value would take more than 64 MiB is not built at
+// all when its structure alone is one the format refuses (an entry that is
+// not an object with dtype, shape and data_offsets, an unknown key, a dtype
+// that is no dtype's name, a shape that is not an array, __metadata__ that
+// is not an object of strings): it is refused after one pass over its text.
 //
 // Writing goes through engine/io/output_file.h (a temporary file in the same
 // folder, renamed into place; a FIFO or character device as a stream), so an

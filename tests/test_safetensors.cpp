@@ -6,6 +6,7 @@
 // name the file, the tensor (where there is one) and the numbers involved.
 #include <doctest/doctest.h>
 
+#include "engine/io/json.h"
 #include "engine/safetensors.h"
 #include "tests/helpers.h"
 
@@ -642,4 +643,67 @@ TEST_CASE("Every header of tests/safetensors_headers.json is read or refused as 
     }
     CHECK(valid >= 3);
     CHECK(refused >= 10);
+}
+
+TEST_CASE("A costly header the format refuses anyway is refused from its structure, before its value is built") {
+    // Issue 31: a 98 MB header of {"a":[{},{},...]} took 34 s and 3.8 GB to
+    // build before parse_header refused entry 'a'. A header whose parsed
+    // value would take more than 64 MiB (112 bytes per "{}" here, 48 per
+    // array element) is now refused from parse_json's first pass when its
+    // structure alone is refused; parsed_json_values() counts the values
+    // parse_json built, so "nothing was built" is a count, not a time.
+    const auto repeated = [](const std::string& item, size_t count) {
+        std::string text;
+        for (size_t i = 0; i < count; ++i) text += (i ? "," : "") + item;
+        return text;
+    };
+    const auto refusal = [](const std::string& header, std::string data = "") {
+        std::string bytes;
+        for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
+        bytes += header + data;
+        const auto span = std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+        return test_helpers::error_message([&] { SafetensorsFile::from_bytes("h", span); });
+    };
+    struct Case {
+        std::string name, item, message;
+        std::string (*header)(const std::string& items);
+    };
+    const std::vector<Case> cases = {
+        {"an array of empty objects as an entry", "{}", "h: tensor 'a': needs an object with dtype, shape and data_offsets",
+         [](const std::string& items) { return "{\"a\":[" + items + "]}"; }},
+        {"an unknown key holding a long array", "0",
+         "h: tensor 'a': unknown key 'x'; an entry has exactly dtype, shape and data_offsets",
+         [](const std::string& items) {
+             return R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":[)" + items + "]}}";
+         }},
+        {"a __metadata__ value that is a long array", "0", "h: __metadata__ value 'k' must be a string, got array",
+         [](const std::string& items) { return R"({"__metadata__":{"k":[)" + items + "]}}"; }},
+        {"an entry after a refused one holding a long array", "0",
+         "h: tensor 'a': needs an object with dtype, shape and data_offsets",
+         [](const std::string& items) { return R"({"b":[)" + items + R"(],"a":[]})"; }},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        // Small: the value is built (one value per item, and more), then parse_header refuses it.
+        uint64_t before = tinyformer::parsed_json_values();
+        CHECK(refusal(c.header(repeated(c.item, 1000)), "x") == c.message);
+        CHECK(tinyformer::parsed_json_values() - before > 1000);
+        // Costly (700k items of 112 or 1.5M of 48 bytes, over 64 MiB): the same message, nothing built.
+        const size_t costly = c.item == "{}" ? 700'000 : 1'500'000;
+        before = tinyformer::parsed_json_values();
+        CHECK(refusal(c.header(repeated(c.item, costly)), "x") == c.message);
+        CHECK(tinyformer::parsed_json_values() == before);
+    }
+    {  // A costly header the format accepts is built and read: a U8 tensor of 1.5M axes of 1.
+        const std::string header =
+            R"({"a":{"dtype":"U8","shape":[)" + repeated("1", 1'500'000) + R"(],"data_offsets":[0,1]}})";
+        const uint64_t before = tinyformer::parsed_json_values();
+        std::string bytes;
+        for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
+        bytes += header + "x";
+        const SafetensorsFile file =
+            SafetensorsFile::from_bytes("h", std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+        CHECK(file.info("a").shape.size() == 1'500'000);
+        CHECK(tinyformer::parsed_json_values() - before > 1'500'000);
+    }
 }
