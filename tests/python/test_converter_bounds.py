@@ -574,6 +574,32 @@ class CommandLine(unittest.TestCase, OneLine):
                 code, out, err = limited(EXPORT + argv, self.dir)
                 self.assertOneLine(code, out, err, *words)
 
+    def test_check_refuses_a_config_its_tensors_do_not_hold_before_building_modules(self):
+        # before: a 792-byte file claiming 200,000 layers made --check build them (over 150 s, 2.2 GB)
+        import numpy as np
+        import safetensors_io
+        cfg = {"format": "tinyformer/1", "arch": "decoder_only", "d_model": 8, "nhead": 1, "num_layers": 200000,
+               "dim_feedforward": 8, "activation": "relu", "norm_first": True, "layer_norm_eps": 1e-5, "max_len": 8,
+               "pos_encoding": "sinusoidal", "embed_scale": False, "vocab_size": 4, "attention": "causal",
+               "final_norm": False}
+        path = self.dir / "layers.safetensors"
+        safetensors_io.write(str(path), {"embed.weight": np.zeros((4, 8), np.float32),
+                                         "lm_head.weight": np.zeros((4, 8), np.float32)}, {"config": json.dumps(cfg)})
+        with mock.patch.object(tinyformer_export.tm, "build_module", side_effect=AssertionError("modules built")):
+            with self.assertRaises(ValueError) as caught:
+                tinyformer_export.check(path)
+        self.assertEqual(str(caught.exception), f"{path}: its config says num_layers = 200000 but it holds the "
+                                                f"tensors of 0 (no transformer.layers.*)")
+        cfg.update(num_layers=0, d_model=1 << 20)
+        safetensors_io.write(str(path), {"embed.weight": np.zeros((4, 8), np.float32)}, {"config": json.dumps(cfg)})
+        with mock.patch.object(tinyformer_export.tm, "build_module", side_effect=AssertionError("modules built")):
+            with self.assertRaises(ValueError) as caught:
+                tinyformer_export.check(path)
+        self.assertIn("embed.weight has shape [4, 8] but its config says [vocab_size, d_model] = [4, 1048576]",
+                      str(caught.exception))
+        code, out, err = limited(EXPORT + ["--check", str(path)], self.dir)
+        self.assertOneLine(code, out, err, f"{path}: embed.weight has shape [4, 8]")
+
     def test_memory_recursion_overflow_and_other_errors_are_one_line_naming_the_file(self):
         for error, words in [(MemoryError(), "ran out of memory"),
                              (RecursionError("maximum recursion depth exceeded"), "nests deeper"),

@@ -1001,6 +1001,47 @@ def write_converted(path, converted, dtype=None):
 # ----------------------------------------------------------------------------
 
 
+def _sizes_held(path, tensors, cfg):
+    """Refuse (ValueError naming the file) a config whose sizes are not the
+    tensors' before stock modules are built from it: the config is a claim of
+    the file, and building it costs what it claims (a 792-byte file with
+    num_layers 200,000 made --check build 200,000 layers: over 150 s and 2.2 GB
+    before load_state_dict could refuse them). The layer counts come from the
+    tensor names, d_model, dim_feedforward and the vocabulary sizes from the
+    embeddings and the first linear1; with those equal, the modules hold no more
+    numbers than the file (learned positions are a tensor of the file too)."""
+    from families import layer_count
+    if cfg.get("arch") == "encoder_decoder":
+        embeds = [("src_embed.weight", "src_vocab_size"), ("tgt_embed.weight", "tgt_vocab_size")]
+        stacks = [("transformer.encoder.layers.", "num_encoder_layers"),
+                  ("transformer.decoder.layers.", "num_decoder_layers")]
+    else:
+        embeds, stacks = [("embed.weight", "vocab_size")], [("transformer.layers.", "num_layers")]
+    d = cfg.get("d_model")
+    for name, key in embeds:
+        if name not in tensors:
+            raise ValueError(f"{path}: has no {name}, which its config's arch {_shown_value(cfg.get('arch'))} needs")
+        if list(tensors[name].shape) != [cfg.get(key), d]:
+            raise ValueError(f"{path}: {name} has shape {list(tensors[name].shape)} but its config says "
+                             f"[{key}, d_model] = [{_shown_value(cfg.get(key))}, {_shown_value(d)}]")
+    for prefix, key in stacks:
+        held = layer_count(tensors, prefix, path)
+        if held != cfg.get(key):
+            raise ValueError(f"{path}: its config says {key} = {_shown_value(cfg.get(key))} but it holds the "
+                             f"tensors of {held}" + (f" ({prefix}0..{held - 1})" if held else f" (no {prefix}*)"))
+        first = f"{prefix}0.linear1.weight"
+        if held and first in tensors and list(tensors[first].shape) != [cfg.get("dim_feedforward"), d]:
+            raise ValueError(f"{path}: {first} has shape {list(tensors[first].shape)} but its config says "
+                             f"[dim_feedforward, d_model] = [{_shown_value(cfg.get('dim_feedforward'))}, "
+                             f"{_shown_value(d)}]")
+
+
+def _shown_value(value):
+    """A config value for a message: atomic values as JSON-like repr, cut at 40 characters."""
+    text = repr(value) if isinstance(value, (str, int, float, bool, type(None))) else f"a {type(value).__name__}"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _modules_from_file(tensors, cfg):
     """Stock modules (tools/python/torch_modules.py) holding the file's values in float32."""
     torch.manual_seed(0)      # only PyTorch's own init, overwritten by the file
@@ -1465,6 +1506,7 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
                                  f"{entry['arch']} modules; the file has changed since")
             ref = _StockParts(entry["parts"], source)
         else:
+            _sizes_held(path, tensors, cfg)
             try:
                 ref = _StockParts(_modules_from_file(tensors, cfg), "stock modules rebuilt from the file")
             except (KeyError, RuntimeError, ValueError) as e:

@@ -42,8 +42,8 @@ __all__ = ["Converted", "write_converted", "REFERENCE_TABLE_BYTES", "check_refer
 # ([max_len, d_model]). A file's claimed size needing more is refused before
 # anything is allocated: a 646 KB nanoGPT file claiming block_size 40000 would
 # otherwise build a 6.4 GB mask (twice, per block). Real models stay far below:
-# GPT-2's 12 blocks of [1024, 1024] float32 masks take 48 MiB, llama2.c's
-# stories110M (12 blocks, 1024) 48 MiB. The converters' references build no
+# a GPT-2-sized nanoGPT's 12 blocks of [1024, 1024] float32 masks take 48 MiB,
+# llama2.c's stories110M (12 blocks, 1024) 48 MiB, Llama 2 7B's (32, 2048) 512 MiB. The converters' references build no
 # mask table at all (each pass makes its own [t, t] triangle), so this limit
 # binds only modules built with their mask buffers (llama2.c's and nanoGPT's
 # saved layout) and the Annotated Transformer's position table.

@@ -425,7 +425,6 @@ def from_module(module, *, max_len=None, vocab=None, src_vocab=None, pad_id=None
                              train_max_len=train_max_len, reference=module)
 
 
-
 def _sinusoidal_reference(max_len, d_model):
     """FORMAT's table as the engine computes it (float64 angle, then float32)."""
     pos = np.arange(max_len, dtype=np.float64)[:, None]
