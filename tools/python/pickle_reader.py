@@ -50,7 +50,7 @@ import codecs
 import collections
 import struct
 
-__all__ = ["Refused", "Unpickler", "load", "KEY_INT_MIN", "KEY_INT_MAX", "MAX_DEPTH"]
+__all__ = ["Refused", "Unpickler", "load", "shown", "KEY_INT_MIN", "KEY_INT_MAX", "MAX_DEPTH"]
 
 KEY_INT_MIN, KEY_INT_MAX = -(1 << 31), (1 << 31) - 1
 MEMO_MAX = (1 << 32) - 1
@@ -62,7 +62,7 @@ class Refused(ValueError):
     """The pickle holds something this reader does not build, or is malformed."""
 
 
-def _shown(value):
+def shown(value):
     """A value from the file for a message: atoms as repr cut at 60 characters,
     anything else by type only (the repr of a shared-halves tuple never ends)."""
     if type(value) is int and value.bit_length() > 64:
@@ -160,7 +160,7 @@ class Unpickler:
 
     def _top(self, kinds, what):
         if not self.stack or isinstance(self.stack[-1], _Mark) or not isinstance(self.stack[-1], kinds):
-            got = "nothing" if not self.stack else _shown(self.stack[-1])
+            got = "nothing" if not self.stack else shown(self.stack[-1])
             raise Refused(f"{what} on {got}")
         return self.stack[-1]
 
@@ -171,12 +171,12 @@ class Unpickler:
         if type(key) is int and KEY_INT_MIN <= key <= KEY_INT_MAX:
             return key
         if type(key) is int:
-            raise Refused(f"a dict key {_shown(key)} outside [-2**31, 2**31): keys here are strings and small ints")
+            raise Refused(f"a dict key {shown(key)} outside [-2**31, 2**31): keys here are strings and small ints")
         raise Refused(f"a dict key of type {type(key).__name__}: keys here are strings and small ints")
 
     def _memo_index(self, index):
         if not 0 <= index <= MEMO_MAX:
-            raise Refused(f"a memo index {_shown(index)} outside [0, 2**32)")
+            raise Refused(f"a memo index {shown(index)} outside [0, 2**32)")
         return index
 
     # --- the loop -----------------------------------------------------------
@@ -315,7 +315,7 @@ def _parse(kind, text, what):
     try:
         return kind(text.decode("ascii"))
     except (ValueError, UnicodeDecodeError):   # int() also refuses more than 4300 digits
-        raise Refused(f"{what} with a malformed number {_shown(text)}") from None
+        raise Refused(f"{what} with a malformed number {shown(text)}") from None
 
 
 @_op(b"J")
@@ -557,12 +557,12 @@ def _reduce(u):
     args = u._pop("REDUCE")
     function = u._pop("REDUCE")
     if id(function) not in u.callables or type(args) is not tuple:
-        raise Refused(f"REDUCE of {_shown(function)}: only the allowed globals are called")
+        raise Refused(f"REDUCE of {shown(function)}: only the allowed globals are called")
     u.steps += len(args)
     try:
         result = function(*args)
     except TypeError:
-        raise Refused(f"REDUCE of {_shown(function)} with {len(args)} arguments, not what it takes") from None
+        raise Refused(f"REDUCE of {shown(function)} with {len(args)} arguments, not what it takes") from None
     if isinstance(result, bytes):          # _codecs.encode makes new bytes each call: at most n in all
         u.built += len(result)
         if u.built > len(u.data):
@@ -587,7 +587,7 @@ def _build(u):
     # torch.save(state_dict): OrderedDict.__reduce__ hands its attributes, {"_metadata": ...}, to BUILD.
     if (type(target) is not collections.OrderedDict or type(state) is not dict
             or set(state) - {"_metadata"}):
-        raise Refused(f"BUILD (setting the state) of {_shown(target)}: only an OrderedDict's _metadata is "
+        raise Refused(f"BUILD (setting the state) of {shown(target)}: only an OrderedDict's _metadata is "
                       f"set by a file of plain data and tensors")
     target.__dict__.update(state)
 
@@ -625,7 +625,7 @@ def _check_tree(obj, limit, max_depth, leaf_types=()):
             found.append(value)
             continue
         else:
-            raise Refused(f"{_shown(value)} where plain data belongs (an allowed global used as a value)")
+            raise Refused(f"{shown(value)} where plain data belongs (an allowed global used as a value)")
         if not children:
             continue
         if depth >= max_depth:

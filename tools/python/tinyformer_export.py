@@ -1698,7 +1698,7 @@ def _only_tensors(state, shown):
                          f"{_RESAVE}")
     for name, value in state.items():
         if not isinstance(name, str) or not torch.is_tensor(value):
-            raise ValueError(f"{shown}: its entry {pickle_reader._shown(name)} is a {type(value).__name__}, not a tensor: not a "
+            raise ValueError(f"{shown}: its entry {pickle_reader.shown(name)} is a {type(value).__name__}, not a tensor: not a "
                              f"state_dict (a dict of name -> tensor); pass the state_dict itself")
     return dict(state)
 

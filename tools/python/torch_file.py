@@ -180,7 +180,7 @@ def _storage_id(pid, size):
     """(kind, key, numel) of a ("storage", StorageType, key, location, numel, ...) id."""
     if (type(pid) is not tuple or len(pid) != size or pid[0] != "storage" or not isinstance(pid[1], StorageType)
             or type(pid[2]) is not str or type(pid[3]) is not str or not _int(pid[4]) or pid[4] < 0):
-        raise Refused(f"a persistent id that is not a tensor storage record ({pickle_reader._shown(pid)})")
+        raise Refused(f"a persistent id that is not a tensor storage record ({pickle_reader.shown(pid)})")
     return pid[1], pid[2], pid[4]
 
 
@@ -427,7 +427,7 @@ def _read_legacy(buf):
     magic, at = _plain(data, 0, "its magic number")
     protocol, at = _plain(data, at, "its protocol version")
     if protocol != LEGACY_PROTOCOL:
-        raise Refused(f"legacy protocol version {pickle_reader._shown(protocol)}, not {LEGACY_PROTOCOL}")
+        raise Refused(f"legacy protocol version {pickle_reader.shown(protocol)}, not {LEGACY_PROTOCOL}")
     sys_info, at = _plain(data, at, "its sys_info")
     if type(sys_info) is not dict or sys_info.get("little_endian") is not True:
         raise Refused("saved big-endian (sys_info); only little-endian files are read")

@@ -257,14 +257,7 @@ def load_torch_file(path, what="checkpoint"):
 MAX_META_BYTES = 64 << 20
 
 
-def _shown(value):
-    """A value read from a stranger's file, for an error message: atomic values
-    as repr (cut at 80 characters), anything else by its type only (str() of a
-    tuple built from shared halves would take 2**depth steps)."""
-    if isinstance(value, (str, bytes, int, float, bool, type(None))):
-        text = repr(value)
-        return text if len(text) <= 80 else text[:77] + "..."
-    return f"a {type(value).__name__}"
+_shown = pickle_reader.shown   # a value from a stranger's file, for a message (atoms cut short, else its type)
 
 
 def read_meta(path):
