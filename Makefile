@@ -4,6 +4,13 @@
 
 CXX      ?= g++
 CXXFLAGS ?= -O3 -g
+# The test programs' own files (tests/*.cpp, the fuzz harnesses in the test
+# program) are assertions and set-up: -O1 with line tables only compiles them
+# 2-3x faster than -O3 -g (tests/test_bad_inputs.cpp 104 s -> 36 s,
+# test_lesson.cpp 47 s -> 21 s, on a loaded 2-core machine) and runs them about
+# as fast (-O0 compiled faster still but made test_bad_inputs.cpp's checks
+# 2.3x slower). The engine they test is built with CXXFLAGS, as users get it.
+TEST_CXXFLAGS ?= -O1 -g1
 # What the code needs, kept apart so that `make CXXFLAGS=...` cannot drop it.
 # -fno-trapping-math: tinyformer never reads floating-point exception flags;
 # without it GCC will not vectorise the selects in the softmax loops.
@@ -37,11 +44,14 @@ TEST_SRC   := $(wildcard tests/*.cpp) $(wildcard tests/fuzz/fuzz_*.cpp)
 BENCH_SRC  := $(wildcard tools/bench/*.cpp)
 
 LIB_OBJ   := $(LIB_SRC:%.cpp=build/%.o)
+# The flags of one object: CXXFLAGS, or TEST_CXXFLAGS for the test program's own.
+OBJ_FLAGS  = $(CXXFLAGS)
 CLI_OBJ   := $(CLI_SRC:%.cpp=build/%.o)
 TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
+$(TEST_OBJ): OBJ_FLAGS = $(TEST_CXXFLAGS)
 
-.PHONY: all deps deps-wasm wasm deps-fuzz deps-node deps-browser deps-python test test-browser bench-page test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
+.PHONY: all deps deps-wasm wasm deps-fuzz deps-node deps-browser deps-python test test-cores test-browser bench-page test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -63,6 +73,15 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-tests
 	./build/tinyformer-tests
+
+# The whole suite again on BLAS cores and row kernels other than the ones this
+# machine picks for itself: OpenBLAS's generic Prescott core with the baseline
+# kernels, and Haswell with the AVX2 kernels where the CPU runs AVX2+FMA
+# (tests/run_cores.sh). An exact equality that held only by one core's
+# summation order fails here. CI runs it (.ci/run).
+test-cores: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-tests
+	tests/run_cores.sh build/tinyformer-tests
 
 # Build the engine, the CLI and the tests with AddressSanitizer and
 # UndefinedBehaviorSanitizer into build/sanitize/ (the normal build is left
@@ -419,6 +438,6 @@ build/sanitize/%.o: %.cpp
 
 build/%.o: %.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) $(REQUIRED_FLAGS) $(CXXFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
+	$(CXX) $(REQUIRED_FLAGS) $(OBJ_FLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(shell find build -name '*.d' 2>/dev/null)
