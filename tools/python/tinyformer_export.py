@@ -19,6 +19,9 @@ Three functions, one per architecture, take the modules themselves:
                                   reference = YOUR model (a family module, any module or callable
                                   ids -> logits / (src, tgt) -> logits); without it the result only
                                   says the file is consistent with the settings it was exported with
+    user_model(family, FILE, "model.py", module_config) -> (model, notes)
+                                  your model file's model (nanoGPT, minGPT, Annotated, llama2.c
+                                  conventions) holding FILE's weights, for check(path, model)
 
 `transformer` is a stock nn.Transformer, `layers` a stock nn.TransformerEncoder
 (decoder-only models run it with a causal or prefix-LM mask), embeddings are
@@ -64,6 +67,8 @@ Command line (from any folder; Debian's python3-torch):
     /usr/bin/python3 tools/python/tinyformer_export.py --from annotated STATE.pt --n-head 8 --out M.safetensors
     /usr/bin/python3 tools/python/tinyformer_export.py --from nanogpt ckpt.pt --meta meta.pkl --out M.safetensors
     /usr/bin/python3 tools/python/tinyformer_export.py --check M.safetensors --against annotated STATE.pt --n-head 8
+    /usr/bin/python3 tools/python/tinyformer_export.py --check M.safetensors --against annotated STATE.pt \
+        --module my_model.py --module-config '{"h": 8}'      # YOUR make_model holding STATE.pt
     /usr/bin/python3 tools/python/tinyformer_export.py --check MODEL.safetensors
     /usr/bin/python3 tools/python/tinyformer_export.py --from-state-dict STATE.pt --arch encoder_decoder \\
         --nhead 8 --activation relu --norm-first false --max-len 128 --vocab vocab.json \\
@@ -2171,13 +2176,28 @@ def main(argv=None):
       llama2c CKPT.pt [--tokenizer tokenizer.bin]             llama2.c train.py's ckpt.pt
       llama2c-bin MODEL.bin [--tokenizer tokenizer.bin]       llama2.c export.py's model.bin (v0 or v1;
                                                               the int8 v2 is refused)
-  --check MODEL [--against FAMILY FILE]
+  --check MODEL [--against FAMILY FILE [--module model.py [--module-config JSON]]]
                                  run check(): tinyformer forward vs PyTorch on random batches;
-                                 prints the worst error and OK or FAIL (exit 1). With --against
-                                 (the flags as for --from) it compares with that model; without,
-                                 with stock modules rebuilt from MODEL's own settings, which
-                                 shows only that MODEL is consistent with them, not that it
-                                 matches your model
+                                 prints the worst error and one OK or FAIL line (FAIL: exit 1).
+                                 With --against (the flags as for --from) it compares with this
+                                 project's module of that family holding FILE's weights, built
+                                 from your flags: it prints "not verified: ..." (what it took on
+                                 your word) and "OK MODEL: matches the reference built from your
+                                 flags (...)". With --module too, it runs YOUR model file holding
+                                 FILE's weights instead ("OK MODEL: tinyformer matches your module
+                                 model.py: ..."), so a wrong --gelu / --n-head fails, naming the
+                                 first attention that differs. Without --against, with stock
+                                 modules rebuilt from MODEL's own settings, which shows only that
+                                 MODEL is consistent with them, not that it matches your model
+  --module model.py              (nanogpt, mingpt, annotated, llama2c; also after --from) your
+                                 model file, imported as your code (a file in a package, e.g.
+                                 minGPT's mingpt/model.py, by its dotted name); the model built as
+                                 the family builds it: nanogpt GPT(GPTConfig(**model_args)),
+                                 llama2c Transformer(ModelArgs(**model_args)) (model_args from the
+                                 checkpoint), mingpt GPT(GPT.get_default_config() with the file's
+                                 sizes and --module-config's n_head), annotated make_model(the
+                                 file's sizes, --module-config's h); FILE's weights (read without
+                                 running anything) loaded strictly
   --from-state-dict STATE.pt     convert a saved state_dict whose names are FORMAT's (attributes
                                  src_embed, tgt_embed, pos_embed, transformer, generator /
                                  embed, pos_embed, transformer, lm_head); needs --arch and --out
@@ -2197,6 +2217,8 @@ it may not be one of the inputs (also under another name or a link).
 
 examples (from any folder; paths are taken as given):
   /usr/bin/python3 tools/python/tinyformer_export.py --check data/models/reverse.safetensors
+  /usr/bin/python3 tools/python/tinyformer_export.py --check m.safetensors --against mingpt sort.pt \
+      --module minGPT/mingpt/model.py --module-config '{"n_head": 3}'
   /usr/bin/python3 tools/python/tinyformer_export.py --from-state-dict model.pt --arch decoder_only \\
       --nhead 4 --activation gelu --norm-first true --max-len 64 --attention causal \\
       --vocab vocab.json --pad-id 0 --bos-id 1 --eos-id 2 --out model.safetensors
