@@ -1528,8 +1528,12 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
       - an Annotated Transformer module (families/annotated.py's tree, yours or
         upstream's): padded batches through its masks, log-probs compared, the
         weights of every attention (its .attn);
-      - a GPT module (families/gpt.py): unpadded batches of several lengths,
-        logits and the weights it keeps (.weights);
+      - a GPT module (families/gpt.py's, nanoGPT's or minGPT's own) or a llama2.c
+        Transformer (families/llama.py's or upstream's): unpadded batches of
+        several lengths, logits at every position (a forward that gives only the
+        last one without targets, as nanoGPT's and llama2.c's, is called with
+        dummy targets), the weights of each attention (kept in .weights, or seen
+        at the attn_dropout they pass through);
       - any other module or callable: ids -> logits (single-stack) or
         (src, tgt) -> logits (encoder_decoder); padded batches only when it takes
         key_padding_mask= (src_key_padding_mask=, tgt_key_padding_mask=) by
@@ -1726,7 +1730,8 @@ def import_model_file(path):
         if where is None or not Path(where).resolve().is_relative_to(root):
             raise ValueError(f"{shown}: another module named {parts[0]} is already imported (from {where}); run the "
                              f"check in a fresh process")
-    sys.path.insert(0, str(root))
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
     try:
         with contextlib.redirect_stdout(sys.stderr):
             if len(parts) > 1:
