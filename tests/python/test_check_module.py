@@ -186,6 +186,26 @@ class CheckWithModule(unittest.TestCase):
                       "--module model.py to check it\nOK ", out)
         self.assertIn("matches the reference built from your flags", verdict(out))
 
+    def test_not_verified_names_where_each_fact_came_from(self):
+        """nanoGPT's GELU comes from the flag (None: the converter's default, exact); minGPT's
+        and the Annotated n_head from the converter's Converted.assumed."""
+        from argparse import Namespace
+        from families import Converted
+        plain = Converted(config={}, tensors={})
+        self.assertEqual(te._unverified("nanogpt", Namespace(gelu=None), plain),
+                         "not verified: gelu=exact (default): pass --module model.py to check them")
+        self.assertEqual(te._unverified("nanogpt", Namespace(gelu="tanh"), plain),
+                         "not verified: gelu=tanh (your flag): pass --module model.py to check them")
+        from families import gpt
+        with contextlib.redirect_stderr(io.StringIO()):
+            converted = gpt.convert_mingpt(SOURCE["mingpt"], n_head=6)
+        self.assertEqual(te._unverified("mingpt", Namespace(gelu=None), converted),
+                         "not verified: n_head=6 (your flag), gelu=tanh (minGPT's NewGELU, assumed): pass --module "
+                         "model.py to check them")
+        with contextlib.redirect_stderr(io.StringIO()):
+            converted = gpt.convert_nanogpt(SOURCE["nanogpt"], gelu="exact", n_head=4)
+        self.assertEqual(converted.assumed, {})          # model_args records n_head: verified from the file
+
     def test_refusals_are_one_line(self):
         committed, source = COMMITTED["mingpt"], SOURCE["mingpt"]
         bad = self.dir / "raises.py"
