@@ -178,7 +178,9 @@ bench: deps
 # (tests/python/test_generate.py: `tinyformer run` through the Python API), the
 # families' conversions (tests/python/test_families_gpt.py, test_families_llama.py; hostile torch.save
 # archives: tests/python/test_torch_archive.py), check against the user's
-# own module (tests/python/test_check.py: the false passes of issue #22 fail), the
+# own module (tests/python/test_check.py: the false passes of issue #22 fail), against
+# the user's own model code (tests/python/test_check_module.py: --module with the project's
+# files presenting upstream's interfaces, tests/python/upstream_like/), the
 # position schemes of the extrapolation models (tests/python/test_position_schemes.py), the
 # converters' bounds on hostile files (tests/python/test_converter_bounds.py), then
 # every tests/python/test_parity_*.py (each family's committed file against its
@@ -202,6 +204,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_generate.py
 	/usr/bin/python3 tests/python/test_gpt2_bpe_vocab.py
 	/usr/bin/python3 tests/python/test_check.py
+	/usr/bin/python3 tests/python/test_check_module.py
 	/usr/bin/python3 tests/python/test_position_schemes.py
 	/usr/bin/python3 tests/python/test_converter_bounds.py
 	@for t in tests/python/test_parity_*.py; do \

@@ -19,6 +19,9 @@ Three functions, one per architecture, take the modules themselves:
                                   reference = YOUR model (a family module, any module or callable
                                   ids -> logits / (src, tgt) -> logits); without it the result only
                                   says the file is consistent with the settings it was exported with
+    user_model(family, FILE, "model.py", module_config) -> (model, notes)
+                                  your model file's model (nanoGPT, minGPT, Annotated, llama2.c
+                                  conventions) holding FILE's weights, for check(path, model)
 
 `transformer` is a stock nn.Transformer, `layers` a stock nn.TransformerEncoder
 (decoder-only models run it with a causal or prefix-LM mask), embeddings are
@@ -64,6 +67,8 @@ Command line (from any folder; Debian's python3-torch):
     /usr/bin/python3 tools/python/tinyformer_export.py --from annotated STATE.pt --n-head 8 --out M.safetensors
     /usr/bin/python3 tools/python/tinyformer_export.py --from nanogpt ckpt.pt --meta meta.pkl --out M.safetensors
     /usr/bin/python3 tools/python/tinyformer_export.py --check M.safetensors --against annotated STATE.pt --n-head 8
+    /usr/bin/python3 tools/python/tinyformer_export.py --check M.safetensors --against annotated STATE.pt \
+        --module my_model.py --module-config '{"h": 8}'      # YOUR make_model holding STATE.pt
     /usr/bin/python3 tools/python/tinyformer_export.py --check MODEL.safetensors
     /usr/bin/python3 tools/python/tinyformer_export.py --from-state-dict STATE.pt --arch encoder_decoder \\
         --nhead 8 --activation relu --norm-first false --max-len 128 --vocab vocab.json \\
@@ -1186,6 +1191,23 @@ def _compare(name, ours, theirs, qpad, k):
     return float(ratio[at]), (k, at, float(ours[at]), float(b[at]))
 
 
+class _ShapesDiffer:
+    """An output whose shapes differ between tinyformer and the reference: for an
+    attention, a head count on one side that is not the other's (a wrong
+    --n-head), so that attention differs; shown in check()'s FAIL line."""
+
+    def __init__(self, name, ours, theirs):
+        self.name, self.ours, self.theirs = name, list(ours), list(theirs)
+
+    def __str__(self):
+        text = f"tinyformer's shape {self.ours} differs from PyTorch's {self.theirs}"
+        if self.name.startswith("attention.") and len(self.ours) == len(self.theirs) == 4 \
+                and self.ours[1] != self.theirs[1]:
+            text += (f": tinyformer computes {self.ours[1]} heads, the reference {self.theirs[1]} (the file's "
+                     f"nhead is not the model's)")
+        return text
+
+
 def _where(name, found):
     k, at, a, b = found
     if name == "logits":
@@ -1231,21 +1253,42 @@ def _accepts(fn, name):
     return name in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
+# The dropout module upstream's attentions pass their softmaxed weights through
+# (nanoGPT, llama2.c and minGPT: attn_dropout; older minGPT: attn_drop), on their
+# manual path, the one torch < 2.0 takes (no scaled_dot_product_attention).
+ATTENTION_DROPOUTS = ("attn_dropout", "attn_drop")
+
+
 class _Hooks:
-    """Per-head weights from attention modules that keep their last weights in an
-    attribute (the Annotated MultiHeadedAttention's .attn, the GPT family's
-    .weights): a forward hook copies it after each call, named in forward order."""
+    """Per-head weights from attention modules, named in forward order: from the
+    attribute where the module keeps its last weights (the Annotated
+    MultiHeadedAttention's .attn, this project's GPT and llama modules'
+    .weights), copied by a forward hook after each call; or, when it keeps none
+    (upstream nanoGPT, minGPT, llama2.c), from the input of its attention
+    dropout (ATTENTION_DROPOUTS), seen by a forward pre-hook: the weights
+    themselves, before dropout (identity in eval())."""
 
     def __init__(self, named, attribute):
         self.weights, self._handles = {}, []
         for module, name in named:
-            self._handles.append(module.register_forward_hook(self._hook(name, attribute)))
+            dropout = next((getattr(module, d) for d in ATTENTION_DROPOUTS
+                            if isinstance(getattr(module, d, None), nn.Module)), None)
+            if attribute not in vars(module) and dropout is not None:
+                self._handles.append(dropout.register_forward_pre_hook(self._pre_hook(name)))
+            else:
+                self._handles.append(module.register_forward_hook(self._hook(name, attribute)))
 
     def _hook(self, name, attribute):
         def hook(module, _inputs, _output):
             w = getattr(module, attribute, None)
             if torch.is_tensor(w):
                 self.weights[name] = w.detach().float().clone()
+        return hook
+
+    def _pre_hook(self, name):
+        def hook(_module, inputs):
+            if inputs and torch.is_tensor(inputs[0]):
+                self.weights[name] = inputs[0].detach().float().clone()
         return hook
 
     def remove(self):
@@ -1291,14 +1334,23 @@ class _AnnotatedReference(_Reference):
         return _outputs_with_weights(
             _Hooks(self.family.attention_modules(self.module), "attn"),
             lambda: self.family.annotated_log_probs(self.module, t["src_ids"], t["tgt_ids"],
-                                                    t["src_key_padding_mask"], t["tgt_key_padding_mask"]))
+                                                    t["src_key_padding_mask"], t["tgt_key_padding_mask"]),
+            self.description, [list(t["src_ids"].shape), list(t["tgt_ids"].shape)])
 
 
-def _outputs_with_weights(hooks, forward):
-    """{"logits": forward()} plus the per-head weights the hooks caught during it."""
+def _outputs_with_weights(hooks, forward, shown=None, shape=None):
+    """{"logits": forward()} plus the per-head weights the hooks caught during it.
+    An exception of the module's own code (a user's model.py: a shape it cannot
+    view, an assert) is a ValueError naming the module (`shown`) and the batch's
+    `shape`, one line."""
     try:
         with torch.no_grad():
             out = forward()
+    except (Exception, SystemExit) as e:
+        if shown is None or isinstance(e, ValueError) and str(e).startswith("reference "):
+            raise
+        raise ValueError(f"{shown} failed on a batch of shape {shape}: {type(e).__name__}: {_one_line(e)[:300]}") \
+            from None
     finally:
         hooks.remove()
     result = {"logits": out.float().numpy()}
@@ -1319,6 +1371,10 @@ def _gpt_family(module):
 
 
 class _GPTReference(_Reference):
+    """A nanoGPT/minGPT-style GPT (families/gpt.py's, or upstream model.py's):
+    unpadded batches, logits at every position (_every_position: nanoGPT's
+    forward gives only the last one without targets), the weights of each
+    attention (_Hooks: ours keeps .weights, upstream's pass attn_dropout)."""
     padding = False
 
     def __init__(self, module):
@@ -1329,15 +1385,26 @@ class _GPTReference(_Reference):
         return _outputs_with_weights(
             _Hooks([(block.attn, f"attention.layers.{i}") for i, block in enumerate(self.module.transformer.h)],
                    "weights"),
-            lambda: _tensor_output(self.module(torch.from_numpy(inputs["ids"])), self.description))
+            lambda: _every_position(self.module, torch.from_numpy(inputs["ids"]), self.description),
+            self.description, list(inputs["ids"].shape))
+
+
+def _every_position(module, ids, shown):
+    """module(ids)'s logits at every position. nanoGPT's and llama2.c's forward
+    return only the last position without targets (an inference shortcut) and
+    every position with them: then it is called again with dummy targets (the
+    loss it computes is ignored)."""
+    out = _tensor_output(module(ids), shown)
+    if out.dim() == 3 and out.shape[1] != ids.shape[1] and _accepts(module.forward, "targets"):
+        out = _tensor_output(module(ids, targets=torch.zeros_like(ids)), shown)
+    return out
 
 
 class _LlamaReference(_Reference):
     """A llama2.c-style Transformer (families/llama.py's, or upstream model.py's):
-    unpadded batches, logits at every position, and the weights of each attention
-    when it keeps them (.weights: ours). Upstream's forward returns only the last
-    position without targets; with targets it returns them all, so it is called
-    with dummy targets then (its loss is ignored)."""
+    unpadded batches, logits at every position (_every_position: upstream's
+    forward gives only the last one without targets), and the weights of each
+    attention (_Hooks: ours keeps .weights, upstream's pass attn_dropout)."""
     padding = False
 
     def __init__(self, module):
@@ -1347,13 +1414,9 @@ class _LlamaReference(_Reference):
     def run(self, cfg, inputs):
         from families import llama
         ids = torch.from_numpy(inputs["ids"])
-
-        def forward():
-            out = _tensor_output(self.module(ids), self.description)
-            if out.shape[1] != ids.shape[1] and _accepts(self.module.forward, "targets"):
-                out = _tensor_output(self.module(ids, targets=torch.zeros_like(ids)), self.description)
-            return out
-        return _outputs_with_weights(_Hooks(llama.attention_modules(self.module), "weights"), forward)
+        return _outputs_with_weights(_Hooks(llama.attention_modules(self.module), "weights"),
+                                     lambda: _every_position(self.module, ids, self.description),
+                                     self.description, list(ids.shape))
 
 
 class _CallableReference(_Reference):
@@ -1465,8 +1528,12 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
       - an Annotated Transformer module (families/annotated.py's tree, yours or
         upstream's): padded batches through its masks, log-probs compared, the
         weights of every attention (its .attn);
-      - a GPT module (families/gpt.py): unpadded batches of several lengths,
-        logits and the weights it keeps (.weights);
+      - a GPT module (families/gpt.py's, nanoGPT's or minGPT's own) or a llama2.c
+        Transformer (families/llama.py's or upstream's): unpadded batches of
+        several lengths, logits at every position (a forward that gives only the
+        last one without targets, as nanoGPT's and llama2.c's, is called with
+        dummy targets), the weights of each attention (kept in .weights, or seen
+        at the attn_dropout they pass through);
       - any other module or callable: ids -> logits (single-stack) or
         (src, tgt) -> logits (encoder_decoder); padded batches only when it takes
         key_padding_mask= (src_key_padding_mask=, tgt_key_padding_mask=) by
@@ -1546,6 +1613,9 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
                     if log_probs and a.shape == b.shape:
                         a, b = _log_softmax(a).astype(np.float32), _log_softmax(b).astype(np.float32)
                         a[np.broadcast_to(qpad[:, :, None], a.shape)] = 0
+                if a.shape != b.shape:       # e.g. another head count: that output differs (no crash)
+                    worst.setdefault(name, (float("inf"), _ShapesDiffer(name, a.shape, b.shape)))
+                    continue
                 ratio, found = _compare(name, a, b, qpad, k)
                 if found is not None and (name not in worst or ratio > worst[name][0]):
                     worst[name] = (ratio, found)
@@ -1559,23 +1629,300 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
               + ("" if ref.padding else " (no padding: the reference takes none)")
               + ("; log-probabilities compared" if log_probs else ""))
         for name in compared:
-            print(f"  {name:32s} worst |a-b|/tol {worst[name][0]:.3g}")
+            found = worst[name][1]
+            print(f"  {name:32s} " + (f"shapes differ: {found}" if isinstance(found, _ShapesDiffer) else
+                                      f"worst |a-b|/tol {worst[name][0]:.3g}"))
         skipped = [n for n in order if n not in worst]
         if skipped:
             print(f"  not compared (the reference does not expose them): {', '.join(skipped)}")
     bad = [name for name in compared if worst[name][0] > 1.0]
     if bad:
         first = bad[0]
-        others = ", ".join(f"{n} ({worst[n][0]:.3g})" for n in bad[1:])
+        others = ", ".join(f"{n} ({'shapes differ' if isinstance(worst[n][1], _ShapesDiffer) else f'{worst[n][0]:.3g}'})"
+                           for n in bad[1:])
         what = "log-probabilities" if first == "logits" and log_probs else first
-        raise CheckFailed(f"{first} diverges first: |a-b| / (1e-4 + 1e-4|b|) = {worst[first][0]:.4g} "
-                          f"({what}) at {_where(first, worst[first][1])}"
+        found = worst[first][1]
+        how = (f"{found}" if isinstance(found, _ShapesDiffer) else
+               f"|a-b| / (1e-4 + 1e-4|b|) = {worst[first][0]:.4g} ({what}) at {_where(first, found)}")
+        raise CheckFailed(f"{first} diverges first: {how}"
                           + (f"; also diverging: {others}" if others else "") + f" (PyTorch side: {ref.description})",
                           name=first, worst=worst[first][0])
     return overall
 
 
 check.last_source = None
+
+
+# ----------------------------------------------------------------------------
+# Your own model code: --module model.py (the check that runs it)
+# ----------------------------------------------------------------------------
+
+# What each family's model file must define, and how the model is built from it
+# (the family's own convention: what its train.py / notebook does).
+MODULE_FAMILIES = {
+    "nanogpt": "GPT and GPTConfig: GPT(GPTConfig(**model_args)), model_args from the checkpoint",
+    "mingpt": "GPT with get_default_config(): model_type None, n_layer, n_embd, vocab_size and block_size from "
+              "the file, n_head from --module-config",
+    "annotated": "make_model(src_vocab, tgt_vocab, N, d_model, d_ff, h, dropout): the sizes from the file, h "
+                 "from --module-config",
+    "llama2c": "Transformer and ModelArgs: Transformer(ModelArgs(**model_args)), model_args from the checkpoint",
+}
+MAX_MODULE_CONFIG_BYTES = 1 << 20
+
+
+def _module_config(text):
+    """--module-config: a JSON object given inline ('{"n_head": 3}') or the path of
+    a JSON file holding one. {} when not given."""
+    if text is None:
+        return {}
+    if text.lstrip().startswith("{"):
+        source = "--module-config"
+    else:
+        source = f"--module-config {text}"
+        try:
+            if os.path.getsize(text) > MAX_MODULE_CONFIG_BYTES:
+                raise ValueError(f"{source}: larger than {MAX_MODULE_CONFIG_BYTES} bytes: not a model's config")
+            with open(text, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise ValueError(f"{source}: cannot read: {e.strerror or e} (give a JSON object, e.g. "
+                             f"'{{\"n_head\": 3}}', or a JSON file holding one)") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{source}: not UTF-8 text ({e.reason})") from None
+    try:
+        config = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{source}: not JSON ({e if isinstance(e, json.JSONDecodeError) else 'nested too deep'})") \
+            from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{source}: expected a JSON object of your model's settings, e.g. {{\"n_head\": 3}}")
+    return config
+
+
+def import_model_file(path):
+    """Import the user's model file as their own code (it runs, as it does when
+    they train with it) and return the Python module. A file inside a package
+    (its folder holds __init__.py, as minGPT's mingpt/model.py, which imports
+    mingpt.utils) is imported by its dotted name with the package's root on
+    sys.path; a lone file with its own folder on sys.path. What the file prints
+    goes to stderr (stdout keeps the check's own lines). ValueError naming the
+    file for a file that is not there, not .py, or fails to import."""
+    import contextlib
+    import importlib
+    import importlib.util
+    shown = f"--module {path}"
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"{shown}: no such file")
+    if file.suffix != ".py":
+        raise ValueError(f"{shown}: expected a Python file (model.py) defining your model's classes")
+    file = file.resolve()
+    root, parts = file.parent, [file.stem]
+    while (root / "__init__.py").is_file() and root.parent != root:
+        parts.insert(0, root.name)
+        root = root.parent
+    name = ".".join(parts)
+    if not all(p.isidentifier() for p in parts):
+        raise ValueError(f"{shown}: {name!r} is not an importable module name")
+    top = sys.modules.get(parts[0]) if len(parts) > 1 else None
+    if top is not None:
+        where = getattr(top, "__file__", None) or next(iter(getattr(top, "__path__", [])), None)
+        if where is None or not Path(where).resolve().is_relative_to(root):
+            raise ValueError(f"{shown}: another module named {parts[0]} is already imported (from {where}); run the "
+                             f"check in a fresh process")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            if len(parts) > 1:
+                return importlib.import_module(name)
+            spec = importlib.util.spec_from_file_location(name, file)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            return module
+    except (Exception, SystemExit) as e:
+        sys.modules.pop(name, None)
+        raise ValueError(f"{shown}: importing it failed: {type(e).__name__}: {_one_line(e)} (the file is run as your "
+                         f"code, with the Python packages it imports)") from None
+
+
+def _stripped(state, prefix, shown):
+    """state without `prefix` in front of the names (nanoGPT's sample.py strips
+    torch.compile's _orig_mod. the same way)."""
+    out = {}
+    for key, value in state.items():
+        k = key[len(prefix):] if key.startswith(prefix) else key
+        if k in out:
+            raise ValueError(f"{shown}: {key!r} and another name both read as {k!r} without {prefix}")
+        out[k] = value
+    return out
+
+
+def _checkpoint_parts(source, what, family):
+    """(state_dict, model_args) of a nanoGPT / llama2.c train.py checkpoint, read by
+    the project's reader (nothing in it runs); a bare state_dict gives model_args {}."""
+    from families.gpt import load_torch_file
+    from families import tensors_by_name
+    ckpt = load_torch_file(source, what)
+    if isinstance(ckpt, dict) and isinstance(ckpt.get("model"), dict):
+        args = ckpt.get("model_args")
+        if args is not None and not isinstance(args, dict):
+            raise ValueError(f"{source}: model_args is a {type(args).__name__}, expected a dict")
+        return tensors_by_name(ckpt["model"], source), dict(args or {})
+    if family == "nanogpt" and isinstance(ckpt, dict):
+        return tensors_by_name(ckpt, source), {}
+    raise ValueError(f"{source}: expected {family}'s checkpoint, a dict with 'model' (the state_dict) and "
+                     f"'model_args'")
+
+
+def _with_config(args, config, source, recorded):
+    """args updated with --module-config; a key the file records (`recorded`) may not be contradicted."""
+    out = dict(args)
+    for key, value in config.items():
+        if key in recorded and recorded[key] is not None and recorded[key] != value:
+            raise ValueError(f"--module-config {key} = {pickle_reader.shown(value)} but {source} records "
+                             f"{key} = {pickle_reader.shown(recorded[key])}")
+        out[key] = value
+    return out
+
+
+def _need(config, key, family, why):
+    if key not in config:
+        raise ValueError(f"--module with {family} needs your model's {key}: {why}; give it as your training did, "
+                         f"e.g. --module-config '{{\"{key}\": 4}}' (not the export's --n-head: that is what this "
+                         f"check verifies)")
+
+
+def _fit(model, state, source, shown):
+    """Load `state` into the user's model, strictly. A buffer the model computes
+    itself at construction (the Annotated PositionalEncoding's pe, a causal-mask
+    buffer) may differ from the file's in length only: the file's rows must then
+    equal the model's own first rows, and the model keeps its own table; one the
+    file lacks is the model's own. Returns notes saying so. ValueError naming the
+    file and the model for anything else (torch's message: the names and shapes)."""
+    notes = []
+    saved = set(model.state_dict())          # parameters and persistent buffers
+    state = dict(state)
+    for name, buffer in model.named_buffers():
+        if name not in saved:
+            continue
+        if name not in state:
+            state[name] = buffer
+            notes.append(f"{source} has no {name}: your model's own buffer kept")
+            continue
+        theirs = state[name]
+        if theirs.shape == buffer.shape or theirs.dim() != buffer.dim():
+            continue
+        axes = [i for i in range(buffer.dim()) if theirs.shape[i] != buffer.shape[i]]
+        if len(axes) != 1:
+            continue
+        rows = min(theirs.shape[axes[0]], buffer.shape[axes[0]])
+        a, b = theirs.narrow(axes[0], 0, rows).float(), buffer.narrow(axes[0], 0, rows).float()
+        if not torch.equal(a, b):
+            diff = float((a - b).abs().max()) if torch.isfinite(a).all() and torch.isfinite(b).all() else float("nan")
+            raise ValueError(f"{source}: {name} {list(theirs.shape)} differs from your model's own "
+                             f"{list(buffer.shape)} on their first {rows} rows (by up to {diff:.3g})")
+        state[name] = buffer
+        notes.append(f"{name}: {source}'s {list(theirs.shape)} equals the first rows of your model's own "
+                     f"{list(buffer.shape)}, which it keeps")
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        raise ValueError(f"{source} does not fit {shown}: {_one_line(e)[:600]}") from None
+    return notes
+
+
+def user_model(family, source, module_file, module_config=None):
+    """Your model, as your own code builds it, holding FILE's weights: the model
+    file is imported (import_model_file: it runs), its class built by the
+    family's convention (MODULE_FAMILIES), the file's state_dict (read by the
+    project's own reader: nothing in the checkpoint runs) loaded into it
+    strictly, eval(). module_config: {name: value} of your model's settings
+    the file does not record (minGPT's n_head, the Annotated make_model's h, ...),
+    or a JSON text / file path (the command line's --module-config).
+    Returns (model, notes). ValueError naming what does not fit."""
+    import contextlib
+    if family not in MODULE_FAMILIES:
+        raise ValueError(f"--module does not apply to {family} (it builds the model of "
+                         f"{', '.join(MODULE_FAMILIES)} from your model.py)")
+    config = module_config if isinstance(module_config, dict) else _module_config(module_config)
+    code = import_model_file(module_file)
+    shown = f"your {Path(module_file).name}"
+
+    def needs(*names):
+        missing = [n for n in names if not hasattr(code, n)]
+        if missing:
+            raise ValueError(f"--module {module_file}: defines no {' and no '.join(missing)} ({family}'s model.py "
+                             f"defines {MODULE_FAMILIES[family]})")
+        return [getattr(code, n) for n in names]
+
+    from families import layer_count
+    if family in ("nanogpt", "llama2c"):
+        state, recorded = _checkpoint_parts(source, f"{family} checkpoint", family)
+        state = _stripped(state, "_orig_mod.", source)
+        if family == "nanogpt":
+            GPT, GPTConfig = needs("GPT", "GPTConfig")
+            if not recorded:        # a bare state_dict: the sizes its tensors show
+                recorded = {"n_layer": layer_count(state, "transformer.h.", source),
+                            "vocab_size": int(state["transformer.wte.weight"].shape[0]),
+                            "n_embd": int(state["transformer.wte.weight"].shape[1]),
+                            "block_size": int(state["transformer.wpe.weight"].shape[0]),
+                            "bias": "transformer.ln_f.bias" in state} if "transformer.wte.weight" in state else {}
+                if "n_head" not in config:
+                    _need(config, "n_head", family, f"{source} is a bare state_dict, without model_args")
+            args = _with_config(recorded, config, source, recorded)
+            build = lambda: GPT(GPTConfig(**args))   # noqa: E731
+        else:
+            Transformer, ModelArgs = needs("Transformer", "ModelArgs")
+            args = _with_config(recorded, config, source, recorded)
+            build = lambda: Transformer(ModelArgs(**args))   # noqa: E731
+    elif family == "mingpt":
+        (GPT,) = needs("GPT")
+        state = load_state_dict_file(source)
+        _need(config, "n_head", family, "a minGPT state_dict does not record it")
+        if "transformer.wte.weight" not in state or "transformer.wpe.weight" not in state:
+            raise ValueError(f"{source}: has no transformer.wte.weight / transformer.wpe.weight: not a minGPT "
+                             f"state_dict")
+        sizes = {"n_layer": layer_count(state, "transformer.h.", source),
+                 "vocab_size": int(state["transformer.wte.weight"].shape[0]),
+                 "n_embd": int(state["transformer.wte.weight"].shape[1]),
+                 "block_size": int(state["transformer.wpe.weight"].shape[0])}
+
+        def build():
+            c = GPT.get_default_config()
+            c.model_type = None
+            for key, value in _with_config(sizes, config, source, sizes).items():
+                setattr(c, key, value)
+            return GPT(c)
+    else:
+        (make_model,) = needs("make_model")
+        state = _without_parallel_prefix(load_state_dict_file(source), source)
+        _need(config, "h", family, "a state_dict does not record the number of heads")
+        for name in ("src_embed.0.lut.weight", "tgt_embed.0.lut.weight", "encoder.layers.0.feed_forward.w_1.weight"):
+            if name not in state or state[name].dim() != 2:
+                raise ValueError(f"{source}: has no 2-d {name}: not an Annotated Transformer state_dict")
+        sizes = {"src_vocab": int(state["src_embed.0.lut.weight"].shape[0]),
+                 "tgt_vocab": int(state["tgt_embed.0.lut.weight"].shape[0]),
+                 "N": layer_count(state, "encoder.layers.", source),
+                 "d_model": int(state["src_embed.0.lut.weight"].shape[1]),
+                 "d_ff": int(state["encoder.layers.0.feed_forward.w_1.weight"].shape[0]), "dropout": 0.0}
+        kwargs = _with_config(sizes, config, source, {k: v for k, v in sizes.items() if k != "dropout"})
+        build = lambda: make_model(**kwargs)   # noqa: E731
+    try:
+        torch.manual_seed(0)             # only your code's own init, overwritten by the file
+        with contextlib.redirect_stdout(sys.stderr):
+            model = build()
+    except (Exception, SystemExit) as e:
+        raise ValueError(f"{shown} could not build the model ({MODULE_FAMILIES[family]}): "
+                         f"{type(e).__name__}: {_one_line(e)[:400]}") from None
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"{shown} built a {type(model).__name__}, not a torch nn.Module")
+    notes = _fit(model, state, source, shown)
+    return model.eval(), notes
+
+
+__all__ += ["user_model", "import_model_file"]
 
 
 # ----------------------------------------------------------------------------
@@ -1834,13 +2181,28 @@ def main(argv=None):
       llama2c CKPT.pt [--tokenizer tokenizer.bin]             llama2.c train.py's ckpt.pt
       llama2c-bin MODEL.bin [--tokenizer tokenizer.bin]       llama2.c export.py's model.bin (v0 or v1;
                                                               the int8 v2 is refused)
-  --check MODEL [--against FAMILY FILE]
+  --check MODEL [--against FAMILY FILE [--module model.py [--module-config JSON]]]
                                  run check(): tinyformer forward vs PyTorch on random batches;
-                                 prints the worst error and OK or FAIL (exit 1). With --against
-                                 (the flags as for --from) it compares with that model; without,
-                                 with stock modules rebuilt from MODEL's own settings, which
-                                 shows only that MODEL is consistent with them, not that it
-                                 matches your model
+                                 prints the worst error and one OK or FAIL line (FAIL: exit 1).
+                                 With --against (the flags as for --from) it compares with this
+                                 project's module of that family holding FILE's weights, built
+                                 from your flags: it prints "not verified: ..." (what it took on
+                                 your word) and "OK MODEL: matches the reference built from your
+                                 flags (...)". With --module too, it runs YOUR model file holding
+                                 FILE's weights instead ("OK MODEL: tinyformer matches your module
+                                 model.py: ..."), so a wrong --gelu / --n-head fails, naming the
+                                 first attention that differs. Without --against, with stock
+                                 modules rebuilt from MODEL's own settings, which shows only that
+                                 MODEL is consistent with them, not that it matches your model
+  --module model.py              (nanogpt, mingpt, annotated, llama2c; also after --from) your
+                                 model file, imported as your code (a file in a package, e.g.
+                                 minGPT's mingpt/model.py, by its dotted name); the model built as
+                                 the family builds it: nanogpt GPT(GPTConfig(**model_args)),
+                                 llama2c Transformer(ModelArgs(**model_args)) (model_args from the
+                                 checkpoint), mingpt GPT(GPT.get_default_config() with the file's
+                                 sizes and --module-config's n_head), annotated make_model(the
+                                 file's sizes, --module-config's h); FILE's weights (read without
+                                 running anything) loaded strictly
   --from-state-dict STATE.pt     convert a saved state_dict whose names are FORMAT's (attributes
                                  src_embed, tgt_embed, pos_embed, transformer, generator /
                                  embed, pos_embed, transformer, lm_head); needs --arch and --out
@@ -1860,6 +2222,8 @@ it may not be one of the inputs (also under another name or a link).
 
 examples (from any folder; paths are taken as given):
   /usr/bin/python3 tools/python/tinyformer_export.py --check data/models/reverse.safetensors
+  /usr/bin/python3 tools/python/tinyformer_export.py --check m.safetensors --against mingpt sort.pt \
+      --module minGPT/mingpt/model.py --module-config '{"n_head": 3}'
   /usr/bin/python3 tools/python/tinyformer_export.py --from-state-dict model.pt --arch decoder_only \\
       --nhead 4 --activation gelu --norm-first true --max-len 64 --attention causal \\
       --vocab vocab.json --pad-id 0 --bos-id 1 --eos-id 2 --out model.safetensors
@@ -1885,6 +2249,14 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
                           "their Control Pictures (\\n -> U+240A); tinyformer reads a typed \\n as that token")
     fam.add_argument("--tgt-vocab", metavar="FILE.json", help="annotated: target vocabulary (JSON array); "
                                                              "serves the source too unless --src-vocab")
+    ap.add_argument("--module", metavar="model.py",
+                    help="with --against / --from (nanogpt, mingpt, annotated, llama2c): check against YOUR model "
+                         "code: this file is imported (it runs, as when you train with it), your model class built "
+                         "by the family's convention and FILE's weights loaded into it")
+    ap.add_argument("--module-config", metavar="JSON|FILE.json",
+                    help="with --module: your model's settings the file does not record, as your training gave "
+                         "them (a JSON object or a file holding one): mingpt '{\"n_head\": 3}', annotated "
+                         "'{\"h\": 4}'; not the export's --n-head, which the check verifies")
     ap.add_argument("--batches", type=_whole(1), default=3, help="check: random batches (default 3)")
     ap.add_argument("--seed", type=int, default=0, help="check: seed of the random batches (default 0)")
     g = ap.add_argument_group("--from-state-dict (and for --from: --out, --no-check, --max-len, --vocab, --src-vocab, "
@@ -1923,6 +2295,12 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     torch.set_num_threads(1)
     if args.against and not args.check:
         ap.error("--against goes with --check MODEL")
+    if args.module is not None and not (args.against or args.from_family):
+        ap.error("--module goes with --check MODEL --against FAMILY FILE or --from FAMILY FILE")
+    if args.module_config is not None and args.module is None:
+        ap.error("--module-config goes with --module model.py")
+    if args.module is not None and args.no_check:
+        ap.error("--module is the check's; --no-check skips it")
     family = None
     if args.from_family or args.against:
         family = (args.from_family or args.against)[0]
@@ -1973,16 +2351,34 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     return _main_check(path, args, None)
 
 
-def _main_check(path, args, against, reference=None, reference_text=None):
-    """--check MODEL [--against FAMILY FILE]; after --from, with the converter's reference."""
+def _main_check(path, args, against, reference=None, reference_text=None, converted=None, family=None):
+    """--check MODEL [--against FAMILY FILE [--module model.py]]; after --from, with
+    the converter's reference (converted) or your module (--module).
+
+    The verdict says what was compared: with --module, `OK MODEL: tinyformer
+    matches your module model.py ...`; with the family's own module rebuilt from
+    your flags, first the facts taken on your word (`not verified: ...`), then
+    `OK MODEL: matches the reference built from your flags (...)`; without a
+    reference, CONSISTENT. A failure is one line, `FAIL MODEL: ...`."""
+    unverified = None
     try:
         if against is not None:
             family, source = against
-            converted = _convert_family(family, source, args, "--against")
-            reference = converted.reference
-            if reference is None:
-                raise ValueError(f"--against {family}: the converter gave no module to compare with")
-            reference_text = f"the {family} module holding {source}'s weights"
+            if args.module is not None:
+                for flag, value in [("--n-head", args.n_head), ("--nhead", args.nhead), ("--gelu", args.gelu)]:
+                    if value is not None:
+                        raise ValueError(f"{flag} does not apply to --check with --module: your model code decides "
+                                         f"it (the settings your training gave that the file does not record go "
+                                         f"in --module-config)")
+                reference, reference_text = _user_reference(family, source, args)
+            else:
+                converted = _convert_family(family, source, args, "--against")
+                reference = converted.reference
+                if reference is None:
+                    raise ValueError(f"--against {family}: the converter gave no module to compare with")
+                reference_text = f"this project's {family} module holding {source}'s weights"
+        if converted is not None and args.module is None:
+            unverified = _unverified(family, args, converted)
         ref = None
         if reference is not None:
             if not os.path.isfile(path):
@@ -1996,6 +2392,8 @@ def _main_check(path, args, against, reference=None, reference_text=None):
                 ref.description = reference_text
         worst = check(path, ref, n_batches=args.batches, seed=args.seed, verbose=True)
     except CheckError as e:
+        if unverified is not None:
+            print(unverified)
         print(f"FAIL {path}: {e}")
         return 1
     except (OSError, ValueError) as e:
@@ -2006,14 +2404,51 @@ def _main_check(path, args, against, reference=None, reference_text=None):
               file=sys.stderr)
         return 1
     print(f"worst |a-b| / (1e-4 + 1e-4|b|) = {worst:.3g}")
+    if unverified is not None:
+        print(unverified)
     if worst > 1.0:
         print(f"FAIL {path}")
         return 1
     if ref is None:
         print(f"OK {path}: {CONSISTENT}")
-    else:
+    elif args.module is not None:
         print(f"OK {path}: tinyformer matches {ref.description}")
+    else:
+        print(f"OK {path}: matches the reference built from your flags ({ref.description}; your own model code was "
+              f"not run" + (": --module model.py runs it)" if family in MODULE_FAMILIES else ")"))
     return 0
+
+
+# Where a fact the converter took on the caller's word came from, by (family, key).
+_ASSUMED_FROM = {("mingpt", "gelu"): "minGPT's NewGELU, assumed"}
+
+
+def _unverified(family, args, converted):
+    """The `not verified: ...` line: each fact of the file that the converter took
+    from the flags (or a default, or the family's usual code) because the file
+    does not record it, which the check against the family's own module, built
+    from the same facts, cannot catch. Only --module (your code) verifies them."""
+    facts = []
+    if family == "nanogpt":            # the flag's value: None (the converter's default, exact), "exact", "tanh"
+        facts.append(f"gelu={args.gelu or 'exact'} ({'your flag' if args.gelu else 'default'})")
+    for key, value in getattr(converted, "assumed", {}).items():
+        facts.append(f"{key}={value} ({_ASSUMED_FROM.get((family, key), 'your flag')})")
+    if family not in MODULE_FAMILIES:
+        return (f"not verified: your model code (the reference is this project's {family} module; --module does "
+                f"not apply to {family})")
+    if not facts:
+        return (f"not verified: your model code (the reference is this project's {family} module): pass --module "
+                f"model.py to check it")
+    return f"not verified: {', '.join(facts)}: pass --module model.py to check them"
+
+
+def _user_reference(family, source, args):
+    """(your model holding FILE's weights, its description) for --module; the
+    loader's notes printed."""
+    model, notes = user_model(family, source, args.module, args.module_config)
+    for note in notes:
+        print(f"note: {note}")
+    return model, f"your module {args.module}: {type(model).__name__} holding {source}'s weights"
 
 
 FAMILIES = ("nanogpt", "mingpt", "annotated", "hf-gpt2", "llama2c", "llama2c-bin")
@@ -2119,11 +2554,21 @@ def _main_from(ap, args):
         print(f"not checked: {args.out} is a stream (a FIFO, a device or a file descriptor), it cannot be read back",
               file=status)
         return 0
+    if args.module is not None:
+        try:
+            reference, text = _user_reference(family, source, args)
+        except (ValueError, OSError) as e:
+            print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
+            return 1
+        except INPUT_ERRORS as e:
+            print(f"tinyformer_export: error: {_input_error(source, e)}", file=sys.stderr)
+            return 1
+        return _main_check(args.out, args, None, reference, text)
     if converted.reference is None:
         print(f"not checked: the {family} converter gave no module to compare with", file=status)
         return 0
     return _main_check(args.out, args, None, converted.reference,
-                       f"the {family} module holding {source}'s weights")
+                       f"this project's {family} module holding {source}'s weights", converted, family)
 
 
 # ----------------------------------------------------------------------------

@@ -21,6 +21,10 @@ Every converter returns a `Converted`:
     reference optional: the family's PyTorch module holding the source weights (in eval
               mode), which check() can compare the written file with
     notes     optional: lines worth telling the user (a choice the converter made and why)
+    assumed   optional: {key: value} the converter took from its caller's arguments because
+              the file does not record it (minGPT's and the Annotated Transformer's n_head,
+              nanoGPT's when model_args lacks it): facts a check against the family's own
+              module cannot verify, only one running the user's model code can
 
 and `write_converted(path, converted, dtype=None)` writes it through the
 exporter's one writer (tools/python/tinyformer_export.py: the same vocabulary,
@@ -58,6 +62,7 @@ class Converted:
     metadata: Dict[str, Any] = field(default_factory=dict)
     reference: Optional[Any] = None
     notes: List[str] = field(default_factory=list)
+    assumed: Dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if not isinstance(self.config, dict):

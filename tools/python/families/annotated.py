@@ -577,6 +577,7 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
         metadata["src_vocab"] = list(src_vocab)
     if train_max_len is not None:
         metadata["train_max_len"] = train_max_len
+    h_read_from_module = reference is not None     # from_module: h is the module's own
     if reference is None:
         if n_dec != n_enc:
             raise ValueError(f"{shown}: {n_enc} encoder layers but {n_dec} decoder layers; make_model has N of each")
@@ -593,4 +594,7 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
             raise ValueError(f"{shown}: does not fit make_model(N={n_enc}, d_model={d}, d_ff={d_ff}, h={n_head}): "
                              f"{' '.join(str(e).split())[:400]}") from None
         reference.eval()
-    return Converted(config, tensors, metadata, reference, notes)
+    converted = Converted(config, tensors, metadata, reference, notes)
+    if not h_read_from_module:
+        converted.assumed["n_head"] = n_head      # a state_dict does not record h: the caller's word
+    return converted

@@ -548,6 +548,8 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     _check_model_args(where, model_args, converted.config)
     if model_args.get("n_head") is not None and n_head is not None and model_args["n_head"] != n_head:
         raise ValueError(f"convert_nanogpt: n_head = {n_head} but model_args['n_head'] = {_shown(model_args['n_head'])}")
+    if model_args.get("n_head") is None:
+        converted.assumed["n_head"] = heads             # a bare state_dict: the caller's word
     converted.metadata.update(_vocabulary("convert_nanogpt", meta_path, vocab, tokenizer, merges,
                                           converted.config["vocab_size"]))
     _visible_controls(converted, visible_controls, meta_path)
@@ -647,6 +649,7 @@ def convert_mingpt(state_dict_path, n_head=None, vocab=None, tokenizer=None, gel
     state, notes = _cleaned(state, where)
     converted = assemble(state, n_head=n_head, gelu=gelu, where=where)
     converted.notes.extend(notes)
+    converted.assumed.update(n_head=n_head, gelu=gelu)     # a state_dict records neither
     converted.metadata.update(_vocabulary("convert_mingpt", None, vocab, tokenizer, None,
                                           converted.config["vocab_size"]))
     _extras(converted, eos_id, train_max_len, prompt_suffix)
