@@ -110,10 +110,41 @@ def _stacks(cfg, parts):
     return [("layers", parts["layers"], [("self_attn", "self_attn")])]
 
 
+def _parts_of_call(mha, qx, kx, vx, attn_mask, blocked):
+    """The names of one attention call before the softmax: {q, k, v, scores, [bias]}
+    (and q_unrotated, k_unrotated with rotary positions), batch-major. A
+    TwinAttention keeps them from its own pass (.last); for nn.MultiheadAttention
+    they are F.linear of the inputs with the q, k, v slices of in_proj_weight /
+    in_proj_bias and per-head q_h k_h^T / sqrt(Dk), and the bias is a float
+    attn_mask's finite part (ALiBi)."""
+    if isinstance(mha, tm.TwinAttention):
+        return {k: v for k, v in mha.last.items() if k not in ("weights", "z", "output")}
+    d, h = mha.embed_dim, mha.num_heads
+    dk = d // h
+    weight, bias = mha.in_proj_weight, mha.in_proj_bias
+    slices = [(0, d), (d, 2 * d), (2 * d, 3 * d)]
+    q, k, v = (F.linear(x, weight[lo:hi], None if bias is None else bias[lo:hi]) for x, (lo, hi) in zip((qx, kx, vx), slices))
+    b = q.shape[0]
+
+    def heads(t):
+        return t.reshape(b, t.shape[1], h, dk).transpose(1, 2)      # [B, H, n, Dk]
+
+    parts = {"q": q, "k": k, "v": v, "scores": heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(dk)}
+    added = tm.additive_part(attn_mask, blocked)
+    if added is not None:
+        parts["bias"] = added
+    return parts
+
+
+ORDER = ("q_unrotated", "k_unrotated", "q", "k", "v", "scores", "mask", "bias", "weights", "z", "output")
+
+
 def _watch_attention(mha, prefix, record, batch_first):
     """Wrap mha.forward (already wrapped by torch_modules.Capture, which asks for
-    per-head weights and zeroes fully masked padded rows) to record q, k, v,
-    scores, mask, weights, z and output under `prefix`."""
+    per-head weights and zeroes fully masked padded rows) to record every name of
+    the call under `prefix`, in FORMAT.md's order (ORDER): _parts_of_call's, the
+    mask, the weights as the call returns them, z = weights @ v_h (query head h
+    reading K/V head h // (H / Hkv)) and the output."""
     inner = mha.forward
 
     def forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
@@ -121,28 +152,22 @@ def _watch_attention(mha, prefix, record, batch_first):
         out, w = inner(query, key, value, key_padding_mask=key_padding_mask, need_weights=True,
                        attn_mask=attn_mask, average_attn_weights=False)
         with torch.no_grad():
-            d, h = mha.embed_dim, mha.num_heads
-            dk = d // h
             qx, kx, vx = (_batch_major(x, batch_first) for x in (query, key, value))
-            weight, bias = mha.in_proj_weight, mha.in_proj_bias
-            q = F.linear(qx, weight[:d], bias[:d])
-            k = F.linear(kx, weight[d:2 * d], bias[d:2 * d])
-            v = F.linear(vx, weight[2 * d:], bias[2 * d:])
-            b, l, s = q.shape[0], q.shape[1], k.shape[1]
-
-            def heads(t):
-                return t.reshape(b, t.shape[1], h, dk).transpose(1, 2)      # [B, H, n, Dk]
-
-            scores = heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(dk)   # [B, H, L, S]
+            b, h, l, s = w.shape
             blocked = tm.blocked_cells((b, h, l, s), attn_mask, key_padding_mask)
             if not bool((blocked == blocked[:, :1]).all()):
                 raise TraceError(f"{prefix}: the mask differs between heads; the trace has one mask per batch row")
-            allowed = (~blocked[:, 0]).to(torch.uint8)                        # [B, L, S]
-            z = (w.detach() @ heads(v)).transpose(1, 2).reshape(b, l, d)
-            output = _batch_major(out, batch_first)
-        for name, value in [("q", q), ("k", k), ("v", v), ("scores", scores), ("mask", allowed), ("weights", w),
-                            ("z", z), ("output", output)]:
-            record(f"{prefix}.{name}", value)
+            found = _parts_of_call(mha, qx, kx, vx, attn_mask, blocked)
+            found["mask"] = (~blocked[:, 0]).to(torch.uint8)                  # [B, L, S]
+            v = found["v"]
+            hkv = v.shape[-1] // (mha.embed_dim // h)
+            vh = v.reshape(b, s, hkv, -1).transpose(1, 2).repeat_interleave(h // hkv, dim=1)   # [B, H, S, Dk]
+            found["weights"] = w
+            found["z"] = (w.detach() @ vh).transpose(1, 2).reshape(b, l, mha.embed_dim)
+            found["output"] = _batch_major(out, batch_first)
+        for name in ORDER:
+            if name in found:
+                record(f"{prefix}.{name}", found[name])
         if need_weights:
             return out, (w.mean(dim=1) if average_attn_weights else w)
         return out, None
@@ -232,7 +257,13 @@ def load_modules(model_path):
         cfg = st.metadata_json(metadata, "config")
     except ValueError as e:
         raise TraceError(f"{model_path}: {e}") from None
-    parts = te._modules_from_file(tensors, cfg)     # the exporter's own loader: stock modules, strict state_dict
+    try:
+        te._sizes_held(model_path, tensors, cfg)    # before building what the config claims
+        parts = te._modules_from_file(tensors, cfg)  # the exporter's own loader: the twin, strict state_dict
+    except ValueError as e:
+        message = str(e)
+        raise TraceError(message if message.startswith(f"{model_path}:") else
+                         f"{model_path}: no PyTorch twin can be built from its config and tensors ({message})") from None
     for module in parts.values():
         if module is not None:
             for p in module.parameters():
