@@ -35,7 +35,10 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from types import SimpleNamespace
+
 import numpy as np
+import torch
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools" / "python"
@@ -222,6 +225,46 @@ class NoTwin(Temp, unittest.TestCase):
                 self.assertTrue(r.stderr.startswith(f"torch_trace: error: {path}: "), r.stderr)
 
 
+    def test_torch_trace_holds_the_config_to_the_tensors_before_building(self):
+        """As --check: a config claiming more layers than the file holds is refused
+        in one line before any module is built (BAD_INPUT.md)."""
+        tensors, meta = st.read(str(MODELS / "reverse-causal.safetensors"))
+        cfg = json.loads(meta["config"])
+        cfg["num_layers"] += 1
+        meta["config"] = json.dumps(cfg)
+        path = self.path("more-layers.safetensors")
+        st.write(path, tensors, meta)
+        r = run([PY, str(TOOLS / "torch_trace.py"), path, "--ids", "3,4", "--output", self.path("t.safetensors")])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn(f"its config says num_layers = {cfg['num_layers']} but it holds the tensors of "
+                      f"{cfg['num_layers'] - 1}", r.stderr)
+
+
+class TransformersStyle(torch.nn.Module):
+    """families/hf_gpt2.py's GPT2LMHead behind transformers' interface: blocks whose
+    attn keeps no .weights, forward(input_ids, output_attentions=False) -> an object
+    with .logits and .attentions (one [B, H, T, T] per layer)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.config, self.transformer, self.lm_head = model.config, model.transformer, model.lm_head
+        self.inner = model
+        self.asked = 0
+        self._forget()
+
+    def _forget(self):
+        for block in self.transformer.h:
+            block.attn.__dict__.pop("weights", None)
+
+    def forward(self, input_ids, output_attentions=False):
+        logits = self.inner(input_ids)
+        attentions = tuple(block.attn.weights for block in self.transformer.h) if output_attentions else None
+        self.asked += bool(output_attentions)
+        self._forget()
+        return SimpleNamespace(logits=logits, attentions=attentions)
+
+
 class GPT2Folder(Temp, unittest.TestCase):
     def test_the_first_attention_that_differs_is_named(self):
         folder = FAMILIES / "gpt2-tiny"
@@ -232,6 +275,13 @@ class GPT2Folder(Temp, unittest.TestCase):
         self.assertLessEqual(te.check(str(model), reference), 1.0)
         with self.assertRaises(te.CheckFailed) as caught:
             te.check(bad, reference)
+        self.assertEqual(caught.exception.name, "attention.layers.1")
+        # transformers' GPT2LMHeadModel keeps no weights: it returns them with output_attentions=True
+        hf_style = TransformersStyle(reference)
+        self.assertLessEqual(te.check(str(model), hf_style), 1.0)
+        self.assertEqual(hf_style.asked, 3)              # every batch asked for the attentions
+        with self.assertRaises(te.CheckFailed) as caught:
+            te.check(bad, hf_style)
         self.assertEqual(caught.exception.name, "attention.layers.1")
         r = run([PY, str(TOOLS / "tinyformer_export.py"), "--check", bad, "--against", "hf-gpt2", str(folder)])
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
@@ -248,7 +298,6 @@ def summary():
 
 
 if __name__ == "__main__":
-    import torch
     torch.set_num_threads(1)
     try:
         program = unittest.main(exit=False)

@@ -1403,19 +1403,16 @@ class _HFGPT2Reference(_Reference):
         from families import hf_gpt2
         ids = torch.from_numpy(inputs["ids"])
         named = hf_gpt2.attention_modules(self.module)
-        if all(hasattr(attn, "weights") for attn, _ in named):
-            return _outputs_with_weights(_Hooks(named, "weights"),
-                                         lambda: _tensor_output(self.module(ids), self.description))
-        if not _accepts(self.module.forward, "output_attentions"):
-            return _outputs_with_weights(_Hooks([], "weights"),
-                                         lambda: _tensor_output(self.module(ids), self.description))
-        with torch.no_grad():
-            out = self.module(ids, output_attentions=True)
-        result = {"logits": _tensor_output(out, self.description).float().numpy()}
-        attentions = getattr(out, "attentions", None) or ()
-        for (_, name), w in zip(named, attentions):
-            result[name] = w.detach().float().numpy()
-        return result
+        if any(not hasattr(attn, "weights") for attn, _ in named) and _accepts(self.module.forward,
+                                                                               "output_attentions"):
+            with torch.no_grad():
+                out = self.module(ids, output_attentions=True)
+            result = {"logits": _tensor_output(out, self.description).float().numpy()}
+            for (_, name), w in zip(named, getattr(out, "attentions", None) or ()):
+                result[name] = w.detach().float().numpy()
+            return result
+        return _outputs_with_weights(_Hooks(named, "weights"),   # a block without .weights: logits only
+                                     lambda: _tensor_output(self.module(ids), self.description))
 
 
 class _CallableReference(_Reference):
@@ -1905,9 +1902,12 @@ def main(argv=None):
                                  run check(): tinyformer forward vs PyTorch on random batches;
                                  prints the worst error and OK or FAIL (exit 1). With --against
                                  (the flags as for --from) it compares with that model; without,
-                                 with stock modules rebuilt from MODEL's own settings, which
-                                 shows only that MODEL is consistent with them, not that it
-                                 matches your model
+                                 with stock modules rebuilt from MODEL's own settings (any
+                                 layout the engine loads), which shows only that MODEL is
+                                 consistent with them, not that it matches your model. A
+                                 failure names the first attention (or the logits) that
+                                 differs; tools/python/torch_trace.py finds the first
+                                 activation inside the layer
   --from-state-dict STATE.pt     convert a saved state_dict whose names are FORMAT's (attributes
                                  src_embed, tgt_embed, pos_embed, transformer, generator /
                                  embed, pos_embed, transformer, lm_head); needs --arch and --out

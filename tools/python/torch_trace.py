@@ -1,19 +1,25 @@
 #!/usr/bin/python3
-"""Every named activation of one forward pass of stock PyTorch modules, under
-the names `tinyformer trace` writes (docs/FORMAT.md section 3), so that
+"""Every named activation of one forward pass of a checkpoint's PyTorch twin,
+under the names `tinyformer trace` writes (docs/FORMAT.md section 3), so that
 tools/python/compare_trace.py can name the first place where tinyformer and PyTorch
-part.
+part. Every layout the engine loads has a twin: bias-free, separate q/k/v,
+gelu_tanh, layer_norm_std, RMSNorm, SwiGLU, rotary, ALiBi, grouped-query,
+mask_value, tied heads (every file of data/families and data/models).
 
     /usr/bin/python3 tools/python/torch_trace.py MODEL.safetensors --inputs IN.safetensors --output TRACE.safetensors
     /usr/bin/python3 tools/python/torch_trace.py MODEL.safetensors --ids 5,17,3 [--target-ids 4,9] --output TRACE.safetensors
     /usr/bin/python3 tools/python/torch_trace.py MODEL.safetensors --like OURS.safetensors --output TRACE.safetensors
 
-The modules are stock nn.Transformer / nn.TransformerEncoder modules rebuilt
-from the checkpoint (tools/python/torch_modules.py, via tinyformer_export's loader),
-run on PyTorch's plain path (grad enabled, fused fast paths refused:
-torch_modules.NoFastPath) with the forward of docs/FORMAT.md
-(torch_modules.encoder_decoder_forward / single_stack_forward). What is
-recorded, and how:
+The twin is stock nn.Transformer / nn.TransformerEncoder modules rebuilt from
+the checkpoint (tools/python/torch_modules.py: build_module shaped by every
+optional config key, twin_state for the file's names; via tinyformer_export's
+loader, which first holds the config's sizes to the tensors), with
+torch_modules.TwinAttention where nn.MultiheadAttention cannot compute the
+attention (rotary, n_kv_heads < nhead, mask_value), run on PyTorch's plain
+path (grad enabled, fused fast paths refused: torch_modules.NoFastPath) with
+the forward of docs/FORMAT.md (torch_modules.encoder_decoder_forward /
+single_stack_forward). A file whose tensors are not those its config names is
+refused in one line naming the first such tensor. What is recorded, and how:
 
   src_embed.output, tgt_embed.output / embed.output   the input the encoder /
                                     decoder / stack is called with (a
@@ -22,14 +28,20 @@ recorded, and how:
                                     TransformerDecoderLayer's input and output
   STACK.i.ATTN.q .k .v              F.linear of the attention's inputs with the
                                     q, k, v slices of in_proj_weight / in_proj_bias
+                                    (a TwinAttention's own: k, v n_kv_heads wide)
+  STACK.i.ATTN.q_unrotated .k_unrotated   rotary only: q, k before they are
+                                    turned (q, k are after)
   STACK.i.ATTN.scores               per head q_h k_h^T / sqrt(Dk) [B,H,L,S]
   STACK.i.ATTN.mask                 U8 [B,L,S], 1 = may attend: the attn_mask and
                                     key_padding_mask PyTorch was given (the same
                                     for every head, checked)
-  STACK.i.ATTN.weights              PyTorch's own per-head weights
+  STACK.i.ATTN.bias                 ALiBi only: the float attn_mask's finite part
+                                    [B,H,L,S], 0 at blocked cells
+  STACK.i.ATTN.weights              the attention's own per-head weights
                                     (need_weights=True, average_attn_weights=False)
   STACK.i.ATTN.z                    weights @ v_h, heads concatenated [B,L,D]
-  STACK.i.ATTN.output               PyTorch's own attention output (after
+                                    (query head h reads K/V head h // (H / Hkv))
+  STACK.i.ATTN.output               the attention's own output (after
                                     out_proj); out_proj(z) agrees with it
   STACK.i.ffn.hidden                the input of linear2 (= activation(linear1(x));
                                     dropout is the identity in eval mode)
@@ -409,9 +421,11 @@ def _ids(text, flag):
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="torch_trace.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Record every named activation of one forward pass of stock PyTorch modules rebuilt from "
-                    "a tinyformer checkpoint, under the names `tinyformer trace` writes (docs/FORMAT.md "
-                    "section 3). Compare with tools/python/compare_trace.py.",
+        description="Record every named activation of one forward pass of a tinyformer checkpoint's PyTorch "
+                    "twin (stock PyTorch modules rebuilt from it, for every layout the engine loads: bias-free, "
+                    "separate q/k/v, gelu_tanh, layer_norm_std, RMSNorm, SwiGLU, rotary, ALiBi, grouped-query, "
+                    "tied heads), under the names `tinyformer trace` writes (docs/FORMAT.md section 3). Compare "
+                    "with tools/python/compare_trace.py.",
         epilog="""examples:
   build/tinyformer trace M.safetensors --inputs IN.safetensors --output ours.safetensors
   /usr/bin/python3 tools/python/torch_trace.py M.safetensors --inputs IN.safetensors --output torch.safetensors
