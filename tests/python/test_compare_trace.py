@@ -88,7 +88,8 @@ class AlibiBias(unittest.TestCase):
         theirs["layers.0.self_attn.bias"][1, 1, 4, 2] += 0.25            # query 4 sees key 2
         status, out = self.compare(ours, theirs)
         self.assertEqual(status, 1, out)
-        self.assertEqual(out.strip().splitlines()[-1], "first divergence: layers.0.self_attn.bias (max 2.5e-1 at [1,1,4,2])")
+        self.assertEqual(out.strip().splitlines()[-1],
+                         "first divergence: layers.0.self_attn.bias (max 2.5e-1 at [1,1,4,2])")
 
 
 if __name__ == "__main__":

@@ -207,9 +207,10 @@ class NoTwin(Temp, unittest.TestCase):
         return out
 
     def test_a_layout_its_tensors_do_not_have_is_one_line_naming_what_to_pass(self):
-        for changes, piece in [({"bias": True}, "no tensor 'transformer.layers.0.self_attn.in_proj_bias' (and 15 more)"),
-                               ({"qkv": "separate"}, "its config says qkv \"separate\" but it holds 4 fused"),
-                               ({"tie_embeddings": False}, "no tensor 'lm_head.weight'")]:
+        for changes, piece in [
+                ({"bias": True}, "no tensor 'transformer.layers.0.self_attn.in_proj_bias' (and 15 more)"),
+                ({"qkv": "separate"}, "its config says qkv \"separate\" but it holds 4 fused"),
+                ({"tie_embeddings": False}, "no tensor 'lm_head.weight'")]:
             with self.subTest(changes=changes):
                 path = self.claiming(**changes)
                 r = run([PY, str(TOOLS / "tinyformer_export.py"), "--check", path])
@@ -218,7 +219,8 @@ class NoTwin(Temp, unittest.TestCase):
                 self.assertEqual(len(lines), 1, lines)
                 self.assertIn(piece, lines[0])
                 self.assertIn("--against FAMILY FILE", lines[0])
-                r = run([PY, str(TOOLS / "torch_trace.py"), path, "--ids", "3,4", "--output", self.path("t.safetensors")])
+                r = run([PY, str(TOOLS / "torch_trace.py"), path, "--ids", "3,4",
+                         "--output", self.path("t.safetensors")])
                 self.assertEqual(r.returncode, 1)
                 self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
                 self.assertIn(piece, r.stderr)

@@ -24,8 +24,9 @@ tools/python/tinyformer_export.py's check on the modules a file was exported fro
 Capture / NoFastPath: per-head attention weights from PyTorch's plain
 (non-fused) path, with FORMAT.md's zero rows for fully masked padded queries.
 
-Shared by tools/python/make_reference.py, tools/python/train_toy.py and
-tools/python/tinyformer_export.py.
+Shared by tools/python/make_reference.py, tools/python/train_toy.py,
+tools/python/tinyformer_export.py (check's twin of a file) and
+tools/python/torch_trace.py.
 """
 
 import functools

@@ -135,7 +135,8 @@ def _parts_of_call(mha, qx, kx, vx, attn_mask, blocked):
     dk = d // h
     weight, bias = mha.in_proj_weight, mha.in_proj_bias
     slices = [(0, d), (d, 2 * d), (2 * d, 3 * d)]
-    q, k, v = (F.linear(x, weight[lo:hi], None if bias is None else bias[lo:hi]) for x, (lo, hi) in zip((qx, kx, vx), slices))
+    q, k, v = (F.linear(x, weight[lo:hi], None if bias is None else bias[lo:hi])
+               for x, (lo, hi) in zip((qx, kx, vx), slices))
     b = q.shape[0]
 
     def heads(t):
@@ -274,8 +275,9 @@ def load_modules(model_path):
         parts = te._modules_from_file(tensors, cfg)  # the exporter's own loader: the twin, strict state_dict
     except ValueError as e:
         message = str(e)
-        raise TraceError(message if message.startswith(f"{model_path}:") else
-                         f"{model_path}: no PyTorch twin can be built from its config and tensors ({message})") from None
+        if not message.startswith(f"{model_path}:"):
+            message = f"{model_path}: no PyTorch twin can be built from its config and tensors ({message})"
+        raise TraceError(message) from None
     for module in parts.values():
         if module is not None:
             for p in module.parameters():
