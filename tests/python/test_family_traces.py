@@ -210,7 +210,8 @@ class NoTwin(Temp, unittest.TestCase):
         for changes, piece in [
                 ({"bias": True}, "no tensor 'transformer.layers.0.self_attn.in_proj_bias' (and 15 more)"),
                 ({"qkv": "separate"}, "its config says qkv \"separate\" but it holds 4 fused"),
-                ({"tie_embeddings": False}, "no tensor 'lm_head.weight'")]:
+                ({"tie_embeddings": False}, "no tensor 'lm_head.weight'"),
+                ({"nhead": 3}, "its config builds no PyTorch modules: embed_dim must be divisible by num_heads")]:
             with self.subTest(changes=changes):
                 path = self.claiming(**changes)
                 r = run([PY, str(TOOLS / "tinyformer_export.py"), "--check", path])

@@ -1052,6 +1052,8 @@ def _modules_from_file(tensors, cfg):
         state = tm.twin_state(tensors, cfg)
     except KeyError as e:
         raise ValueError(f"its config has no {e}") from None
+    except (AssertionError, TypeError) as e:         # PyTorch's own refusals (nhead not dividing d_model, ...)
+        raise ValueError(f"its config builds no PyTorch modules: {_one_line(e)}") from None
     problem = _state_problem(module.state_dict(), state)
     if problem:
         raise ValueError(problem)
