@@ -337,6 +337,23 @@ def additive_part(attn_mask, blocked):
     return added.masked_fill(blocked, 0.0)
 
 
+def heads_of(x, n_heads, n_query_heads=None):
+    """[B, n, n_heads*Dh] -> [B, n_heads, n, Dh]; with n_query_heads, each of the
+    n_heads K/V heads repeated for the n_query_heads / n_heads query heads that
+    read it (query head h reads K/V head h // group: grouped-query attention)."""
+    b, n, width = x.shape
+    per_head = x.reshape(b, n, n_heads, width // n_heads).transpose(1, 2)
+    if n_query_heads is None or n_query_heads == n_heads:
+        return per_head
+    return per_head.repeat_interleave(n_query_heads // n_heads, dim=1)
+
+
+def head_scores(q, k, n_heads, n_kv_heads):
+    """Q K^T / sqrt(Dh) per head, [B, H, L, S], from q [B, L, H*Dh] and k [B, S, Hkv*Dh]."""
+    qh = heads_of(q, n_heads)
+    return qh @ heads_of(k, n_kv_heads, n_heads).transpose(-1, -2) / math.sqrt(qh.shape[-1])
+
+
 class TwinAttention(nn.Module):
     """Multi-head attention as docs/FORMAT.md defines it, for what nn.MultiheadAttention
     cannot compute: rotary positions (q and k of each head turned by their token's
@@ -378,8 +395,7 @@ class TwinAttention(nn.Module):
         from position_schemes import apply_rotary
         b, n, _ = x.shape
         theta, pairs = self.rotary
-        per_head = x.view(b, n, heads, self.head_dim).transpose(1, 2)            # [B, heads, n, Dh]
-        turned = apply_rotary(per_head, torch.arange(n), theta, pairs)
+        turned = apply_rotary(heads_of(x, heads), torch.arange(n), theta, pairs)   # [B, heads, n, Dh]
         return turned.transpose(1, 2).reshape(b, n, heads * self.head_dim)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
@@ -394,17 +410,13 @@ class TwinAttention(nn.Module):
         if self.rotary is not None:
             last.update(q_unrotated=q, k_unrotated=k)
             q, k = self._turn(q, h), self._turn(k, hkv)
-        group = h // hkv
-        qh = q.view(b, l, h, dh).transpose(1, 2)                                    # [B, H, L, Dh]
-        kh = k.view(b, s, hkv, dh).transpose(1, 2).repeat_interleave(group, dim=1)  # [B, H, S, Dh]
-        vh = v.view(b, s, hkv, dh).transpose(1, 2).repeat_interleave(group, dim=1)
-        scores = qh @ kh.transpose(-1, -2) / math.sqrt(dh)                          # [B, H, L, S]
+        scores = head_scores(q, k, h, hkv)                                          # [B, H, L, S]
         blocked = blocked_cells((b, h, l, s), attn_mask, key_padding_mask)
         added = additive_part(attn_mask, blocked)
         x = scores if added is None else scores + added
         fill = float("-inf") if self.mask_value is None else float(self.mask_value)
         weights = F.softmax(x.masked_fill(blocked, fill), dim=-1)
-        z = (weights @ vh).transpose(1, 2).reshape(b, l, d)
+        z = (weights @ heads_of(v, hkv, h)).transpose(1, 2).reshape(b, l, d)
         out = self.out_proj(z)
         last.update(q=q, k=k, v=v, scores=scores)
         if added is not None:

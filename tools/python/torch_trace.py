@@ -71,7 +71,6 @@ Standard library, torch and numpy only.
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -132,17 +131,11 @@ def _parts_of_call(mha, qx, kx, vx, attn_mask, blocked):
     if isinstance(mha, tm.TwinAttention):
         return {k: v for k, v in mha.last.items() if k not in ("weights", "z", "output")}
     d, h = mha.embed_dim, mha.num_heads
-    dk = d // h
     weight, bias = mha.in_proj_weight, mha.in_proj_bias
     slices = [(0, d), (d, 2 * d), (2 * d, 3 * d)]
     q, k, v = (F.linear(x, weight[lo:hi], None if bias is None else bias[lo:hi])
                for x, (lo, hi) in zip((qx, kx, vx), slices))
-    b = q.shape[0]
-
-    def heads(t):
-        return t.reshape(b, t.shape[1], h, dk).transpose(1, 2)      # [B, H, n, Dk]
-
-    parts = {"q": q, "k": k, "v": v, "scores": heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(dk)}
+    parts = {"q": q, "k": k, "v": v, "scores": tm.head_scores(q, k, h, h)}
     added = tm.additive_part(attn_mask, blocked)
     if added is not None:
         parts["bias"] = added
@@ -172,11 +165,9 @@ def _watch_attention(mha, prefix, record, batch_first):
                 raise TraceError(f"{prefix}: the mask differs between heads; the trace has one mask per batch row")
             found = _parts_of_call(mha, qx, kx, vx, attn_mask, blocked)
             found["mask"] = (~blocked[:, 0]).to(torch.uint8)                  # [B, L, S]
-            v = found["v"]
-            hkv = v.shape[-1] // (mha.embed_dim // h)
-            vh = v.reshape(b, s, hkv, -1).transpose(1, 2).repeat_interleave(h // hkv, dim=1)   # [B, H, S, Dk]
+            hkv = found["v"].shape[-1] // (mha.embed_dim // h)
             found["weights"] = w
-            found["z"] = (w.detach() @ vh).transpose(1, 2).reshape(b, l, mha.embed_dim)
+            found["z"] = (w.detach() @ tm.heads_of(found["v"], hkv, h)).transpose(1, 2).reshape(b, l, mha.embed_dim)
             found["output"] = _batch_major(out, batch_first)
         for name in ORDER:
             if name in found:
