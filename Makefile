@@ -174,7 +174,9 @@ bench: deps
 # then test the Python safetensors reader on the shared header table
 # (tests/python/test_safetensors_io.py, numpy only), the exporter (tests/python/test_export.py: exported modules vs tinyformer)
 # and the activation traces (tests/python/test_trace.py: `tinyformer trace` vs
-# tools/python/torch_trace.py, compared by tools/python/compare_trace.py), generate()
+# tools/python/torch_trace.py, compared by tools/python/compare_trace.py; every committed
+# model of data/families and data/models, its PyTorch twin, and the GPT-2 folder check:
+# tests/python/test_family_traces.py), generate()
 # (tests/python/test_generate.py: `tinyformer run` through the Python API), the
 # families' conversions (tests/python/test_families_gpt.py, test_families_llama.py; hostile torch.save
 # archives: tests/python/test_torch_archive.py), check against the user's
@@ -201,6 +203,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_families_llama.py
 	/usr/bin/python3 tests/python/test_torch_archive.py
 	/usr/bin/python3 tests/python/test_trace.py
+	/usr/bin/python3 tests/python/test_family_traces.py
 	/usr/bin/python3 tests/python/test_generate.py
 	/usr/bin/python3 tests/python/test_gpt2_bpe_vocab.py
 	/usr/bin/python3 tests/python/test_check.py
@@ -220,11 +223,13 @@ deps-python:
 # tests/python/test_safetensors_io.py (the Python reader against the header table
 # the C++ reader is tested on, tests/safetensors_headers.json) and
 # tests/python/test_torch_file.py (the converters' one reader of PyTorch files and
-# its unpickler, on hostile files built in the test).
+# its unpickler, on hostile files built in the test) and tests/python/test_compare_trace.py
+# (compare_trace.py on the attention layouts' names: an ALiBi bias at padded cells).
 test-tools: deps-python
 	/usr/bin/python3 tests/python/test_safety.py
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_torch_file.py
+	/usr/bin/python3 tests/python/test_compare_trace.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js}

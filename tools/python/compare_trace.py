@@ -38,8 +38,8 @@ RULE = """What is compared, name by name in A's forward order (A's "names" metad
     Per name: dim 1 is the stack's positions for embeddings, block
     input/output, q, z, attention output, ffn.hidden, final norms and logits
     (the decoder's or the single stack's); k and v of cross_attn are the
-    encoder's positions; scores and weights [B,H,L,S] skip padded queries
-    (dim 2) and padded keys (dim 3, the encoder's for cross_attn). A trace
+    encoder's positions; scores, bias and weights [B,H,L,S] skip padded
+    queries (dim 2) and padded keys (dim 3, the encoder's for cross_attn). A trace
     without masks (no padding) is compared everywhere.
   - traces of one example (TEXT / --ids) carry input_ids and decoder_ids;
     when both traces have them they must be equal (else exit 2: different inputs).
@@ -136,7 +136,7 @@ def axes_padding(name, shape, padding, single_stack):
             what = parts[1]
             if what in ("k", "v"):
                 return {1: pad(keys, shape[1])} if len(shape) >= 2 else {}
-            if what in ("scores", "weights") and len(shape) == 4:
+            if what in ("scores", "bias", "weights") and len(shape) == 4:
                 return {2: pad(stack, shape[2]), 3: pad(keys, shape[3])}
             if what == "mask":
                 return {}

@@ -1048,10 +1048,20 @@ def _shown_value(value):
 
 
 def _modules_from_file(tensors, cfg):
-    """Stock modules (tools/python/torch_modules.py) holding the file's values in float32."""
+    """The file's twin: stock modules (tools/python/torch_modules.py; TwinAttention
+    where nn.MultiheadAttention cannot compute the config's attention) holding the
+    file's values in float32, every name of the file loaded (strict)."""
     torch.manual_seed(0)      # only PyTorch's own init, overwritten by the file
-    module = tm.build_module(cfg)
-    state = {k: torch.from_numpy(np.asarray(v, dtype=np.float32)) for k, v in tensors.items()}
+    try:
+        module = tm.build_module(cfg)
+        state = tm.twin_state(tensors, cfg)
+    except KeyError as e:
+        raise ValueError(f"its config has no {e}") from None
+    except (AssertionError, TypeError) as e:         # PyTorch's own refusals (nhead not dividing d_model, ...)
+        raise ValueError(f"its config builds no PyTorch modules: {_one_line(e)}") from None
+    problem = _state_problem(module.state_dict(), state)
+    if problem:
+        raise ValueError(problem)
     module.load_state_dict(state, strict=True)
     module.eval()
     if cfg["arch"] == "encoder_decoder":
@@ -1059,6 +1069,28 @@ def _modules_from_file(tensors, cfg):
                 "generator": module.generator, "pos_embed": getattr(module, "pos_embed", None)}
     return {"layers": module.transformer, "embed": module.embed, "head": module.lm_head,
             "pos_embed": getattr(module, "pos_embed", None)}
+
+
+def _state_problem(expected, state):
+    """"" when `state` has exactly the names and shapes of `expected` (a module's
+    state_dict), else one line: the first name missing, unexpected or of another
+    shape, and how many more of each."""
+    def first(label, names):
+        more = f" (and {len(names) - 1} more)" if len(names) > 1 else ""
+        return f"{label} {pickle_reader.shown(names[0])}{more}"
+    found = []
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    reshaped = [k for k in expected if k in state and tuple(state[k].shape) != tuple(expected[k].shape)]
+    if missing:
+        found.append(first("no tensor", missing))
+    if unexpected:
+        found.append(first("a tensor its config does not have:", unexpected))
+    if reshaped:
+        k = reshaped[0]
+        found.append(f"{pickle_reader.shown(k)} has shape {list(state[k].shape)}, its config says "
+                     f"{list(expected[k].shape)}" + (f" (and {len(reshaped) - 1} more)" if len(reshaped) > 1 else ""))
+    return "; ".join(found)
 
 
 def _padding(rng, b, length):
@@ -1419,6 +1451,35 @@ class _LlamaReference(_Reference):
                                      self.description, list(ids.shape))
 
 
+class _HFGPT2Reference(_Reference):
+    """A GPT-2 with Hugging Face's structure (families/hf_gpt2.py's GPT2LMHead, or
+    transformers' GPT2LMHeadModel): unpadded batches, the logits, and the per-head
+    weights of every attention, so that a failure names the first attention that
+    differs: from each attention's .weights (ours keeps them; a forward hook copies
+    them) or, for a model whose forward takes output_attentions=, from the
+    attentions it returns (transformers')."""
+    padding = False
+
+    def __init__(self, module):
+        self.module = module
+        self.description = f"your GPT-2 module ({type(module).__name__})"
+
+    def run(self, cfg, inputs):
+        from families import hf_gpt2
+        ids = torch.from_numpy(inputs["ids"])
+        named = hf_gpt2.attention_modules(self.module)
+        if any(not hasattr(attn, "weights") for attn, _ in named) and _accepts(self.module.forward,
+                                                                               "output_attentions"):
+            with torch.no_grad():
+                out = self.module(ids, output_attentions=True)
+            result = {"logits": _tensor_output(out, self.description).float().numpy()}
+            for (_, name), w in zip(named, getattr(out, "attentions", None) or ()):
+                result[name] = w.detach().float().numpy()
+            return result
+        return _outputs_with_weights(_Hooks(named, "weights"),   # a block without .weights: logits only
+                                     lambda: _tensor_output(self.module(ids), self.description))
+
+
 class _CallableReference(_Reference):
     """Any module or callable: ids -> logits (single-stack) or (src, tgt) ->
     logits (encoder_decoder). Padding is used only when it takes the padding
@@ -1497,6 +1558,11 @@ def _reference_for(reference, cfg):
                 raise ValueError(f"the reference is a llama2.c Transformer (decoder_only) but the file is "
                                  f"{cfg['arch']}")
             return _LlamaReference(reference)
+        from families import hf_gpt2
+        if hf_gpt2.recognise(reference):
+            if cfg["arch"] != "decoder_only":
+                raise ValueError(f"the reference is a GPT-2 (decoder_only) but the file is {cfg['arch']}")
+            return _HFGPT2Reference(reference)
     if callable(reference):
         return _CallableReference(reference, cfg["arch"])
     raise ValueError(f"reference = {_describe(reference)}: expected a module or a callable "
@@ -1576,10 +1642,10 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
             _sizes_held(path, tensors, cfg)
             try:
                 ref = _StockParts(_modules_from_file(tensors, cfg), "stock modules rebuilt from the file")
-            except (KeyError, RuntimeError, ValueError) as e:
-                raise CheckError(f"{path}: its settings have no stock-module twin to compare with ({e}); give the "
-                                 f"reference module: check(path, reference=your_model), or on the command line "
-                                 f"--against FAMILY FILE") from None
+            except ValueError as e:
+                raise CheckError(f"{path}: no PyTorch twin can be built from its config and tensors ({e}); give "
+                                 f"the model it came from: --against FAMILY FILE ({', '.join(FAMILIES)}), or in "
+                                 f"Python check(path, reference=your_model)") from None
     if isinstance(n_batches, bool) or not isinstance(n_batches, int) or n_batches < 1:
         raise ValueError(f"check: n_batches = {n_batches!r}: expected a positive int (0 batches compare nothing)")
     check.last_source = ref.description
@@ -2192,8 +2258,11 @@ def main(argv=None):
                                  FILE's weights instead ("OK MODEL: tinyformer matches your module
                                  model.py: ..."), so a wrong --gelu / --n-head fails, naming the
                                  first attention that differs. Without --against, with stock
-                                 modules rebuilt from MODEL's own settings, which shows only that
-                                 MODEL is consistent with them, not that it matches your model
+                                 modules rebuilt from MODEL's own settings (any layout the engine
+                                 loads), which shows only that MODEL is consistent with them, not
+                                 that it matches your model. A failure names the first attention
+                                 (or the logits) that differs; tools/python/torch_trace.py finds
+                                 the first activation inside the layer
   --module model.py              (nanogpt, mingpt, annotated, llama2c; also after --from) your
                                  model file, imported as your code (a file in a package, e.g.
                                  minGPT's mingpt/model.py, by its dotted name); the model built as

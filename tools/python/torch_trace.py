@@ -1,19 +1,25 @@
 #!/usr/bin/python3
-"""Every named activation of one forward pass of stock PyTorch modules, under
-the names `tinyformer trace` writes (docs/FORMAT.md section 3), so that
+"""Every named activation of one forward pass of a checkpoint's PyTorch twin,
+under the names `tinyformer trace` writes (docs/FORMAT.md section 3), so that
 tools/python/compare_trace.py can name the first place where tinyformer and PyTorch
-part.
+part. Every layout the engine loads has a twin: bias-free, separate q/k/v,
+gelu_tanh, layer_norm_std, RMSNorm, SwiGLU, rotary, ALiBi, grouped-query,
+mask_value, tied heads (every file of data/families and data/models).
 
     /usr/bin/python3 tools/python/torch_trace.py MODEL.safetensors --inputs IN.safetensors --output TRACE.safetensors
     /usr/bin/python3 tools/python/torch_trace.py MODEL.safetensors --ids 5,17,3 [--target-ids 4,9] --output TRACE.safetensors
     /usr/bin/python3 tools/python/torch_trace.py MODEL.safetensors --like OURS.safetensors --output TRACE.safetensors
 
-The modules are stock nn.Transformer / nn.TransformerEncoder modules rebuilt
-from the checkpoint (tools/python/torch_modules.py, via tinyformer_export's loader),
-run on PyTorch's plain path (grad enabled, fused fast paths refused:
-torch_modules.NoFastPath) with the forward of docs/FORMAT.md
-(torch_modules.encoder_decoder_forward / single_stack_forward). What is
-recorded, and how:
+The twin is stock nn.Transformer / nn.TransformerEncoder modules rebuilt from
+the checkpoint (tools/python/torch_modules.py: build_module shaped by every
+optional config key, twin_state for the file's names; via tinyformer_export's
+loader, which first holds the config's sizes to the tensors), with
+torch_modules.TwinAttention where nn.MultiheadAttention cannot compute the
+attention (rotary, n_kv_heads < nhead, mask_value), run on PyTorch's plain
+path (grad enabled, fused fast paths refused: torch_modules.NoFastPath) with
+the forward of docs/FORMAT.md (torch_modules.encoder_decoder_forward /
+single_stack_forward). A file whose tensors are not those its config names is
+refused in one line naming the first such tensor. What is recorded, and how:
 
   src_embed.output, tgt_embed.output / embed.output   the input the encoder /
                                     decoder / stack is called with (a
@@ -22,14 +28,20 @@ recorded, and how:
                                     TransformerDecoderLayer's input and output
   STACK.i.ATTN.q .k .v              F.linear of the attention's inputs with the
                                     q, k, v slices of in_proj_weight / in_proj_bias
+                                    (a TwinAttention's own: k, v n_kv_heads wide)
+  STACK.i.ATTN.q_unrotated .k_unrotated   rotary only: q, k before they are
+                                    turned (q, k are after)
   STACK.i.ATTN.scores               per head q_h k_h^T / sqrt(Dk) [B,H,L,S]
   STACK.i.ATTN.mask                 U8 [B,L,S], 1 = may attend: the attn_mask and
                                     key_padding_mask PyTorch was given (the same
                                     for every head, checked)
-  STACK.i.ATTN.weights              PyTorch's own per-head weights
+  STACK.i.ATTN.bias                 ALiBi only: the float attn_mask's finite part
+                                    [B,H,L,S], 0 at blocked cells
+  STACK.i.ATTN.weights              the attention's own per-head weights
                                     (need_weights=True, average_attn_weights=False)
   STACK.i.ATTN.z                    weights @ v_h, heads concatenated [B,L,D]
-  STACK.i.ATTN.output               PyTorch's own attention output (after
+                                    (query head h reads K/V head h // (H / Hkv))
+  STACK.i.ATTN.output               the attention's own output (after
                                     out_proj); out_proj(z) agrees with it
   STACK.i.ffn.hidden                the input of linear2 (= activation(linear1(x));
                                     dropout is the identity in eval mode)
@@ -59,7 +71,6 @@ Standard library, torch and numpy only.
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -110,10 +121,36 @@ def _stacks(cfg, parts):
     return [("layers", parts["layers"], [("self_attn", "self_attn")])]
 
 
+def _parts_of_call(mha, qx, kx, vx, attn_mask, blocked):
+    """The names of one attention call before the softmax: {q, k, v, scores, [bias]}
+    (and q_unrotated, k_unrotated with rotary positions), batch-major. A
+    TwinAttention keeps them from its own pass (.last); for nn.MultiheadAttention
+    they are F.linear of the inputs with the q, k, v slices of in_proj_weight /
+    in_proj_bias and per-head q_h k_h^T / sqrt(Dk), and the bias is a float
+    attn_mask's finite part (ALiBi)."""
+    if isinstance(mha, tm.TwinAttention):
+        return {k: v for k, v in mha.last.items() if k not in ("weights", "z", "output")}
+    d, h = mha.embed_dim, mha.num_heads
+    weight, bias = mha.in_proj_weight, mha.in_proj_bias
+    slices = [(0, d), (d, 2 * d), (2 * d, 3 * d)]
+    q, k, v = (F.linear(x, weight[lo:hi], None if bias is None else bias[lo:hi])
+               for x, (lo, hi) in zip((qx, kx, vx), slices))
+    parts = {"q": q, "k": k, "v": v, "scores": tm.head_scores(q, k, h, h)}
+    added = tm.additive_part(attn_mask, blocked)
+    if added is not None:
+        parts["bias"] = added
+    return parts
+
+
+ORDER = ("q_unrotated", "k_unrotated", "q", "k", "v", "scores", "mask", "bias", "weights", "z", "output")
+
+
 def _watch_attention(mha, prefix, record, batch_first):
     """Wrap mha.forward (already wrapped by torch_modules.Capture, which asks for
-    per-head weights and zeroes fully masked padded rows) to record q, k, v,
-    scores, mask, weights, z and output under `prefix`."""
+    per-head weights and zeroes fully masked padded rows) to record every name of
+    the call under `prefix`, in FORMAT.md's order (ORDER): _parts_of_call's, the
+    mask, the weights as the call returns them, z = weights @ v_h (query head h
+    reading K/V head h // (H / Hkv)) and the output."""
     inner = mha.forward
 
     def forward(query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
@@ -121,28 +158,20 @@ def _watch_attention(mha, prefix, record, batch_first):
         out, w = inner(query, key, value, key_padding_mask=key_padding_mask, need_weights=True,
                        attn_mask=attn_mask, average_attn_weights=False)
         with torch.no_grad():
-            d, h = mha.embed_dim, mha.num_heads
-            dk = d // h
             qx, kx, vx = (_batch_major(x, batch_first) for x in (query, key, value))
-            weight, bias = mha.in_proj_weight, mha.in_proj_bias
-            q = F.linear(qx, weight[:d], bias[:d])
-            k = F.linear(kx, weight[d:2 * d], bias[d:2 * d])
-            v = F.linear(vx, weight[2 * d:], bias[2 * d:])
-            b, l, s = q.shape[0], q.shape[1], k.shape[1]
-
-            def heads(t):
-                return t.reshape(b, t.shape[1], h, dk).transpose(1, 2)      # [B, H, n, Dk]
-
-            scores = heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(dk)   # [B, H, L, S]
+            b, h, l, s = w.shape
             blocked = tm.blocked_cells((b, h, l, s), attn_mask, key_padding_mask)
             if not bool((blocked == blocked[:, :1]).all()):
                 raise TraceError(f"{prefix}: the mask differs between heads; the trace has one mask per batch row")
-            allowed = (~blocked[:, 0]).to(torch.uint8)                        # [B, L, S]
-            z = (w.detach() @ heads(v)).transpose(1, 2).reshape(b, l, d)
-            output = _batch_major(out, batch_first)
-        for name, value in [("q", q), ("k", k), ("v", v), ("scores", scores), ("mask", allowed), ("weights", w),
-                            ("z", z), ("output", output)]:
-            record(f"{prefix}.{name}", value)
+            found = _parts_of_call(mha, qx, kx, vx, attn_mask, blocked)
+            found["mask"] = (~blocked[:, 0]).to(torch.uint8)                  # [B, L, S]
+            hkv = found["v"].shape[-1] // (mha.embed_dim // h)
+            found["weights"] = w
+            found["z"] = (w.detach() @ tm.heads_of(found["v"], hkv, h)).transpose(1, 2).reshape(b, l, mha.embed_dim)
+            found["output"] = _batch_major(out, batch_first)
+        for name in ORDER:
+            if name in found:
+                record(f"{prefix}.{name}", found[name])
         if need_weights:
             return out, (w.mean(dim=1) if average_attn_weights else w)
         return out, None
@@ -232,7 +261,14 @@ def load_modules(model_path):
         cfg = st.metadata_json(metadata, "config")
     except ValueError as e:
         raise TraceError(f"{model_path}: {e}") from None
-    parts = te._modules_from_file(tensors, cfg)     # the exporter's own loader: stock modules, strict state_dict
+    try:
+        te._sizes_held(model_path, tensors, cfg)    # before building what the config claims
+        parts = te._modules_from_file(tensors, cfg)  # the exporter's own loader: the twin, strict state_dict
+    except ValueError as e:
+        message = str(e)
+        if not message.startswith(f"{model_path}:"):
+            message = f"{model_path}: no PyTorch twin can be built from its config and tensors ({message})"
+        raise TraceError(message) from None
     for module in parts.values():
         if module is not None:
             for p in module.parameters():
@@ -378,9 +414,11 @@ def _ids(text, flag):
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="torch_trace.py", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Record every named activation of one forward pass of stock PyTorch modules rebuilt from "
-                    "a tinyformer checkpoint, under the names `tinyformer trace` writes (docs/FORMAT.md "
-                    "section 3). Compare with tools/python/compare_trace.py.",
+        description="Record every named activation of one forward pass of a tinyformer checkpoint's PyTorch "
+                    "twin (stock PyTorch modules rebuilt from it, for every layout the engine loads: bias-free, "
+                    "separate q/k/v, gelu_tanh, layer_norm_std, RMSNorm, SwiGLU, rotary, ALiBi, grouped-query, "
+                    "tied heads), under the names `tinyformer trace` writes (docs/FORMAT.md section 3). Compare "
+                    "with tools/python/compare_trace.py.",
         epilog="""examples:
   build/tinyformer trace M.safetensors --inputs IN.safetensors --output ours.safetensors
   /usr/bin/python3 tools/python/torch_trace.py M.safetensors --inputs IN.safetensors --output torch.safetensors

@@ -90,9 +90,17 @@ class LayerNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        mean = x.mean(dim=-1, keepdim=True)
-        std = x.std(dim=-1, keepdim=True, unbiased=True)
-        return self.a_2 * (x - mean) / (std + self.eps) + self.b_2
+        return layer_norm_std(x, self.a_2, self.b_2, self.eps)
+
+
+def layer_norm_std(x, weight, bias, eps):
+    """The formula of LayerNorm above, on given tensors (bias may be None: no + b):
+    weight * (x - mean) / (unbiased std + eps) + bias over the last dimension.
+    Also the norm of tools/python/torch_modules.py's twin of a `layer_norm_std` file."""
+    mean = x.mean(dim=-1, keepdim=True)
+    std = x.std(dim=-1, keepdim=True, unbiased=True)
+    y = weight * (x - mean) / (std + eps)
+    return y if bias is None else y + bias
 
 
 class SublayerConnection(nn.Module):

@@ -507,6 +507,11 @@ def _reference(converted, cfg):
     return model.eval()
 
 
+def attention_modules(model):
+    """[(attention module, check()'s output name)] in forward order: each block's attn."""
+    return [(block.attn, f"attention.layers.{i}") for i, block in enumerate(model.transformer.h)]
+
+
 def recognise(module):
     """True for a GPT-2 with HF's structure (ours or transformers' GPT2LMHeadModel):
     transformer.wte/wpe/h/ln_f, lm_head, blocks whose c_attn is a Conv1D (a
