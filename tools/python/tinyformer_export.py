@@ -1864,6 +1864,9 @@ def main(argv=None):
       llama2c CKPT.pt [--tokenizer tokenizer.bin]             llama2.c train.py's ckpt.pt
       llama2c-bin MODEL.bin [--tokenizer tokenizer.bin]       llama2.c export.py's model.bin (v0 or v1;
                                                               the int8 v2 is refused)
+                                 annotated: without --bos-id, the target vocabulary's <s> (and
+                                 </s> for --eos-id) when it has one; a FILE that another --from
+                                 reads is named, with the command that converts it
   --check MODEL [--against FAMILY FILE]
                                  run check(): tinyformer forward vs PyTorch on random batches;
                                  prints the worst error and OK or FAIL (exit 1). With --against
