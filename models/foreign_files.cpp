@@ -157,6 +157,31 @@ void refuse_llama2c_legacy(const std::string& path, uint64_t size, const std::ve
            convert_with("llama2c-bin", path, tokenizer_flag(path), std::filesystem::path(path)));
 }
 
+// llama2.c's tokenizer.bin: int32 max_token_length (1..65536), then per
+// piece a float32 score, an int32 length (0..max_token_length) and the
+// piece's bytes. Believed when at least 3 pieces read cleanly, every one
+// within the bytes read, and the walk ends exactly at the end of the file
+// (or runs on past the first kTorchSniffBytes of a longer file).
+void refuse_llama2c_tokenizer(const std::string& path, uint64_t size, const std::vector<uint8_t>& start) {
+    if (start.size() < 4) return;
+    const int32_t longest = little_endian_i32(start.data());
+    if (longest < 1 || longest > (1 << 16)) return;
+    const std::vector<uint8_t> bytes = first_bytes(path, size, kTorchSniffBytes);
+    size_t at = 4, pieces = 0;
+    while (at + 8 <= bytes.size()) {
+        const int32_t length = little_endian_i32(bytes.data() + at + 4);
+        if (length < 0 || length > longest) return;
+        if (at + 8 + static_cast<size_t>(length) > bytes.size()) break;
+        at += 8 + static_cast<size_t>(length);
+        ++pieces;
+    }
+    const bool whole = bytes.size() == size;
+    if (pieces < 3 || (whole && at != size)) return;
+    refuse(path, "a llama2.c tokenizer.bin (a vocabulary, not a model)",
+           "give it to the converter with the model: " + std::string(kConverter) +
+               " --from llama2c-bin model.bin --tokenizer " + shell_word(path) + " --out model.safetensors");
+}
+
 // A torch.save zip or a pickle: which family by the names its pickle holds.
 void refuse_torch_file(const std::string& path, uint64_t size, const std::vector<uint8_t>& start) {
     const bool zip = start.size() >= 4 && std::memcmp(start.data(), "PK\x03\x04", 4) == 0;
@@ -226,6 +251,7 @@ void refuse_other_model_files(const std::string& path) {
     refuse_llama2c_magic(path, size, start);
     refuse_llama2c_legacy(path, size, start);
     refuse_torch_file(path, size, start);
+    refuse_llama2c_tokenizer(path, size, start);
 }
 
 void refuse_safetensors_without_config(const std::string& path, const SafetensorsFile& file) {

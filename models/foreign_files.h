@@ -14,6 +14,9 @@
 //   a torch.save zip or a pickle    by the names it holds: nanoGPT's or llama2.c's ckpt.pt
 //                                   (model_args), an Annotated Transformer or GPT
 //                                   state_dict, nanoGPT's meta.pkl
+//   int32 max_token_length, then    llama2.c's tokenizer.bin (a vocabulary: --tokenizer)
+//     (score, length, bytes) pieces
+//     ending exactly at the end
 //   \x89PNG\r\n\x1a\n               a PNG picture
 //   0 bytes                         an empty file
 //   safetensors without "config"    a Hugging Face model.safetensors (by its tensor names)

@@ -1254,6 +1254,20 @@ const std::vector<BadInput> kNotACheckpoint = run_info_explore({
          return d.file("meta.pkl"); }, "hi",
      {"meta.pkl: this is nanoGPT's meta.pkl (a character vocabulary, not a model), not a tinyformer checkpoint; "
       "give it with the checkpoint: /usr/bin/python3 tools/python/tinyformer_export.py --from nanogpt ckpt.pt --meta "}},
+    {"llama2.c's tokenizer.bin (a vocabulary)",
+     [](const TempDirectory& d) {
+         std::string pieces;
+         for (const std::string piece : {"<unk>", "<s>", "</s>", "ab"}) {
+             pieces.append(4, '\0');  // the score, 0.0f
+             pieces.push_back(static_cast<char>(piece.size()));
+             pieces.append(3, '\0');
+             pieces.append(piece);
+         }
+         std::ofstream(d.file("tokenizer.bin"), std::ios::binary) << std::string("\x05\0\0\0", 4) << pieces;
+         return d.file("tokenizer.bin"); }, "hi",
+     {"tokenizer.bin: this is a llama2.c tokenizer.bin (a vocabulary, not a model), not a tinyformer checkpoint; "
+      "give it to the converter with the model: /usr/bin/python3 tools/python/tinyformer_export.py --from llama2c-bin "
+      "model.bin --tokenizer "}},
     {"a PNG picture",
      [](const TempDirectory& d) {
          std::ofstream(d.file("attention.png"), std::ios::binary) << std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16);
@@ -1275,6 +1289,9 @@ const std::vector<BadInput> kFamilyFiles = run_info_explore({
      [](const TempDirectory&) { return std::string("data/families/llama2c-tiny/model.bin"); }, "hi",
      {"this is a llama2.c model.bin (export.py version 1, float32)", kConvert + "llama2c-bin data/families/llama2c-tiny/"
       "model.bin --tokenizer data/families/llama2c-tiny/tokenizer.bin --out model.safetensors"}},
+    {"data/families/llama2c-tiny/tokenizer.bin",
+     [](const TempDirectory&) { return std::string("data/families/llama2c-tiny/tokenizer.bin"); }, "hi",
+     {"this is a llama2.c tokenizer.bin", "--tokenizer data/families/llama2c-tiny/tokenizer.bin --out model.safetensors"}},
     {"data/families/llama2c-tiny/ckpt.pt",
      [](const TempDirectory&) { return std::string("data/families/llama2c-tiny/ckpt.pt"); }, "hi",
      {"this is llama2.c's train.py checkpoint", kConvert + "llama2c data/families/llama2c-tiny/ckpt.pt --tokenizer "

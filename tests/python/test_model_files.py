@@ -108,11 +108,25 @@ class Identify(unittest.TestCase):
         self.assertIn("empty", self.kind(empty).what)
         self.assertIn("tinyformer checkpoint already", self.kind(REPO / "data" / "models" / "reverse.safetensors").what)
 
+    def test_llama2c_tokenizer_bin_only_when_its_pieces_end_with_the_file(self):
+        pieces = b"".join(struct.pack("<fi", 0.0, len(p)) + p for p in (b"<unk>", b"<s>", b"</s>", b"ab"))
+        good = self.dir / "tokenizer.bin"
+        good.write_bytes(struct.pack("<i", 5) + pieces)
+        found = self.kind(good)
+        self.assertIn("llama2.c tokenizer.bin", found.what)
+        self.assertIn(f"--tokenizer {good} --out", found.way_out)
+        cut = self.dir / "cut.bin"
+        cut.write_bytes(struct.pack("<i", 5) + pieces[:-1])          # the last piece runs past the end
+        self.assertIsNone(model_files.identify(cut))
+        longer = self.dir / "long.bin"
+        longer.write_bytes(struct.pack("<i", 4) + pieces)            # "<unk>" is longer than max_token_length
+        self.assertIsNone(model_files.identify(longer))
+
     def test_the_families_committed_files(self):
         cases = {"llama2c-tiny/ckpt.pt": ("llama2c",), "llama2c-tiny/model.bin": ("llama2c-bin",),
                  "nanogpt-char/ckpt.pt": ("nanogpt",), "mingpt-sort.pt": ("mingpt", "nanogpt"),
                  "annotated-copy.pt": ("annotated",), "gpt2-tiny": ("hf-gpt2",), "gpt2-tiny/model.safetensors": (),
-                 "nanogpt-char/meta.pkl": ()}
+                 "nanogpt-char/meta.pkl": (), "llama2c-tiny/tokenizer.bin": ()}
         for name, families in cases.items():
             with self.subTest(name):
                 self.assertEqual(self.kind(FAMILIES / name).families, families)

@@ -15,6 +15,7 @@ when they are given to `tinyformer run` (models/foreign_files.h):
                                       Annotated Transformer's, GPT's or Hugging Face GPT-2's names,
                                       or FORMAT's (--from-state-dict); nanoGPT's meta.pkl
     safetensors                       tinyformer's (a "config" in __metadata__) or Hugging Face's
+    int32 + (score, length, bytes)    llama2.c's tokenizer.bin (a vocabulary: --tokenizer)
     PNG, an empty file
 
 identify(path) -> Kind(families, what, way_out) or None when nothing is
@@ -110,6 +111,32 @@ def _llama2c_bin(path, size, start):
     if 28 + 4 * floats != size:
         return None
     return Kind(("llama2c-bin",), "a llama2.c model.bin (export.py's legacy version 0)", convert)
+
+
+def _llama2c_tokenizer(path, size, start):
+    """llama2.c's tokenizer.bin: int32 max_token_length, then (float32 score,
+    int32 length, bytes) pieces; at least 3, ending exactly at the file's end
+    (or running on past the first MiB of a longer file)."""
+    if len(start) < 4:
+        return None
+    longest = struct.unpack_from("<i", start, 0)[0]
+    if not 1 <= longest <= 1 << 16:
+        return None
+    with open(path, "rb") as f:
+        data = f.read(min(size, 1 << 20))
+    at, pieces = 4, 0
+    while at + 8 <= len(data):
+        length = struct.unpack_from("<i", data, at + 4)[0]
+        if not 0 <= length <= longest:
+            return None
+        if at + 8 + length > len(data):
+            break
+        at, pieces = at + 8 + length, pieces + 1
+    if pieces < 3 or (len(data) == size and at != size):
+        return None
+    return Kind((), "a llama2.c tokenizer.bin (a vocabulary, not a model)",
+                f"give it to the converter with the model: {CONVERTER} --from llama2c-bin model.bin --tokenizer "
+                f"{shlex.quote(str(path))} --out model.safetensors")
 
 
 def _state_dict_kind(state, path, wrapped):
@@ -215,4 +242,4 @@ def identify(path):
         return found
     if start.startswith(b"PK\x03\x04") or (len(start) >= 3 and start[0] == 0x80 and 2 <= start[1] <= 5):
         return _torch_kind(path) or _pickle_kind(path, size)
-    return None
+    return _llama2c_tokenizer(path, size, start)
