@@ -184,7 +184,9 @@ bench: deps
 # the user's own model code (tests/python/test_check_module.py: --module with the project's
 # files presenting upstream's interfaces, tests/python/upstream_like/), the
 # position schemes of the extrapolation models (tests/python/test_position_schemes.py), the
-# converters' bounds on hostile files (tests/python/test_converter_bounds.py), then
+# converters' bounds on hostile files (tests/python/test_converter_bounds.py), errors that
+# name the way out (tests/python/test_wrong_from.py: a wrong --from, export()'s embed_scale,
+# the README's Annotated one-liner run end to end), then
 # every tests/python/test_parity_*.py (each family's committed file against its
 # committed PyTorch weights).
 # Not part of `make test`, which uses the committed data/reference/.
@@ -210,6 +212,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_check_module.py
 	/usr/bin/python3 tests/python/test_position_schemes.py
 	/usr/bin/python3 tests/python/test_converter_bounds.py
+	/usr/bin/python3 tests/python/test_wrong_from.py
 	@for t in tests/python/test_parity_*.py; do \
 	  [ -e "$$t" ] || continue; echo "/usr/bin/python3 $$t"; /usr/bin/python3 "$$t" || exit 1; done
 
@@ -223,13 +226,15 @@ deps-python:
 # tests/python/test_safetensors_io.py (the Python reader against the header table
 # the C++ reader is tested on, tests/safetensors_headers.json) and
 # tests/python/test_torch_file.py (the converters' one reader of PyTorch files and
-# its unpickler, on hostile files built in the test) and tests/python/test_compare_trace.py
-# (compare_trace.py on the attention layouts' names: an ALiBi bias at padded cells).
+# its unpickler, on hostile files built in the test), tests/python/test_compare_trace.py
+# (compare_trace.py on the attention layouts' names: an ALiBi bias at padded cells) and
+# tests/python/test_model_files.py (what a model file is, for a wrong --from).
 test-tools: deps-python
 	/usr/bin/python3 tests/python/test_safety.py
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_torch_file.py
 	/usr/bin/python3 tests/python/test_compare_trace.py
+	/usr/bin/python3 tests/python/test_model_files.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js}

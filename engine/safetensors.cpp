@@ -50,8 +50,6 @@ std::string byte_hex(uint8_t byte) {
     return text;
 }
 
-// How many first bytes of a file refuse_other_formats looks at.
-constexpr uint64_t kSniffBytes = 256;
 
 // Refuses a file of `file_size` bytes that is not safetensors at all, naming
 // what it looks like when its first bytes (`start`, up to kSniffBytes) tell
@@ -63,12 +61,7 @@ void refuse_other_formats(const std::string& path, uint64_t file_size, std::span
     if (file_size == 0)
         fail(path, ": file is 0 bytes (empty), not safetensors; a safetensors file starts with an 8-byte header "
                    "length; ", kNotSafetensorsHint);
-    if (start.size() >= 9) {
-        const uint64_t header_length = little_endian_u64(start.data());
-        if (header_length >= 1 && header_length <= kMaxHeaderBytes && header_length <= file_size - 8 &&
-            (start[8] == '{' || is_json_space(start[8])))
-            return;
-    }
+    if (could_be_safetensors(file_size, start)) return;
     std::string looks;
     if (start.size() >= 4 && start[0] == 'P' && start[1] == 'K' && start[2] == 3 && start[3] == 4) {
         // A zip local file header; torch.save's first entry is "<name>/data.pkl".
@@ -290,6 +283,13 @@ float half_to_float(uint16_t half) {
 }
 
 float bfloat16_to_float(uint16_t bits) { return bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+bool could_be_safetensors(uint64_t file_size, std::span<const uint8_t> start) {
+    if (start.size() < 9) return false;
+    const uint64_t header_length = little_endian_u64(start.data());
+    return header_length >= 1 && header_length <= kMaxHeaderBytes && header_length <= file_size - 8 &&
+           (start[8] == '{' || is_json_space(start[8]));
+}
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
     std::error_code error;

@@ -65,6 +65,16 @@ constexpr const char* kNotSafetensorsHint =
     "tinyformer reads safetensors files (docs/FORMAT.md); a PyTorch model is exported with "
     "tools/python/tinyformer_export.py";
 
+// How many first bytes of a file are enough to tell what it is (the checks
+// below, and models/foreign_files.h naming other model files).
+constexpr uint64_t kSniffBytes = 256;
+
+// True when a file of `file_size` bytes whose first bytes are `start` (up to
+// kSniffBytes) could be safetensors: its header length is 1..kMaxHeaderBytes,
+// fits the file, and the header starts like a JSON object ('{' or a space).
+// Such a file is read as safetensors whatever else its first bytes resemble.
+bool could_be_safetensors(uint64_t file_size, std::span<const uint8_t> start);
+
 // A stored tensor's description, as the header gives it.
 struct StoredTensor {
     std::string dtype;        // "F32", "F16", "BF16", "I64", "I32", "BOOL", "U8", ...

@@ -1,6 +1,7 @@
 #include "models/checkpoint.h"
 
 #include "engine/io/json.h"
+#include "models/foreign_files.h"
 
 #include <charconv>
 #include <cmath>
@@ -145,11 +146,11 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
 
 Checkpoint Checkpoint::open(const std::string& path) {
     Checkpoint checkpoint;
+    refuse_other_model_files(path);  // a llama2.c .bin, a torch file, a model folder, ...: named, with its converter
     checkpoint.file_ = SafetensorsFile::read(path);
     const auto& metadata = checkpoint.file_.metadata();
     auto config = metadata.find("config");
-    if (config == metadata.end())
-        fail(path, ": __metadata__ has no \"config\"; a tinyformer checkpoint stores its config there (docs/FORMAT.md)");
+    if (config == metadata.end()) refuse_safetensors_without_config(path, checkpoint.file_);
     try {
         checkpoint.config_ = parse_config(config->second);
     } catch (const Error& error) {

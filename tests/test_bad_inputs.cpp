@@ -130,7 +130,11 @@ const std::vector<BadInput> kSafetensorsFrame = {
     {"empty file", [](const TempDirectory& d) {
          std::ofstream(d.file("empty.safetensors")).flush();
          return forward_model(d, d.file("empty.safetensors")); },
-     1, {"empty.safetensors", "file is 0 bytes", "8-byte header length"}},
+     1, {"empty.safetensors: this is an empty file (0 bytes), not a tinyformer checkpoint"}},
+    {"empty forward inputs (read as safetensors, not as a checkpoint)", [](const TempDirectory& d) {
+         std::ofstream(d.file("empty-inputs.safetensors")).flush();
+         return forward(d, kModel, d.file("empty-inputs.safetensors")); },
+     1, {"empty-inputs.safetensors", "file is 0 bytes", "8-byte header length"}},
     {"shorter than 8 bytes", [](const TempDirectory& d) {
          std::ofstream(d.file("short.safetensors"), std::ios::binary) << std::string("\x05\x00\x00", 3);
          return forward_model(d, d.file("short.safetensors")); },
@@ -927,8 +931,8 @@ const std::vector<BadInput> kNotSafetensors = {
              << std::string("PK\x03\x04\x14\x00\x00\x00\x00\x00", 10) << std::string(16, '\0')
              << std::string("\x10\x00\x00\x00", 4) << "archive/data.pkl" << std::string("\x80\x02}q\x00.", 6);
          return std::vector<std::string>{"info", d.file("model.pt")}; },
-     1, {"model.pt: is a PyTorch torch.save file (a zip archive), not safetensors; tinyformer reads safetensors "
-         "files (docs/FORMAT.md); a PyTorch model is exported with tools/python/tinyformer_export.py"}},
+     1, {"model.pt: this is a PyTorch torch.save file, not a tinyformer checkpoint; "
+         "tools/python/tinyformer_export.py converts it: --from nanogpt / mingpt / annotated / llama2c FILE"}},
     {"a torch.save file as the forward inputs", [](const TempDirectory& d) {
          std::ofstream(d.file("inputs.pt"), std::ios::binary)
              << std::string("PK\x03\x04\x14\x00\x00\x00\x00\x00", 10) << std::string(16, '\0')
@@ -940,13 +944,13 @@ const std::vector<BadInput> kNotSafetensors = {
          std::ofstream(d.file("old.pt"), std::ios::binary)
              << std::string("\x80\x04\x95\x0b\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x01w\x94K\x01u.", 22);
          return forward_model(d, d.file("old.pt")); },
-     1, {"old.pt: is a Python pickle (e.g. an old torch.save file), not safetensors",
-         "a PyTorch model is exported with tools/python/tinyformer_export.py"}},
+     1, {"old.pt: this is a Python pickle (an old torch.save file), not a tinyformer checkpoint",
+         "tools/python/tinyformer_export.py converts it"}},
     {"an empty model.pt, through info", [](const TempDirectory& d) {
          std::ofstream(d.file("model.pt")).flush();
          return std::vector<std::string>{"info", d.file("model.pt")}; },
-     1, {"model.pt: file is 0 bytes (empty), not safetensors", "8-byte header length",
-         "a PyTorch model is exported with tools/python/tinyformer_export.py"}},
+     1, {"model.pt: this is an empty file (0 bytes), not a tinyformer checkpoint; a checkpoint is a .safetensors "
+         "file written by tools/python/tinyformer_export.py"}},
     {"a JSON file as the model, through info", [](const TempDirectory& d) {
          std::ofstream(d.file("config.json")) << "{\n  \"d_model\": 16,\n  \"nhead\": 4\n}\n";
          return std::vector<std::string>{"info", d.file("config.json")}; },
@@ -1047,6 +1051,15 @@ std::map<std::string, std::string> snapshot(const std::filesystem::path& folder)
     return files;
 }
 
+// True when `text` holds "nan" as a word of its own ("nan", "-nan", "(nan)"): a
+// NaN printed into a message. "nanoGPT" and "--from nanogpt" are names, not NaN.
+bool holds_nan(const std::string& text) {
+    const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+    for (size_t at = text.find("nan"); at != std::string::npos; at = text.find("nan", at + 1))
+        if ((at == 0 || !letter(text[at - 1])) && (at + 3 == text.size() || !letter(text[at + 3]))) return true;
+    return false;
+}
+
 // The catalogue's checks on one run (see the top of this file).
 void check_refused(const CliRun& run, int status, const std::vector<std::string>& message) {
     INFO("stderr: ", run.err);
@@ -1064,8 +1077,8 @@ void check_refused(const CliRun& run, int status, const std::vector<std::string>
     for (const std::string& piece : message)
         CHECK_MESSAGE(run.err.find(piece) != std::string::npos, "missing from the message: ", piece);
     CHECK(run.out.empty());
-    CHECK(run.out.find("nan") == std::string::npos);
-    CHECK(run.err.find("nan") == std::string::npos);
+    CHECK_MESSAGE(!holds_nan(run.out), "a NaN in: ", run.out);
+    CHECK_MESSAGE(!holds_nan(run.err), "a NaN in: ", run.err);
 }
 
 // Every row of one section: refused with exit 1 or 2, one clear error line, no
@@ -1106,6 +1119,200 @@ std::vector<BadInput> run_and_info(const std::vector<BadFile>& files) {
     }
     return rows;
 }
+
+// clang-format off
+// ---- files that are not a checkpoint: named, with the command that converts them ----
+// (models/foreign_files.h). Each file is built here, and goes through run,
+// info and explore: the one loader (Checkpoint::open) names it for all.
+
+// llama2.c's legacy (v0) model.bin: 7 int32 (dim 8, hidden_dim 16, 1 layer,
+// 2 heads, 2 kv heads, `vocab` (negative: an own classifier), seq_len 4), then
+// the float32 arrays those sizes add up to, `missing` bytes fewer.
+std::string llama2c_v0(const TempDirectory& d, const std::string& name, int32_t vocab, size_t missing = 0) {
+    const int32_t header[7] = {8, 16, 1, 2, 2, vocab, 4};
+    // Per layer: 2 norms of 8, wq and wo 8x8, wk and wv 8x8, w1 w2 w3 16x8; then
+    // the embedding 5x8, the final norm 8, RoPE tables 2 x 4 x 2, the classifier 5x8.
+    const size_t floats = (2 * 8 + 2 * 64 + 2 * 64 + 3 * 128) + 40 + 8 + 16 + (vocab < 0 ? 40 : 0);
+    std::ofstream out(d.file(name), std::ios::binary);
+    out.write(reinterpret_cast<const char*>(header), sizeof header);
+    out << std::string(4 * floats - missing, '\0');
+    return d.file(name);
+}
+
+// export.py's versioned header: "24ka" (0x616B3432), the version, zeros to 256 bytes and past.
+std::string llama2c_versioned(const TempDirectory& d, const std::string& name, char version) {
+    std::ofstream(d.file(name), std::ios::binary) << "24ka" << std::string(1, version) << std::string(3, '\0')
+                                                   << std::string(400, '\0');
+    return d.file(name);
+}
+
+// The start of a torch.save zip whose first member, archive/data.pkl, holds `pickle`.
+std::string torch_zip(const TempDirectory& d, const std::string& name, const std::string& pickle) {
+    std::ofstream(d.file(name), std::ios::binary)
+        << std::string("PK\x03\x04\x14\x00\x00\x00\x00\x00", 10) << std::string(16, '\0')
+        << std::string("\x10\x00\x00\x00", 4) << "archive/data.pkl" << pickle;
+    return d.file(name);
+}
+
+// A pickled dict's text as a torch.save of train.py's checkpoint holds it: the names are what tell.
+std::string pickle_with(const std::vector<std::string>& names) {
+    std::string pickle("\x80\x02}q\x00(", 6);
+    for (const std::string& key : names) {
+        pickle.push_back('X');  // BINUNICODE: a 4-byte little-endian length, then the text
+        pickle.push_back(static_cast<char>(key.size()));
+        pickle.append(3, '\0');
+        pickle.append(key);
+    }
+    return pickle + "u.";
+}
+
+std::string hf_folder(const TempDirectory& d, const std::string& name, const std::string& model_type) {
+    std::filesystem::create_directory(d.file(name));
+    std::ofstream(d.file(name + "/config.json")) << "{\"architectures\": [\"X\"], \"model_type\": \"" << model_type
+                                                 << "\", \"task_specific_params\": {\"a\": {\"b\": {\"c\": 1}}}}";
+    return d.file(name);
+}
+
+// run, info and explore on the same file, the same message pieces.
+std::vector<BadInput> run_info_explore(const std::vector<BadFile>& files) {
+    std::vector<BadInput> rows = run_and_info(files);
+    for (const BadFile& file : files)
+        rows.push_back({file.name, [file](const TempDirectory& d) {
+                            return std::vector<std::string>{"explore", file.write(d), file.text, "--html", d.file("page.html")}; },
+                        1, file.message});
+    return rows;
+}
+
+const std::string kConvert = "convert it with: /usr/bin/python3 tools/python/tinyformer_export.py --from ";
+
+const std::vector<BadInput> kNotACheckpoint = run_info_explore({
+    {"a llama2.c legacy (v0) model.bin, shared classifier",
+     [](const TempDirectory& d) { return llama2c_v0(d, "model.bin", 5); }, "hi",
+     {"model.bin: this is a llama2.c model.bin (export.py's legacy version 0: dim 8, hidden_dim 16, n_layers 1, "
+      "n_heads 2, n_kv_heads 2, vocab_size 5, seq_len 4), not a tinyformer checkpoint; " + kConvert + "llama2c-bin ",
+      "model.bin --tokenizer tokenizer.bin --out model.safetensors"}},
+    {"a llama2.c legacy (v0) model.bin, its own classifier (negative vocab_size), tokenizer.bin beside it",
+     [](const TempDirectory& d) {
+         std::ofstream(d.file("tokenizer.bin")) << "pieces";
+         return llama2c_v0(d, "stories.bin", -5); }, "hi",
+     {"stories.bin: this is a llama2.c model.bin (export.py's legacy version 0: ", "vocab_size 5, seq_len 4)",
+      kConvert + "llama2c-bin ", "stories.bin --tokenizer ", "/tokenizer.bin --out stories.safetensors"}},
+    {"a llama2.c legacy (v0) model.bin 4 bytes short: named as one, its size not believed",
+     [](const TempDirectory& d) { return llama2c_v0(d, "cut.bin", 5, 4); }, "hi",
+     {"cut.bin: not a tinyformer checkpoint; it starts like a llama2.c legacy (v0) model.bin (dim 8, ",
+      ") but is 2904 bytes, not the 2908 that header needs (truncated or not a model.bin)"}},
+    {"a llama2.c model.bin, export.py version 1",
+     [](const TempDirectory& d) { return llama2c_versioned(d, "v1.bin", 1); }, "hi",
+     {"v1.bin: this is a llama2.c model.bin (export.py version 1, float32), not a tinyformer checkpoint; " + kConvert +
+      "llama2c-bin ", "v1.bin --tokenizer tokenizer.bin --out v1.safetensors"}},
+    {"a llama2.c model.bin, export.py version 2 (int8)",
+     [](const TempDirectory& d) { return llama2c_versioned(d, "q8.bin", 2); }, "hi",
+     {"q8.bin: this is a llama2.c model.bin (export.py version 2, int8), not a tinyformer checkpoint; the converter "
+      "reads versions 0 and 1 (float32): export the checkpoint again with llama2.c's export.py --version 1, then " +
+      kConvert + "llama2c-bin "}},
+    {"a Hugging Face GPT-2 folder",
+     [](const TempDirectory& d) { return hf_folder(d, "gpt2-small", "gpt2"); }, "hi",
+     {"gpt2-small: this is a Hugging Face GPT-2 model folder (config.json and its weights), not a tinyformer "
+      "checkpoint; " + kConvert + "hf-gpt2 ", "gpt2-small --out gpt2-small.safetensors"}},
+    {"a Hugging Face folder of another model type",
+     [](const TempDirectory& d) { return hf_folder(d, "llama-7b", "llama"); }, "hi",
+     {"llama-7b: this is a Hugging Face model folder (model_type \"llama\"), not a tinyformer checkpoint; "
+      "tools/python/tinyformer_export.py converts Hugging Face GPT-2 folders (--from hf-gpt2 FOLDER)"}},
+    {"a bare Hugging Face GPT-2 model.safetensors (no tinyformer config)",
+     [](const TempDirectory& d) {
+         std::filesystem::create_directory(d.file("gpt2"));
+         tinyformer::write_safetensors(d.file("gpt2/model.safetensors"),
+                                       {{"h.0.attn.c_attn.weight", "F32", {2, 6}, std::vector<uint8_t>(48, 0)},
+                                        {"wte.weight", "F32", {3, 2}, std::vector<uint8_t>(24, 0)}}, {});
+         return d.file("gpt2/model.safetensors"); }, "hi",
+     {"model.safetensors: this is a Hugging Face GPT-2 model.safetensors (no tinyformer \"config\" in its "
+      "__metadata__), not a tinyformer checkpoint; convert its folder (with config.json) with: /usr/bin/python3 "
+      "tools/python/tinyformer_export.py --from hf-gpt2 ", "gpt2 --out gpt2.safetensors"}},
+    {"llama2.c's train.py ckpt.pt (model_args with n_kv_heads)",
+     [](const TempDirectory& d) {
+         return torch_zip(d, "ckpt.pt", pickle_with({"model", "tok_embeddings.weight", "model_args", "dim", "n_kv_heads"})); }, "hi",
+     {"ckpt.pt: this is llama2.c's train.py checkpoint (a PyTorch torch.save file with model_args), not a "
+      "tinyformer checkpoint; " + kConvert + "llama2c ", "ckpt.pt --tokenizer tokenizer.bin --out ckpt.safetensors"}},
+    {"nanoGPT's train.py ckpt.pt (model_args with n_embd)",
+     [](const TempDirectory& d) {
+         return torch_zip(d, "ckpt.pt", pickle_with({"model", "transformer.wte.weight", "model_args", "n_embd"})); }, "hi",
+     {"ckpt.pt: this is nanoGPT's train.py checkpoint (a PyTorch torch.save file with model_args), not a tinyformer "
+      "checkpoint; " + kConvert + "nanogpt ", "ckpt.pt --meta meta.pkl --out ckpt.safetensors"}},
+    {"an Annotated Transformer state_dict",
+     [](const TempDirectory& d) { return torch_zip(d, "model.pt", pickle_with({"src_embed.0.lut.weight"})); }, "hi",
+     {"model.pt: this is an Annotated Transformer state_dict (a PyTorch torch.save file), not a tinyformer checkpoint; " +
+      kConvert + "annotated ", "model.pt --n-head H --out model.safetensors (H: your model's number of heads)"}},
+    {"a minGPT state_dict, saved with the legacy torch.save (a pickle)",
+     [](const TempDirectory& d) {
+         std::ofstream(d.file("sort.pt"), std::ios::binary) << pickle_with({"transformer.wte.weight"});
+         return d.file("sort.pt"); }, "hi",
+     {"sort.pt: this is a GPT state_dict (a Python pickle (an old torch.save file), minGPT's or nanoGPT's names), "
+      "not a tinyformer checkpoint; " + kConvert + "mingpt ", "sort.pt --n-head H --out sort.safetensors"}},
+    {"nanoGPT's meta.pkl (a vocabulary)",
+     [](const TempDirectory& d) {
+         std::ofstream(d.file("meta.pkl"), std::ios::binary) << pickle_with({"vocab_size", "itos", "stoi"});
+         return d.file("meta.pkl"); }, "hi",
+     {"meta.pkl: this is nanoGPT's meta.pkl (a character vocabulary, not a model), not a tinyformer checkpoint; "
+      "give it with the checkpoint: /usr/bin/python3 tools/python/tinyformer_export.py --from nanogpt ckpt.pt --meta "}},
+    {"llama2.c's tokenizer.bin (a vocabulary)",
+     [](const TempDirectory& d) {
+         std::string pieces;
+         for (const std::string piece : {"<unk>", "<s>", "</s>", "ab"}) {
+             pieces.append(4, '\0');  // the score, 0.0f
+             pieces.push_back(static_cast<char>(piece.size()));
+             pieces.append(3, '\0');
+             pieces.append(piece);
+         }
+         std::ofstream(d.file("tokenizer.bin"), std::ios::binary) << std::string("\x05\0\0\0", 4) << pieces;
+         return d.file("tokenizer.bin"); }, "hi",
+     {"tokenizer.bin: this is a llama2.c tokenizer.bin (a vocabulary, not a model), not a tinyformer checkpoint; "
+      "give it to the converter with the model: /usr/bin/python3 tools/python/tinyformer_export.py --from llama2c-bin "
+      "model.bin --tokenizer "}},
+    {"a PNG picture",
+     [](const TempDirectory& d) {
+         std::ofstream(d.file("attention.png"), std::ios::binary) << std::string("\x89PNG\r\n\x1a\n\0\0\0\rIHDR", 16);
+         return d.file("attention.png"); }, "hi",
+     {"attention.png: this is a PNG picture, not a tinyformer checkpoint; a model is a .safetensors file"}},
+    {"an empty file",
+     [](const TempDirectory& d) { std::ofstream(d.file("model.safetensors")).flush(); return d.file("model.safetensors"); }, "hi",
+     {"model.safetensors: this is an empty file (0 bytes), not a tinyformer checkpoint; a checkpoint is a .safetensors "
+      "file written by tools/python/tinyformer_export.py"}},
+    {"a llama2.c model.bin whose name needs quoting for the shell",
+     [](const TempDirectory& d) { return llama2c_v0(d, "my model's.bin", 5); }, "hi",
+     {"--from llama2c-bin '", "/my model'\\''s.bin' --tokenizer tokenizer.bin --out 'my model'\\''s.safetensors'"}},
+});
+
+// The families' own files as they are committed in data/families/: the real
+// bytes of each upstream's output (read only).
+const std::vector<BadInput> kFamilyFiles = run_info_explore({
+    {"data/families/llama2c-tiny/model.bin (export.py version 1)",
+     [](const TempDirectory&) { return std::string("data/families/llama2c-tiny/model.bin"); }, "hi",
+     {"this is a llama2.c model.bin (export.py version 1, float32)", kConvert + "llama2c-bin data/families/llama2c-tiny/"
+      "model.bin --tokenizer data/families/llama2c-tiny/tokenizer.bin --out model.safetensors"}},
+    {"data/families/llama2c-tiny/tokenizer.bin",
+     [](const TempDirectory&) { return std::string("data/families/llama2c-tiny/tokenizer.bin"); }, "hi",
+     {"this is a llama2.c tokenizer.bin", "--tokenizer data/families/llama2c-tiny/tokenizer.bin --out model.safetensors"}},
+    {"data/families/llama2c-tiny/ckpt.pt",
+     [](const TempDirectory&) { return std::string("data/families/llama2c-tiny/ckpt.pt"); }, "hi",
+     {"this is llama2.c's train.py checkpoint", kConvert + "llama2c data/families/llama2c-tiny/ckpt.pt --tokenizer "
+      "data/families/llama2c-tiny/tokenizer.bin --out ckpt.safetensors"}},
+    {"data/families/nanogpt-char/ckpt.pt",
+     [](const TempDirectory&) { return std::string("data/families/nanogpt-char/ckpt.pt"); }, "hi",
+     {"this is nanoGPT's train.py checkpoint", kConvert + "nanogpt data/families/nanogpt-char/ckpt.pt --meta meta.pkl"}},
+    {"data/families/annotated-copy.pt",
+     [](const TempDirectory&) { return std::string("data/families/annotated-copy.pt"); }, "hi",
+     {"this is an Annotated Transformer state_dict", kConvert + "annotated data/families/annotated-copy.pt --n-head H"}},
+    {"data/families/mingpt-sort.pt",
+     [](const TempDirectory&) { return std::string("data/families/mingpt-sort.pt"); }, "hi",
+     {"this is a GPT state_dict", kConvert + "mingpt data/families/mingpt-sort.pt --n-head H"}},
+    {"data/families/gpt2-tiny (the folder)",
+     [](const TempDirectory&) { return std::string("data/families/gpt2-tiny"); }, "hi",
+     {"this is a Hugging Face GPT-2 model folder", kConvert + "hf-gpt2 data/families/gpt2-tiny --out gpt2-tiny.safetensors"}},
+    {"data/families/gpt2-tiny/model.safetensors",
+     [](const TempDirectory&) { return std::string("data/families/gpt2-tiny/model.safetensors"); }, "hi",
+     {"this is a Hugging Face GPT-2 model.safetensors", "--from hf-gpt2 data/families/gpt2-tiny --out gpt2-tiny.safetensors"}},
+});
+// clang-format on
 
 // A copy of `source` with vocabulary entry `index` set to `token` (and the tokenizer when given).
 std::string vocab_entry(const TempDirectory& d, const std::string& name, const std::string& source, size_t index,
@@ -1599,6 +1806,12 @@ TEST_CASE("F16 and BF16 tensors count as float32 in the memory check: the wideni
     }
 }
 
+TEST_CASE("Bad inputs, files that are not a checkpoint: named, with the command that converts them") {
+    check_section(kNotACheckpoint);
+}
+TEST_CASE("Bad inputs, the families' committed files given as checkpoints: named, with their converter") {
+    check_section(kFamilyFiles);
+}
 TEST_CASE("Bad inputs, outputs that are an input or not a file") { check_section(kWritingFiles); }
 TEST_CASE("Bad inputs, picture sizes: refused before any file is written") { check_section(kPictureSize); }
 TEST_CASE("Bad inputs, vocabulary and header rules: run and info refuse the same files") {

@@ -161,18 +161,23 @@ class CheckAgainstTheUsersModel(unittest.TestCase):
         self.assertLessEqual(worst, 1.0)
         # export(model) finds the parts by type and name (src_/tgt_) and checks out too.
         whole = self.path("whole.safetensors")
-        te.export(model, whole, max_len=32)
+        with self.assertRaises(ValueError) as caught:        # stock modules do not say whether forward scales
+            te.export(model, whole, max_len=32)
+        self.assertIn("pass embed_scale=True if your forward multiplies the token embeddings by sqrt(d_model)",
+                      str(caught.exception))
+        self.assertFalse(Path(whole).exists())
+        te.export(model, whole, max_len=32, embed_scale=True)
         self.assertLessEqual(te.check(whole, model), 1.0)
 
     def test_b_final_norm_as_a_separate_attribute(self):
         model = build(LMWithFinalNorm, 2)
         with self.assertRaises(ValueError) as caught:
-            te.export(model, self.path("refused.safetensors"), max_len=32)
+            te.export(model, self.path("refused.safetensors"), max_len=32, embed_scale=True)
         message = str(caught.exception)
         self.assertIn("LMWithFinalNorm.ln_f", message)
         self.assertIn("final_norm=model.ln_f", message)
         right = self.path("right.safetensors")
-        config = te.export(model, right, max_len=32, final_norm=model.ln_f)
+        config = te.export(model, right, max_len=32, final_norm=model.ln_f, embed_scale=True)
         self.assertTrue(config["final_norm"])
         WORST["(b) final_norm included vs the model"] = worst = te.check(right, model)
         self.assertLessEqual(worst, 1.0)
@@ -235,7 +240,7 @@ class CheckAgainstTheUsersModel(unittest.TestCase):
     def test_callable_reference(self):
         model = build(LMWithFinalNorm, 4)
         right = self.path("right.safetensors")
-        te.export(model, right, max_len=32, final_norm=model.ln_f)
+        te.export(model, right, max_len=32, final_norm=model.ln_f, embed_scale=True)
         # A plain function: no padding keyword, so unpadded batches; log-probs are detected.
         worst = te.check(right, lambda ids: torch.log_softmax(model(ids), dim=-1))
         self.assertLessEqual(worst, 1.0)
@@ -246,7 +251,7 @@ class CheckAgainstTheUsersModel(unittest.TestCase):
     def test_nothing_compared_is_never_a_pass(self):
         model = build(LMWithFinalNorm, 4)
         right = self.path("nothing.safetensors")
-        te.export(model, right, max_len=32, final_norm=model.ln_f)
+        te.export(model, right, max_len=32, final_norm=model.ln_f, embed_scale=True)
         with self.assertRaises(ValueError):
             te.check(right, model, n_batches=0)            # 0 batches: no comparison at all
         # a batch of nothing but padding compares nothing: no ratio to count as a pass

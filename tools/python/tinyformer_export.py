@@ -819,6 +819,22 @@ def _one(found, what, shown):
     return found[0]
 
 
+def _embed_scale_of(module, kwargs, shown):
+    """export()'s embed_scale: given, or recorded by the module; else ValueError."""
+    if "embed_scale" in kwargs:
+        return kwargs["embed_scale"]           # _base_config refuses what is not a bool
+    recorded = getattr(module, "embed_scale", None)
+    if isinstance(recorded, bool):
+        return recorded
+    cfg = getattr(module, "cfg", None)
+    if isinstance(cfg, dict) and isinstance(cfg.get("embed_scale"), bool):
+        return cfg["embed_scale"]
+    raise ValueError(f"export: embed_scale is not given and {shown} does not record it: pass embed_scale=True if "
+                     f"your forward multiplies the token embeddings by sqrt(d_model) before adding the positions "
+                     f"(the Annotated Transformer, PyTorch's nn.Transformer tutorial), embed_scale=False if it uses "
+                     f"them as they are (GPT-style models)")
+
+
 def export(module, path, **kwargs):
     """Export a whole model, recognised from its modules:
       - a family module (families/annotated.py's tree, families/gpt.py's GPT, ...):
@@ -835,16 +851,30 @@ def export(module, path, **kwargs):
         after the stack. kwargs are those of export_encoder_decoder /
         export_decoder_only / export_encoder_only (pos_encoding, embed_scale,
         max_len, ids, vocab, ...).
+    embed_scale has no default here: stock modules do not say whether the
+    model's forward multiplies the embeddings by sqrt(d_model), and the wrong
+    guess gives other numbers. It is taken from embed_scale=, else from the
+    module when it records it (a bool attribute `embed_scale`, or a `cfg`
+    dict holding one, as torch_modules.py's modules do); a family knows its
+    own (the Annotated Transformer scales, GPT-style models do not), and an
+    embed_scale= that contradicts it is refused. Missing: ValueError saying
+    what True and False mean.
     Returns the config written. Follow it with check(path, module)."""
     if not isinstance(module, nn.Module):
         _refuse("module", _Desc(_describe(module)), "expected an nn.Module (the whole model)")
+    kwargs = dict(kwargs)
     name, family = _family_of(module)
     if family is not None:
         dtype = kwargs.pop("dtype", None)
+        given = kwargs.pop("embed_scale", None)
         converted = family.from_module(module, **kwargs)
+        if given is not None and given != converted.config["embed_scale"]:
+            _refuse("embed_scale", given, f"a {name} model's forward "
+                    f"{'scales' if converted.config['embed_scale'] else 'does not scale'} its embeddings by "
+                    f"sqrt(d_model); leave embed_scale out for a family module")
         return write_converted(path, converted, dtype=dtype)
     shown = type(module).__name__
-    kwargs = dict(kwargs)
+    kwargs["embed_scale"] = _embed_scale_of(module, kwargs, shown)
     eds = [m for m in module.modules() if isinstance(m, nn.Transformer)]
     encs = [m for m in module.modules() if isinstance(m, nn.TransformerEncoder)
             and not any(m is e.encoder for e in eds)]
@@ -2247,6 +2277,9 @@ def main(argv=None):
       llama2c CKPT.pt [--tokenizer tokenizer.bin]             llama2.c train.py's ckpt.pt
       llama2c-bin MODEL.bin [--tokenizer tokenizer.bin]       llama2.c export.py's model.bin (v0 or v1;
                                                               the int8 v2 is refused)
+                                 annotated: without --bos-id, the target vocabulary's <s> (and
+                                 </s> for --eos-id) when it has one; a FILE that another --from
+                                 reads is named, with the command that converts it
   --check MODEL [--against FAMILY FILE [--module model.py [--module-config JSON]]]
                                  run check(): tinyformer forward vs PyTorch on random batches;
                                  prints the worst error and one OK or FAIL line (FAIL: exit 1).
@@ -2528,7 +2561,27 @@ _FAMILY_FLAGS = {"nanogpt": {"meta", "gelu", "n_head"}, "mingpt": {"n_head"}, "a
 
 
 def _convert_family(family, source, args, mode):
-    """The family's converter on FILE with the flags given (families/*.py)."""
+    """The family's converter on FILE with the flags given (families/*.py).
+    When it fails on a file that another --from reads (or that no --from
+    reads: a PNG, a meta.pkl, a tinyformer checkpoint), the error names what
+    the file is and the command that takes it (model_files.identify); a
+    failure on a file of the family named keeps the converter's own message."""
+    try:
+        return _convert_family_as_given(family, source, args, mode)
+    except INPUT_ERRORS as e:
+        import model_files
+        try:
+            kind = model_files.identify(source)
+        except INPUT_ERRORS:
+            kind = None
+        if kind is None or family in kind.families:
+            raise
+        raise ValueError(f"{mode} {family} {source}: this is {kind.what}, not what --from {family} reads; "
+                         f"{kind.way_out}") from e
+
+
+def _convert_family_as_given(family, source, args, mode):
+    """_convert_family without the naming of a file of another kind."""
     for flag, key in [("--n-head", "n_head"), ("--meta", "meta"), ("--gelu", "gelu"), ("--tgt-vocab", "tgt_vocab")]:
         if getattr(args, key) is not None and key not in _FAMILY_FLAGS[family]:
             raise ValueError(f"{flag} does not apply to {mode} {family}")

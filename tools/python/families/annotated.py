@@ -575,6 +575,20 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
               "norm": "layer_norm_std", "layer_norm_eps": float(layer_norm_eps), "qkv": "separate",
               "mask_value": MASK_VALUE, "embed_scale": True, "pos_encoding": pos_encoding, "max_len": max_len,
               "src_vocab_size": src_size, "tgt_vocab_size": tgt_size}
+    # The start and end tokens of upstream's vocabularies ("<s>", "</s>", built by
+    # torchtext with those specials), taken from the target vocabulary when not given:
+    # without a bos_id, `tinyformer run` has nothing to start the decoder with.
+    for key, token, given in [("bos_id", "<s>", bos_id), ("eos_id", "</s>", eos_id)]:
+        if given is None and tgt_vocab is not None and list(tgt_vocab).count(token) == 1:
+            found = list(tgt_vocab).index(token)
+            if key == "bos_id":
+                bos_id = found
+            else:
+                eos_id = found
+            notes.append(f"{key} {found}: the target vocabulary's {token}")
+    if bos_id is None:
+        notes.append("no bos_id: `tinyformer run` cannot start the decoder without one; give --bos-id (upstream's "
+                     "<s> and greedy_decode's start_symbol are 0)")
     for key, value in [("pad_id", pad_id), ("bos_id", bos_id), ("eos_id", eos_id)]:
         if value is not None:
             config[key] = value
