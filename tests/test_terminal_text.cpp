@@ -96,6 +96,24 @@ TEST_CASE("Terminal text: valid UTF-8 is printed as it is (5€, zéro, CJK, emo
     CHECK(terminal_text("") == "");
 }
 
+TEST_CASE("Terminal text: a newline and a tab kept as themselves or drawn as pictures; every other control escaped") {
+    using tinyformer::NewlinesAndTabs;
+    CHECK(terminal_text("ROMEO:\nO\tsweet", NewlinesAndTabs::Kept) == "ROMEO:\nO\tsweet");
+    CHECK(terminal_text("ROMEO:\nO\tsweet", NewlinesAndTabs::Pictured) == "ROMEO:\xE2\x90\x8AO\xE2\x90\x89sweet");
+    CHECK(terminal_text("ROMEO:\nO\tsweet") == "ROMEO:\\x0aO\\x09sweet");  // the default: one line
+    // The rest of the rule holds whichever way newlines and tabs are shown.
+    for (const NewlinesAndTabs how : {NewlinesAndTabs::Kept, NewlinesAndTabs::Pictured}) {
+        for (const Case& c : kEscaped) {
+            if (c.text.find_first_of("\n\t") != std::string::npos) continue;
+            CAPTURE(c.name);
+            CHECK(terminal_text(c.text, how) == c.expected);
+        }
+        CHECK(terminal_text("a\r\n\x1b[2J\xe2\x80\xae", how).find("\\x0d") == 1);
+        CHECK(terminal_text("a\r\n\x1b[2J\xe2\x80\xae", how).find("\\x1b[2J\\u{202e}") != std::string::npos);
+        for (const char* text : kUnchanged) CHECK(terminal_text(text, how) == text);
+    }
+}
+
 TEST_CASE("Terminal text: the streaming twin stops before max_bytes, never inside a character") {
     // "a€b": a (1 byte), € (3 bytes), b. Up to 3 bytes: € would cross the limit.
     CHECK(streamed("a\xe2\x82\xac" "b", 3) == std::pair<std::string, size_t>("a", 1));

@@ -6,7 +6,9 @@
 
 namespace tinyformer::cli {
 
-std::string terminal_text(std::string_view text) { return shown_text(text); }
+std::string terminal_text(std::string_view text, NewlinesAndTabs newlines_and_tabs) {
+    return shown_text(text, newlines_and_tabs);
+}
 
 std::string token_for_table(std::string_view token) {
     const Utf8Character first = token.empty() ? Utf8Character{} : utf8_character(token, 0);
