@@ -272,8 +272,9 @@ std::string Tokenizer::label(int64_t id) const {
     const std::string& shown = token(id);
     if (kind_ == TokenizerKind::SentencePieceBpe) return spm_->label(id);
     if (kind_ == TokenizerKind::Gpt2Bpe) return bytes_label(bpe_->bytes(id));
-    // a char vocabulary's newline and tab tokens as their pictures, ␊ and ␉: a label is one line
-    return shown == "\n" || shown == "\t" ? shown_text(shown, NewlinesAndTabs::Pictured) : shown;
+    // A char vocabulary's newline and tab tokens as every view labels them, ↵ and ⇥ (bytes_label): a label is
+    // one line, and the pictures' font (DejaVu Sans) draws these, not the Control Pictures ␊ and ␉.
+    return shown == "\n" || shown == "\t" ? bytes_label(shown) : shown;
 }
 
 const std::string& Tokenizer::token(int64_t id) const {

@@ -36,7 +36,8 @@
 //                        unknown: a byte without its one-byte token is an Error.
 // label(id) is how every view shows a token (pictures, the explorer, tables):
 //   Char / Whitespace: the token as it is, a char vocabulary's "\n" and
-//   "\t" as their pictures "␊" and "␉" (a label is one line); Gpt2Bpe: its bytes, with a space
+//   "\t" as "↵" and "⇥" (a label is one line; bytes_label's signs);
+//   Gpt2Bpe: its bytes, with a space
 //   as "␣", a newline as "↵", a tab as "⇥" and a byte that is no whole UTF-8
 //   character (or a control) as "<0xE2>" (bytes_label, models/gpt2_bpe.h);
 //   SentencePieceBpe: a byte piece as it is ("<0xE2>"), any other piece by

@@ -150,7 +150,7 @@ TEST_CASE("Markdown text: the terminal rule, then a backslash before what could 
     CHECK(markdown_text("3) item") == "3\\) item");
     CHECK(markdown_text("a - b. 1. c") == "a - b. 1. c");  // not at the start: plain text
     // Control characters, a newline and bidi controls as the terminal rule shows them, their backslash escaped.
-    CHECK(markdown_text("a\x1b[2Jb\nc") == "a\\\\x1b\\[2Jb\\\\x0ac");
+    CHECK(markdown_text("a\x1b[2Jb\nc") == "a\\\\x1b\\[2Jb\xE2\x90\x8A" "c");  // a newline as its picture ␊
     CHECK(markdown_text("\xe2\x80\xae" "x") == "\\\\u{202e}x");
     CHECK(markdown_text("z\xc3\xa9ro") == "z\xc3\xa9ro");
 }
@@ -163,5 +163,5 @@ TEST_CASE("Markdown code: a fence longer than any run of backticks inside, padde
     CHECK(markdown_code("`a") == "`` `a ``");
     CHECK(markdown_code("a`") == "`` a` ``");
     CHECK(markdown_code("") == "``");
-    CHECK(markdown_code("a\x1b[31m\nb") == "`a\\x1b[31m\\x0ab`");  // one line, no control character
+    CHECK(markdown_code("a\x1b[31m\nb\t") == "`a\\x1b[31m\xE2\x90\x8A" "b\xE2\x90\x89`");  // one line, no control character
 }

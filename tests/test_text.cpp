@@ -72,15 +72,15 @@ TEST_CASE("The character tokenizer reads a control character as its Control Pict
     CHECK_THROWS_WITH_AS(tokenizer.encode("a\tb"), doctest::Contains("not in the model's vocabulary"), Error);
 }
 
-TEST_CASE("A char vocabulary's newline and tab are tokens: read and written as themselves, labelled by their pictures") {
+TEST_CASE("A char vocabulary's newline and tab are tokens: read and written as themselves, labelled as views show them") {
     // nanoGPT's shakespeare_char vocabulary starts "\n", " ", "!", ...: the converter writes it as it is.
     const Tokenizer tokenizer({"\n", " ", "a", "b", "\t"});
     CHECK(tokenizer.encode("a\nb") == std::vector<int64_t>{2, 0, 3});
     CHECK(tokenizer.encode("\ta b\n") == std::vector<int64_t>{4, 2, 1, 3, 0});
     CHECK(tokenizer.decode({2, 0, 4, 3}) == "a\n\tb");
-    // A view's label is one line: the Control Pictures U+240A (E2 90 8A) and U+2409 (E2 90 89).
-    CHECK(tokenizer.label(0) == "\xE2\x90\x8A");
-    CHECK(tokenizer.label(4) == "\xE2\x90\x89");
+    // A view's label is one line, with the signs gpt2_bpe's labels use: U+21B5 (E2 86 B5) and U+21E5 (E2 87 A5).
+    CHECK(tokenizer.label(0) == "\xE2\x86\xB5");
+    CHECK(tokenizer.label(4) == "\xE2\x87\xA5");
     CHECK(tokenizer.label(2) == "a");
     // Any other control character is still not in the vocabulary, and named.
     CHECK_ERROR_CONTAINS(tokenizer.encode("a\rb"), "not in the model's vocabulary");

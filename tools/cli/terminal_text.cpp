@@ -18,7 +18,7 @@ std::string token_for_table(std::string_view token) {
 }
 
 std::string markdown_text(std::string_view text) {
-    const std::string shown = shown_text(text);
+    const std::string shown = shown_text(text, NewlinesAndTabs::Pictured);
     static constexpr std::string_view kMarkup = "\\`*_[]<>&|~";
     static constexpr std::string_view kPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
     size_t digits = 0;
@@ -35,7 +35,7 @@ std::string markdown_text(std::string_view text) {
 }
 
 std::string markdown_code(std::string_view text) {
-    const std::string shown = shown_text(text);
+    const std::string shown = shown_text(text, NewlinesAndTabs::Pictured);
     size_t longest = 0, run = 0;
     for (char c : shown) {
         run = c == '`' ? run + 1 : 0;

@@ -37,8 +37,9 @@ size_t write_terminal_text(std::FILE* out, std::string_view text, size_t max_byt
 std::string token_for_table(std::string_view token);
 
 // Text from a model or a user in a Markdown file (attention's index.md): the
-// rule above first, so that no control character, newline or bidi control
-// reaches the file either, then Markdown's own escapes, so that the text is
+// rule above first, a newline and a tab as their pictures ␊ and ␉
+// (NewlinesAndTabs::Pictured), so that no control character, newline or bidi
+// control reaches the file, then Markdown's own escapes, so that the text is
 // read as itself and never as markup:
 //   markdown_text: a backslash before every character that can start markup
 //     inside a line (\ ` * _ [ ] < > & | ~: emphasis, code, a link or image,
