@@ -2145,7 +2145,8 @@ def generate(path, prompt, *, max_new_tokens=None, temperature=None, top_k=None,
 
     prompt: text (ids=False; through the model's tokenizer, framed as `run`
         frames it: <bos>, the prompt suffix) -> returns the output text as
-        `run` prints it (a control character shown escaped); or a list of
+        `run` prints it (a newline or a tab as itself, any other control
+        character shown escaped); or a list of
         token ids (ids=True; `run --ids`) -> returns the output's token ids
         (`run --print-ids`), without <bos>/<eos>.
     max_new_tokens: at most this many new tokens, never past the model's
