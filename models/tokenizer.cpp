@@ -86,11 +86,15 @@ std::string broken_rule(const std::string& token, TokenizerKind kind) {
         if (character.length == 0)
             return text_of("is not valid UTF-8 (byte ", at, " of ", token.size(),
                            " starts no character; a lone surrogate is invalid too); tokens are UTF-8 text");
-        if (is_control(character.code_point) && kind != TokenizerKind::SentencePieceBpe) {
+        // A char vocabulary's "\n" and "\t" are a text's newline and tab, tokens of their own
+        // (nanoGPT's shakespeare_char has "\n"); every other control is refused.
+        const bool newline_or_tab_token = kind == TokenizerKind::Char && (token == "\n" || token == "\t");
+        if (is_control(character.code_point) && kind != TokenizerKind::SentencePieceBpe && !newline_or_tab_token) {
             char code[16];
             std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(character.code_point));
             return text_of("holds the control character ", code, " at byte ", at, " of ", token.size(),
-                           "; no token may hold a control character (C0, DEL or C1)");
+                           "; no token may hold a control character (C0, DEL or C1; a \"char\" vocabulary's "
+                           "\"\\n\" and \"\\t\" excepted)");
         }
         if (is_space(token[at]) && first_space == std::string::npos) first_space = at;
         at += character.length;
@@ -267,7 +271,10 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
 std::string Tokenizer::label(int64_t id) const {
     const std::string& shown = token(id);
     if (kind_ == TokenizerKind::SentencePieceBpe) return spm_->label(id);
-    return kind_ == TokenizerKind::Gpt2Bpe ? bytes_label(bpe_->bytes(id)) : shown;
+    if (kind_ == TokenizerKind::Gpt2Bpe) return bytes_label(bpe_->bytes(id));
+    // A char vocabulary's newline and tab tokens as every view labels them, ↵ and ⇥ (bytes_label): a label is
+    // one line, and the pictures' font (DejaVu Sans) draws these, not the Control Pictures ␊ and ␉.
+    return shown == "\n" || shown == "\t" ? bytes_label(shown) : shown;
 }
 
 const std::string& Tokenizer::token(int64_t id) const {

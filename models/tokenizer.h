@@ -11,11 +11,14 @@
 //   decode(ids)       -> the tokens' strings joined, e.g. "cba" or "ab<unk>"
 //   A character outside the vocabulary is an Error naming it and its
 //   position, or, with map_unknown, becomes <unk> (counted in unknown_count).
-//   A control character (C0 or DEL; no token may hold one) is read as its
-//   picture from Unicode's Control Pictures block when the vocabulary has
-//   that: "\n" -> the token "\u240A", DEL -> "\u2421". This is how a nanoGPT
-//   character vocabulary holding "\n" comes in (docs/FAMILIES.md); decode
-//   gives the picture back, so output stays one safe line.
+//   A newline and a tab may be tokens of their own ("\n", "\t": a text's
+//   characters, as in nanoGPT's shakespeare_char vocabulary; no other control
+//   character may be a token), read and decoded as themselves. A control
+//   character the vocabulary lacks is read as its picture from Unicode's
+//   Control Pictures block when the vocabulary has that: "\n" -> the token
+//   "\u240A", DEL -> "\u2421" (how `--visible-controls` stores a nanoGPT
+//   vocabulary's "\n", and how files converted before "\n" was allowed
+//   hold it: docs/FAMILIES.md); decode gives that picture back as it is.
 // kind Whitespace (word level): the text is split on runs of whitespace.
 //   encode("the cat") -> the ids of "the", "cat"
 //   decode(ids)       -> the tokens joined with single spaces: "the cat"
@@ -32,7 +35,9 @@
 //                        terminal text rule). No token is special, none
 //                        unknown: a byte without its one-byte token is an Error.
 // label(id) is how every view shows a token (pictures, the explorer, tables):
-//   Char / Whitespace: the token as it is; Gpt2Bpe: its bytes, with a space
+//   Char / Whitespace: the token as it is, a char vocabulary's "\n" and
+//   "\t" as "↵" and "⇥" (a label is one line; bytes_label's signs);
+//   Gpt2Bpe: its bytes, with a space
 //   as "␣", a newline as "↵", a tab as "⇥" and a byte that is no whole UTF-8
 //   character (or a control) as "<0xE2>" (bytes_label, models/gpt2_bpe.h);
 //   SentencePieceBpe: a byte piece as it is ("<0xE2>"), any other piece by
@@ -72,7 +77,8 @@ bool is_special_token(const std::string& token);
 
 // docs/FORMAT.md's vocabulary rules, the one place they are applied: at least
 // one entry; no entry empty; no two equal; valid UTF-8 without a control
-// character (C0 U+0000..U+001F, DEL, C1 U+0080..U+009F; kind
+// character (C0 U+0000..U+001F, DEL, C1 U+0080..U+009F; kind Char's
+// entries "\n" and "\t", a newline and a tab as tokens, excepted; kind
 // SentencePieceBpe excepted: its pieces are text as tokenizer.bin has it,
 // and llama2.c's holds "\n<s>\n", pieces ending in "\r" and C1 controls); kind Char: every
 // non-special entry one code point; kind Whitespace: no non-special entry

@@ -223,3 +223,48 @@ TEST_CASE("trace --inputs with a file name that is not UTF-8 writes the trace, t
     const std::string written = trace.metadata().at("inputs");
     CHECK(written.ends_with("/in\\xff.safetensors"));
 }
+
+namespace {
+
+// data/models/reverse.safetensors with some letters' tokens replaced by other
+// characters (its vocabulary: <pad> <bos> <eos> <unk> a b c ...): the model
+// still reverses its input, so what run prints for a token is seen exactly.
+std::string reverse_with_tokens(const TempDirectory& dir, const std::string& name,
+                                const std::map<std::string, std::string>& replaced) {
+    return edited(dir, name, kReverse, [&](Contents& c) {
+        json vocab = json::parse(c.metadata.at("vocab"));
+        for (auto& token : vocab)
+            if (replaced.count(token.get<std::string>())) token = replaced.at(token.get<std::string>());
+        c.metadata["vocab"] = vocab.dump();
+    });
+}
+
+}  // namespace
+
+TEST_CASE("run prints a newline and a tab token as themselves; --escape as their pictures; other controls stay escaped") {
+    TempDirectory dir;
+    // "a" is a newline token, "b" a tab token, "c" the right-to-left override U+202E (a bidi control: escaped).
+    const std::string model =
+        reverse_with_tokens(dir, "lines.safetensors", {{"a", "\n"}, {"b", "\t"}, {"c", "\xe2\x80\xae"}});
+    const std::string input = "x\ny\tz\xe2\x80\xae";  // reversed: U+202E, z, tab, y, newline, x
+    const CliRun text = run_tinyformer_ok({"run", model, input});
+    CHECK(text.out == "\\u{202e}z\ty\nx\n");
+    CHECK(test_helpers::terminal_problem(text.out) == "a raw C0 control or DEL at byte 9");  // the tab, and only it
+    const CliRun escaped = run_tinyformer_ok({"run", model, "--escape", input});
+    CHECK(escaped.out == "\\u{202e}z\xe2\x90\x89y\xe2\x90\x8ax\n");  // one line: ␉ and ␊
+    CHECK(test_helpers::terminal_problem(escaped.out).empty());
+    // the same tokens as ids: the newline is the token, not a picture of it
+    CHECK(run_tinyformer_ok({"run", model, "--print-ids", input}).out ==
+          run_tinyformer_ok({"run", kReverse, "--print-ids", "xaybzc"}).out);
+    CHECK(run_tinyformer({"run", model, "--escape", "--print-ids", input}).status == 2);
+}
+
+TEST_CASE("run on a model converted before newlines were tokens (its vocabulary holds the picture ␊) prints as before") {
+    TempDirectory dir;
+    // What --visible-controls writes, and every nanoGPT file converted before: "\n" stored as U+240A.
+    const std::string model = reverse_with_tokens(dir, "pictured.safetensors", {{"a", "\xe2\x90\x8a"}});
+    // A typed newline is read as the picture's token, and the output shows the picture, with or without --escape.
+    CHECK(run_tinyformer_ok({"run", model, "x\ny"}).out == "y\xe2\x90\x8ax\n");
+    CHECK(run_tinyformer_ok({"run", model, "x\xe2\x90\x8ay"}).out == "y\xe2\x90\x8ax\n");
+    CHECK(run_tinyformer_ok({"run", model, "--escape", "x\ny"}).out == "y\xe2\x90\x8ax\n");
+}

@@ -96,6 +96,24 @@ TEST_CASE("Terminal text: valid UTF-8 is printed as it is (5€, zéro, CJK, emo
     CHECK(terminal_text("") == "");
 }
 
+TEST_CASE("Terminal text: a newline and a tab kept as themselves or drawn as pictures; every other control escaped") {
+    using tinyformer::NewlinesAndTabs;
+    CHECK(terminal_text("ROMEO:\nO\tsweet", NewlinesAndTabs::Kept) == "ROMEO:\nO\tsweet");
+    CHECK(terminal_text("ROMEO:\nO\tsweet", NewlinesAndTabs::Pictured) == "ROMEO:\xE2\x90\x8AO\xE2\x90\x89sweet");
+    CHECK(terminal_text("ROMEO:\nO\tsweet") == "ROMEO:\\x0aO\\x09sweet");  // the default: one line
+    // The rest of the rule holds whichever way newlines and tabs are shown.
+    for (const NewlinesAndTabs how : {NewlinesAndTabs::Kept, NewlinesAndTabs::Pictured}) {
+        for (const Case& c : kEscaped) {
+            if (c.text.find_first_of("\n\t") != std::string::npos) continue;
+            CAPTURE(c.name);
+            CHECK(terminal_text(c.text, how) == c.expected);
+        }
+        CHECK(terminal_text("a\r\n\x1b[2J\xe2\x80\xae", how).find("\\x0d") == 1);
+        CHECK(terminal_text("a\r\n\x1b[2J\xe2\x80\xae", how).find("\\x1b[2J\\u{202e}") != std::string::npos);
+        for (const char* text : kUnchanged) CHECK(terminal_text(text, how) == text);
+    }
+}
+
 TEST_CASE("Terminal text: the streaming twin stops before max_bytes, never inside a character") {
     // "a€b": a (1 byte), € (3 bytes), b. Up to 3 bytes: € would cross the limit.
     CHECK(streamed("a\xe2\x82\xac" "b", 3) == std::pair<std::string, size_t>("a", 1));
@@ -132,7 +150,7 @@ TEST_CASE("Markdown text: the terminal rule, then a backslash before what could 
     CHECK(markdown_text("3) item") == "3\\) item");
     CHECK(markdown_text("a - b. 1. c") == "a - b. 1. c");  // not at the start: plain text
     // Control characters, a newline and bidi controls as the terminal rule shows them, their backslash escaped.
-    CHECK(markdown_text("a\x1b[2Jb\nc") == "a\\\\x1b\\[2Jb\\\\x0ac");
+    CHECK(markdown_text("a\x1b[2Jb\nc") == "a\\\\x1b\\[2Jb\xE2\x90\x8A" "c");  // a newline as its picture ␊
     CHECK(markdown_text("\xe2\x80\xae" "x") == "\\\\u{202e}x");
     CHECK(markdown_text("z\xc3\xa9ro") == "z\xc3\xa9ro");
 }
@@ -145,5 +163,5 @@ TEST_CASE("Markdown code: a fence longer than any run of backticks inside, padde
     CHECK(markdown_code("`a") == "`` `a ``");
     CHECK(markdown_code("a`") == "`` a` ``");
     CHECK(markdown_code("") == "``");
-    CHECK(markdown_code("a\x1b[31m\nb") == "`a\\x1b[31m\\x0ab`");  // one line, no control character
+    CHECK(markdown_code("a\x1b[31m\nb\t") == "`a\\x1b[31m\xE2\x90\x8A" "b\xE2\x90\x89`");  // one line, no control character
 }

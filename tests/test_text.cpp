@@ -72,6 +72,23 @@ TEST_CASE("The character tokenizer reads a control character as its Control Pict
     CHECK_THROWS_WITH_AS(tokenizer.encode("a\tb"), doctest::Contains("not in the model's vocabulary"), Error);
 }
 
+TEST_CASE("A char vocabulary's newline and tab are tokens: read and written as themselves, labelled as views show them") {
+    // nanoGPT's shakespeare_char vocabulary starts "\n", " ", "!", ...: the converter writes it as it is.
+    const Tokenizer tokenizer({"\n", " ", "a", "b", "\t"});
+    CHECK(tokenizer.encode("a\nb") == std::vector<int64_t>{2, 0, 3});
+    CHECK(tokenizer.encode("\ta b\n") == std::vector<int64_t>{4, 2, 1, 3, 0});
+    CHECK(tokenizer.decode({2, 0, 4, 3}) == "a\n\tb");
+    // A view's label is one line, with the signs gpt2_bpe's labels use: U+21B5 (E2 86 B5) and U+21E5 (E2 87 A5).
+    CHECK(tokenizer.label(0) == "\xE2\x86\xB5");
+    CHECK(tokenizer.label(4) == "\xE2\x87\xA5");
+    CHECK(tokenizer.label(2) == "a");
+    // Any other control character is still not in the vocabulary, and named.
+    CHECK_ERROR_CONTAINS(tokenizer.encode("a\rb"), "not in the model's vocabulary");
+    // With both a newline token and its picture (a user's vocabulary may hold "␊"), each is read as itself.
+    const Tokenizer both({"\n", "\xE2\x90\x8A"});
+    CHECK(both.encode("\n\xE2\x90\x8A") == std::vector<int64_t>{0, 1});
+}
+
 TEST_CASE("The whitespace tokenizer reads words, maps unknown words to <unk>, and writes words joined by spaces") {
     const Tokenizer words(kWords, TokenizerKind::Whitespace);
     CHECK(words.encode("the cat sat") == std::vector<int64_t>{4, 5, 6});
@@ -238,7 +255,10 @@ TEST_CASE("check_vocabulary applies each vocabulary rule, naming where, the entr
         {"a word with a space", {"<pad>", "new york"}, kWords, {"V: entry 1 \"new york\" holds whitespace at byte 3", "splits text there"}},
         {"a word of one space", {"<pad>", " "}, kWords, {"V: entry 1 \" \" holds whitespace at byte 0"}},
         {"ESC (C0)", {"<pad>", "\x1b[2J"}, kWords, {"V: entry 1", "holds the control character U+001B at byte 0"}},
-        {"a newline in a char token", {"a", "\n"}, kChar, {"V: entry 1", "control character U+000A at byte 0"}},
+        {"a newline with a letter in a char token", {"a", "a\n"}, kChar, {"V: entry 1", "control character U+000A at byte 1"}},
+        {"a newline as a word", {"a", "\n"}, kWords, {"V: entry 1", "control character U+000A at byte 0"}},
+        {"a carriage return as a char token", {"a", "\r"}, kChar, {"V: entry 1", "control character U+000D at byte 0"}},
+        {"a form feed as a char token", {"a", "\f"}, kChar, {"V: entry 1", "control character U+000C at byte 0"}},
         {"a tab in a word", {"a", "b\tc"}, kWords, {"V: entry 1", "control character U+0009 at byte 1"}},
         {"NUL", {"a", std::string("b\0", 2)}, kWords, {"V: entry 1", "control character U+0000 at byte 1"}},
         {"DEL", {"a", "\x7f"}, kChar, {"V: entry 1", "control character U+007F"}},

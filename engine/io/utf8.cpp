@@ -40,10 +40,10 @@ bool shown_escaped(char32_t c) {
            (c >= 0x2066 && c <= 0x2069);
 }
 
-std::string shown_text(std::string_view text) {
+std::string shown_text(std::string_view text, NewlinesAndTabs newlines_and_tabs) {
     std::string out;
     out.reserve(text.size());
-    show_text(text, text.size(), [&](const char* piece, size_t length) { out.append(piece, length); });
+    show_text(text, text.size(), [&](const char* piece, size_t length) { out.append(piece, length); }, newlines_and_tabs);
     return out;
 }
 

@@ -598,6 +598,10 @@ class EngineRulesBeforeWriting(RefusedBeforeWriting, Temp, unittest.TestCase):
             ("whitespace", ["<pad>", "\x1b[2J", "<x>"] + letters, False),
             ("char", ["<pad>", "\x85", "<x>"] + letters, False),        # C1
             ("char", ["<pad>", "\x7f", "<x>"] + letters, False),        # DEL
+            ("char", ["<pad>", "\n", "\t"] + letters, True),            # a text's newline and tab: tokens
+            ("char", ["<pad>", "\r", "<x>"] + letters, False),          # no other C0 control
+            ("char", ["<pad>", "a\n", "<x>"] + letters, False),         # nor inside a longer token
+            ("whitespace", ["<pad>", "\n", "<x>"] + letters, False),    # only a char vocabulary's
             ("char", ["<pad>", "\udc00", "<x>"] + letters, False),      # lone surrogate
         ]
         for tokenizer, vocab, valid in cases:

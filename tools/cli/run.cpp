@@ -17,12 +17,13 @@ namespace {
 
 const char* kRunHelp =
     "usage: tinyformer run MODEL.safetensors [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
-    "                      [--max-new-tokens N] [--print-ids] [--unk] [TEXT... | --ids 5,17,3]\n"
+    "                      [--max-new-tokens N] [--print-ids] [--escape] [--unk] [TEXT... | --ids 5,17,3]\n"
     "                      [--overrides FILE.json] [--block ...] [--allow ...] [--ablate ...]\n"
     "\n"
-    "Runs a trained model on each TEXT and prints one output line per input. With no\n"
+    "Runs a trained model on each TEXT and prints each output followed by a newline. With no\n"
     "TEXT, reads one input per line from standard input; a blank line there is an error\n"
-    "naming its line number, and nothing is printed for the batch.\n"
+    "naming its line number, and nothing is printed for the batch. A newline or a tab in\n"
+    "TEXT (bash: $'ROMEO:\\n') is read as the vocabulary's newline or tab token.\n"
     "  encoder-decoder models read TEXT as the source: `run data/models/reverse.safetensors hello`\n"
     "  decoder-only models continue the prompt <bos>TEXT; a model that declares a prompt\n"
     "               suffix (the toy reverse models: '=') gets it appended when TEXT does not\n"
@@ -32,6 +33,10 @@ const char* kRunHelp =
     "               <bos> and the prompt suffix are added the same way): for any model,\n"
     "               also one without a vocabulary, whose outputs are then printed as ids\n"
     "  --print-ids  print each output as token ids (5,17,3: the form --ids takes), not text\n"
+    "  --escape     print a newline or a tab in an output as its picture, \u240a or \u2409, so\n"
+    "               each output is one line; without it they are printed as themselves and a\n"
+    "               generated play comes out in its lines. Either way every other control\n"
+    "               character (ESC, CR, C1, bidi controls) is shown escaped: \\x1b, \\u{202e}\n"
     "  --beam K     beam search of width K (default 1: greedy, inputs decoded together in batches)\n"
     "  --unk        map characters outside the vocabulary to <unk> with a warning; without it\n"
     "               such a character is an error naming it, its position and the\n"
@@ -96,7 +101,7 @@ int run_command(const Arguments& args) {
     std::set<std::string> value_flags = {"--beam", "--max-len", "--ids"};
     value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
     value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
-    const ParsedArguments parsed(args, value_flags, {"--unk", "--print-ids"}, "run");
+    const ParsedArguments parsed(args, value_flags, {"--unk", "--print-ids", "--escape"}, "run");
     if (parsed.help()) {
         std::printf("%s%s%s%s", kRunHelp, kGenerationFlagsHelp, kRunHelpEnd, kInterventionFlagsHelp);
         return 0;
@@ -104,6 +109,8 @@ int run_command(const Arguments& args) {
     if (parsed.positional().empty()) throw UsageError("run: expected a MODEL file (see 'tinyformer run --help')");
     if (parsed.has("--ids") && parsed.positional().size() > 1)
         throw UsageError("run: give the input as TEXT or as --ids, not both");
+    if (parsed.has("--escape") && parsed.has("--print-ids"))
+        throw UsageError("run: --escape shows an output's text; --print-ids prints ids, which have nothing to escape");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
     const GenerationFlags generation = generation_flags(parsed, beam, "run", /*old_max_len=*/true);
     const Interventions interventions = intervention_flags(parsed, "run");
@@ -148,10 +155,13 @@ int run_command(const Arguments& args) {
         for (const auto& input : inputs)
             outputs.push_back(generate(model, {input}, beam, generation.options, generation.sampling).front());
     }
-    // One line per output, as terminal text: a token's control or bidi character is shown escaped.
+    // Each output as terminal text, then a newline: the text a model wrote
+    // keeps its newlines and tabs (with --escape: their pictures, one line per
+    // output); any other control or bidi character is shown escaped.
+    const NewlinesAndTabs newlines_and_tabs = parsed.has("--escape") ? NewlinesAndTabs::Pictured : NewlinesAndTabs::Kept;
     for (const auto& output : outputs) {
         if (!parsed.has("--print-ids")) {
-            std::printf("%s\n", terminal_text(text.decode_output(output)).c_str());
+            std::printf("%s\n", terminal_text(text.decode_output(output), newlines_and_tabs).c_str());
             continue;
         }
         std::string ids;

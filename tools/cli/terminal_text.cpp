@@ -6,7 +6,9 @@
 
 namespace tinyformer::cli {
 
-std::string terminal_text(std::string_view text) { return shown_text(text); }
+std::string terminal_text(std::string_view text, NewlinesAndTabs newlines_and_tabs) {
+    return shown_text(text, newlines_and_tabs);
+}
 
 std::string token_for_table(std::string_view token) {
     const Utf8Character first = token.empty() ? Utf8Character{} : utf8_character(token, 0);
@@ -16,7 +18,7 @@ std::string token_for_table(std::string_view token) {
 }
 
 std::string markdown_text(std::string_view text) {
-    const std::string shown = shown_text(text);
+    const std::string shown = shown_text(text, NewlinesAndTabs::Pictured);
     static constexpr std::string_view kMarkup = "\\`*_[]<>&|~";
     static constexpr std::string_view kPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";
     size_t digits = 0;
@@ -33,7 +35,7 @@ std::string markdown_text(std::string_view text) {
 }
 
 std::string markdown_code(std::string_view text) {
-    const std::string shown = shown_text(text);
+    const std::string shown = shown_text(text, NewlinesAndTabs::Pictured);
     size_t longest = 0, run = 0;
     for (char c : shown) {
         run = c == '`' ? run + 1 : 0;

@@ -3,10 +3,15 @@
 // warnings, summaries, errors; docs/BAD_INPUT.md). The rule itself is
 // engine/io/utf8.h's show_text, which the pictures' labels follow too:
 //   - valid UTF-8 is printed as it is: é, €, CJK, emoji, combining marks;
-//   - C0 controls and DEL become \xNN (ESC -> \x1b, NUL -> \x00);
+//   - a newline and a tab become \x0a and \x09, so the line stays one line;
+//     run's output, text a model wrote, keeps them as themselves (or shows
+//     them as ␊ and ␉ with --escape): NewlinesAndTabs in engine/io/utf8.h;
+//   - the other C0 controls and DEL become \xNN (ESC -> \x1b, NUL -> \x00);
 //   - C1 code points and the bidi controls become \u{XXXX} (U+202E -> \u{202e});
 //   - every byte of invalid UTF-8 becomes \xNN.
 #pragma once
+
+#include "engine/io/utf8.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -16,8 +21,9 @@
 
 namespace tinyformer::cli {
 
-// The text as the rule above prints it: terminal_text("a\x1b[2J") == "a\\x1b[2J".
-std::string terminal_text(std::string_view text);
+// The text as the rule above prints it: terminal_text("a\x1b[2J") == "a\\x1b[2J",
+// terminal_text("a\nb\x1b", NewlinesAndTabs::Kept) == "a\nb\\x1b".
+std::string terminal_text(std::string_view text, NewlinesAndTabs newlines_and_tabs = NewlinesAndTabs::Escaped);
 
 // terminal_text(text) written to `out`, allocating nothing (the error printer
 // uses it after std::bad_alloc). Writes the whole characters that lie within
@@ -31,8 +37,9 @@ size_t write_terminal_text(std::FILE* out, std::string_view text, size_t max_byt
 std::string token_for_table(std::string_view token);
 
 // Text from a model or a user in a Markdown file (attention's index.md): the
-// rule above first, so that no control character, newline or bidi control
-// reaches the file either, then Markdown's own escapes, so that the text is
+// rule above first, a newline and a tab as their pictures ␊ and ␉
+// (NewlinesAndTabs::Pictured), so that no control character, newline or bidi
+// control reaches the file, then Markdown's own escapes, so that the text is
 // read as itself and never as markup:
 //   markdown_text: a backslash before every character that can start markup
 //     inside a line (\ ` * _ [ ] < > & | ~: emphasis, code, a link or image,

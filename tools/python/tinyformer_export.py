@@ -376,10 +376,13 @@ def check_vocabulary(name, vocab, tokenizer):
                 _refuse(where, token, f"holds a lone surrogate U+{ord(c):04X} at character {at}, which is no "
                                       f"character (tokens are UTF-8 text)")
             # llama2.c's tokenizer.bin has pieces ending in "\r" and single C1 characters: the engine
-            # keeps them for sentencepiece_bpe (shown escaped), and refuses them in every other vocabulary.
-            if (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F) and tokenizer != "sentencepiece_bpe":
+            # keeps them for sentencepiece_bpe (shown escaped), and refuses them in every other vocabulary,
+            # but for a char vocabulary's newline and tab, tokens of their own (a text's characters).
+            text_control = tokenizer == "char" and token in ("\n", "\t")
+            if (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F) and tokenizer != "sentencepiece_bpe" and not text_control:
                 _refuse(where, token, f"holds the control character U+{ord(c):04X} at character {at}; no token may "
-                                      f"hold a control character (C0, DEL or C1)")
+                                      f"hold a control character (C0, DEL or C1; a \"char\" vocabulary's \"\\n\" "
+                                      f"and \"\\t\" excepted)")
         special = is_special_token(token)
         if tokenizer == "char" and len(token) != 1 and not special:
             _refuse(where, token, f'is {len(token)} characters; tokenizer "char" needs one character per token '
@@ -2268,7 +2271,8 @@ def main(argv=None):
         epilog="""modes:
   --from FAMILY FILE             convert a family's saved model, then check the file against
                                  the family's module holding FILE's weights (unless --no-check):
-      nanogpt CKPT.pt [--meta meta.pkl] [--gelu exact|tanh]   nanoGPT train.py's ckpt.pt
+      nanogpt CKPT.pt [--meta meta.pkl] [--gelu tanh]         nanoGPT train.py's ckpt.pt (exact GELU
+                                                              unless --gelu tanh: see --gelu)
       mingpt STATE.pt --n-head H                              minGPT state_dict
       annotated STATE.pt --n-head H [--src-vocab S.json] [--tgt-vocab T.json]
                                                               the Annotated Transformer's make_model
@@ -2345,10 +2349,14 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     fam.add_argument("--meta", metavar="meta.pkl", help="nanogpt: the character vocabulary nanoGPT's prepare.py "
                                                        "wrote (read as plain data by the project's own unpickler: no code runs)")
     fam.add_argument("--gelu", choices=["exact", "tanh"], help="nanogpt: which GELU the checkpoint was trained with "
-                                                              "(required: the ckpt does not record it; nanoGPT used tanh before mid-2023)")
+                                                              "(the ckpt does not record it). Default exact, nanoGPT's "
+                                                              "nn.GELU since June 2023, printed as a note; tanh for "
+                                                              "nanoGPT before mid-2023 (new_gelu)")
     fam.add_argument("--visible-controls", action="store_true",
-                     help="nanogpt: store control characters of meta.pkl's vocabulary (shakespeare_char's \\n) as "
-                          "their Control Pictures (\\n -> U+240A); tinyformer reads a typed \\n as that token")
+                     help="nanogpt: store every control character of meta.pkl's vocabulary as its Control Picture "
+                          "(\\n -> U+240A, \\t -> U+2409, \\r -> U+240D), as files converted before \\n and \\t "
+                          "were tokens hold them: run then prints U+240A where the text had a newline. Without "
+                          "it \\n and \\t are tokens of their own and another control character is refused")
     fam.add_argument("--tgt-vocab", metavar="FILE.json", help="annotated: target vocabulary (JSON array); "
                                                              "serves the source too unless --src-vocab")
     ap.add_argument("--module", metavar="model.py",
@@ -2704,7 +2712,8 @@ def generate(path, prompt, *, max_new_tokens=None, temperature=None, top_k=None,
 
     prompt: text (ids=False; through the model's tokenizer, framed as `run`
         frames it: <bos>, the prompt suffix) -> returns the output text as
-        `run` prints it (a control character shown escaped); or a list of
+        `run` prints it (a newline or a tab as itself, any other control
+        character shown escaped); or a list of
         token ids (ids=True; `run --ids`) -> returns the output's token ids
         (`run --print-ids`), without <bos>/<eos>.
     max_new_tokens: at most this many new tokens, never past the model's

@@ -11,8 +11,8 @@ project's own code (families/gpt.py holds the model):
    generated here, seeded, so it needs no download and has a structure a small
    model learns in a CPU minute: runs of 6 consecutive numbers in English words
    from a random start, "forty one, forty two, ... forty six. " (numbers 1 to
-   999). No newline: tinyformer's char vocabulary holds no control character
-   (docs/FORMAT.md), and a line break would be one.
+   999), on one line (a newline would be a token of its own, docs/FORMAT.md;
+   the committed model, trained so, is kept as it is).
 2. Training (nanoGPT's train.py loop): random block_size windows of train.bin
    as a batch (targets shifted by one), AdamW (weight decay on the 2-d weights
    only, betas 0.9/0.99 as its char config), the learning rate warmed up

@@ -502,17 +502,23 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     meta_path: the dataset's meta.pkl (a character vocabulary; read with a
     data-only unpickler). gelu: "exact" (nn.GELU, nanoGPT since June 2023) or
     "tanh" (nanoGPT before, whose MLP called new_gelu): the checkpoint does not
-    record it, so it is required. n_head: only when model_args lacks it.
+    record it; None (not given) means "exact", today's nanoGPT, and says so in
+    a note (the check against the user's own model.py verifies it). n_head:
+    only when model_args lacks it.
     vocab / tokenizer / merges: a vocabulary given directly instead of meta.pkl
     (e.g. GPT-2's, with tokenizer="gpt2_bpe" and merges, for a model trained on
     GPT-2 ids: see hf_gpt2.read_bpe); without any, the file has ids only.
     eos_id, train_max_len, prompt_suffix: written as given (nanoGPT has none).
     meta: another name for meta_path (the command line's --meta).
-    visible_controls: a character vocabulary usually holds "\n", and no token may
-    hold a control character (docs/FORMAT.md); True writes each control
-    character as its visible Unicode picture (U+2400 + code: "\n" -> "␊",
-    DEL -> "␡"), so text typed with "␊" stands for a newline; False
-    (the default) refuses such a vocabulary, naming the entries.
+    visible_controls: a character vocabulary usually holds "\n" (and may hold
+    "\t"): they are written as they are, tokens of their own (docs/FORMAT.md's
+    vocabulary rules), and `run` prints them as a newline and a tab. No other
+    control character may be a token: False (the default) refuses one ("\r",
+    DEL, ...), naming the entries; True writes every control character, "\n"
+    and "\t" included, as its visible Unicode picture (U+2400 + code: "\n" ->
+    "␊", DEL -> "␡"), as this converter did before "\n" was allowed: the
+    file then prints "␊" where the text had a newline (and reads a typed
+    newline as that token).
     """
     if meta is not None:
         if meta_path is not None:
@@ -532,11 +538,12 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
         raise ValueError(f"{where}: neither nanoGPT's checkpoint (a dict with 'model') nor a state_dict; "
                          f"keys: {sorted(map(str, ckpt))[:8]}")
     heads = n_head if n_head is not None else model_args.get("n_head")
-    needed = []
+    needed, assumed = [], []
     if gelu is None:
-        needed.append(("gelu", "the checkpoint does not record which GELU the model used: \"exact\" for "
-                               "nanoGPT since June 2023 (nn.GELU), \"tanh\" for nanoGPT before mid-2023 (new_gelu) "
-                               "— the same weights give different logits"))
+        gelu = "exact"
+        assumed.append("gelu not given: assumed exact (nn.GELU, nanoGPT's model.py since June 2023; the checkpoint "
+                       "does not record it); for nanoGPT code before mid-2023 (new_gelu) pass --gelu tanh "
+                       "(gelu=\"tanh\")")
     elif gelu not in GELU_ACTIVATION:
         raise ValueError(f"convert_nanogpt: gelu = {gelu!r}: expected \"exact\" or \"tanh\"")
     if heads is None:
@@ -544,7 +551,7 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
     _missing("convert_nanogpt", needed)
     state, notes = _cleaned(state, where)
     converted = assemble(state, n_head=heads, gelu=gelu, where=where)
-    converted.notes.extend(notes)
+    converted.notes.extend(assumed + notes)
     _check_model_args(where, model_args, converted.config)
     if model_args.get("n_head") is not None and n_head is not None and model_args["n_head"] != n_head:
         raise ValueError(f"convert_nanogpt: n_head = {n_head} but model_args['n_head'] = {_shown(model_args['n_head'])}")
@@ -582,26 +589,38 @@ def control_picture(ch):
     return "\u2421" if code == 0x7F else ch
 
 
-def _visible_controls(converted, allowed, where):
+# The control characters a "char" vocabulary may hold as tokens of their own
+# (docs/FORMAT.md's vocabulary rules): a text's newline and tab.
+TEXT_CONTROLS = ("\n", "\t")
+
+
+def _visible_controls(converted, pictured, where):
+    """A char vocabulary's control characters: "\n" and "\t" stay tokens unless
+    `pictured`; any other is refused, or with `pictured` every one (those two
+    included) is stored as its picture."""
     vocab = converted.metadata.get("vocab")
     if vocab is None or converted.metadata.get("tokenizer") != "char":
         return
-    bad = [i for i, t in enumerate(vocab) if any(control_picture(c) != c for c in t)]
-    if not bad:
+    controls = [i for i, t in enumerate(vocab) if any(control_picture(c) != c for c in t)]
+    if not pictured:
+        bad = [i for i in controls if vocab[i] not in TEXT_CONTROLS]
+        if bad:
+            shown = ", ".join(f"vocab[{i}] = {vocab[i]!r}" for i in bad[:4])
+            raise ValueError(f"{where}: {shown}: a tinyformer token cannot hold a control character other than a "
+                             f"newline or a tab (docs/FORMAT.md); pass visible_controls=True (--visible-controls) "
+                             f"to store each as its visible picture (\\r -> {control_picture(chr(13))}), or convert "
+                             f"without the vocabulary (ids only)")
         return
-    if not allowed:
-        shown = ", ".join(f"vocab[{i}] = {vocab[i]!r}" for i in bad[:4])
-        raise ValueError(f"{where}: {shown}: tinyformer tokens cannot hold control characters (docs/FORMAT.md); "
-                         f"pass visible_controls=True (--visible-controls) to store each as its visible picture "
-                         f"(\n -> {control_picture(chr(10))}), or convert without the vocabulary (ids only)")
+    if not controls:
+        return
     pictures = [control_picture(c) for c in vocab]
-    clash = sorted(set(pictures[i] for i in bad) & set(vocab))
+    clash = sorted(set(pictures[i] for i in controls) & set(vocab))
     if clash:
         raise ValueError(f"{where}: the vocabulary already holds {clash[0]!r}, the picture a control character "
                          f"would be stored as")
     converted.metadata["vocab"] = pictures
     converted.notes.append("control characters stored as their pictures: " + ", ".join(
-        f"{vocab[i]!r} -> {pictures[i]}" for i in bad))
+        f"{vocab[i]!r} -> {pictures[i]}" for i in controls))
 
 
 def _extras(converted, eos_id=None, train_max_len=None, prompt_suffix=None):
