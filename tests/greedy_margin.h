@@ -17,6 +17,7 @@
 #pragma once
 
 #include "models/decoding.h"
+#include "models/text.h"
 
 #include <doctest/doctest.h>
 
@@ -147,6 +148,41 @@ inline Decided check_same_greedy_text(const tinyformer::Generation& ours, size_t
         CHECK(theirs.rfind(prefix, 0) == 0);
     }
     return decided;
+}
+
+// The engine's greedy outputs for `texts` (the model's tokenizer and framing,
+// as generate_text) against PyTorch's (`expected`, e.g. a committed
+// greedy.tsv), row by row under FORMAT's agreement bound: in full where every
+// step is decided, else the decided tokens' text must begin PyTorch's.
+struct AgainstPytorch {
+    std::vector<std::string> outputs;  // the engine's, as text
+    int64_t same = 0;                  // rows whose whole output is PyTorch's
+    int64_t decided = 0;               // rows whose every step is decided
+    std::vector<bool> row_decided;
+};
+
+inline AgainstPytorch greedy_against_pytorch(
+    const tinyformer::Model& model, const std::vector<std::string>& texts, const std::vector<std::string>& expected,
+    int64_t max_new_tokens = tinyformer::GenerationOptions::kModelDefault) {
+    REQUIRE(texts.size() == expected.size());
+    const tinyformer::ModelText text(model);
+    std::vector<std::vector<int64_t>> inputs;
+    for (const std::string& each : texts) inputs.push_back(tinyformer::model_input(model, text.encode_input(each)));
+    tinyformer::GenerationOptions options;
+    options.record_logits = true;
+    options.max_new_tokens = max_new_tokens;
+    const tinyformer::Generation greedy = tinyformer::greedy_decode(model, inputs, options);
+    AgainstPytorch result;
+    const auto decode = [&](const std::vector<int64_t>& ids) { return text.decode_output(ids); };
+    for (size_t i = 0; i < texts.size(); ++i) {
+        CAPTURE(texts[i]);
+        const Decided decided = check_same_greedy_text(greedy, i, expected[i], kPytorchAgreement, decode);
+        result.outputs.push_back(decode(greedy.tokens[i]));
+        result.same += result.outputs.back() == expected[i];
+        result.decided += decided.all();
+        result.row_decided.push_back(decided.all());
+    }
+    return result;
 }
 
 }  // namespace test_helpers
