@@ -16,6 +16,7 @@
 // The margin is read from A's recorded logits (GenerationOptions::record_logits).
 #pragma once
 
+#include "engine/random.h"
 #include "models/decoding.h"
 #include "models/text.h"
 
@@ -148,6 +149,64 @@ inline Decided check_same_greedy_text(const tinyformer::Generation& ours, size_t
         CHECK(theirs.rfind(prefix, 0) == 0);
     }
     return decided;
+}
+
+// Sampling (models/decoding.h steps 1-7, every token kept: top_k 0, top_p 1)
+// compared the same way. Logits within `bound` of ours move each probability
+// by a factor within exp(+-2 bound / T), so each running sum of q, and the
+// edges of the drawn token's interval [S_before, S_before + q), by at most
+// exp(2 bound / T) - 1. A draw is decided when its uniform u lies further than
+// that from both edges and no other token's logit is within 2 bound of the
+// drawn one's (so no token can swap places with it in the order of step 3).
+// The uniforms are replayed: input row b's k-th token draws Random(seed + b)'s
+// k-th uniform (row_seed = seed + b).
+inline Decided check_same_sampled_tokens(const tinyformer::Generation& ours, size_t row, uint64_t row_seed,
+                                         const tinyformer::Sampling& sampling, const std::vector<int64_t>& theirs,
+                                         LogitBound bound) {
+    REQUIRE(sampling.top_k == 0);
+    REQUIRE(sampling.top_p == 1.0);
+    REQUIRE_MESSAGE(!ours.step_logits.empty(), "the decoding must record its logits (record_logits)");
+    Decided result;
+    const std::vector<int64_t>& mine = ours.tokens.at(row);
+    tinyformer::Random random(row_seed);
+    bool deciding = true;
+    for (size_t step = 0; step < ours.step_logits.size() && step <= mine.size(); ++step) {
+        const tinyformer::Tensor& logits = ours.step_logits[step];
+        const int64_t V = logits.dim(1);
+        const float* values = logits.data() + static_cast<int64_t>(row) * V;
+        if (step == mine.size() && std::all_of(values, values + V, [](float x) { return x == 0.0f; })) break;
+        ++result.steps;
+        const double u = random.uniform();
+        if (!deciding) continue;
+        const tinyformer::SamplingDistribution d = tinyformer::sampling_distribution(values, V, sampling);
+        double before = 0;
+        size_t drawn = 0;
+        while (drawn + 1 < d.q.size() && !(u < before + d.q[drawn])) before += d.q[drawn++];
+        const int64_t token = d.tokens[drawn];
+        const double leader = *std::max_element(values, values + V);
+        const double slack = std::expm1(2 * bound.at(leader) / sampling.temperature) + 1e-12;
+        double nearest_logit = std::numeric_limits<double>::infinity();
+        for (int64_t i = 0; i < V; ++i)
+            if (i != token) nearest_logit = std::min(nearest_logit, std::fabs(static_cast<double>(values[i]) - values[token]));
+        const double margin = std::min(u - before, before + d.q[drawn] - u);
+        result.smallest_margin = std::min(result.smallest_margin, margin);
+        if (margin > slack && nearest_logit > 2 * bound.at(leader))
+            ++result.decided;
+        else
+            deciding = false;
+    }
+    CAPTURE(row);
+    CAPTURE(result.decided);
+    CAPTURE(result.steps);
+    if (result.all()) {
+        CHECK(theirs == mine);
+    } else {
+        const size_t n = std::min(result.decided, mine.size());
+        CHECK(theirs.size() >= n);
+        CHECK(std::equal(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(n), theirs.begin(),
+                         theirs.begin() + static_cast<std::ptrdiff_t>(std::min(n, theirs.size()))));
+    }
+    return result;
 }
 
 // The engine's greedy outputs for `texts` (the model's tokenizer and framing,

@@ -9,6 +9,7 @@
 #include "models/decoding.h"
 #include "models/toy_tasks.h"
 #include "tests/decoding_cases.h"
+#include "tests/greedy_margin.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
 
@@ -179,20 +180,36 @@ TEST_CASE("sampling is reproducible for a seed: KvCache and Recompute, batched a
         const Sampling s = sampling(1.0, 0, 1.0, 7);
         GenerationOptions recompute;
         recompute.mode = StepMode::Recompute;
-        const Generation cached = sample_decode(model, inputs, s);
+        GenerationOptions recorded;
+        recorded.record_logits = true;
+        const Generation cached = sample_decode(model, inputs, s, recorded);
+        // The same call again: the same floats and uniforms, exactly (same calls, same shapes, same data).
         CHECK(sample_decode(model, inputs, s).tokens == cached.tokens);
-        CHECK(sample_decode(model, inputs, s, recompute).tokens == cached.tokens);
-        // Input b draws from Random(seed + b): alone with that seed, the same tokens.
-        for (size_t b = 0; b < inputs.size(); ++b)
-            CHECK(sample_decode(model, {inputs[b]}, sampling(1.0, 0, 1.0, 7 + b)).tokens[0] == cached.tokens[b]);
-        // generate() batches by 64 and keeps each input's seed.
+        // Recompute, and each input alone (input b draws from Random(seed + b)): other products,
+        // logits within 1e-5 (tests/test_stepper.cpp), so the same tokens wherever no uniform
+        // falls near an edge of its token's interval (tests/greedy_margin.h), and none does here.
+        const test_helpers::LogitBound bound{1e-5, 0};
+        recompute.record_logits = true;
+        const Generation recomputed = sample_decode(model, inputs, s, recompute);
+        for (size_t b = 0; b < inputs.size(); ++b) {
+            const test_helpers::Decided decided =
+                test_helpers::check_same_sampled_tokens(cached, b, 7 + b, s, recomputed.tokens[b], bound);
+            CHECK(decided.all());
+            CHECK(test_helpers::largest_logit_difference(cached, b, recomputed, b, decided.steps) <= bound.absolute);
+            const Generation alone = sample_decode(model, {inputs[b]}, sampling(1.0, 0, 1.0, 7 + b), recorded);
+            CHECK(test_helpers::check_same_sampled_tokens(cached, b, 7 + b, s, alone.tokens[0], bound).all());
+            CHECK(test_helpers::largest_logit_difference(cached, b, alone, 0, decided.steps) <= bound.absolute);
+        }
+        // generate() batches by 64 and keeps each input's seed: these 4 inputs are one
+        // sample_decode call with the same arguments, exactly the call above.
         CHECK(generate(model, inputs, 1, {}, s) == cached.tokens);
         // Other seeds: some row differs (over three seeds, four rows each).
         int differing = 0;
         for (uint64_t seed : {8, 100, 123456789})
             differing += sample_decode(model, inputs, sampling(1.0, 0, 1.0, seed)).tokens != cached.tokens;
         CHECK(differing >= 2);
-        // top-k 1 is greedy.
+        // top-k 1 is greedy: the same stepping on the same inputs, so the same logits exactly,
+        // and top-1 takes the largest logit with greedy's tie rule (the smaller id).
         CHECK(sample_decode(model, inputs, sampling(3.0, 1, 1.0, 7)).tokens == greedy_decode(model, inputs).tokens);
     }
     CHECK_THROWS_WITH_AS(generate(load_case(kCases[0]), {{3, 4}}, 2, {}, Sampling{}), doctest::Contains("choose one"), Error);
