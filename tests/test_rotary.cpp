@@ -85,8 +85,9 @@ TEST_CASE("rotary: the fast path (one cos/sin per pair for every head of q and k
                                      k_want = turned(k, Hkv, Dh, position, pairs, 500.0f);
             rope.rotate(q.data(), H, k.data(), Hkv, position);
             // Exact by construction: both compute the angle as float(position) * the same
-            // frequency, std::cos / std::sin of it, and the one turn() (layers/rotary.cpp);
-            // the fast path only shares a pair's cos/sin between heads.
+            // frequency, std::cos / std::sin of it, and the one turn() (layers/rotary.cpp,
+            // built for baseline x86-64: no multiply-add is fused); the fast path only shares
+            // a pair's cos/sin between heads.
             CHECK(q == q_want);
             CHECK(k == k_want);
         }
