@@ -151,20 +151,23 @@ inline Decided check_same_greedy_text(const tinyformer::Generation& ours, size_t
     return decided;
 }
 
-// Sampling (models/decoding.h steps 1-7, every token kept: top_k 0, top_p 1)
-// compared the same way. Logits within `bound` of ours move each probability
-// by a factor within exp(+-2 bound / T), so each running sum of q, and the
-// edges of the drawn token's interval [S_before, S_before + q), by at most
-// exp(2 bound / T) - 1. A draw is decided when its uniform u lies further than
-// that from both edges and no other token's logit is within 2 bound of the
-// drawn one's (so no token can swap places with it in the order of step 3).
+// Sampling (models/decoding.h steps 1-7) compared the same way. Logits within
+// `bound` of ours move each probability, and each ratio of two, by a factor
+// within exp(+-2 bound / T), so each running sum of p or q, and the edges of
+// the drawn token's interval [S_before, S_before + q), by at most
+// exp(2 bound / T) - 1 (the slack). A draw is decided when
+//   - no other token's logit is within 2 bound of the drawn one's (no token
+//     can swap places with it in the order of step 3);
+//   - with top-k, the k-th and (k+1)-th logits are more than 2 bound apart
+//     (the same tokens kept);
+//   - with top-p, no running sum of the renormalised p' lies within the slack
+//     of p (the same prefix kept);
+//   - its uniform u lies further than the slack from both edges.
 // The uniforms are replayed: input row b's k-th token draws Random(seed + b)'s
 // k-th uniform (row_seed = seed + b).
 inline Decided check_same_sampled_tokens(const tinyformer::Generation& ours, size_t row, uint64_t row_seed,
                                          const tinyformer::Sampling& sampling, const std::vector<int64_t>& theirs,
                                          LogitBound bound) {
-    REQUIRE(sampling.top_k == 0);
-    REQUIRE(sampling.top_p == 1.0);
     REQUIRE_MESSAGE(!ours.step_logits.empty(), "the decoding must record its logits (record_logits)");
     Decided result;
     const std::vector<int64_t>& mine = ours.tokens.at(row);
@@ -190,7 +193,22 @@ inline Decided check_same_sampled_tokens(const tinyformer::Generation& ours, siz
             if (i != token) nearest_logit = std::min(nearest_logit, std::fabs(static_cast<double>(values[i]) - values[token]));
         const double margin = std::min(u - before, before + d.q[drawn] - u);
         result.smallest_margin = std::min(result.smallest_margin, margin);
-        if (margin > slack && nearest_logit > 2 * bound.at(leader))
+        bool same_kept = true;
+        std::vector<double> sorted(values, values + V);
+        std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+        const int64_t k = sampling.top_k == 0 ? V : std::min<int64_t>(sampling.top_k, V);
+        if (k < V) same_kept = sorted[static_cast<size_t>(k - 1)] - sorted[static_cast<size_t>(k)] > 2 * bound.at(leader);
+        if (sampling.top_p < 1.0) {
+            // p' over the top-k tokens, in the order of step 3 (the sorted logits).
+            double z = 0;
+            for (int64_t i = 0; i < k; ++i) z += std::exp((sorted[static_cast<size_t>(i)] - leader) / sampling.temperature);
+            double running = 0;
+            for (int64_t i = 0; i < k; ++i) {
+                running += std::exp((sorted[static_cast<size_t>(i)] - leader) / sampling.temperature) / z;
+                if (std::fabs(running - sampling.top_p) <= slack) same_kept = false;
+            }
+        }
+        if (margin > slack && nearest_logit > 2 * bound.at(leader) && same_kept)
             ++result.decided;
         else
             deciding = false;

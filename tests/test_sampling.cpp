@@ -7,6 +7,7 @@
 // generating exactly N tokens and stopping at max_len, and the CLI flags.
 
 #include "models/decoding.h"
+#include "models/text.h"
 #include "models/toy_tasks.h"
 #include "tests/decoding_cases.h"
 #include "tests/greedy_margin.h"
@@ -350,5 +351,40 @@ TEST_CASE("run and explore: the same seed gives the same output; bad generation 
         for (const char* flag : {"--max-new-tokens N", "--temperature T", "--top-k K", "--top-p P", "--seed S", "default 0",
                                  "1024 for a model with an eos_id", "64 for a model without"})
             CHECK_MESSAGE(help.out.find(flag) != std::string::npos, command, " --help lacks ", flag);
+    }
+}
+
+TEST_CASE("The sampled examples of docs/TOY_MODELS.md are decided draws: their shown outputs hold on other CPUs") {
+    // tests/test_docs.cpp compares those outputs exactly. Another CPU's BLAS rounds the
+    // logits otherwise (by ~1e-6 on these models); the shown tokens are what it draws too
+    // when no draw is within the slack of such a change (tests/greedy_margin.h), here with
+    // a bound ten times larger.
+    struct Example {
+        const char* model;
+        const char* text;
+        double temperature;
+        int64_t top_k;
+        double top_p;
+        uint64_t seed;
+    };
+    const Example examples[] = {{"reverse", "hello", 3, 0, 1.0, 1},
+                                {"reverse", "hello", 3, 2, 1.0, 1},
+                                {"sort", "31415926", 4, 0, 0.9, 5},
+                                {"dates", "may 3, 1979", 4, 0, 1.0, 1}};
+    for (const Example& example : examples) {
+        const std::string name = example.model, text = example.text;
+        CAPTURE(name);
+        CAPTURE(text);
+        const Model model = Model::load(std::string("data/models/") + example.model + ".safetensors");
+        const std::vector<int64_t> input = model_input(model, ModelText(model).encode_input(example.text));
+        const Sampling s = sampling(example.temperature, example.top_k, example.top_p, example.seed);
+        GenerationOptions options;
+        options.record_logits = true;
+        const Generation drawn = sample_decode(model, {input}, s, options);
+        const test_helpers::Decided decided =
+            test_helpers::check_same_sampled_tokens(drawn, 0, example.seed, s, drawn.tokens[0], {1e-5, 1e-5});
+        CHECK(decided.all());
+        MESSAGE(name, " \"", text, "\": ", decided.steps, " draws, the nearest ", decided.smallest_margin,
+                " from an edge");
     }
 }
