@@ -45,10 +45,14 @@
 // the k-th, where step 4 keeps exactly k. Step 5 keeps the set Hugging Face's
 // TopPLogitsWarper keeps (applied after top-k, as there).
 // One uniform per generated token; input row b (counting from 0 in the
-// inputs given) draws from its own Random(seed + b), so a row's tokens do
+// inputs given) draws from its own Random(seed + b), so a row's uniforms do
 // not depend on which other inputs are decoded with it or on the batching,
-// and the same seed gives the same tokens on every machine (no std::
-// distributions, whose results differ between standard libraries). <eos>
+// and the same seed gives the same uniforms on every machine (no std::
+// distributions, whose results differ between standard libraries). The
+// tokens are the same wherever the logits' float rounding (another batch,
+// another CPU's BLAS: differences of ~1e-6) does not carry a running sum
+// across the uniform, that is unless a uniform falls that close to an edge
+// of its token's interval. <eos>
 // is drawn like any token and ends the row. Greedy is the limit T -> 0, not
 // a setting: T must be > 0. Generation::log_probs of a sampled row sums the
 // model's own log p (softmax of the unscaled logits) of the drawn tokens.
@@ -56,8 +60,8 @@
 // GenerationOptions::mode picks the stepping (StepMode, models/stepper.h):
 // KvCache (the default) or Recompute (the reference), the same numbers
 // within 1e-5 (so, for sampling with one seed, the same tokens unless a
-// uniform falls that close to a boundary of the running sums: not met in the
-// tests).
+// uniform falls that close to a boundary of the running sums, which
+// tests/test_sampling.cpp checks before comparing tokens).
 #pragma once
 
 #include "engine/random.h"

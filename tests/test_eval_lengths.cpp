@@ -4,6 +4,7 @@
 // against PyTorch's greedy outputs, token for token.
 
 #include "models/toy_tasks.h"
+#include "tests/greedy_margin.h"
 
 #include <doctest/doctest.h>
 
@@ -155,20 +156,21 @@ TEST_CASE("The position-scheme models equal PyTorch's greedy outputs, lengths 1.
             expected.push_back(line.substr(tab + 1));
         }
         REQUIRE(inputs.size() == 300);
-        const std::vector<std::string> outputs = generate_text(model, inputs, 1, {});
-        // In distribution every output is PyTorch's. Beyond it (inputs 200..299, lengths
-        // 17..32) the models are mostly wrong and close calls between tokens occur: one of
-        // reverse-sinusoidal's 100 (a 27-character input) differs in float rounding.
-        int64_t same = 0, same_long = 0, right = 0;
-        for (size_t i = 0; i < inputs.size(); ++i) {
-            CAPTURE(inputs[i]);
-            if (i < 200) CHECK(outputs[i] == expected[i]);
-            same += outputs[i] == expected[i];
-            same_long += i >= 200 && outputs[i] == expected[i];
-            right += i < 200 && outputs[i] == std::string(inputs[i].rbegin(), inputs[i].rend());
+        // PyTorch's logits are within FORMAT's 1e-4 + 1e-4|b| of ours, not the same floats:
+        // every output is compared over the steps our top-2 margin decides, in full where
+        // every step is (tests/greedy_margin.h). In distribution every step is. Beyond it
+        // (inputs 200..299, lengths 17..32) the models are mostly wrong and close calls
+        // between tokens occur (one of reverse-sinusoidal's 100, a 27-character input, came
+        // out otherwise than PyTorch's on one machine): those rows are compared up to the tie.
+        const test_helpers::AgainstPytorch c = test_helpers::greedy_against_pytorch(model, inputs, expected);
+        int64_t right = 0, decided_short = 0;
+        for (size_t i = 0; i < 200; ++i) {
+            decided_short += c.row_decided[i];
+            right += c.outputs[i] == std::string(inputs[i].rbegin(), inputs[i].rend());
         }
-        CHECK(same_long >= 98);
-        MESSAGE(std::string(name), ": ", same, "/300 outputs identical to PyTorch's; ", right, "/200 held-out 1..16 right");
+        CHECK(decided_short == 200);
+        MESSAGE(std::string(name), ": ", c.same, "/300 outputs identical to PyTorch's (", c.decided,
+                " decided at every step); ", right, "/200 held-out 1..16 right");
         // In distribution: rotary 200/200, learned 199, sinusoidal 191, alibi 186 of the 200
         // (the same budget for all four; EXTRAPOLATION.md names the two below 95%).
         CHECK(right >= 180);

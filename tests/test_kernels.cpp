@@ -56,7 +56,7 @@ TEST_CASE("Each fast kernel variant agrees with the reference variant, at length
             std::vector<float> x = random_row(n, static_cast<uint64_t>(n), 4.0f);
             if (n > 1) x[0] = -std::numeric_limits<float>::infinity();
             if (n > 1) x[static_cast<size_t>(n - 1)] = 80.0f;
-            // row_max: exactly the reference's
+            // row_max: exactly the reference's (by arithmetic: a maximum is one of its inputs, in any order)
             const float largest = reference.row_max(x.data(), n);
             CHECK(k.row_max(x.data(), n) == largest);
             // exp_shifted_sum: each within 2 ulp-ish (relative 3e-7) of the reference's std::exp
@@ -101,7 +101,8 @@ TEST_CASE("Each fast kernel variant agrees with the reference variant, at length
             reference.gelu_tanh(t_reference.data(), n);
             for (size_t i = 0; i < row.size(); ++i)
                 CHECK(std::fabs(t[i] - t_reference[i]) <= 4e-7 * std::fabs(row[i]) + 1e-7);
-            // add, relu, scale: exactly the reference's
+            // add, relu, scale: exactly the reference's (by arithmetic: each output is one IEEE operation,
+            // a + b, max(0, x) or x * f, on the same operands, correctly rounded in every variant)
             std::vector<float> a = row, r = row, s = row, a_reference = row, r_reference = row, s_reference = row;
             k.add(a.data(), gamma.data(), n);
             k.relu(r.data(), n);

@@ -52,6 +52,7 @@ TEST_CASE("KVCache: appended rows are read back in place, growth keeps them, cap
                 CHECK(at(keys, b, t, c) == doctest::Approx(1000.0f * b + 10.0f * t + c / 100.0f));
                 CHECK(at(values, b, t, c) == doctest::Approx(1000.0f * b + 10.0f * t + c / 100.0f + 0.5f));
             }
+    // Exactly: the cache copies the floats it is given, no arithmetic.
     CHECK(test_helpers::max_abs_difference(cache.key_tensor(), labelled(2, 0, 7, 4, 0.0f)) == 0.0);
 }
 

@@ -25,6 +25,8 @@ TEST_CASE("the timed encoder layer is EncoderLayer::forward, bit for bit, on the
     const measure::TimedForward timed = measure::layer_forward_timed(layer, x, times);
     const Tensor expected = layer.layer.forward(x, Mask(), Padding());
     REQUIRE(timed.output.shape() == expected.shape());
+    // Exact by construction: layer_forward_timed makes EncoderLayer::forward's calls, in its order,
+    // on the same numbers and shapes (tools/measure/layer_timing.cpp).
     CHECK(std::memcmp(timed.output.data(), expected.data(), sizeof(float) * static_cast<size_t>(expected.numel())) == 0);
 
     // The path the model's layer asks for: its options want no weights, so streaming (DESIGN: the default).

@@ -664,8 +664,9 @@ TEST_CASE("lesson rotary: the score depends on m - n only; the KV cache holds ke
         CAPTURE(s);
         CHECK(std::fabs(difference) < 1e-4);
     }
-    // The cache after 4 steps: exactly rot(k_n, n); k_n itself only at n = 0 (angle 0: cos 1, sin 0);
-    // a row never changes after its step.
+    // The cache after 4 steps: exactly rot(k_n, n), by construction (the lesson projects k_n with the
+    // module's own fused one-token product and turns it with rotary_reference, which the fast path
+    // equals bit for bit); k_n itself only at n = 0 (angle 0: cos 1, sin 0); a row never changes after its step.
     check_lines(out, {
         "    0                 0.00e+00         0.00e+00                         0.00e+00",
     });
@@ -739,7 +740,9 @@ TEST_CASE("lesson gqa: stories15M's KV cache bytes per token at 6, 3, 2, 1 K/V h
         "     6    1             2304           2.25                 0.5625",
         "    2 (K and V) * layers * Hkv * Dh * 4 bytes",
         "  by hand: 2 * 6 * 6 * 48 * 4 = 13824 B = 13.5 KiB per token with 6 K/V heads; 3, 2, 1 heads",
-        // Reading K/V head h / 4 in place and copying it to head h give the same products: exactly 0.
+        // Reading K/V head h / 4 in place and copying it to head h give the same products: exactly 0
+        // (by construction: the same calls in the same shapes on the same numbers, L = 5 rows, so
+        // packed sgemm products; only the row stride K/V are read with differs).
         "  materialized  largest |GQA - expanded|: output 0.00e+00, weights 0.00e+00",
         "  streaming     largest |GQA - expanded|: output 0.00e+00",
     });

@@ -30,7 +30,9 @@ Model load(const std::string& name) { return Model::load("data/models/" + name +
 
 TokenIds row_of(const std::vector<int64_t>& ids) { return {1, static_cast<int64_t>(ids.size()), ids}; }
 
-// Every number of a [1, n, V] (or row b of [B, n, V]) tensor as exact() writes it.
+// Every number of a [1, n, V] (or row b of [B, n, V]) tensor as exact() writes it. Exact by
+// construction: each caller makes the live pass's own calls (a recorded, materialized pass on
+// the same ids, batch and padding), so the same floats.
 void check_rows_equal(const json& rows, const Tensor& t, int64_t b = 0) {
     const int64_t n = t.dim(-2), V = t.dim(-1);
     REQUIRE(rows.size() == static_cast<size_t>(n));
@@ -132,6 +134,7 @@ TEST_CASE("live: a given target is teacher-forced, and a sampled one is models/d
     sampling.temperature = 3;
     sampling.seed = 7;
     const std::vector<int64_t> input = model_input(model, ModelText(model).encode_input("attention"));
+    // Exact by construction: live_run makes this same sample_decode call (one row, the same seed).
     CHECK(sampled["target_ids"].get<std::vector<int64_t>>() == sample_decode(model, {input}, sampling).tokens[0]);
     CHECK(sampled["page"]["decoding"]["mode"] == "sample");
 

@@ -45,6 +45,7 @@ TEST_CASE("gemm multiplies a 2x3 by a 3x2 matrix as worked by hand") {
         Tensor c_blas(Shape{2, 2}), c_naive(Shape{2, 2});
         tinyformer::gemm(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c_blas.matrix());
         tinyformer::gemm_naive(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c_naive.matrix());
+        // Exactly, in any summation order: small integers, whose every partial sum is a float.
         CHECK(c_blas.values() == expected);
         CHECK(c_naive.values() == expected);
     }
@@ -68,6 +69,7 @@ TEST_CASE("gemm multiplies a 2x3 by a 3x2 matrix as worked by hand") {
         Tensor c_blas = Tensor::filled({2, 2}, nan), c_naive = Tensor::filled({2, 2}, nan);
         tinyformer::gemm(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c_blas.matrix(), 1.0f, 0.0f);
         tinyformer::gemm_naive(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c_naive.matrix(), 1.0f, 0.0f);
+        // Exactly, in any summation order: small integers, whose every partial sum is a float.
         CHECK(c_blas.values() == expected);
         CHECK(c_naive.values() == expected);
     }

@@ -170,6 +170,7 @@ TEST_CASE("mask and probe take --output, and their old --png; mask takes prefix_
     TempDirectory dir;
     const CliRun dash = run_tinyformer_ok({"mask", "prefix-lm", "--len", "6", "--prefix", "2", "--output", dir.file("a.png")});
     const CliRun underscore = run_tinyformer_ok({"mask", "prefix_lm", "--len", "6", "--prefix", "2", "--png", dir.file("b.png")});
+    // Exact by construction: two spellings of one command run the same calls on the same numbers.
     CHECK(dash.out == underscore.out);
     CHECK(read_file(dir.file("a.png")) == read_file(dir.file("b.png")));
     run_tinyformer_ok({"probe", "data/models/sort.safetensors", "3141", "--output", dir.file("p.png")});

@@ -174,6 +174,7 @@ TEST_CASE("An ablation of zero heads gives delta exactly 0 and the greedy output
         Model model = Model::load(each.model);
         const ProbeExample example = probe_example(model, tokens(model, each.text), std::nullopt);
         const AblationResult result = ablate_heads(model, example, {});
+        // Exactly: no head zeroed, so both passes are the same calls on the same numbers.
         CHECK(result.delta_log_prob == 0.0);
         CHECK(result.log_prob == target_log_prob(model, example));
         CHECK(result.greedy == example.target);

@@ -202,7 +202,10 @@ TEST_CASE("A causal model's output at position t does not change when tokens aft
             for (size_t after = static_cast<size_t>(t) + 1; after < changed.size(); ++after)
                 changed[after] = (changed[after] + 5) % model.config.vocab_size;
             const Tensor other = logits_of(model, changed);
-            CHECK(rows_distance(base, other, 0, t + 1) == 0.0f);              // exactly: no path from the future
+            // Exactly: no path from the future. The same calls in the same shapes; a row of each
+            // product reads only its own row's inputs, and the changed tokens reach rows <= t only
+            // through attention weights that are exactly 0 (blocked), whose 0 * v adds nothing.
+            CHECK(rows_distance(base, other, 0, t + 1) == 0.0f);
             CHECK(rows_distance(base, other, t + 1, t + 2) > 1e-3f);          // the changed positions themselves do move
         }
     }
@@ -234,6 +237,7 @@ TEST_CASE("A prefix-LM model's outputs inside the prefix change when a later pre
         // Tokens after the prefix change: the prefix positions do not see them.
         std::vector<int64_t> continuation = ids;
         for (size_t t = static_cast<size_t>(prefix); t < continuation.size(); ++t) continuation[t] = (continuation[t] + 3) % V;
+        // Exactly, as in the causal test above: blocked keys weigh exactly 0.
         CHECK(rows_distance(base, logits_of(model, continuation, {prefix}), 0, prefix) == 0.0f);
         // With prefix_len 1 (only <bos>) the same model is causal: the change
         // at position prefix-1 reaches no earlier position.

@@ -7,8 +7,10 @@
 // generating exactly N tokens and stopping at max_len, and the CLI flags.
 
 #include "models/decoding.h"
+#include "models/text.h"
 #include "models/toy_tasks.h"
 #include "tests/decoding_cases.h"
+#include "tests/greedy_margin.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
 
@@ -179,20 +181,36 @@ TEST_CASE("sampling is reproducible for a seed: KvCache and Recompute, batched a
         const Sampling s = sampling(1.0, 0, 1.0, 7);
         GenerationOptions recompute;
         recompute.mode = StepMode::Recompute;
-        const Generation cached = sample_decode(model, inputs, s);
+        GenerationOptions recorded;
+        recorded.record_logits = true;
+        const Generation cached = sample_decode(model, inputs, s, recorded);
+        // The same call again: the same floats and uniforms, exactly (same calls, same shapes, same data).
         CHECK(sample_decode(model, inputs, s).tokens == cached.tokens);
-        CHECK(sample_decode(model, inputs, s, recompute).tokens == cached.tokens);
-        // Input b draws from Random(seed + b): alone with that seed, the same tokens.
-        for (size_t b = 0; b < inputs.size(); ++b)
-            CHECK(sample_decode(model, {inputs[b]}, sampling(1.0, 0, 1.0, 7 + b)).tokens[0] == cached.tokens[b]);
-        // generate() batches by 64 and keeps each input's seed.
+        // Recompute, and each input alone (input b draws from Random(seed + b)): other products,
+        // logits within 1e-5 (tests/test_stepper.cpp), so the same tokens wherever no uniform
+        // falls near an edge of its token's interval (tests/greedy_margin.h), and none does here.
+        const test_helpers::LogitBound bound{1e-5, 0};
+        recompute.record_logits = true;
+        const Generation recomputed = sample_decode(model, inputs, s, recompute);
+        for (size_t b = 0; b < inputs.size(); ++b) {
+            const test_helpers::Decided decided =
+                test_helpers::check_same_sampled_tokens(cached, b, 7 + b, s, recomputed.tokens[b], bound);
+            CHECK(decided.all());
+            CHECK(test_helpers::largest_logit_difference(cached, b, recomputed, b, decided.steps) <= bound.absolute);
+            const Generation alone = sample_decode(model, {inputs[b]}, sampling(1.0, 0, 1.0, 7 + b), recorded);
+            CHECK(test_helpers::check_same_sampled_tokens(cached, b, 7 + b, s, alone.tokens[0], bound).all());
+            CHECK(test_helpers::largest_logit_difference(cached, b, alone, 0, decided.steps) <= bound.absolute);
+        }
+        // generate() batches by 64 and keeps each input's seed: these 4 inputs are one
+        // sample_decode call with the same arguments, exactly the call above.
         CHECK(generate(model, inputs, 1, {}, s) == cached.tokens);
         // Other seeds: some row differs (over three seeds, four rows each).
         int differing = 0;
         for (uint64_t seed : {8, 100, 123456789})
             differing += sample_decode(model, inputs, sampling(1.0, 0, 1.0, seed)).tokens != cached.tokens;
         CHECK(differing >= 2);
-        // top-k 1 is greedy.
+        // top-k 1 is greedy: the same stepping on the same inputs, so the same logits exactly,
+        // and top-1 takes the largest logit with greedy's tie rule (the smaller id).
         CHECK(sample_decode(model, inputs, sampling(3.0, 1, 1.0, 7)).tokens == greedy_decode(model, inputs).tokens);
     }
     CHECK_THROWS_WITH_AS(generate(load_case(kCases[0]), {{3, 4}}, 2, {}, Sampling{}), doctest::Contains("choose one"), Error);
@@ -333,5 +351,40 @@ TEST_CASE("run and explore: the same seed gives the same output; bad generation 
         for (const char* flag : {"--max-new-tokens N", "--temperature T", "--top-k K", "--top-p P", "--seed S", "default 0",
                                  "1024 for a model with an eos_id", "64 for a model without"})
             CHECK_MESSAGE(help.out.find(flag) != std::string::npos, command, " --help lacks ", flag);
+    }
+}
+
+TEST_CASE("The sampled examples of docs/TOY_MODELS.md are decided draws: their shown outputs hold on other CPUs") {
+    // tests/test_docs.cpp compares those outputs exactly. Another CPU's BLAS rounds the
+    // logits otherwise (by ~1e-6 on these models); the shown tokens are what it draws too
+    // when no draw is within the slack of such a change (tests/greedy_margin.h), here with
+    // a bound ten times larger.
+    struct Example {
+        const char* model;
+        const char* text;
+        double temperature;
+        int64_t top_k;
+        double top_p;
+        uint64_t seed;
+    };
+    const Example examples[] = {{"reverse", "hello", 3, 0, 1.0, 1},
+                                {"reverse", "hello", 3, 2, 1.0, 1},
+                                {"sort", "31415926", 4, 0, 0.9, 5},
+                                {"dates", "may 3, 1979", 4, 0, 1.0, 1}};
+    for (const Example& example : examples) {
+        const std::string name = example.model, text = example.text;
+        CAPTURE(name);
+        CAPTURE(text);
+        const Model model = Model::load(std::string("data/models/") + example.model + ".safetensors");
+        const std::vector<int64_t> input = model_input(model, ModelText(model).encode_input(example.text));
+        const Sampling s = sampling(example.temperature, example.top_k, example.top_p, example.seed);
+        GenerationOptions options;
+        options.record_logits = true;
+        const Generation drawn = sample_decode(model, {input}, s, options);
+        const test_helpers::Decided decided =
+            test_helpers::check_same_sampled_tokens(drawn, 0, example.seed, s, drawn.tokens[0], {1e-5, 1e-5});
+        CHECK(decided.all());
+        MESSAGE(name, " \"", text, "\": ", decided.steps, " draws, the nearest ", decided.smallest_margin,
+                " from an edge");
     }
 }

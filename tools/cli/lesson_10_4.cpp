@@ -5,6 +5,7 @@
 // computed by the engine at run time; the text quotes the hand calculations
 // (tests/test_lesson.cpp has the working).
 
+#include "engine/matmul.h"
 #include "engine/ops.h"
 #include "engine/random.h"
 #include "layers/encoder_layer.h"
@@ -171,8 +172,8 @@ void lesson_rotary() {
 
     // What the KV cache stores, on the module the models run (layers/multi_head_attention.h).
     const int64_t D = 8, H = 2, T = 4;
-    const MultiHeadAttention attention({random.normal_tensor({3 * D, D}, 0.5f), Tensor(),
-                                        random.normal_tensor({D, D}, 0.5f), Tensor()},
+    const Tensor in_proj_weight = random.normal_tensor({3 * D, D}, 0.5f);  // [W_Q; W_K; W_V], no bias
+    const MultiHeadAttention attention({in_proj_weight, Tensor(), random.normal_tensor({D, D}, 0.5f), Tensor()},
                                        H, "", std::nullopt, RotaryEmbedding(D / H, 10000.0f, RopePairs::Adjacent));
     const Tensor x = random.normal_tensor({1, T, D});
     KVCache cache;
@@ -182,13 +183,14 @@ void lesson_rotary() {
         attention.forward_appending(token, cache, Mask(), {});
         after_step.push_back(cache.key_tensor());
     }
-    // k_n = x_n W_K before any rotation, projected as the step projected it (one token: the same
-    // products in the same order as the module's fused Q|K|V product).
+    // k_n = x_n W_K before any rotation, projected as the step projected it: the module's own
+    // call, one token through the fused Q|K|V product, whose columns D..2D-1 are K. (W_K alone,
+    // a product of another shape, could sum in another order: equal only to float rounding.)
     Tensor unturned({1, T, D});
     for (int64_t t = 0; t < T; ++t) {
         const Tensor token({1, 1, D}, std::vector<float>(x.data() + t * D, x.data() + (t + 1) * D));
-        const Tensor k_t = attention.project_key(token);
-        std::copy(k_t.data(), k_t.data() + D, unturned.data() + t * D);
+        const Tensor qkv_t = linear(token, in_proj_weight, Tensor());  // [1, 1, 3D]
+        std::copy(qkv_t.data() + D, qkv_t.data() + 2 * D, unturned.data() + t * D);
     }
     std::printf("What a KV cache stores: one self-attention with rotary positions (D = %lld, H = %lld, Dh = %lld,\n"
                 "random weights) run as decoding runs it, one token per step, %lld steps. Its cache holds\n"

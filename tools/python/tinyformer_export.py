@@ -2723,9 +2723,10 @@ def generate(path, prompt, *, max_new_tokens=None, temperature=None, top_k=None,
         turns sampling on (models/decoding.h: softmax(logits / T), top-k,
         then top-p, renormalised, drawn with the engine's SplitMix64);
         None of them: greedy decoding.
-    seed: the draws' seed (an int >= 0): the same seed gives the same tokens
-        on every machine; only with sampling (a seed other than 0 without
-        it is refused, as `run --seed` is).
+    seed: the draws' seed (an int >= 0): the same seed makes the same draws
+        on every machine (the same tokens unless a draw falls within float
+        rounding of the edge between two tokens); only with sampling (a seed
+        other than 0 without it is refused, as `run --seed` is).
     Raises ValueError for settings `run` refuses as usage errors (exit 2,
     its message naming the flag), RuntimeError when `run` fails otherwise
     (exit 1: the file, the prompt), FileNotFoundError without the binary."""
