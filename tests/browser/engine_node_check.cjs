@@ -1,8 +1,12 @@
 // A quick check of the built engine without a browser: node loads
 // build/wasm/tinyformer-engine.js, writes a checkpoint to its in-memory file
-// system, loads it and runs {text}; the target must be what `build/tinyformer run`
-// prints for the same model and text. Prints one line per input and the time
-// of one run (the first, and the mean of 3 more).
+// system, loads it and runs {text}; the target's tokens must be what
+// `build/tinyformer run --print-ids` prints for the same model and text at
+// every step the engine's logits decide (margin.mjs: the engine's own gemm and
+// OpenBLAS sum in other orders), its logits must be within LOGITS_TOLERANCE
+// of `tinyformer forward`'s (the bound margin.mjs builds on), and every step
+// must be decided for an "ok". Prints one line per input and the time of one run (the
+// first, and the mean of 3 more).
 //   node tests/browser/engine_node_check.cjs MODEL.safetensors TEXT...
 "use strict";
 const fs = require("fs");
@@ -21,7 +25,8 @@ const [TinyformerEngine, wasmGzip] = new Function("require", "__filename", "__di
 const wasmBinary = require("zlib").gunzipSync(Buffer.from(wasmGzip, "base64"));
 
 const [model, ...texts] = process.argv.slice(2);
-TinyformerEngine({ print() {}, printErr() {}, wasmBinary }).then((engine) => {
+Promise.all([TinyformerEngine({ print() {}, printErr() {}, wasmBinary }), import("./margin.mjs"), import("./native.mjs")])
+  .then(([engine, { greedyDecided, predictingRows, disagreement }, { LOGITS_TOLERANCE, compareResult, nativeForward, nativeRun }]) => {
   const call = (name, arg) => {
     const reply = JSON.parse(engine.ccall(name, "string", ["string"], [arg]));
     if (!reply.ok) throw new Error(reply.error);
@@ -39,9 +44,14 @@ TinyformerEngine({ print() {}, printErr() {}, wasmBinary }).then((engine) => {
     for (let i = 0; i < 3; i++) call("tinyformer_run", request);
     const mean = (Date.now() - started) / 3;
     const native = execFileSync(path.join(root, "build/tinyformer"), ["run", model, text], { encoding: "utf8" }).trimEnd();
-    const same = result.text === native;
-    if (!same) failed++;
-    console.log(`${same ? "ok  " : "DIFF"} ${path.basename(model)} ${JSON.stringify(text)}: engine ${JSON.stringify(result.text)}, run ${JSON.stringify(native)}; ${first} ms, then ${mean.toFixed(0)} ms`);
+    const logits = compareResult(result, nativeForward(model, result.forward_inputs), 0, result.forward_inputs).checks[0];
+    const decided = greedyDecided(predictingRows(result));
+    const problem = (logits.worst <= LOGITS_TOLERANCE ? "" : `logits differ from forward's by ${logits.worst.toExponential(2)}`) ||
+      disagreement(decided, result.target_ids, nativeRun(model, text)) ||
+      (decided.decided < decided.steps ? `only ${decided.decided} of ${decided.steps} steps decided` : "");
+    if (problem) failed++;
+    console.log(`${problem ? "DIFF" : "ok  "} ${path.basename(model)} ${JSON.stringify(text)}: engine ${JSON.stringify(result.text)}, run ${JSON.stringify(native)}` +
+      `${problem ? ` (${problem})` : ""}; ${first} ms, then ${mean.toFixed(0)} ms`);
   }
   process.exitCode = failed ? 1 : 0;
 });
