@@ -6,7 +6,9 @@ the committed PyTorch weights, through the project's own families/annotated.py m
 - check(committed .safetensors, make_model holding the committed .pt): logits (as
   log-probabilities: the Generator returns log_softmax) and every per-head weight, on
   padded random batches through the Annotated masks; worst error printed.
-- the committed greedy outputs are what greedy_decode makes with the committed .pt now.
+- the committed greedy outputs are what greedy_decode makes with the committed .pt now,
+  at every step today's log-probabilities decide (greedy_margin.py: the committed run
+  was PyTorch on another CPU), with enough steps decided.
 - --from annotated on the command line writes the same tensors and passes its check.
 - each Annotated difference matters: the file rewritten with nn.LayerNorm's norm, or
   without the embedding scale, fails check against the module (the error is printed:
@@ -31,9 +33,16 @@ import tinyformer_export as te  # noqa: E402
 from families import Converted, write_converted  # noqa: E402
 from families import annotated as A  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tests" / "python"))
+import greedy_margin as gm  # noqa: E402
+
 DATA = REPO / "data" / "families"
 PT, MODEL, GREEDY = DATA / "annotated-copy.pt", DATA / "annotated-copy.safetensors", DATA / "annotated-copy.greedy.tsv"
 NUMBERS = {}
+DECIDED = {}
+# The share of greedy steps today's log-probabilities must decide (measured: every
+# step of the 200 rows; a near tie would leave the rest of its row undecided).
+ENOUGH_DECIDED = 0.9
 
 
 def committed():
@@ -53,13 +62,19 @@ class AnnotatedParity(unittest.TestCase):
         rows = [line.rstrip("\n").split("\t") for line in GREEDY.read_text().splitlines() if not line.startswith("#")]
         self.assertEqual(len(rows), 200)
         vocab = ["<pad>"] + [str(i) for i in range(1, 11)]
-        same = 0
+        tally = gm.Tally()
         with torch.no_grad():
             for src_text, want in rows:
                 src = torch.tensor([[vocab.index(t) for t in src_text.split()]])
-                out = A.greedy_decode(model, src, torch.ones(1, 1, src.shape[1], dtype=torch.bool), src.shape[1], 1)
-                same += " ".join(vocab[i] for i in out[0, 1:].tolist()) == want
-        self.assertEqual(same, 200)
+                # The generator's log-probabilities at each step (its forward, as greedy_decode calls it).
+                with gm.recording_last_rows(model.generator) as steps:
+                    out = A.greedy_decode(model, src, torch.ones(1, 1, src.shape[1], dtype=torch.bool), src.shape[1], 1)
+                decided = gm.decided_steps(steps)
+                tally.add(decided, len(steps))
+                gm.check_tokens(self, [vocab[i] for i in out[0, 1:].tolist()], want.split(" "), decided, len(steps),
+                                src_text)
+        DECIDED["greedy against the committed"] = str(tally)
+        self.assertGreaterEqual(tally.fraction(), ENOUGH_DECIDED, f"only {tally}")
 
     def test_command_line_from_annotated(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -170,4 +185,6 @@ if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result
     for case, worst in NUMBERS.items():
         print(f"  {case:60s} worst |a-b|/tol {worst:.4g}")
+    for case, tally in DECIDED.items():
+        print(f"  {case}: {tally}")
     sys.exit(0 if result.wasSuccessful() else 1)
