@@ -64,15 +64,7 @@ void refuse_other_formats(const std::string& path, uint64_t file_size, std::span
     if (could_be_safetensors(file_size, start)) return;
     std::string looks;
     if (start.size() >= 4 && start[0] == 'P' && start[1] == 'K' && start[2] == 3 && start[3] == 4) {
-        // A zip local file header; torch.save's first entry is "<name>/data.pkl".
-        bool torch = false;
-        if (start.size() >= 30) {
-            const size_t name_length = start[26] | (size_t{start[27]} << 8);
-            const std::string pickle = "data.pkl";
-            if (name_length >= pickle.size() && 30 + name_length <= start.size())
-                torch = std::equal(pickle.begin(), pickle.end(), start.begin() + 30 + name_length - pickle.size());
-        }
-        looks = torch ? "a PyTorch torch.save file (a zip archive)" : "a zip archive (as torch.save writes)";
+        looks = is_torch_zip(start) ? "a PyTorch torch.save file (a zip archive)" : "a zip archive (as torch.save writes)";
     } else if (start.size() >= 3 && start[0] == 0x80 && start[1] >= 2 && start[1] <= 5 && start[2] != 0) {
         looks = "a Python pickle (e.g. an old torch.save file)";  // PROTO 2..5, then an opcode
     } else {
@@ -283,6 +275,16 @@ float half_to_float(uint16_t half) {
 }
 
 float bfloat16_to_float(uint16_t bits) { return bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+bool is_torch_zip(std::span<const uint8_t> start) {
+    // A zip local file header (PK\3\4); its name length is at bytes 26-27 and
+    // the name starts at byte 30.
+    if (start.size() < 30 || start[0] != 'P' || start[1] != 'K' || start[2] != 3 || start[3] != 4) return false;
+    const size_t name_length = start[26] | (size_t{start[27]} << 8);
+    const std::string pickle = "data.pkl";
+    return name_length >= pickle.size() && 30 + name_length <= start.size() &&
+           std::equal(pickle.begin(), pickle.end(), start.begin() + 30 + name_length - pickle.size());
+}
 
 bool could_be_safetensors(uint64_t file_size, std::span<const uint8_t> start) {
     if (start.size() < 9) return false;

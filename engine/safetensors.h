@@ -75,6 +75,10 @@ constexpr uint64_t kSniffBytes = 256;
 // Such a file is read as safetensors whatever else its first bytes resemble.
 bool could_be_safetensors(uint64_t file_size, std::span<const uint8_t> start);
 
+// True when `start` (a file's first bytes) is a zip whose first member is
+// "<name>/data.pkl", as torch.save writes it: any other zip (.npz, .docx) is not.
+bool is_torch_zip(std::span<const uint8_t> start);
+
 // A stored tensor's description, as the header gives it.
 struct StoredTensor {
     std::string dtype;        // "F32", "F16", "BF16", "I64", "I32", "BOOL", "U8", ...

@@ -1,6 +1,7 @@
 #include "models/foreign_files.h"
 
 #include "engine/error.h"
+#include "engine/safetensors.h"
 
 #include <algorithm>
 #include <cstring>
@@ -34,13 +35,27 @@ int32_t little_endian_i32(const uint8_t* bytes) {
 
 bool contains(std::string_view haystack, std::string_view needle) { return haystack.find(needle) != haystack.npos; }
 
-// "<stem>.safetensors": the name the suggested command writes, beside nothing
-// the user has (a folder's own name for a folder; "model" when there is none).
+// "<stem>.safetensors": the name the suggested command writes, in the current
+// folder. The stem is the file's or folder's own name, "." resolved to the
+// folder it is (inside a Hugging Face folder, "." is that folder, and
+// "model.safetensors" there is the user's own weights); a name that already
+// exists gets "-tinyformer" (and a number), so running the suggestion never
+// replaces a file.
 std::string output_name(const std::filesystem::path& source) {
-    std::string stem = source.stem().string();
-    if (stem.empty() || stem == "." || stem == "..") stem = source.parent_path().filename().string();
+    std::error_code error;
+    std::filesystem::path full = std::filesystem::absolute(source, error).lexically_normal();
+    if (error) full = source;
+    if (!full.has_filename()) full = full.parent_path();      // "folder/" normalises to "folder/"
+    std::string stem = full.stem().string();
     if (stem.empty() || stem == "." || stem == "..") stem = "model";
-    return shell_word(stem + ".safetensors");
+    std::string name = stem + ".safetensors";
+    for (int n = 1; n < 100 && (std::filesystem::exists(name, error) || std::filesystem::is_symlink(name, error)); ++n) {
+        name = stem;
+        name += "-tinyformer";
+        if (n > 1) name += '-' + std::to_string(n);
+        name += ".safetensors";
+    }
+    return shell_word(name);
 }
 
 [[noreturn]] void refuse(const std::string& path, const std::string& what, const std::string& way_out) {
@@ -212,6 +227,7 @@ void refuse_torch_file(const std::string& path, uint64_t size, const std::vector
                "convert its folder (with config.json) with: " + std::string(kConverter) + " --from hf-gpt2 " +
                    shell_word(source.parent_path().empty() ? "." : source.parent_path().string()) + " --out " +
                    output_name(source.parent_path().empty() ? std::filesystem::current_path() : source.parent_path()));
+    if (zip && !is_torch_zip(bytes)) return;   // another zip (.npz, .docx): the safetensors reader names it
     refuse(path, kind,
            "tools/python/tinyformer_export.py converts it: --from nanogpt / mingpt / annotated / llama2c FILE for "
            "those families' files, --from-state-dict FILE for a state_dict with FORMAT's names (docs/YOUR_MODEL.md)");
@@ -219,7 +235,9 @@ void refuse_torch_file(const std::string& path, uint64_t size, const std::vector
 
 }  // namespace
 
-std::string shell_word(const std::string& text) {
+std::string shell_word(const std::string& given) {
+    // A word starting with '-' would be read as an option: "./-m.bin" is the same file.
+    const std::string text = !given.empty() && given[0] == '-' ? "./" + given : given;
     const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                std::strchr("_./-+:,@=", c) != nullptr;

@@ -1210,6 +1210,16 @@ const std::vector<BadInput> kNotACheckpoint = run_info_explore({
      {"q8.bin: this is a llama2.c model.bin (export.py version 2, int8), not a tinyformer checkpoint; the converter "
       "reads versions 0 and 1 (float32): export the checkpoint again with llama2.c's export.py --version 1, then " +
       kConvert + "llama2c-bin "}},
+    {"a llama2.c model.bin whose name starts with '-': the suggested --out is not read as an option",
+     [](const TempDirectory& d) { return llama2c_versioned(d, "-v1.bin", 1); }, "hi",
+     {"-v1.bin: this is a llama2.c model.bin (export.py version 1, float32)", "--out ./-v1.safetensors"}},
+    {"a zip whose first member is not data.pkl (a .npz): a zip archive, not called a torch.save file",
+     [](const TempDirectory& d) {
+         std::ofstream(d.file("arrays.npz"), std::ios::binary)
+             << std::string("PK\x03\x04\x14\x00\x00\x00\x00\x00", 10) << std::string(16, '\0')
+             << std::string("\x09\x00\x00\x00", 4) << "arr_0.npy" << std::string(64, 'x');
+         return d.file("arrays.npz"); }, "hi",
+     {"arrays.npz: is a zip archive (as torch.save writes), not safetensors"}},
     {"a Hugging Face GPT-2 folder",
      [](const TempDirectory& d) { return hf_folder(d, "gpt2-small", "gpt2"); }, "hi",
      {"gpt2-small: this is a Hugging Face GPT-2 model folder (config.json and its weights), not a tinyformer "

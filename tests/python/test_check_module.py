@@ -26,6 +26,7 @@ Run by `make parity` (PyTorch and build/tinyformer):
 
 import contextlib
 import io
+import json
 import re
 import sys
 import tempfile
@@ -101,10 +102,19 @@ class CheckWithModule(unittest.TestCase):
                 rc, out, err = run(["--check", COMMITTED[family], "--against", family, SOURCE[family],
                                     *module_flags(family)])
                 self.assertEqual(rc, 0, out + err)
+                configured = family in TRUE_CONFIG
                 self.assertEqual(verdict(out), f"OK {COMMITTED[family]}: tinyformer matches your module "
                                                f"{MODULE[family]}: " + re.search(r": (\w+) holding", out).group(1)
-                                 + f" holding {SOURCE[family]}'s weights")
-                self.assertNotIn("not verified", out)
+                                 + f" holding {SOURCE[family]}'s weights"
+                                 + (" (built with your --module-config)" if configured else ""))
+                # --module-config's settings are the user's word, as --n-head is: listed, never claimed
+                unverified = re.findall(r"^not verified: .*$", out, re.M)
+                if configured:
+                    facts = ", ".join(f"{k}={v}" for k, v in json.loads(TRUE_CONFIG[family]).items())
+                    self.assertEqual(unverified, [f"not verified: {facts} (your --module-config): your model was "
+                                                  f"built with them, as your training config should have it"])
+                else:
+                    self.assertEqual(unverified, [])
                 self.assertNotIn("not compared", out)      # every attention's weights were seen
                 compared = re.findall(r"^  attention\.\S+ +worst", out, re.M)
                 self.assertEqual(len(compared), ATTENTIONS[family], out)
@@ -206,6 +216,27 @@ class CheckWithModule(unittest.TestCase):
             converted = gpt.convert_nanogpt(SOURCE["nanogpt"], gelu="exact", n_head=4)
         self.assertEqual(converted.assumed, {})          # model_args records n_head: verified from the file
 
+    def test_only_the_model_file_runs_and_inputs_are_read_safely(self):
+        # A families.py beside the user's model.py must not replace the project's
+        # own (the model's folder goes last on sys.path), and a --module-config
+        # that is a FIFO is refused without blocking.
+        import os
+        folder = (self.dir / "beside").resolve()
+        folder.mkdir(exist_ok=True)
+        (folder / "lone_model_for_the_test.py").write_text("MARK = 7\n")
+        (folder / "families.py").write_text("raise SystemExit(3)\n")
+        code = te.import_model_file(folder / "lone_model_for_the_test.py")
+        self.assertEqual(code.MARK, 7)
+        tools = str(Path(te.__file__).resolve().parent)
+        self.assertIn(str(folder), sys.path)
+        self.assertGreater(sys.path.index(str(folder)), sys.path.index(tools))   # the project's modules first
+        fifo = self.dir / "config.fifo"
+        os.mkfifo(fifo)
+        rc, out, err = run(["--check", COMMITTED["mingpt"], "--against", "mingpt", SOURCE["mingpt"],
+                            "--module", MODULE["mingpt"], "--module-config", fifo])
+        self.assertEqual(rc, 1, out + err)
+        self.assertIn(f"--module-config {fifo}: not a regular file", err)
+
     def test_refusals_are_one_line(self):
         committed, source = COMMITTED["mingpt"], SOURCE["mingpt"]
         bad = self.dir / "raises.py"
@@ -227,8 +258,6 @@ class CheckWithModule(unittest.TestCase):
               MODULE["llama2c"], "--module-config", '{"h": 4}'], "defines no make_model"),
             (["--check", COMMITTED["nanogpt"], "--against", "nanogpt", SOURCE["nanogpt"], *module_flags("nanogpt"),
               "--module-config", '{"n_head": 2}'], "--module-config n_head = 2 but"),
-            (["--check", DATA / "gpt2-tiny.safetensors", "--against", "hf-gpt2", DATA / "gpt2-tiny",
-              *module_flags("nanogpt")], "--module does not apply to hf-gpt2"),
         ]
         for argv, wanted in cases:
             with self.subTest(wanted):
@@ -238,6 +267,17 @@ class CheckWithModule(unittest.TestCase):
                 last = err.strip().splitlines()[-1]
                 self.assertTrue(last.startswith("tinyformer_export: error: "), err)
                 self.assertIn(wanted, last)
+        # A family without --module is a usage error, before --from writes anything.
+        out_file = self.dir / "hf.safetensors"
+        for argv in (["--check", DATA / "gpt2-tiny.safetensors", "--against", "hf-gpt2", DATA / "gpt2-tiny",
+                      *module_flags("nanogpt")],
+                     ["--from", "hf-gpt2", DATA / "gpt2-tiny", "--out", out_file, *module_flags("nanogpt")]):
+            with self.subTest(argv[0]), self.assertRaises(SystemExit) as usage, \
+                    contextlib.redirect_stderr(io.StringIO()) as err:
+                te.main([str(a) for a in argv])
+            self.assertEqual(usage.exception.code, 2)
+            self.assertIn("--module does not apply to hf-gpt2", err.getvalue())
+            self.assertFalse(out_file.exists())
         with self.assertRaises(SystemExit) as usage, contextlib.redirect_stderr(io.StringIO()) as err:
             te.main(["--check", str(committed), "--module", str(MODULE["mingpt"])])
         self.assertEqual(usage.exception.code, 2)

@@ -50,11 +50,20 @@ class Kind:
 
 
 def _out(source):
-    """--out NAME.safetensors: the file's (or folder's) own name."""
-    stem = os.path.splitext(os.path.basename(os.path.normpath(source)))[0]
+    """--out NAME.safetensors in the current folder: the file's (or folder's) own
+    name, "." resolved to the folder it is (inside a Hugging Face folder,
+    model.safetensors is the user's own weights), and "-tinyformer" (and a
+    number) added when that name exists, so the suggestion never replaces a
+    file; a name starting with '-' as ./-name (not an option)."""
+    stem = os.path.splitext(os.path.basename(os.path.abspath(source)))[0]
     if stem in ("", ".", ".."):
         stem = "model"
-    return shlex.quote(stem + ".safetensors")
+    name = stem + ".safetensors"
+    for n in range(1, 100):
+        if not os.path.lexists(name):
+            break
+        name = f"{stem}-tinyformer{'' if n == 1 else '-' + str(n)}.safetensors"
+    return shlex.quote("./" + name if name.startswith("-") else name)
 
 
 def _convert(family, source, flags=""):

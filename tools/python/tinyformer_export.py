@@ -1616,6 +1616,20 @@ def _looks_like_log_probs(logits, qpad):
     return bool(np.all(np.abs(lse[~qpad]) < 1e-4))
 
 
+def not_a_checkpoint(path):
+    """The one-line message for a file that is something else (a llama2.c
+    model.bin, a Hugging Face folder, a torch.save file, a PNG, ...: named with
+    the command that converts it, model_files.identify), or None."""
+    import model_files
+    try:
+        kind = model_files.identify(path)
+    except INPUT_ERRORS:
+        return None
+    if kind is None or kind.what.startswith("a tinyformer checkpoint"):
+        return None
+    return f"{path}: this is {kind.what}, not a tinyformer checkpoint; {kind.way_out}"
+
+
 def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
     """Compare tinyformer's `forward --attention` on the file with PyTorch on
     `n_batches` random batches. Returns the worst |a-b| / (1e-4 + 1e-4|b|) over
@@ -1645,6 +1659,9 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
     model (a wrong embed_scale, a LayerNorm left out, tanh vs exact GELU would
     all pass); check.last_source says which side was used."""
     path = str(path)
+    named = not_a_checkpoint(path)
+    if named is not None:
+        raise ValueError(named)
     with open(path, "rb") as f:
         raw = f.read()
     try:
@@ -1778,11 +1795,12 @@ def _module_config(text):
         source = "--module-config"
     else:
         source = f"--module-config {text}"
+        import torch_file
         try:
-            if os.path.getsize(text) > MAX_MODULE_CONFIG_BYTES:
-                raise ValueError(f"{source}: larger than {MAX_MODULE_CONFIG_BYTES} bytes: not a model's config")
-            with open(text, encoding="utf-8") as f:
-                text = f.read()
+            text = bytes(torch_file.file_bytes(text, MAX_MODULE_CONFIG_BYTES)).decode("utf-8")
+        except torch_file.Refused as e:       # a FIFO, a device, more than the limit: refused before reading
+            raise ValueError(f"{source}: {e} (give a JSON object, e.g. '{{\"n_head\": 3}}', or a JSON file "
+                             f"holding one)") from None
         except OSError as e:
             raise ValueError(f"{source}: cannot read: {e.strerror or e} (give a JSON object, e.g. "
                              f"'{{\"n_head\": 3}}', or a JSON file holding one)") from None
@@ -1829,12 +1847,21 @@ def import_model_file(path):
         if where is None or not Path(where).resolve().is_relative_to(root):
             raise ValueError(f"{shown}: another module named {parts[0]} is already imported (from {where}); run the "
                              f"check in a fresh process")
+    # The project's own modules first, and the model's folder last on sys.path:
+    # a file beside model.py (a families.py, a torch.py) can then neither run
+    # in their place nor replace them; only the file given, and what it imports
+    # itself, runs.
+    import families, model_files, position_schemes, torch_file  # noqa: F401,E401
     if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
+        sys.path.append(str(root))
     try:
         with contextlib.redirect_stdout(sys.stderr):
             if len(parts) > 1:
-                return importlib.import_module(name)
+                module = importlib.import_module(name)
+                where = getattr(module, "__file__", None)
+                if where is None or Path(where).resolve() != file:
+                    raise ImportError(f"{name} was found at {where}, not at the file given")
+                return module
             spec = importlib.util.spec_from_file_location(name, file)
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
@@ -2417,6 +2444,9 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
         if family not in FAMILIES:
             ap.error(f"{'--from' if args.from_family else '--against'} {family}: unknown family; expected one of "
                      f"{', '.join(FAMILIES)}")
+    if args.module is not None and family not in MODULE_FAMILIES:
+        ap.error(f"--module does not apply to {family} (it builds the model of {', '.join(MODULE_FAMILIES)} from "
+                 f"your model.py)")
     if family not in LLAMA_FAMILIES:
         if args.tokenizer is None:
             args.tokenizer = "char"
@@ -2461,7 +2491,8 @@ check) is described in the module's docstring: pydoc3 tools/python/tinyformer_ex
     return _main_check(path, args, None)
 
 
-def _main_check(path, args, against, reference=None, reference_text=None, converted=None, family=None):
+def _main_check(path, args, against, reference=None, reference_text=None, converted=None, family=None,
+                unverified=None):
     """--check MODEL [--against FAMILY FILE [--module model.py]]; after --from, with
     the converter's reference (converted) or your module (--module).
 
@@ -2469,8 +2500,8 @@ def _main_check(path, args, against, reference=None, reference_text=None, conver
     matches your module model.py ...`; with the family's own module rebuilt from
     your flags, first the facts taken on your word (`not verified: ...`), then
     `OK MODEL: matches the reference built from your flags (...)`; without a
-    reference, CONSISTENT. A failure is one line, `FAIL MODEL: ...`."""
-    unverified = None
+    reference, CONSISTENT. A failure is one line, `FAIL MODEL: ...`. With
+    --module, --module-config's settings are listed as not verified."""
     try:
         if against is not None:
             family, source = against
@@ -2480,7 +2511,7 @@ def _main_check(path, args, against, reference=None, reference_text=None, conver
                         raise ValueError(f"{flag} does not apply to --check with --module: your model code decides "
                                          f"it (the settings your training gave that the file does not record go "
                                          f"in --module-config)")
-                reference, reference_text = _user_reference(family, source, args)
+                reference, reference_text, unverified = _user_reference(family, source, args)
             else:
                 converted = _convert_family(family, source, args, "--against")
                 reference = converted.reference
@@ -2522,7 +2553,8 @@ def _main_check(path, args, against, reference=None, reference_text=None, conver
     if ref is None:
         print(f"OK {path}: {CONSISTENT}")
     elif args.module is not None:
-        print(f"OK {path}: tinyformer matches {ref.description}")
+        print(f"OK {path}: tinyformer matches {ref.description}"
+              + (" (built with your --module-config)" if unverified else ""))
     else:
         print(f"OK {path}: matches the reference built from your flags ({ref.description}; your own model code was "
               f"not run" + (": --module model.py runs it)" if family in MODULE_FAMILIES else ")"))
@@ -2553,12 +2585,23 @@ def _unverified(family, args, converted):
 
 
 def _user_reference(family, source, args):
-    """(your model holding FILE's weights, its description) for --module; the
-    loader's notes printed."""
-    model, notes = user_model(family, source, args.module, args.module_config)
+    """(your model holding FILE's weights, its description, the `not verified`
+    line or None) for --module; the loader's notes printed. The settings given
+    in --module-config are your word as much as --n-head is: your code was
+    built with them, so the check cannot catch a wrong one; they are listed."""
+    config = _module_config(args.module_config)
+    try:
+        model, notes = user_model(family, source, args.module, config)
+    except INPUT_ERRORS as e:
+        raise _foreign(family, source, "--against" if args.against else "--from") or e
     for note in notes:
         print(f"note: {note}")
-    return model, f"your module {args.module}: {type(model).__name__} holding {source}'s weights"
+    unverified = None
+    if config:
+        facts = ", ".join(f"{k}={_shown_value(v)}" for k, v in config.items())
+        unverified = (f"not verified: {facts} (your --module-config): your model was built with them, as your "
+                      f"training config should have it")
+    return model, f"your module {args.module}: {type(model).__name__} holding {source}'s weights", unverified
 
 
 FAMILIES = ("nanogpt", "mingpt", "annotated", "hf-gpt2", "llama2c", "llama2c-bin")
@@ -2577,15 +2620,23 @@ def _convert_family(family, source, args, mode):
     try:
         return _convert_family_as_given(family, source, args, mode)
     except INPUT_ERRORS as e:
-        import model_files
-        try:
-            kind = model_files.identify(source)
-        except INPUT_ERRORS:
-            kind = None
-        if kind is None or family in kind.families:
-            raise
-        raise ValueError(f"{mode} {family} {source}: this is {kind.what}, not what --from {family} reads; "
-                         f"{kind.way_out}") from e
+        raise _foreign(family, source, mode) or e
+
+
+def _foreign(family, source, mode):
+    """A ValueError naming what `source` is and the command that takes it, when
+    it is a file of another family (or of none: a PNG, a meta.pkl, a tinyformer
+    checkpoint); None when it looks like `family`'s own, whose reader's message
+    then stands (model_files.identify)."""
+    import model_files
+    try:
+        kind = model_files.identify(source)
+    except INPUT_ERRORS:
+        return None
+    if kind is None or family in kind.families:
+        return None
+    return ValueError(f"{mode} {family} {source}: this is {kind.what}, not what --from {family} reads; "
+                      f"{kind.way_out}")
 
 
 def _convert_family_as_given(family, source, args, mode):
@@ -2662,6 +2713,10 @@ def _main_from(ap, args):
                                                 ("--src-vocab", args.src_vocab), ("--tgt-vocab", args.tgt_vocab),
                                                 ("--tokenizer", args.tokenizer if family in LLAMA_FAMILIES else None)]
               if value is not None]
+    if family == "hf-gpt2" and os.path.isdir(source):   # the folder's own files are inputs too
+        inputs += [("--from", os.path.join(source, name)) for name in ("model.safetensors", "pytorch_model.bin",
+                                                                       "config.json", "vocab.json", "merges.txt")
+                   if os.path.exists(os.path.join(source, name))]
     try:
         safe_write.check_outputs([("--out", args.out)], inputs)
         stream = safe_write.is_stream(args.out)
@@ -2686,14 +2741,14 @@ def _main_from(ap, args):
         return 0
     if args.module is not None:
         try:
-            reference, text = _user_reference(family, source, args)
+            reference, text, unverified = _user_reference(family, source, args)
         except (ValueError, OSError) as e:
             print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
             return 1
         except INPUT_ERRORS as e:
             print(f"tinyformer_export: error: {_input_error(source, e)}", file=sys.stderr)
             return 1
-        return _main_check(args.out, args, None, reference, text)
+        return _main_check(args.out, args, None, reference, text, unverified=unverified)
     if converted.reference is None:
         print(f"not checked: the {family} converter gave no module to compare with", file=status)
         return 0

@@ -254,6 +254,9 @@ def _forward(cfg, parts, inputs):
 
 def load_modules(model_path):
     """(config, metadata, stock modules holding the file's values in float32)."""
+    named = te.not_a_checkpoint(str(model_path))
+    if named is not None:
+        raise TraceError(named)
     tensors, metadata = st.read(model_path)
     if "config" not in metadata:
         raise TraceError(f"{model_path}: no config in __metadata__; not a tinyformer checkpoint")
