@@ -186,6 +186,9 @@ inline Decided check_same_sampled_tokens(const tinyformer::Generation& ours, siz
         size_t drawn = 0;
         while (drawn + 1 < d.q.size() && !(u < before + d.q[drawn])) before += d.q[drawn++];
         const int64_t token = d.tokens[drawn];
+        // The replay must reproduce our own draw (the same uniform on the same
+        // logits): otherwise it would judge the wrong tokens.
+        if (step < mine.size()) CHECK(token == mine[step]);
         const double leader = *std::max_element(values, values + V);
         const double slack = std::expm1(2 * bound.at(leader) / sampling.temperature) + 1e-12;
         double nearest_logit = std::numeric_limits<double>::infinity();
