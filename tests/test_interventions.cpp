@@ -70,8 +70,13 @@ std::vector<int64_t> greedy_tokens(const Model& model, const std::vector<int64_t
     return recorded->tokens[0];
 }
 
+// Each greedy step's token is the teacher-forced pass's argmax at its position,
+// where the top-2 gap decides it. The pass's inputs are the greedy tokens
+// themselves, so a near tie at one step changes nothing at the next: a tied
+// step is skipped, not the rest. At least half the steps must be compared.
 void check_argmax_path(const Model& model, const std::vector<int64_t>& input, const Generation& greedy) {
     const std::vector<int64_t>& tokens = greedy.tokens[0];
+    size_t compared = 0;
     const TeacherForced pass = teacher_forced_pass(model, input, tokens);
     const int64_t V = pass.logits.dim(2);
     for (size_t t = 0; t <= tokens.size(); ++t) {
@@ -85,11 +90,13 @@ void check_argmax_path(const Model& model, const std::vector<int64_t>& input, co
         const double leader = *std::max_element(row, row + V);
         CHECK(difference <= kStepsAgainstPass.at(leader));
         if (!(test_helpers::top_two_gap(row, V) > 2 * kStepsAgainstPass.at(leader))) {
-            MESSAGE("a near tie at step ", t, ": the argmax path is not compared past it");
-            return;
+            MESSAGE("a near tie at step ", t, ": its token is not compared");
+            continue;
         }
         CHECK(argmax_at(pass.logits, pass.first_prediction + static_cast<int64_t>(t)) == expected);
+        ++compared;
     }
+    CHECK(2 * compared >= tokens.size() + 1);
 }
 
 bool untouched(const Model& model_const) {
