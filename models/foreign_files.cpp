@@ -112,14 +112,20 @@ std::string tokenizer_flag(const std::string& path) {
 // llama2.c's export.py writes version 1 (float32) and 2 (int8) after the
 // magic "ak42" read as a little-endian uint32; its header is 256 bytes.
 void refuse_llama2c_magic(const std::string& path, uint64_t size, const std::vector<uint8_t>& start) {
-    if (start.size() < 8 || size < 256 || std::memcmp(start.data(), "24ka", 4) != 0) return;
+    if (start.size() < 8 || std::memcmp(start.data(), "24ka", 4) != 0) return;
     const int32_t version = little_endian_i32(start.data() + 4);
     const std::string convert = convert_with("llama2c-bin", path, tokenizer_flag(path), std::filesystem::path(path));
+    if (size < 256)
+        fail(path, ": not a tinyformer checkpoint; it starts like a llama2.c model.bin (export.py's magic) but is ",
+             size, " bytes, shorter than its 256-byte header (truncated or not a model.bin)");
     if (version == 1) refuse(path, "a llama2.c model.bin (export.py version 1, float32)", convert);
     if (version == 2)
         refuse(path, "a llama2.c model.bin (export.py version 2, int8)",
                "the converter reads versions 0 and 1 (float32): export the checkpoint again with llama2.c's "
                "export.py --version 1, then " + convert);
+    fail(path, ": not a tinyformer checkpoint; it starts like a llama2.c model.bin (export.py's magic) of version ",
+         version, ", which the converter does not read (it reads versions 0 and 1: export the checkpoint again with "
+         "llama2.c's export.py --version 1)");
 }
 
 // llama2.c's legacy (v0) model.bin: 7 int32 (dim, hidden_dim, n_layers,

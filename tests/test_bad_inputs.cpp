@@ -1210,6 +1210,17 @@ const std::vector<BadInput> kNotACheckpoint = run_info_explore({
      {"q8.bin: this is a llama2.c model.bin (export.py version 2, int8), not a tinyformer checkpoint; the converter "
       "reads versions 0 and 1 (float32): export the checkpoint again with llama2.c's export.py --version 1, then " +
       kConvert + "llama2c-bin "}},
+    {"a llama2.c model.bin cut short of its 256-byte header",
+     [](const TempDirectory& d) {
+         std::ofstream(d.file("short.bin"), std::ios::binary) << "24ka" << std::string("\x01\x00\x00\x00", 4)
+                                                                << std::string(100, '\0');
+         return d.file("short.bin"); }, "hi",
+     {"short.bin: not a tinyformer checkpoint; it starts like a llama2.c model.bin (export.py's magic) but is 108 "
+      "bytes, shorter than its 256-byte header (truncated or not a model.bin)"}},
+    {"a llama2.c model.bin of a version the converter does not read",
+     [](const TempDirectory& d) { return llama2c_versioned(d, "v3.bin", 3); }, "hi",
+     {"v3.bin: not a tinyformer checkpoint; it starts like a llama2.c model.bin (export.py's magic) of version 3, "
+      "which the converter does not read"}},
     {"a llama2.c model.bin whose name starts with '-': the suggested --out is not read as an option",
      [](const TempDirectory& d) { return llama2c_versioned(d, "-v1.bin", 1); }, "hi",
      {"-v1.bin: this is a llama2.c model.bin (export.py version 1, float32)", "--out ./-v1.safetensors"}},
