@@ -565,7 +565,7 @@ class CommandLine(unittest.TestCase, OneLine):
             (["--from", "llama2c-bin", str(self.bin), "--out", str(self.dir / "o.st")], [str(self.bin)]),
             (["--from", "hf-gpt2", str(folder), "--out", str(self.dir / "o.st")], [str(folder / "merges.txt")]),
             (["--check", str(model), "--against", "llama2c-bin", str(self.bin)], [str(self.bin)]),
-            (["--check", str(self.bin)], [f"{self.bin}: not a safetensors file (header length"]),
+            (["--check", str(self.bin)], [f"{self.bin}: this is a llama2.c model.bin", "--from llama2c-bin"]),
             (["--check", str(self.deep), "--against", "hf-gpt2", str(self.dir / "good")],
              [f"{self.deep}: not a tinyformer checkpoint (header nests arrays or objects deeper"]),
         ]
