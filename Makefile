@@ -28,7 +28,7 @@ DEBIAN_PACKAGES := libopenblas-dev doctest-dev libstb-dev nlohmann-json3-dev pkg
 
 ENGINE_SRC := $(wildcard engine/*.cpp engine/*/*.cpp)
 LAYERS_SRC := $(wildcard layers/*.cpp)
-MODELS_SRC := $(wildcard models/*.cpp)
+MODELS_SRC := $(wildcard models/*.cpp models/*/*.cpp)
 LIB_SRC    := $(ENGINE_SRC) $(LAYERS_SRC) $(MODELS_SRC)
 MEASURE_SRC := $(wildcard tools/measure/*.cpp)
 # The PNG renderer and its font: only the programs draw.

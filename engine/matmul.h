@@ -12,7 +12,7 @@
 // gemm_naive is the three-loop reference beside the BLAS kernel (as llm.c's
 // matmul_forward_naive); tests check that the two agree.
 //
-// gemm_blocked (engine/matmul_blocked.cpp) is the engine's own cache-blocked
+// gemm_blocked (engine/cpu/matmul_blocked.cpp) is the engine's own cache-blocked
 // product with the same contract, for builds without a BLAS: compiled with
 // -DTINYFORMER_OWN_GEMM (the WebAssembly engine), gemm() calls it and no
 // cblas/OpenBLAS header or symbol is used.

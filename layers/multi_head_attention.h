@@ -39,14 +39,14 @@
 // averaged over heads. Cross-attention is the same module with x_kv = the
 // encoder memory, so L != S is normal.
 //
-// Head ablation, an intervention for probing (models/probe.h): the heads
+// Head ablation, an intervention for probing (models/study/probe.h): the heads
 // given to set_zeroed_heads have their output — their Dh columns of
 // Concat(heads) — set to 0 before W_O, at every query and in every call:
 //   MHA(x) = Concat(head_1, .., 0, .., head_H) W_O^T + b_O
 // Their weights are still computed and returned. None by default; the
 // setting belongs to the module, so it holds for every caller until reset.
 //
-// Mask overrides, the other intervention (models/interventions.h): the cells
+// Mask overrides, the other intervention (models/study/interventions.h): the cells
 // given to set_mask_overrides are set in the mask of every call, for every
 // batch row and head, BEFORE softmax (Mask::with_cells): allowed = 1 lets the
 // query attend that key, 0 blocks it; a later cell wins. A cell is

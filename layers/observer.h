@@ -19,7 +19,7 @@
 // An observer that wants only the attention weights (wants_everything()
 // false) is given only `weights`; nothing else is computed for it. Asking
 // for weights or scores makes attention take its materialized path. Layers
-// and engine know nothing of files: models/trace.h keeps the record.
+// and engine know nothing of files: models/study/trace.h keeps the record.
 #pragma once
 
 #include "engine/mask.h"

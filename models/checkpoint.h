@@ -9,9 +9,9 @@
 // value, and (refuse_unknown) any tensor that the model does not use.
 #pragma once
 
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "models/config.h"
-#include "models/tokenizer.h"
+#include "models/tokenizers/tokenizer.h"
 
 #include <set>
 #include <string>

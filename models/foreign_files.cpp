@@ -1,7 +1,7 @@
 #include "models/foreign_files.h"
 
 #include "engine/error.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 
 #include <algorithm>
 #include <cstring>

@@ -28,7 +28,7 @@
 // (could_be_safetensors) is always left to the safetensors reader.
 #pragma once
 
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 
 #include <string>
 

@@ -24,12 +24,12 @@
 //
 // Padded positions (true in a padding mask) are padded queries too: their
 // logits and attention-weight rows are exactly 0. With an `observer`
-// (models/trace.h), the pass hands out its intermediates by name: every
+// (models/study/trace.h), the pass hands out its intermediates by name: every
 // attention call's per-head weights, or the whole table of the trace.
 //
 // attention_module(name) reaches the attention module recorded under one of
 // these names, for interventions (MultiHeadAttention::set_zeroed_heads, used
-// by models/probe.h); attention_names() lists them in the order they run.
+// by models/study/probe.h); attention_names() lists them in the order they run.
 #pragma once
 
 #include "layers/decoder_layer.h"
@@ -38,7 +38,7 @@
 #include "layers/linear.h"
 #include "models/checkpoint.h"
 #include "models/mask_policy.h"
-#include "models/trace.h"
+#include "layers/observer.h"
 
 #include <map>
 #include <memory>

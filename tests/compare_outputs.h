@@ -5,7 +5,7 @@
 // (data/export/).
 #pragma once
 
-#include "models/forward.h"
+#include "models/study/forward.h"
 
 #include <doctest/doctest.h>
 

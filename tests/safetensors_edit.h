@@ -5,7 +5,7 @@
 // needs the safetensors reader/writer and nlohmann/json.
 #pragma once
 
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "tests/helpers.h"
 
 #include <nlohmann/json.hpp>

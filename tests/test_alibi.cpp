@@ -12,8 +12,8 @@
 #include "models/decoding.h"
 #include "models/mask_policy.h"
 #include "models/stepper.h"
-#include "models/teacher_forcing.h"
-#include "models/trace.h"
+#include "models/study/teacher_forcing.h"
+#include "models/study/trace.h"
 #include "tests/greedy_margin.h"
 #include "tests/helpers.h"
 

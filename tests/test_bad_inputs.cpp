@@ -15,7 +15,9 @@
 // folder per row (with write_safetensors, or byte by byte).
 #include <doctest/doctest.h>
 
-#include "engine/safetensors.h"
+#include "tests/helpers.h"
+
+#include "engine/io/safetensors.h"
 #include "engine/memory/available.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"

@@ -6,7 +6,7 @@
 // with the expected and actual values where there are some.
 #include <doctest/doctest.h>
 
-#include "models/forward.h"
+#include "models/study/forward.h"
 #include "tests/helpers.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"

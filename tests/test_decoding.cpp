@@ -3,7 +3,7 @@
 // stops. Models and inputs: tests/decoding_cases.h.
 
 #include "models/decoding.h"
-#include "models/teacher_forcing.h"
+#include "models/study/teacher_forcing.h"
 #include "tests/decoding_cases.h"
 #include "tests/helpers.h"
 

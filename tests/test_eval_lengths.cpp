@@ -3,7 +3,7 @@
 // models of docs/EXTRAPOLATION.md (tools/python/train_extrapolation.py)
 // against PyTorch's greedy outputs, token for token.
 
-#include "models/toy_tasks.h"
+#include "models/study/toy_tasks.h"
 #include "tests/greedy_margin.h"
 
 #include <doctest/doctest.h>

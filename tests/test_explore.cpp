@@ -5,7 +5,7 @@
 // ids through run_forward). The page in a real browser: tests/browser/.
 #include <doctest/doctest.h>
 
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
 

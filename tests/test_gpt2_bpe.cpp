@@ -1,13 +1,13 @@
-// models/gpt2_bpe.h and the gpt2_bpe tokenizer (models/tokenizer.h,
+// models/tokenizers/gpt2_bpe.h and the gpt2_bpe tokenizer (models/tokenizers/tokenizer.h,
 // docs/FORMAT.md "tokenizer": "gpt2_bpe", "merges"), and `tinyformer
 // tokenize`. Every expected value is worked out by hand below from GPT-2's
 // rules as the header states them; the whole GPT-2 vocabulary is compared
 // with a real peer in tests/peer/gpt2_bpe.test.mjs (make test-peers).
 #include <doctest/doctest.h>
 
-#include "models/gpt2_bpe.h"
+#include "models/tokenizers/gpt2_bpe.h"
 #include "models/text.h"
-#include "models/tokenizer.h"
+#include "models/tokenizers/tokenizer.h"
 #include "engine/random.h"
 #include "tests/helpers.h"
 #include "tests/run_cli.h"
@@ -135,7 +135,7 @@ TEST_CASE("The GPT-2 pre-tokenizer splits as its pattern reads, worked by hand")
     CHECK(pieces("a\U0001F600b") == Pieces{"a", "\U0001F600", "b"});
     CHECK(pieces(" \U0001F600") == Pieces{" \U0001F600"});
     CHECK(pieces("").empty());
-    CHECK_THROWS_WITH_AS(pretokenize("ok\xC3"), doctest::Contains("not valid UTF-8 at byte 2 of 3"), Error);
+    CHECK_ERROR_CONTAINS(pretokenize("ok\xC3"), "not valid UTF-8 at byte 2 of 3");
 }
 
 TEST_CASE("BPE merges: the lowest-ranked pair present, every occurrence left to right, worked by hand") {
@@ -160,7 +160,7 @@ TEST_CASE("BPE merges: the lowest-ranked pair present, every occurrence left to 
     CHECK(bpe.decode({3, 6}) == " abc");
     CHECK(bpe.decode({8, 0, 3, 2}) == "aaa c");
     // A byte without its one-byte token cannot be encoded.
-    CHECK_THROWS_WITH_AS(bpe.encode("abd"), doctest::Contains("the byte 0x64 (byte 2 of the piece \"abd\")"), Error);
+    CHECK_ERROR_CONTAINS(bpe.encode("abd"), "the byte 0x64 (byte 2 of the piece \"abd\")");
     CHECK_THROWS_AS(bpe.decode({9}), Error);
 
     // A pair formed by a merge waits for the next round, as in GPT-2's loop:

@@ -1,16 +1,17 @@
-// Interventions (models/interventions.h): mask overrides and head ablation,
+// Interventions (models/study/interventions.h): mask overrides and head ablation,
 // in one module, through a model, in decoding, and on the command line.
 #include "engine/io/json.h"
 #include "layers/multi_head_attention.h"
 #include "models/decoding.h"
-#include "models/forward.h"
-#include "models/interventions.h"
+#include "models/study/forward.h"
+#include "models/study/interventions.h"
 #include "models/stepper.h"
-#include "models/teacher_forcing.h"
+#include "models/study/teacher_forcing.h"
 #include "models/text.h"
 #include "tests/greedy_margin.h"
 #include "tests/helpers.h"
 #include "tests/run_cli.h"
+#include "models/study/trace.h"
 
 #include <doctest/doctest.h>
 

@@ -1,14 +1,16 @@
 // Tests of the live engine's request -> result (tools/explore/live.h): every
 // bad field refused by name, and the result's numbers equal to independent
 // paths on the same ids — the model's own passes (models/transformer.h),
-// models/probe.h's score, models/decoding.h's sampler — bit for bit where
+// models/study/probe.h's score, models/decoding.h's sampler — bit for bit where
 // the path is the same arithmetic.
 #include <doctest/doctest.h>
 
+#include "tests/helpers.h"
+
 #include "models/decoding.h"
-#include "models/interventions.h"
-#include "models/probe.h"
-#include "models/trace.h"
+#include "models/study/interventions.h"
+#include "models/study/probe.h"
+#include "models/study/trace.h"
 #include "tools/explore/explore_data.h"
 #include "tools/explore/live.h"
 
@@ -82,7 +84,7 @@ TEST_CASE("live: each bad request is one Error naming its field") {
     };
     for (const auto& [request, message] : cases) {
         CAPTURE(request.dump());
-        CHECK_THROWS_WITH_AS(live_run(model, request, "reverse"), doctest::Contains(message.c_str()), Error);
+        CHECK_ERROR_CONTAINS(live_run(model, request, "reverse"), message.c_str());
     }
 }
 
@@ -110,7 +112,7 @@ TEST_CASE("live: an encoder-decoder's logits and weights are the model's own pas
     }
     CHECK(result["forward_inputs"] == json({{"src_ids", {source}}, {"tgt_ids", {target}}}));
 
-    // token_log_p: the target's 5 tokens and <eos>, summing to models/probe.h's score (its pass
+    // token_log_p: the target's 5 tokens and <eos>, summing to models/study/probe.h's score (its pass
     // records nothing, so it takes the streaming attention: the same within float rounding).
     REQUIRE(result["token_log_p"].size() == 6);
     const double probe_score =
@@ -173,7 +175,7 @@ TEST_CASE("live: a second row is padded into one batch whose rows are the model'
                                                               : json({{0, 0, 0, 0, 0, 0}, {1, 1, 1, 0, 0, 0}});
         CHECK(inputs["tgt_key_padding_mask"] == target_mask);
 
-        // The same batch through the model's own pass (models/forward.h's path).
+        // The same batch through the model's own pass (models/study/forward.h's path).
         auto ids_of = [](const json& rows) {
             TokenIds ids{static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows[0].size()), {}};
             for (const json& row : rows)
@@ -229,12 +231,12 @@ TEST_CASE("live: mask overrides and ablations are the intervened model's pass, f
     // The model is restored after the request: the plain request gives the plain numbers again.
     CHECK(live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse")["logits"] == plain["logits"]);
 
-    CHECK_THROWS_WITH_AS(live_run(model, json::parse(R"({"text": "hello", "ablate": [["decoder.1.cross_attn", 9]]})"), "reverse"),
-                         doctest::Contains("head"), Error);
-    CHECK_THROWS_WITH_AS(live_run(model, json::parse(R"({"text": "hello", "ablate": [["decoder.7.cross_attn", 0]]})"), "reverse"),
-                         doctest::Contains("decoder.7.cross_attn"), Error);
-    CHECK_THROWS_WITH_AS(live_run(model, {{"text", "hello"}, {"mask_overrides", 3}}, "reverse"),
-                         doctest::Contains("request"), Error);
+    CHECK_ERROR_CONTAINS(live_run(model, json::parse(R"({"text": "hello", "ablate": [["decoder.1.cross_attn", 9]]})"), "reverse"),
+                         "head");
+    CHECK_ERROR_CONTAINS(live_run(model, json::parse(R"({"text": "hello", "ablate": [["decoder.7.cross_attn", 0]]})"), "reverse"),
+                         "decoder.7.cross_attn");
+    CHECK_ERROR_CONTAINS(live_run(model, {{"text", "hello"}, {"mask_overrides", 3}}, "reverse"),
+                         "request");
     CHECK(live_run(model, {{"text", "hello"}, {"target", "olleh"}}, "reverse")["logits"] == plain["logits"]);
 }
 

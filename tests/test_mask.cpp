@@ -7,6 +7,8 @@
 //     "1 1 1",
 #include <doctest/doctest.h>
 
+#include "tests/helpers.h"
+
 #include "engine/mask.h"
 
 #include <limits>
@@ -261,12 +263,12 @@ TEST_CASE("from_additive keeps a finite non-zero value as a bias, not as a block
         CHECK(with_causal.bias(0, 0, 1, 1) == -4.0f);
     }
     SUBCASE("NaN and +inf are refused with their position") {
-        CHECK_THROWS_WITH_AS(Mask::from_additive(Tensor({1, 2}, {0, std::numeric_limits<float>::quiet_NaN()})),
-                             doctest::Contains("at flat index 1 of [1,2]"), Error);
-        CHECK_THROWS_WITH_AS(Mask::from_additive(Tensor({2, 2}, {0, 0, inf, 0})),
-                             doctest::Contains("at flat index 2 of [2,2]"), Error);
-        CHECK_THROWS_WITH_AS(Mask::from_additive(Tensor({3}, {0, 0, 0})),
-                             doctest::Contains("a mask is [L,S], [B,L,S] or [B,H,L,S]; got [3]"), Error);
+        CHECK_ERROR_CONTAINS(Mask::from_additive(Tensor({1, 2}, {0, std::numeric_limits<float>::quiet_NaN()})),
+                             "at flat index 1 of [1,2]");
+        CHECK_ERROR_CONTAINS(Mask::from_additive(Tensor({2, 2}, {0, 0, inf, 0})),
+                             "at flat index 2 of [2,2]");
+        CHECK_ERROR_CONTAINS(Mask::from_additive(Tensor({3}, {0, 0, 0})),
+                             "a mask is [L,S], [B,L,S] or [B,H,L,S]; got [3]");
         CHECK_THROWS_AS(Mask::from_additive(Tensor()), Error);
     }
 }
@@ -286,9 +288,9 @@ TEST_CASE("to_ascii draws one line per query and '(none)' for a query with no ke
         CHECK(Mask::prefix_lm({2, 0}, 3).to_ascii(3, 3, 0) == "q0: k0 k1\nq1: k0 k1\nq2: k0 k1 k2\n");
     }
     SUBCASE("a picture the mask cannot cover is refused") {
-        CHECK_THROWS_WITH_AS(Mask::causal(3).to_ascii(4, 4), doctest::Contains("[1,1,3,3]"), Error);
-        CHECK_THROWS_WITH_AS(Mask::prefix_lm({1, 1}, 2).to_ascii(2, 2, 2),
-                             doctest::Contains("batch 2, head 0 outside mask [2,1,2,2]"), Error);
+        CHECK_ERROR_CONTAINS(Mask::causal(3).to_ascii(4, 4), "[1,1,3,3]");
+        CHECK_ERROR_CONTAINS(Mask::prefix_lm({1, 1}, 2).to_ascii(2, 2, 2),
+                             "batch 2, head 0 outside mask [2,1,2,2]");
         CHECK_THROWS_AS(Mask::causal(2).to_ascii(2, 2, 0, -1), Error);
     }
 }
@@ -326,73 +328,68 @@ TEST_CASE("allows_everything() is true only with no blocked key and no bias") {
 TEST_CASE("Broadcasting errors name both shapes") {
     Mask padding = Mask::key_padding(Padding::from_lengths({3, 1}, 4));  // [2,1,1,4]
     CHECK_NOTHROW(padding.check_broadcasts_to({2, 8, 3, 4}, "attention"));
-    CHECK_THROWS_WITH_AS(padding.check_broadcasts_to({3, 8, 3, 4}, "attention"),
-                         doctest::Contains("attention: mask [2,1,1,4] does not broadcast to [B,H,L,S] = [3,8,3,4]"),
-                         Error);
-    CHECK_THROWS_WITH_AS(Mask::causal(3).check_broadcasts_to({1, 1, 3, 4}, "attention"),
-                         doctest::Contains("mask [1,1,3,3] does not broadcast to [B,H,L,S] = [1,1,3,4]"), Error);
-    CHECK_THROWS_WITH_AS(Mask::causal(3) & Mask::causal(4),
-                         doctest::Contains("masks [1,1,3,3] and [1,1,4,4] do not broadcast (axis 2: 3 vs 4)"), Error);
-    CHECK_THROWS_WITH_AS(Mask::prefix_lm({1, 1}, 2) & Mask::key_padding(Padding::from_lengths({1, 1, 1}, 2)),
-                         doctest::Contains("[2,1,2,2] and [3,1,1,2]"), Error);
+    CHECK_ERROR_CONTAINS(padding.check_broadcasts_to({3, 8, 3, 4}, "attention"),
+                         "attention: mask [2,1,1,4] does not broadcast to [B,H,L,S] = [3,8,3,4]");
+    CHECK_ERROR_CONTAINS(Mask::causal(3).check_broadcasts_to({1, 1, 3, 4}, "attention"),
+                         "mask [1,1,3,3] does not broadcast to [B,H,L,S] = [1,1,3,4]");
+    CHECK_ERROR_CONTAINS(Mask::causal(3) & Mask::causal(4),
+                         "masks [1,1,3,3] and [1,1,4,4] do not broadcast (axis 2: 3 vs 4)");
+    CHECK_ERROR_CONTAINS(Mask::prefix_lm({1, 1}, 2) & Mask::key_padding(Padding::from_lengths({1, 1, 1}, 2)),
+                         "[2,1,2,2] and [3,1,1,2]");
 }
 
 TEST_CASE("check_broadcasts_to refuses a target that is not rank 4") {
-    CHECK_THROWS_WITH_AS(Mask::causal(3).check_broadcasts_to({3, 3}, "attention"), doctest::Contains("got [3,3]"), Error);
+    CHECK_ERROR_CONTAINS(Mask::causal(3).check_broadcasts_to({3, 3}, "attention"), "got [3,3]");
     CHECK_THROWS_AS(Mask::causal(3).check_broadcasts_to({}, "attention"), Error);
 }
 
 TEST_CASE("Bad factory arguments are refused with the argument in the message") {
     SUBCASE("lengths of 0 or less") {
-        CHECK_THROWS_WITH_AS(Mask::causal(0), doctest::Contains("Mask::causal: length must be >= 1, got 0"), Error);
+        CHECK_ERROR_CONTAINS(Mask::causal(0), "Mask::causal: length must be >= 1, got 0");
         CHECK_THROWS_AS(Mask::causal(-1), Error);
-        CHECK_THROWS_WITH_AS(Mask::prefix_lm({0}, 0), doctest::Contains("length must be >= 1, got 0"), Error);
-        CHECK_THROWS_WITH_AS(Mask::local_window(0, 1), doctest::Contains("length must be >= 1, got 0"), Error);
-        CHECK_THROWS_WITH_AS(Padding::from_lengths({1}, -1), doctest::Contains("length must be >= 0, got -1"), Error);
+        CHECK_ERROR_CONTAINS(Mask::prefix_lm({0}, 0), "length must be >= 1, got 0");
+        CHECK_ERROR_CONTAINS(Mask::local_window(0, 1), "length must be >= 1, got 0");
+        CHECK_ERROR_CONTAINS(Padding::from_lengths({1}, -1), "length must be >= 0, got -1");
     }
     SUBCASE("a prefix longer than T, negative, or missing") {
-        CHECK_THROWS_WITH_AS(Mask::prefix_lm({2, 5}, 4), doctest::Contains("prefix_lengths[1] = 5 is outside 0..4"),
-                             Error);
-        CHECK_THROWS_WITH_AS(Mask::prefix_lm({-1}, 4), doctest::Contains("prefix_lengths[0] = -1"), Error);
-        CHECK_THROWS_WITH_AS(Mask::prefix_lm({}, 4), doctest::Contains("prefix_lengths is empty"), Error);
+        CHECK_ERROR_CONTAINS(Mask::prefix_lm({2, 5}, 4), "prefix_lengths[1] = 5 is outside 0..4");
+        CHECK_ERROR_CONTAINS(Mask::prefix_lm({-1}, 4), "prefix_lengths[0] = -1");
+        CHECK_ERROR_CONTAINS(Mask::prefix_lm({}, 4), "prefix_lengths is empty");
     }
     SUBCASE("a negative window radius") {
-        CHECK_THROWS_WITH_AS(Mask::local_window(5, -1), doctest::Contains("radius must be >= 0, got -1"), Error);
+        CHECK_ERROR_CONTAINS(Mask::local_window(5, -1), "radius must be >= 0, got -1");
     }
     SUBCASE("lengths outside 0..T, and padding with no rows or no positions") {
-        CHECK_THROWS_WITH_AS(Padding::from_lengths({3, 5}, 4), doctest::Contains("lengths[1] = 5 is outside 0..4"),
-                             Error);
-        CHECK_THROWS_WITH_AS(Padding::from_lengths({-1}, 4), doctest::Contains("lengths[0] = -1"), Error);
-        CHECK_THROWS_WITH_AS(Mask::key_padding(Padding()), doctest::Contains("padding must be [B,S]"), Error);
-        CHECK_THROWS_WITH_AS(Mask::key_padding(Padding::from_lengths({0}, 0)), doctest::Contains("got [1,0]"), Error);
-        CHECK_THROWS_WITH_AS(tinyformer::seq2seq_masks(Padding::from_lengths({1, 1}, 2), Padding::from_lengths({1}, 2)),
-                             doctest::Contains("target padding has B=2 but source padding has B=1"), Error);
-        CHECK_THROWS_WITH_AS(tinyformer::seq2seq_masks(3, Padding::from_lengths({1}, 2), Padding()),
-                             doctest::Contains("target padding is [1,2] but T=3"), Error);
-        CHECK_THROWS_WITH_AS(tinyformer::seq2seq_masks(0, Padding(), Padding()),
-                             doctest::Contains("target length must be >= 1, got 0"), Error);
+        CHECK_ERROR_CONTAINS(Padding::from_lengths({3, 5}, 4), "lengths[1] = 5 is outside 0..4");
+        CHECK_ERROR_CONTAINS(Padding::from_lengths({-1}, 4), "lengths[0] = -1");
+        CHECK_ERROR_CONTAINS(Mask::key_padding(Padding()), "padding must be [B,S]");
+        CHECK_ERROR_CONTAINS(Mask::key_padding(Padding::from_lengths({0}, 0)), "got [1,0]");
+        CHECK_ERROR_CONTAINS(tinyformer::seq2seq_masks(Padding::from_lengths({1, 1}, 2), Padding::from_lengths({1}, 2)),
+                             "target padding has B=2 but source padding has B=1");
+        CHECK_ERROR_CONTAINS(tinyformer::seq2seq_masks(3, Padding::from_lengths({1}, 2), Padding()),
+                             "target padding is [1,2] but T=3");
+        CHECK_ERROR_CONTAINS(tinyformer::seq2seq_masks(0, Padding(), Padding()),
+                             "target length must be >= 1, got 0");
     }
     SUBCASE("Boolean values other than 0 and 1") {
-        CHECK_THROWS_WITH_AS(Mask::from_allowed(BoolTensor{{1, 2}, {1, 2}}), doctest::Contains("0 or 1, got 2"),
-                             Error);
-        CHECK_THROWS_WITH_AS(Mask::from_torch_sdpa_mask(BoolTensor{{1, 2}, {3, 0}}), doctest::Contains("got 3"),
-                             Error);
-        CHECK_THROWS_WITH_AS(Mask::from_torch_mha_attn_mask(BoolTensor{{1, 2}, {0, 255}}),
-                             doctest::Contains("got 255"), Error);
-        CHECK_THROWS_WITH_AS(Mask::from_torch_key_padding_mask(BoolTensor{{1, 2}, {0, 2}}),
-                             doctest::Contains("0 or 1, got 2"), Error);
-        CHECK_THROWS_WITH_AS(Padding::from_flags(BoolTensor{{1, 2}, {7, 0}}), doctest::Contains("got 7"), Error);
+        CHECK_ERROR_CONTAINS(Mask::from_allowed(BoolTensor{{1, 2}, {1, 2}}), "0 or 1, got 2");
+        CHECK_ERROR_CONTAINS(Mask::from_torch_sdpa_mask(BoolTensor{{1, 2}, {3, 0}}), "got 3");
+        CHECK_ERROR_CONTAINS(Mask::from_torch_mha_attn_mask(BoolTensor{{1, 2}, {0, 255}}),
+                             "got 255");
+        CHECK_ERROR_CONTAINS(Mask::from_torch_key_padding_mask(BoolTensor{{1, 2}, {0, 2}}),
+                             "0 or 1, got 2");
+        CHECK_ERROR_CONTAINS(Padding::from_flags(BoolTensor{{1, 2}, {7, 0}}), "got 7");
     }
     SUBCASE("shapes of the wrong rank, or that disagree with the value count") {
-        CHECK_THROWS_WITH_AS(Mask::from_allowed(BoolTensor{{3}, {1, 1, 1}}),
-                             doctest::Contains("a mask is [L,S], [B,L,S] or [B,H,L,S]; got [3]"), Error);
-        CHECK_THROWS_WITH_AS(Mask::from_torch_sdpa_mask(BoolTensor{{1, 1, 1, 1, 1}, {1}}),
-                             doctest::Contains("got [1,1,1,1,1]"), Error);
-        CHECK_THROWS_WITH_AS(Mask::from_allowed(BoolTensor{{2, 2}, {1, 1, 1}}),
-                             doctest::Contains("shape [2,2] needs 4 values, got 3"), Error);
-        CHECK_THROWS_WITH_AS(Mask::from_torch_key_padding_mask(BoolTensor{{1, 1, 2}, {0, 0}}),
-                             doctest::Contains("must be [B,T], got [1,1,2]"), Error);
-        CHECK_THROWS_WITH_AS(Padding::from_flags(BoolTensor{{2, 2}, {0, 0, 0}}),
-                             doctest::Contains("shape [2,2] does not match 3 values"), Error);
+        CHECK_ERROR_CONTAINS(Mask::from_allowed(BoolTensor{{3}, {1, 1, 1}}),
+                             "a mask is [L,S], [B,L,S] or [B,H,L,S]; got [3]");
+        CHECK_ERROR_CONTAINS(Mask::from_torch_sdpa_mask(BoolTensor{{1, 1, 1, 1, 1}, {1}}),
+                             "got [1,1,1,1,1]");
+        CHECK_ERROR_CONTAINS(Mask::from_allowed(BoolTensor{{2, 2}, {1, 1, 1}}),
+                             "shape [2,2] needs 4 values, got 3");
+        CHECK_ERROR_CONTAINS(Mask::from_torch_key_padding_mask(BoolTensor{{1, 1, 2}, {0, 0}}),
+                             "must be [B,T], got [1,1,2]");
+        CHECK_ERROR_CONTAINS(Padding::from_flags(BoolTensor{{2, 2}, {0, 0, 0}}),
+                             "shape [2,2] does not match 3 values");
     }
 }

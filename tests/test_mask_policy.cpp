@@ -4,8 +4,9 @@
 // masks of KV-cache decoding are the full masks' last rows.
 
 #include "models/mask_policy.h"
-#include "models/trace.h"
+#include "models/study/trace.h"
 #include "models/transformer.h"
+#include "tests/helpers.h"
 #include "tests/run_cli.h"
 
 #include <doctest/doctest.h>
@@ -192,12 +193,12 @@ TEST_CASE("attention_mask: each call's rule on a padded batch, by hand") {
             CHECK(both_ways.allows(1, 0, l, s) == (s < 2));
         }
     // Prefix lengths belong to a prefix_lm model's self-attention only.
-    CHECK_THROWS_WITH_AS(self(SelfAttentionKind::Causal, {2, 1}),
-                         doctest::Contains("prefix_len is given but the model's attention is causal"), Error);
+    CHECK_ERROR_CONTAINS(self(SelfAttentionKind::Causal, {2, 1}),
+                         "prefix_len is given but the model's attention is causal");
     MaskInputs empty;
     empty.length = 0;
-    CHECK_THROWS_WITH_AS(attention_mask(seq2seq, AttentionCall::DecoderSelf, empty),
-                         doctest::Contains("need batch >= 1, length >= 1"), Error);
+    CHECK_ERROR_CONTAINS(attention_mask(seq2seq, AttentionCall::DecoderSelf, empty),
+                         "need batch >= 1, length >= 1");
 }
 
 TEST_CASE("decoding_step_masks gives each architecture's decoding pass the policy's masks") {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/matmul.h"
+#include "tests/helpers.h"
 #include "tests/gemm_check.h"
 
 #include <algorithm>
@@ -77,18 +78,18 @@ TEST_CASE("gemm multiplies a 2x3 by a 3x2 matrix as worked by hand") {
 
 TEST_CASE("gemm refuses operands whose shapes do not chain, naming all three") {
     Tensor a(Shape{2, 3}), b(Shape{2, 2}), c(Shape{2, 2});
-    CHECK_THROWS_WITH_AS(tinyformer::gemm(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c.matrix()),
-                         doctest::Contains("gemm: op(A) is [2,3], op(B) is [2,2], C is [2,2]"), Error);
-    CHECK_THROWS_WITH_AS(tinyformer::gemm_naive(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c.matrix()),
-                         doctest::Contains("gemm_naive: op(A) is [2,3]"), Error);
+    CHECK_ERROR_CONTAINS(tinyformer::gemm(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c.matrix()),
+                         "gemm: op(A) is [2,3], op(B) is [2,2], C is [2,2]");
+    CHECK_ERROR_CONTAINS(tinyformer::gemm_naive(a.matrix(), Transpose::No, b.matrix(), Transpose::No, c.matrix()),
+                         "gemm_naive: op(A) is [2,3]");
     // Transposing A makes op(A) [3,2]: K = 2 now matches B, but M = 3 does not match C's 2 rows.
-    CHECK_THROWS_WITH_AS(tinyformer::gemm(a.matrix(), Transpose::Yes, b.matrix(), Transpose::No, c.matrix()),
-                         doctest::Contains("op(A) is [3,2]"), Error);
+    CHECK_ERROR_CONTAINS(tinyformer::gemm(a.matrix(), Transpose::Yes, b.matrix(), Transpose::No, c.matrix()),
+                         "op(A) is [3,2]");
     SUBCASE("a view whose stride is shorter than its rows is refused") {
         MatrixView bad{c.data(), 2, 2, 1};
-        CHECK_THROWS_WITH_AS(tinyformer::gemm(a.matrix(), Transpose::Yes, b.matrix(), Transpose::No,
+        CHECK_ERROR_CONTAINS(tinyformer::gemm(a.matrix(), Transpose::Yes, b.matrix(), Transpose::No,
                                               MatrixView{c.data(), 3, 2, 1}),
-                             doctest::Contains("stride"), Error);
+                             "stride");
         CHECK_THROWS_AS(tinyformer::gemm(ConstMatrixView(bad), Transpose::No, b.matrix(), Transpose::No, c.matrix()),
                         Error);
     }
@@ -135,16 +136,16 @@ TEST_CASE("matmul multiplies batch by batch, or every batch by one shared b") {
 }
 
 TEST_CASE("matmul refuses mismatched shapes and says which") {
-    CHECK_THROWS_WITH_AS(tinyformer::matmul(Tensor(Shape{2, 3}), Tensor(Shape{2, 2})),
-                         doctest::Contains("a has K=3 but b has K=2 (a [2,3], b [2,2])"), Error);
-    CHECK_THROWS_WITH_AS(tinyformer::matmul(Tensor(Shape{2, 3}), Tensor(Shape{2, 2}), Transpose::Yes),
-                         doctest::Contains("(a [2,3], b [2,2], b transposed)"), Error);
-    CHECK_THROWS_WITH_AS(tinyformer::matmul(Tensor(Shape{2, 2, 3}), Tensor(Shape{3, 3, 2})),
-                         doctest::Contains("batch axes differ: a [2,2,3], b [3,3,2]"), Error);
-    CHECK_THROWS_WITH_AS(tinyformer::matmul(Tensor(Shape{2, 3}), Tensor(Shape{2, 3, 2})),
-                         doctest::Contains("a [2,3], b [2,3,2]"), Error);
-    CHECK_THROWS_WITH_AS(tinyformer::matmul(Tensor(Shape{3}), Tensor(Shape{3, 2})),
-                         doctest::Contains("rank >= 2, got a [3], b [3,2]"), Error);
+    CHECK_ERROR_CONTAINS(tinyformer::matmul(Tensor(Shape{2, 3}), Tensor(Shape{2, 2})),
+                         "a has K=3 but b has K=2 (a [2,3], b [2,2])");
+    CHECK_ERROR_CONTAINS(tinyformer::matmul(Tensor(Shape{2, 3}), Tensor(Shape{2, 2}), Transpose::Yes),
+                         "(a [2,3], b [2,2], b transposed)");
+    CHECK_ERROR_CONTAINS(tinyformer::matmul(Tensor(Shape{2, 2, 3}), Tensor(Shape{3, 3, 2})),
+                         "batch axes differ: a [2,2,3], b [3,3,2]");
+    CHECK_ERROR_CONTAINS(tinyformer::matmul(Tensor(Shape{2, 3}), Tensor(Shape{2, 3, 2})),
+                         "a [2,3], b [2,3,2]");
+    CHECK_ERROR_CONTAINS(tinyformer::matmul(Tensor(Shape{3}), Tensor(Shape{3, 2})),
+                         "rank >= 2, got a [3], b [3,2]");
 }
 
 TEST_CASE("linear computes x W^T + b in PyTorch's [out, in] weight layout") {
@@ -174,14 +175,14 @@ TEST_CASE("linear computes x W^T + b in PyTorch's [out, in] weight layout") {
         CHECK(single.values() == std::vector<float>{8, 2});
     }
     SUBCASE("wrong shapes are refused with the shapes in the message") {
-        CHECK_THROWS_WITH_AS(tinyformer::linear(x, Tensor(Shape{3}), bias),
-                             doctest::Contains("weight must be [out,in], got [3]"), Error);
-        CHECK_THROWS_WITH_AS(tinyformer::linear(Tensor(Shape{2, 4}), weight, bias),
-                             doctest::Contains("x has 4 input features but weight [2,3] expects 3 (x [2,4])"), Error);
-        CHECK_THROWS_WITH_AS(tinyformer::linear(x, weight, Tensor(Shape{3})),
-                             doctest::Contains("bias must be [2], got [3]"), Error);
-        CHECK_THROWS_WITH_AS(tinyformer::linear(x, weight, Tensor(Shape{1, 2})),
-                             doctest::Contains("bias must be [2], got [1,2]"), Error);
+        CHECK_ERROR_CONTAINS(tinyformer::linear(x, Tensor(Shape{3}), bias),
+                             "weight must be [out,in], got [3]");
+        CHECK_ERROR_CONTAINS(tinyformer::linear(Tensor(Shape{2, 4}), weight, bias),
+                             "x has 4 input features but weight [2,3] expects 3 (x [2,4])");
+        CHECK_ERROR_CONTAINS(tinyformer::linear(x, weight, Tensor(Shape{3})),
+                             "bias must be [2], got [3]");
+        CHECK_ERROR_CONTAINS(tinyformer::linear(x, weight, Tensor(Shape{1, 2})),
+                             "bias must be [2], got [1,2]");
         CHECK_THROWS_AS(tinyformer::linear(Tensor(), weight, bias), Error);
     }
 }

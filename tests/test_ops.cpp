@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/ops.h"
+#include "tests/helpers.h"
 #include "tests/kernel_variants.h"
 
 #include <cmath>
@@ -74,8 +75,8 @@ TEST_CASE("softmax_rows gives -inf entries exactly 0 weight and refuses a row th
             CHECK(one.values() == std::vector<float>{0, 1, 0});
         }
         SUBCASE("a row of only -inf has no distribution: Error naming the row and shape") {
-            CHECK_THROWS_WITH_AS(tinyformer::softmax_rows(Tensor({2, 3}, {1, 2, 3, -inf, -inf, -inf})),
-                                 doctest::Contains("row 1 of x [2,3] is entirely -inf"), Error);
+            CHECK_ERROR_CONTAINS(tinyformer::softmax_rows(Tensor({2, 3}, {1, 2, 3, -inf, -inf, -inf})),
+                                 "row 1 of x [2,3] is entirely -inf");
         }
         SUBCASE("softmax_row reports the all -inf row and leaves it untouched") {
             float row[2] = {-inf, -inf};
@@ -155,14 +156,13 @@ TEST_CASE("layer_norm of [1,2,3] with gamma = 1, beta = 0 normalizes with the bi
             CHECK(flat.values() == std::vector<float>{7, 8, 9});
         }
         SUBCASE("gamma/beta of the wrong size and a non-positive eps are refused") {
-            CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor(Shape{2}), zeros,
+            CHECK_ERROR_CONTAINS(tinyformer::layer_norm(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor(Shape{2}), zeros,
                                                         1e-5f),
-                                 doctest::Contains("gamma and beta must be [3] for x [2,3], got gamma [2], beta [3]"),
-                                 Error);
-            CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), ones, Tensor(Shape{1, 3}), 1e-5f),
-                                 doctest::Contains("beta [1,3]"), Error);
-            CHECK_THROWS_WITH_AS(tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), ones, zeros, 0.0f),
-                                 doctest::Contains("eps must be > 0, got 0"), Error);
+                                 "gamma and beta must be [3] for x [2,3], got gamma [2], beta [3]");
+            CHECK_ERROR_CONTAINS(tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), ones, Tensor(Shape{1, 3}), 1e-5f),
+                                 "beta [1,3]");
+            CHECK_ERROR_CONTAINS(tinyformer::layer_norm(Tensor({3}, {1, 2, 3}), ones, zeros, 0.0f),
+                                 "eps must be > 0, got 0");
             CHECK_THROWS_AS(tinyformer::layer_norm(Tensor(), ones, zeros, 1e-5f), Error);
         }
     }
@@ -252,10 +252,10 @@ TEST_CASE("layer_norm_std of [1,2,3] divides by the unbiased std plus eps (the A
             CHECK(rows.at({1, 2}) == near(0.9999999));
         }
         SUBCASE("one number has no unbiased std: refused, as are wrong gamma/beta sizes") {
-            CHECK_THROWS_WITH_AS(tinyformer::layer_norm_std(Tensor({2, 1}, {1, 2}), Tensor({1}, {1}), Tensor(), 1e-6f),
-                                 doctest::Contains("must hold at least 2 numbers"), Error);
-            CHECK_THROWS_WITH_AS(tinyformer::layer_norm_std(Tensor({3}, {1, 2, 3}), ones, Tensor(Shape{2}), 1e-6f),
-                                 doctest::Contains("beta [2]"), Error);
+            CHECK_ERROR_CONTAINS(tinyformer::layer_norm_std(Tensor({2, 1}, {1, 2}), Tensor({1}, {1}), Tensor(), 1e-6f),
+                                 "must hold at least 2 numbers");
+            CHECK_ERROR_CONTAINS(tinyformer::layer_norm_std(Tensor({3}, {1, 2, 3}), ones, Tensor(Shape{2}), 1e-6f),
+                                 "beta [2]");
         }
     }
 }
@@ -283,8 +283,8 @@ TEST_CASE("gather_batch picks, repeats and drops batch rows (beam search reorder
     CHECK(z.shape() == Shape{1, 2, 2});
     CHECK(z.values() == std::vector<float>{4, 5, 6, 7});
     CHECK(gather_batch(x, {}).shape() == Shape{0, 2});
-    CHECK_THROWS_WITH_AS(gather_batch(x, {0, 3}), doctest::Contains("gather_batch: row 3 outside 0..2"), Error);
-    CHECK_THROWS_WITH_AS(gather_batch(x, {-1}), doctest::Contains("row -1 outside 0..2"), Error);
+    CHECK_ERROR_CONTAINS(gather_batch(x, {0, 3}), "gather_batch: row 3 outside 0..2");
+    CHECK_ERROR_CONTAINS(gather_batch(x, {-1}), "row -1 outside 0..2");
 }
 
 TEST_CASE("relu keeps positives and zeroes the rest, keeping the shape") {
@@ -302,11 +302,11 @@ TEST_CASE("add sums equal shapes and refuses different ones, naming both") {
         Tensor y = tinyformer::add(Tensor({2, 2}, {1, 2, 3, 4}), Tensor({2, 2}, {10, 20, 30, 40}));
         CHECK(y.shape() == Shape{2, 2});
         CHECK(y.values() == std::vector<float>{11, 22, 33, 44});
-        CHECK_THROWS_WITH_AS(tinyformer::add(Tensor(Shape{2, 3}), Tensor(Shape{3, 2})),
-                             doctest::Contains("add: shapes differ: a [2,3], b [3,2]"), Error);
+        CHECK_ERROR_CONTAINS(tinyformer::add(Tensor(Shape{2, 3}), Tensor(Shape{3, 2})),
+                             "add: shapes differ: a [2,3], b [3,2]");
         // Same count, different rank: still refused (no silent broadcasting).
-        CHECK_THROWS_WITH_AS(tinyformer::add(Tensor(Shape{6}), Tensor(Shape{2, 3})),
-                             doctest::Contains("a [6], b [2,3]"), Error);
+        CHECK_ERROR_CONTAINS(tinyformer::add(Tensor(Shape{6}), Tensor(Shape{2, 3})),
+                             "a [6], b [2,3]");
     }
 }
 
@@ -363,10 +363,10 @@ TEST_CASE("rms_norm divides by the root of the mean square (no mean taken, no sh
             CHECK(one.at({2, 0}) == doctest::Approx(0.99999875).epsilon(1e-6));  // 2 / sqrt(4 + 1e-5)
         }
         SUBCASE("a weight of the wrong size and a non-positive eps are refused") {
-            CHECK_THROWS_WITH_AS(tinyformer::rms_norm(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor(Shape{2}), 1e-5f),
-                                 doctest::Contains("rms_norm: weight must be [3] for x [2,3], got [2]"), Error);
-            CHECK_THROWS_WITH_AS(tinyformer::rms_norm(Tensor({3}, {1, 2, 3}), Tensor::filled({3}, 1.0f), 0.0f),
-                                 doctest::Contains("rms_norm: eps must be > 0, got 0"), Error);
+            CHECK_ERROR_CONTAINS(tinyformer::rms_norm(Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor(Shape{2}), 1e-5f),
+                                 "rms_norm: weight must be [3] for x [2,3], got [2]");
+            CHECK_ERROR_CONTAINS(tinyformer::rms_norm(Tensor({3}, {1, 2, 3}), Tensor::filled({3}, 1.0f), 0.0f),
+                                 "rms_norm: eps must be > 0, got 0");
             CHECK_THROWS_AS(tinyformer::rms_norm(Tensor(), Tensor::filled({3}, 1.0f), 1e-5f), Error);
         }
     }
@@ -416,8 +416,7 @@ TEST_CASE("swiglu is silu(gate) * up, elementwise, and refuses different shapes"
         CHECK(y.at({0, 1}) == near(-0.8068242641));
         CHECK(y.at({1, 0}) == 0.0f);
         CHECK(y.at({1, 1}) == near(-1.7615941560));
-        CHECK_THROWS_WITH_AS(tinyformer::swiglu(Tensor({2, 2}), Tensor({4})),
-                             doctest::Contains("swiglu: gate and up must have the same shape, got gate [2,2], up [4]"),
-                             Error);
+        CHECK_ERROR_CONTAINS(tinyformer::swiglu(Tensor({2, 2}), Tensor({4})),
+                             "swiglu: gate and up must have the same shape, got gate [2,2], up [4]");
     }
 }

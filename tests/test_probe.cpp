@@ -3,7 +3,7 @@
 // through its public API with a head zeroed (MultiHeadAttention::set_zeroed_heads)
 // or a token replaced, and log p is summed by hand.
 
-#include "models/probe.h"
+#include "models/study/probe.h"
 #include "tests/helpers.h"
 
 #include <doctest/doctest.h>

@@ -13,7 +13,7 @@
 // trained toy models (data/models/).
 
 #include "engine/random.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "models/transformer.h"
 #include "tests/helpers.h"
 

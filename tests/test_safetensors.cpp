@@ -7,7 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "engine/io/json.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "tests/helpers.h"
 
 #include <nlohmann/json.hpp>

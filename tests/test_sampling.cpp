@@ -8,7 +8,8 @@
 
 #include "models/decoding.h"
 #include "models/text.h"
-#include "models/toy_tasks.h"
+#include "models/study/toy_tasks.h"
+#include "tests/helpers.h"
 #include "tests/decoding_cases.h"
 #include "tests/greedy_margin.h"
 #include "tests/run_cli.h"
@@ -152,20 +153,20 @@ TEST_CASE("sample_token's draws for seed 0 follow SplitMix64's published outputs
     CHECK(draw_token(d, 0.731) == 5);
     CHECK(draw_token(d, 0.7311) == 0);
     CHECK(draw_token(d, 0.9999999999) == 0);
-    CHECK_THROWS_WITH_AS(draw_token(d, 1.0), doctest::Contains("u must be in [0, 1)"), Error);
+    CHECK_ERROR_CONTAINS(draw_token(d, 1.0), "u must be in [0, 1)");
 }
 
 TEST_CASE("sampling refuses bad settings and logits, naming them") {
     const std::vector<float> nan_logits = {1.0f, std::nanf(""), 0.0f};
-    CHECK_THROWS_WITH_AS(sampling_distribution(nan_logits.data(), 3, Sampling{}), doctest::Contains("logit 1 is"), Error);
-    CHECK_THROWS_WITH_AS(sampling_distribution(kLogits.data(), 6, sampling(0.0, 0, 1.0)),
-                         doctest::Contains("temperature must be a finite number > 0"), Error);
-    CHECK_THROWS_WITH_AS(sampling_distribution(kLogits.data(), 6, sampling(-1.0, 0, 1.0)), doctest::Contains("temperature"), Error);
-    CHECK_THROWS_WITH_AS(sampling_distribution(kLogits.data(), 6, sampling(INFINITY, 0, 1.0)), doctest::Contains("temperature"), Error);
-    CHECK_THROWS_WITH_AS(sampling_distribution(kLogits.data(), 6, sampling(1.0, -1, 1.0)), doctest::Contains("top_k must be >= 1"), Error);
-    CHECK_THROWS_WITH_AS(sampling_distribution(kLogits.data(), 6, sampling(1.0, 0, 0.0)), doctest::Contains("top_p must be in (0, 1]"), Error);
-    CHECK_THROWS_WITH_AS(sampling_distribution(kLogits.data(), 6, sampling(1.0, 0, 1.5)), doctest::Contains("top_p"), Error);
-    CHECK_THROWS_WITH_AS(sampling_distribution(kLogits.data(), 0, Sampling{}), doctest::Contains("at least one logit"), Error);
+    CHECK_ERROR_CONTAINS(sampling_distribution(nan_logits.data(), 3, Sampling{}), "logit 1 is");
+    CHECK_ERROR_CONTAINS(sampling_distribution(kLogits.data(), 6, sampling(0.0, 0, 1.0)),
+                         "temperature must be a finite number > 0");
+    CHECK_ERROR_CONTAINS(sampling_distribution(kLogits.data(), 6, sampling(-1.0, 0, 1.0)), "temperature");
+    CHECK_ERROR_CONTAINS(sampling_distribution(kLogits.data(), 6, sampling(INFINITY, 0, 1.0)), "temperature");
+    CHECK_ERROR_CONTAINS(sampling_distribution(kLogits.data(), 6, sampling(1.0, -1, 1.0)), "top_k must be >= 1");
+    CHECK_ERROR_CONTAINS(sampling_distribution(kLogits.data(), 6, sampling(1.0, 0, 0.0)), "top_p must be in (0, 1]");
+    CHECK_ERROR_CONTAINS(sampling_distribution(kLogits.data(), 6, sampling(1.0, 0, 1.5)), "top_p");
+    CHECK_ERROR_CONTAINS(sampling_distribution(kLogits.data(), 0, Sampling{}), "at least one logit");
     // A tiny temperature is the argmax, not a NaN: (logit - max) / T is 0 or -huge.
     const SamplingDistribution cold = sampling_distribution(kLogits.data(), 6, sampling(1e-300, 0, 1.0));
     CHECK(cold.q[0] == 1.0);
@@ -213,7 +214,7 @@ TEST_CASE("sampling is reproducible for a seed: KvCache and Recompute, batched a
         // and top-1 takes the largest logit with greedy's tie rule (the smaller id).
         CHECK(sample_decode(model, inputs, sampling(3.0, 1, 1.0, 7)).tokens == greedy_decode(model, inputs).tokens);
     }
-    CHECK_THROWS_WITH_AS(generate(load_case(kCases[0]), {{3, 4}}, 2, {}, Sampling{}), doctest::Contains("choose one"), Error);
+    CHECK_ERROR_CONTAINS(generate(load_case(kCases[0]), {{3, 4}}, 2, {}, Sampling{}), "choose one");
 }
 
 TEST_CASE("A model without eos_id generates exactly max_new_tokens, 64 by default, and stops at max_len") {
@@ -263,7 +264,7 @@ TEST_CASE("A model without eos_id generates exactly max_new_tokens, 64 by defaul
     CHECK(greedy_decode(seq2seq, {{3, 4, 5}}).tokens[0].size() == 15);  // <bos> + 15 = max_len 16
     GenerationOptions negative;
     negative.max_new_tokens = -5;
-    CHECK_THROWS_WITH_AS(greedy_decode(small, {prompt}, negative), doctest::Contains("max_new_tokens must be >= 0"), Error);
+    CHECK_ERROR_CONTAINS(greedy_decode(small, {prompt}, negative), "max_new_tokens must be >= 0");
 
     // The CLI: run and explore generate for it.
     const CliRun run = run_tinyformer_ok({"run", reverse, "abc", "--max-new-tokens", "5", "--print-ids"});

@@ -1,5 +1,5 @@
-// models/sentencepiece_bpe.h and the sentencepiece_bpe tokenizer
-// (models/tokenizer.h; docs/FORMAT.md "tokenizer": "sentencepiece_bpe",
+// models/tokenizers/sentencepiece_bpe.h and the sentencepiece_bpe tokenizer
+// (models/tokenizers/tokenizer.h; docs/FORMAT.md "tokenizer": "sentencepiece_bpe",
 // "scores"), end to end through `tinyformer tokenize`. Every expected id is
 // worked out by hand below from the rules in the header (dummy " ", pieces,
 // byte fallback, highest-score merge first, leftmost of equal scores). The
@@ -7,9 +7,9 @@
 // outside the repository (the numbers are in docs/TOKENIZERS.md).
 #include <doctest/doctest.h>
 
-#include "models/sentencepiece_bpe.h"
+#include "models/tokenizers/sentencepiece_bpe.h"
 #include "models/text.h"
-#include "models/tokenizer.h"
+#include "models/tokenizers/tokenizer.h"
 #include "engine/random.h"
 #include "tests/helpers.h"
 #include "tests/run_cli.h"

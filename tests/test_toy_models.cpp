@@ -4,8 +4,8 @@
 // examples, token for token. The dates task's calendar, and where the dates
 // model's cross-attention looks while it writes the month and the day.
 
-#include "models/attention_maps.h"
-#include "models/toy_tasks.h"
+#include "models/study/attention_maps.h"
+#include "models/study/toy_tasks.h"
 #include "tests/greedy_margin.h"
 
 #include <doctest/doctest.h>

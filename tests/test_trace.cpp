@@ -12,12 +12,13 @@
 //     order, and skips padded positions.
 // tests/python/test_trace.py (make parity) compares the traces with PyTorch's.
 
-#include "models/forward.h"
+#include "models/study/forward.h"
 #include "models/text.h"
 #include "tests/helpers.h"
 #include "tests/run_cli.h"
 #include "tests/safetensors_edit.h"
 #include "tests/trace_compare.h"
+#include "models/study/trace.h"
 
 #include <doctest/doctest.h>
 

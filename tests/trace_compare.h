@@ -17,7 +17,7 @@
 // with max = the largest |a-b| over compared positions, at its index.
 #pragma once
 
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 
 #include <nlohmann/json.hpp>
 

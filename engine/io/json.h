@@ -13,7 +13,7 @@
 //     docs/FORMAT.md). The same pass counts what the parsed value would
 //     hold (JsonCounts) and shows every value to an optional JsonWatcher,
 //     which may refuse the text from its structure before it is built:
-//     the safetensors header does (engine/safetensors.cpp), so that a
+//     the safetensors header does (engine/io/safetensors.cpp), so that a
 //     97.8 MB header of {"a":[{},{},...]} is refused after that pass: 2.9 s
 //     and 426 MB peak (`/usr/bin/time -v tinyformer info FILE`), where
 //     building its value first took 8.5 s (34 s on a busy machine) and

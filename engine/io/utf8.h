@@ -1,5 +1,5 @@
 // UTF-8 — the one decoder the engine's text checks use: safetensors headers
-// (engine/safetensors.cpp) and vocabularies (models/tokenizer.cpp); and the
+// (engine/io/safetensors.cpp) and vocabularies (models/tokenizers/tokenizer.cpp); and the
 // one rule for showing text that came from a model or a user, on a terminal
 // (tools/cli/terminal_text.h) and in a picture (tools/pictures/font.h).
 // Valid means RFC 3629: the shortest form only, no surrogate code point

@@ -133,7 +133,7 @@ export function nativeForward(model, forwardInputs, { request = {} } = {}) {
   return readSafetensors(output);
 }
 
-// RESULT.weights' call name -> forward's output name (models/trace.h
+// RESULT.weights' call name -> forward's output name (models/study/trace.h
 // attention_output_name): "decoder.0.self_attn" -> "attention.decoder.0.self",
 // "decoder.1.cross_attn" -> "attention.decoder.1.cross", "encoder.0.self_attn"
 // -> "attention.encoder.0", "layers.2.self_attn" -> "attention.layers.2".

@@ -1,4 +1,4 @@
-// libFuzzer harness: `tinyformer forward`'s input file (models/forward.cpp),
+// libFuzzer harness: `tinyformer forward`'s input file (models/study/forward.cpp),
 // fed to two small fixed models from data/models/: `reverse`
 // (encoder_decoder: src_ids, tgt_ids and their key padding masks) and
 // `reverse-prefixlm` (decoder_only: ids, key_padding_mask, prefix_len).
@@ -15,8 +15,8 @@
 // range of ids, flags and lengths (1/2), or the data section's bytes mutated
 // at their size (1/4), so the header's offsets hold.
 #include "engine/matmul.h"
-#include "engine/safetensors.h"
-#include "models/forward.h"
+#include "engine/io/safetensors.h"
+#include "models/study/forward.h"
 #include "tests/fuzz/harnesses.h"
 
 #include <algorithm>

@@ -1,10 +1,10 @@
 // libFuzzer harness: the safetensors header and tensor table parser
-// (engine/safetensors.cpp), fed a whole file's bytes. A file is either
+// (engine/io/safetensors.cpp), fed a whole file's bytes. A file is either
 // refused with tinyformer::Error or read; when it is read, every tensor is
 // read back by each reader that accepts its dtype. Anything else — a crash, a
 // sanitizer report, another exception type, a hang — is a finding.
 // Run by `make fuzz` (tests/fuzz/run.sh); seeds in tests/fuzz/corpus/safetensors/.
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "tests/fuzz/harnesses.h"
 
 #include <cstddef>

@@ -1,11 +1,11 @@
 // libFuzzer harness: text in and out of a model — the tokenizer
-// (models/tokenizer.cpp) built from fuzzed vocabulary strings, encoding a
+// (models/tokenizers/tokenizer.cpp) built from fuzzed vocabulary strings, encoding a
 // fuzzed input, decoding it back, the tokens' labels — and the CLI's
 // terminal text rule (tools/cli/terminal_text.h) on every one of those
 // strings and on the error messages. The input is
 //   [flags: bit 0 whitespace tokenizer, bit 1 map unknown to <unk>, bit 2 gpt2_bpe]
 //   [vocabulary entries separated by '\n'] 0x00 [the text to encode, any bytes]
-// With bit 2 (gpt2_bpe, models/gpt2_bpe.h) the vocabulary is the 256 one-byte
+// With bit 2 (gpt2_bpe, models/tokenizers/gpt2_bpe.h) the vocabulary is the 256 one-byte
 // tokens and each entry is a merge "left right" of two tokens' strings (an
 // entry that is not one is skipped; the merged token is added when new); a
 // valid UTF-8 input must decode back to the same bytes, and every label must
@@ -19,8 +19,8 @@
 // that needed no escape. Seeds in tests/fuzz/corpus/text/: "valid-*" encode,
 // "bad-*" are refused, "any-*" may be either (they hold a control character
 // in a token, which the vocabulary rules of docs/FORMAT.md may refuse).
-#include "models/gpt2_bpe.h"
-#include "models/tokenizer.h"
+#include "models/tokenizers/gpt2_bpe.h"
+#include "models/tokenizers/tokenizer.h"
 
 #include "engine/error.h"
 #include "tests/fuzz/harnesses.h"

@@ -5,7 +5,7 @@
 // gpt-3-encoder's encode (the ids) and decode (the text back). TINYFORMER
 // names the binary (default build/tinyformer).
 //
-// Known differences, left out of the texts on purpose (models/gpt2_bpe.h):
+// Known differences, left out of the texts on purpose (models/tokenizers/gpt2_bpe.h):
 // characters that became letters or numbers after Unicode 14.0 (node 20 reads
 // Unicode 17.0) are "other" in tinyformer's table.
 import { after, before, describe, test } from "node:test";

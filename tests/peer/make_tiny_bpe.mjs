@@ -7,7 +7,7 @@
 // order: 256 "Ġt", 257 "he", 258 "Ġthe", ... (the MERGES list below).
 import { writeTokenizerCheckpoint } from "./checkpoint.mjs";
 
-// GPT-2's byte -> character rule (models/gpt2_bpe.h, rule 2).
+// GPT-2's byte -> character rule (models/tokenizers/gpt2_bpe.h, rule 2).
 function byteCharacter(byte) {
   const itself = (byte >= 0x21 && byte <= 0x7e) || (byte >= 0xa1 && byte <= 0xac) || byte >= 0xae;
   if (itself) return String.fromCharCode(byte);

@@ -536,7 +536,7 @@ class Refusals(RefusedBeforeWriting, Temp, unittest.TestCase):
 class EngineRulesBeforeWriting(RefusedBeforeWriting, Temp, unittest.TestCase):
     """The exporter refuses, before writing, what tinyformer's loader would refuse:
     the vocabulary rules (one function, te.check_vocabulary, the twin of
-    models/tokenizer.h's), the prompt suffix rule and the config's size limits."""
+    models/tokenizers/tokenizer.h's), the prompt suffix rule and the config's size limits."""
 
     def meta_parts(self, v):
         """A decoder-only model on the meta device (no memory for its weights): the

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tests of tools/python/safetensors_io.py's reader: it reads or refuses every header
 of tests/safetensors_headers.json exactly as the table says, the same table
-engine/safetensors.cpp is tested on (tests/test_safetensors.cpp), so the two
+engine/io/safetensors.cpp is tested on (tests/test_safetensors.cpp), so the two
 readers follow one rule (docs/FORMAT.md section 1, "The header").
 Standard library and numpy only (no torch):
 

@@ -6,7 +6,7 @@
 // C++ kernel); from the repository's top directory:
 //
 //   em++ -std=c++20 -O2 -fexceptions -msimd128 -DTINYFORMER_OWN_GEMM -sSINGLE_FILE=1 -I. \
-//       tests/wasm/gemm_blocked_check.cpp engine/matmul_blocked.cpp engine/matmul.cpp engine/tensor.cpp \
+//       tests/wasm/gemm_blocked_check.cpp engine/cpu/matmul_blocked.cpp engine/matmul.cpp engine/tensor.cpp \
 //       -o build/gemm_blocked_check.cjs && node build/gemm_blocked_check.cjs
 //
 // (.cjs: the repository's package.json makes .js files ES modules; NODE_PATH=/usr/share/nodejs

@@ -19,7 +19,7 @@
 // and with its bandwidth roof.
 #include "engine/matmul.h"
 #include "engine/random.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "models/decoding.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/gemv_roof.h"

@@ -1,6 +1,6 @@
 // Suite "gemm": the three matrix products side by side, in GFLOP/s — gemm_naive
 // (the three-loop reference, double sums), gemm_blocked (the engine's own
-// cache-blocked product, engine/matmul_blocked.cpp: what the WebAssembly engine
+// cache-blocked product, engine/cpu/matmul_blocked.cpp: what the WebAssembly engine
 // runs) and gemm (OpenBLAS) — at the toy models' linear() shapes: y [M, N] =
 // x [M, K] W^T with W [N, K], M in {1, 8, 32} (one decoding step, a short
 // batch, a sequence), K, N in {64, 256}; and one bigger square product,
@@ -40,7 +40,7 @@ void run_gemm_suite(const Settings& settings) {
     set_blas_threads(settings.threads > 0 ? settings.threads : 1);
     std::printf("matrix products: GFLOP/s (2 M N K flops per product), median of 7 timings of ~20 ms each,\n"
                 "gemm_naive / gemm_blocked / OpenBLAS gemm alternating; B is W [N,K] (linear) unless marked [K,N]\n");
-    std::printf("gemm_blocked: the engine's own (engine/matmul_blocked.cpp), 1 thread, plain C++ inner loops here\n");
+    std::printf("gemm_blocked: the engine's own (engine/cpu/matmul_blocked.cpp), 1 thread, plain C++ inner loops here\n");
     std::printf("%s\n", blas_line().c_str());
     std::vector<Shape3> shapes;
     for (int64_t m : {1, 8, 32})

@@ -3,7 +3,7 @@
 #include "engine/error.h"
 #include "engine/io/output_file.h"
 #include "engine/random.h"
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,8 +1,8 @@
 // `tinyformer align`: which source tokens an encoder-decoder model's
 // cross-attention looks at while it writes each output token, averaged over
-// the heads of one decoder layer (models/attention_maps.h, cross_alignment).
+// the heads of one decoder layer (models/study/attention_maps.h, cross_alignment).
 
-#include "models/attention_maps.h"
+#include "models/study/attention_maps.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
 

@@ -2,7 +2,7 @@
 
 #include "tools/pictures/heatmap.h"
 #include "engine/io/output_file.h"
-#include "models/attention_maps.h"
+#include "models/study/attention_maps.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"

@@ -3,12 +3,12 @@
 // of one softmax row, the decoding steps. The page is tools/explore/page.html,
 // page.css and page.js (plain JavaScript, no network), embedded at build time
 // (build/generated/explore_page.h); the data is the engine's trace of the
-// pass (models/trace.h) as JSON in <script type="application/json"
+// pass (models/study/trace.h) as JSON in <script type="application/json"
 // id="tinyformer-data"> (docs/FORMAT.md section 4), with every '<' written \u003c.
 
 #include "build/generated/explore_page.h"
 #include "engine/io/output_file.h"
-#include "models/attention_maps.h"
+#include "models/study/attention_maps.h"
 #include "tools/cli/generation_flags.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/intervention_flags.h"

@@ -1,7 +1,7 @@
 // `tinyformer forward` (FORMAT.md section 2) and `tinyformer info`.
 
 #include "engine/io/output_file.h"
-#include "models/forward.h"
+#include "models/study/forward.h"
 #include "tools/cli/arguments.h"
 #include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"

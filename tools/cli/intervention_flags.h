@@ -1,5 +1,5 @@
 // The intervention flags `forward`, `trace`, `run`, `explore` and `attention`
-// share (models/interventions.h, docs/FORMAT.md section 4b):
+// share (models/study/interventions.h, docs/FORMAT.md section 4b):
 //   --overrides FILE.json         {"mask_overrides": {...}, "ablate": [...]}
 //   --block CALL:Q:K[,CALL:Q:K]   query Q may not attend key K in call CALL
 //   --allow CALL:Q:K[,CALL:Q:K]   query Q may attend key K in call CALL
@@ -11,7 +11,7 @@
 // whole numbers >= 0. The file's content, an unknown call or head: Error (exit 1).
 #pragma once
 
-#include "models/interventions.h"
+#include "models/study/interventions.h"
 #include "tools/cli/arguments.h"
 
 #include <set>

@@ -14,7 +14,7 @@
 #include "models/cost.h"
 #include "models/decoding.h"
 #include "models/text.h"
-#include "models/toy_tasks.h"
+#include "models/study/toy_tasks.h"
 #include "models/transformer.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/lesson_common.h"

@@ -13,7 +13,7 @@
 #include "layers/multi_head_attention.h"
 #include "layers/rotary.h"
 #include "models/cost.h"
-#include "models/toy_tasks.h"
+#include "models/study/toy_tasks.h"
 #include "models/transformer.h"
 #include "tools/cli/cli.h"
 #include "tools/cli/lesson_common.h"

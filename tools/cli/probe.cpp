@@ -1,9 +1,9 @@
 // `tinyformer probe`: attention weights beside two interventions — head
-// ablation and token perturbation — on a trained model (models/probe.h).
+// ablation and token perturbation — on a trained model (models/study/probe.h).
 
 #include "tools/pictures/heatmap.h"
 #include "engine/io/output_file.h"
-#include "models/probe.h"
+#include "models/study/probe.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
 

@@ -1,6 +1,6 @@
 // `tinyformer run` and `tinyformer eval`: the toy models at work.
 
-#include "models/toy_tasks.h"
+#include "models/study/toy_tasks.h"
 #include "tools/cli/generation_flags.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/intervention_flags.h"

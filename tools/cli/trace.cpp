@@ -1,9 +1,9 @@
 // `tinyformer trace`: every named activation of one forward pass, written
-// as safetensors (docs/FORMAT.md section 3; models/trace.h records it).
+// as safetensors (docs/FORMAT.md section 3; models/study/trace.h records it).
 
 #include "engine/io/output_file.h"
-#include "models/forward.h"
-#include "models/teacher_forcing.h"
+#include "models/study/forward.h"
+#include "models/study/teacher_forcing.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/intervention_flags.h"
 #include "tools/cli/terminal_text.h"

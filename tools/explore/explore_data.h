@@ -1,6 +1,6 @@
 // The explore document (docs/FORMAT.md section 4): the JSON an explorer page
 // renders, built from one teacher-forced pass recorded with
-// Trace::Detail::Everything (models/attention_maps.h). One builder for the
+// Trace::Detail::Everything (models/study/attention_maps.h). One builder for the
 // recorded page `tinyformer explore` writes and for the live engine's
 // result (tools/explore/live.h), so the two pages read the same document.
 //
@@ -14,9 +14,10 @@
 // as the same float32.
 #pragma once
 
-#include "models/attention_maps.h"
+#include "models/study/attention_maps.h"
 #include "models/decoding.h"
 #include "models/text.h"
+#include "models/study/trace.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,9 +1,9 @@
 #include "tools/explore/live.h"
 
 #include "engine/io/json.h"
-#include "models/attention_maps.h"
-#include "models/interventions.h"
-#include "models/teacher_forcing.h"
+#include "models/study/attention_maps.h"
+#include "models/study/interventions.h"
+#include "models/study/teacher_forcing.h"
 #include "tools/explore/explore_data.h"
 
 #include <algorithm>
@@ -349,7 +349,7 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
         else
             result["forward_inputs"] = {{"ids", json::array({run.pass.decoder})}};
     } else {
-        // Row 1 decoded alone too, then both rows in one padded teacher-forced pass (models/forward.h's path).
+        // Row 1 decoded alone too, then both rows in one padded teacher-forced pass (models/study/forward.h's path).
         decode_row(model, text, *second, settings, nullptr);
         const std::vector<Row*> rows = {&first, &*second};
         const int64_t pad_id = model.config.pad_id >= 0 ? model.config.pad_id : 0;

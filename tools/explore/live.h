@@ -12,7 +12,7 @@
 //   "second": {"text"|"ids", "target"|"target_ids"}   a second batch row
 //   "pad_side": "right" | "left"           how the shorter row is padded (default right)
 //   "mask_overrides": {"decoder.0.self_attn": [[2, 4, 1], ...]}, "ablate": [["decoder.1.cross_attn", 2], ...]
-//       docs/FORMAT.md section 4b (models/interventions.h): for this request only,
+//       docs/FORMAT.md section 4b (models/study/interventions.h): for this request only,
 //       its decodings and passes; the model is restored after, also on an Error
 //   "decode": {"mode": "greedy" | "beam" | "sample", "beam": 3, "temperature": 1,
 //              "top_k": 0, "top_p": 1, "seed": 0, "max_new_tokens": N}
@@ -29,7 +29,7 @@
 //   "text" (the target as text), "target_ids" (without <bos> / <eos>)
 //   "logits" [T][V], "weights" {"decoder.0.self_attn": [H][L][S], ...} (trace names)
 //   "token_log_p": log p of each target token, then <eos> (when the model has
-//                  one), teacher-forced, as models/probe.h scores them; "log_p": their sum
+//                  one), teacher-forced, as models/study/probe.h scores them; "log_p": their sum
 //   "forward_inputs": docs/FORMAT.md section 2's inputs of the pass (B rows, masks 0/1)
 //   "second": the same row fields for row 1 (with "second"; then every row
 //             field of both rows is that row of the one padded pass: padded

@@ -18,7 +18,7 @@ What `write` produces, byte for byte (so equal inputs give identical files):
   half-written file is left; a FIFO or character device written as a stream).
 
 `read` checks the header strictly — docs/FORMAT.md's header rules, the same
-as engine/safetensors.cpp's and tested on the same table
+as engine/io/safetensors.cpp's and tested on the same table
 (tests/safetensors_headers.json): '{' first (no byte order mark), no NUL,
 valid UTF-8, one JSON object followed only by spaces, no key twice; then
 known dtype, shape, offsets matching the shape, no overlap, no hole, nothing
@@ -74,7 +74,7 @@ _NUMPY_TO_NAME = {
     np.dtype("bool"): "BOOL",
 }
 
-MAX_HEADER_BYTES = 100_000_000     # as engine/safetensors.h's kMaxHeaderBytes (and the reference library)
+MAX_HEADER_BYTES = 100_000_000     # as engine/io/safetensors.h's kMaxHeaderBytes (and the reference library)
 
 
 def bf16_bits_to_f32(bits):
@@ -180,7 +180,7 @@ def metadata_json(metadata, key):
 
 def _header_object(raw):
     """The header bytes as a JSON object, after docs/FORMAT.md's header rules
-    (the same as engine/safetensors.cpp; both are tested on
+    (the same as engine/io/safetensors.cpp; both are tested on
     tests/safetensors_headers.json): at least 2 bytes, no byte order mark,
     '{' first, no NUL, valid UTF-8, one JSON object followed only by spaces,
     no key twice in any object."""
@@ -241,7 +241,7 @@ def parse_header(buf):
             raise ValueError(f"tensor {name!r}: bad data_offsets {offs!r}")
         begin, end = offs
         itemsize = DTYPES[e["dtype"]].itemsize
-        count = 1                 # Python ints do not wrap: refused as engine/safetensors.cpp refuses,
+        count = 1                 # Python ints do not wrap: refused as engine/io/safetensors.cpp refuses,
         for d in shape:           # an axis or a running byte count beyond 64 bits
             if d >= 1 << 63 or (d != 0 and count * d * itemsize >= 1 << 64):
                 raise ValueError(f"tensor {name!r}: shape {shape} has too many elements")

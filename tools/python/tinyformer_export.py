@@ -347,7 +347,7 @@ def _check_vocab(name, vocab, size, size_path, tokenizer):
 
 
 SPECIAL_TOKEN = re.compile(r"<[a-z0-9_]+>")   # FORMAT's special tokens: the whole token, fullmatch
-WHITESPACE = " \t\n\r\v\f"                    # what the "whitespace" tokenizer splits on (models/tokenizer.h)
+WHITESPACE = " \t\n\r\v\f"                    # what the "whitespace" tokenizer splits on (models/tokenizers/tokenizer.h)
 MAX_SIZE = 1 << 24                              # tinyformer's limit on every size of the config (models/config.cpp)
 SIZE_KEYS = ("d_model", "nhead", "dim_feedforward", "max_len", "num_encoder_layers", "num_decoder_layers",
              "num_layers", "src_vocab_size", "tgt_vocab_size", "vocab_size")
@@ -360,7 +360,7 @@ def is_special_token(token):
 
 def check_vocabulary(name, vocab, tokenizer):
     """docs/FORMAT.md's vocabulary rules, as the engine's loader applies them
-    (models/tokenizer.h, check_vocabulary): ValueError naming name[index], the
+    (models/tokenizers/tokenizer.h, check_vocabulary): ValueError naming name[index], the
     entry and the rule it breaks."""
     if len(vocab) == 0:
         _refuse(name, vocab, "a vocabulary holds at least one token")
@@ -396,13 +396,13 @@ def check_vocabulary(name, vocab, tokenizer):
         seen[token] = i
 
 
-# --- gpt2_bpe (GPT-2 byte-level BPE, models/gpt2_bpe.h): the vocabulary's and merges' rules ---
+# --- gpt2_bpe (GPT-2 byte-level BPE, models/tokenizers/gpt2_bpe.h): the vocabulary's and merges' rules ---
 
 def _gpt2_byte_characters():
     """{character: byte}: the characters a gpt2_bpe token is written in. The
     printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) stand for
     themselves; the other 68 bytes, in increasing order, for U+0100, U+0101, ...
-    (models/gpt2_bpe.h, rule 2)."""
+    (models/tokenizers/gpt2_bpe.h, rule 2)."""
     table, other = {}, 0x100
     for byte in range(256):
         if 0x21 <= byte <= 0x7E or 0xA1 <= byte <= 0xAC or byte >= 0xAE:
@@ -425,7 +425,7 @@ def _check_gpt2_bpe_token(where, token):
 
 
 def check_merges(name, merges, vocab):
-    """The gpt2_bpe "merges" rules (docs/FORMAT.md; models/gpt2_bpe.h,
+    """The gpt2_bpe "merges" rules (docs/FORMAT.md; models/tokenizers/gpt2_bpe.h,
     check_merges): each entry "left right" (exactly one space, both sides
     non-empty), both sides and their concatenation in `vocab`, no pair twice.
     ValueError naming name[index], the entry and the rule."""

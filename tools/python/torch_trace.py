@@ -55,7 +55,7 @@ computes there (FORMAT defines more of them as 0, tinyformer writes those
 zeros); tools/python/compare_trace.py never compares padded positions.
 
 --ids frames the example as `tinyformer trace --ids` does (models/text.h,
-models/teacher_forcing.h): decoder_only gets <bos> in front (when the config
+models/study/teacher_forcing.h): decoder_only gets <bos> in front (when the config
 has bos_id) and the prompt suffix at the end (when declared and missing), and
 reads input + target; encoder_decoder's decoder reads [<bos>] + target. Without
 --target-ids the target is PyTorch's greedy output (argmax, first on ties, up

@@ -89,7 +89,7 @@ DATE_MAX_CHARS = len("wednesday 30 september 1999")  # the longest input form: 2
 
 def random_date_text(rng):
     """A date uniform over 1900-01-01..2099-12-31, in one of the six forms (uniform);
-    models/toy_tasks.cpp draws the same forms for tinyformer eval --task dates."""
+    models/study/toy_tasks.cpp draws the same forms for tinyformer eval --task dates."""
     day = datetime.date.fromordinal(rng.randint(FIRST_DAY, LAST_DAY))
     month, d, y = MONTHS[day.month - 1], day.day, day.year
     forms = [f"{d} {month} {y}", f"{month} {d} {y}", f"{month} {d}, {y}", f"{d:02d}/{day.month:02d}/{y}",

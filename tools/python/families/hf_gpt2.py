@@ -293,7 +293,7 @@ def read_bpe(vocab_json, merges_txt):
     (or encoder.json) and merges.txt (or vocab.bpe), each at most
     MAX_TOKENIZER_FILE_BYTES. Every token must be written in GPT-2's byte
     characters, and every merge must be one the engine's gpt2_bpe accepts
-    (docs/FORMAT.md, vocabulary rules; models/gpt2_bpe.h): "left right" with
+    (docs/FORMAT.md, vocabulary rules; models/tokenizers/gpt2_bpe.h): "left right" with
     both sides and their concatenation tokens of vocab.json, no pair twice.
     Raises ValueError naming the file, the line or entry, and the rule."""
     from tinyformer_export import GPT2_BYTE_CHARACTERS   # here: tinyformer_export imports the families

@@ -1,4 +1,6 @@
-#include "models/interventions.h"
+#include "models/study/interventions.h"
+
+#include "models/study/trace.h"
 
 #include "engine/io/json.h"
 
@@ -88,7 +90,7 @@ std::vector<std::string> attention_call_names(const Model& model) {
         const AttentionName parts = parse_attention_name(name);  // attention.decoder.1.cross
         const std::string call =
             parts.stack + "." + std::to_string(parts.layer) + (parts.kind == "cross" ? ".cross_attn" : ".self_attn");
-        if (attention_output_name(call) != name)  // the trace's own mapping, models/trace.h
+        if (attention_output_name(call) != name)  // the trace's own mapping, models/study/trace.h
             fail("interventions: the attention '", name, "' has no trace name");
         names.push_back(call);
     }

@@ -18,8 +18,9 @@
 // memory rows are exactly 0 (padded queries), so it reads out_proj(b_V).
 #pragma once
 
-#include "engine/safetensors.h"
+#include "engine/io/safetensors.h"
 #include "models/transformer.h"
+#include "models/study/trace.h"
 
 #include <map>
 #include <string>
@@ -29,7 +30,7 @@ namespace tinyformer {
 std::map<std::string, Tensor> run_forward(const Model& model, const SafetensorsFile& inputs, bool attention);
 
 // The same pass on the same inputs, handing its intermediates to `observer`
-// (a models/trace.h Trace, as `tinyformer trace --inputs` does); returns the logits.
+// (a models/study/trace.h Trace, as `tinyformer trace --inputs` does); returns the logits.
 Tensor forward_pass(const Model& model, const SafetensorsFile& inputs, Observer* observer);
 
 }  // namespace tinyformer

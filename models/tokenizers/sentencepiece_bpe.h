@@ -62,7 +62,7 @@
 //     of a character split by step 3 join back into the character.
 //   Every other piece, "<unk>" and "</s>" included, is its string.
 // label(id) is how views show a piece: a byte piece as it is ("<0xE2>");
-// any other piece through bytes_label (models/gpt2_bpe.h): a space as "␣",
+// any other piece through bytes_label (models/tokenizers/gpt2_bpe.h): a space as "␣",
 // a newline as "↵", a tab as "⇥", another control character as its bytes:
 // "\r" -> "<0x0D>", U+0092 -> "<0xC2><0x92>".
 //

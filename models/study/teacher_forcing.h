@@ -1,6 +1,6 @@
 // One teacher-forced pass — the model reads a whole example at once, its
 // input and a target — the one pass that `attention`, `probe`, `trace` and
-// `explore` read (models/trace.h records it), so there is one pass to trust:
+// `explore` read (models/study/trace.h records it), so there is one pass to trust:
 //
 //   encoder_decoder: the encoder reads `input`; the decoder reads
 //                    decoder_input(target) = [<bos>] + target (models/text.h)

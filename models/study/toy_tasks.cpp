@@ -1,4 +1,4 @@
-#include "models/toy_tasks.h"
+#include "models/study/toy_tasks.h"
 
 #include "engine/random.h"
 

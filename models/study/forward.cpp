@@ -1,4 +1,4 @@
-#include "models/forward.h"
+#include "models/study/forward.h"
 
 #include <set>
 

@@ -1,4 +1,4 @@
-#include "models/attention_maps.h"
+#include "models/study/attention_maps.h"
 
 #include "models/mask_policy.h"
 

@@ -18,7 +18,7 @@
 //    The pattern as a regular expression, for reference:
 //      's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
 //    Letter = \p{L}, number = \p{N}, space = JavaScript's \s, from the table
-//    models/unicode_categories.inc (tools/python/make_unicode_table.py,
+//    models/tokenizers/unicode_categories.inc (tools/python/make_unicode_table.py,
 //    Unicode 14.0). Known differences from the peer test's gpt-3-encoder
 //    (node 20, Unicode 17.0): the 13,916 code points that became letters and
 //    the 133 that became numbers in Unicode 15.0-17.0 (e.g. CJK Extension H

@@ -39,7 +39,7 @@
 #pragma once
 
 #include "models/decoding.h"
-#include "models/teacher_forcing.h"
+#include "models/study/teacher_forcing.h"
 
 #include <optional>
 

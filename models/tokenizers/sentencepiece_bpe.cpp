@@ -1,9 +1,9 @@
-#include "models/sentencepiece_bpe.h"
+#include "models/tokenizers/sentencepiece_bpe.h"
 
 #include "engine/error.h"
 #include "engine/memory/available.h"
 #include "engine/io/utf8.h"
-#include "models/gpt2_bpe.h"
+#include "models/tokenizers/gpt2_bpe.h"
 
 #include <algorithm>
 #include <climits>

@@ -16,7 +16,8 @@
 #pragma once
 
 #include "models/decoding.h"
-#include "models/teacher_forcing.h"
+#include "models/study/teacher_forcing.h"
+#include "models/study/trace.h"
 
 #include <optional>
 
@@ -29,7 +30,7 @@ struct AttentionMap {
     std::string stack;   // "encoder", "decoder" or "layers" (single-stack)
     int64_t layer = 0;
     std::string kind;    // "self" or "cross"
-    std::string trace_name;  // its prefix in the trace: "decoder.1.cross_attn" (models/trace.h)
+    std::string trace_name;  // its prefix in the trace: "decoder.1.cross_attn" (models/study/trace.h)
     std::string mask_name;  // e.g. "causal", "prefix-LM (prefix 5)", "none (bidirectional)"
     int64_t prefix = 0;     // prefix-LM: the prefix length (positions 0..prefix-1); else 0
     Tensor weights;         // [1, H, L, S], per head, never averaged

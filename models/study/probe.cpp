@@ -1,4 +1,6 @@
-#include "models/probe.h"
+#include "models/study/probe.h"
+
+#include "models/study/trace.h"
 
 #include <algorithm>
 #include <map>
@@ -19,7 +21,7 @@ int64_t prompt_length(const Model& model, const ProbeExample& example) {
 }
 
 // log p of target + <eos> (see probe.h) from the one teacher-forced pass
-// (models/teacher_forcing.h), which hands its intermediates to `observer`.
+// (models/study/teacher_forcing.h), which hands its intermediates to `observer`.
 double scored_pass(const Model& model, const ProbeExample& example, Observer* observer) {
     std::vector<int64_t> labels = example.target;  // what the scored positions predict
     labels.push_back(model.config.eos_id);

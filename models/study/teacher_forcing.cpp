@@ -1,4 +1,4 @@
-#include "models/teacher_forcing.h"
+#include "models/study/teacher_forcing.h"
 
 #include "models/decoding.h"
 

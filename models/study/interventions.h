@@ -7,7 +7,7 @@
 // over the KV cache (models/decoding.h), where a cell applies only at the step
 // whose query it names and only when its key exists already.
 //
-// Calls are named as the trace names them (models/trace.h): "encoder.0.self_attn",
+// Calls are named as the trace names them (models/study/trace.h): "encoder.0.self_attn",
 // "decoder.1.cross_attn", "layers.2.self_attn". The JSON (docs/FORMAT.md section 4b):
 //
 //   {"mask_overrides": {"decoder.0.self_attn": [[2, 4, 1], [3, 0, 0]]},

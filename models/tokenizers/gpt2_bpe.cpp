@@ -1,4 +1,4 @@
-#include "models/gpt2_bpe.h"
+#include "models/tokenizers/gpt2_bpe.h"
 
 #include "engine/error.h"
 #include "engine/io/utf8.h"
@@ -55,7 +55,7 @@ struct ClassRange {
 };
 
 constexpr ClassRange kClassRanges[] = {
-#include "models/unicode_categories.inc"
+#include "models/tokenizers/unicode_categories.inc"
 };
 
 // One decoded character of the text: its class and where it starts.

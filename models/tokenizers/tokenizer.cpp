@@ -1,4 +1,4 @@
-#include "models/tokenizer.h"
+#include "models/tokenizers/tokenizer.h"
 
 #include "engine/error.h"
 #include "engine/io/utf8.h"
@@ -106,7 +106,7 @@ std::string broken_rule(const std::string& token, TokenizerKind kind) {
     if (kind == TokenizerKind::Gpt2Bpe && !token_as_bytes(token, bytes))
         return text_of(quoted(token), " holds a character that stands for no byte; a \"gpt2_bpe\" token is written "
                        "one character per byte (printable Latin-1 as itself, the other bytes as U+0100..U+0143: "
-                       "models/gpt2_bpe.h)");
+                       "models/tokenizers/gpt2_bpe.h)");
     if (kind == TokenizerKind::Char && characters != 1 && !is_special_token(token))
         return text_of(quoted(token), " is ", characters, " characters; a \"char\" vocabulary's tokens are one character each, "
                        "special tokens (\"<\" + [a-z0-9_]+ + \">\") excepted; use tokenizer \"whitespace\" for words");

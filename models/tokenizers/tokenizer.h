@@ -25,7 +25,7 @@
 //   A word outside the vocabulary becomes <unk> when the vocabulary has it
 //   (counted in unknown_count), else it is an Error naming the word and its
 //   position (its index among the words).
-// kind Gpt2Bpe (GPT-2's byte-level BPE, models/gpt2_bpe.h): the vocabulary's
+// kind Gpt2Bpe (GPT-2's byte-level BPE, models/tokenizers/gpt2_bpe.h): the vocabulary's
 //   strings are byte-level tokens ("Ġthe" = the bytes " the") and `merges`
 //   ("left right", rank order) say how bytes join into tokens.
 //   encode("The cat") -> GPT-2's ids, e.g. 464 3797 with GPT-2's vocabulary
@@ -39,10 +39,10 @@
 //   "\t" as "↵" and "⇥" (a label is one line; bytes_label's signs);
 //   Gpt2Bpe: its bytes, with a space
 //   as "␣", a newline as "↵", a tab as "⇥" and a byte that is no whole UTF-8
-//   character (or a control) as "<0xE2>" (bytes_label, models/gpt2_bpe.h);
+//   character (or a control) as "<0xE2>" (bytes_label, models/tokenizers/gpt2_bpe.h);
 //   SentencePieceBpe: a byte piece as it is ("<0xE2>"), any other piece by
 //   bytes_label (" the" -> "␣the").
-// kind SentencePieceBpe (llama2.c's tokenizer.bin, models/sentencepiece_bpe.h):
+// kind SentencePieceBpe (llama2.c's tokenizer.bin, models/tokenizers/sentencepiece_bpe.h):
 //   the vocabulary's strings are text pieces (" the", with a real space) and
 //   byte pieces ("<0xE2>"); `scores` (one per piece) say which neighbours
 //   merge first, the highest score.
@@ -55,8 +55,8 @@
 //                        <unk> with map_unknown when the vocabulary has it.
 #pragma once
 
-#include "models/gpt2_bpe.h"
-#include "models/sentencepiece_bpe.h"
+#include "models/tokenizers/gpt2_bpe.h"
+#include "models/tokenizers/sentencepiece_bpe.h"
 
 #include <cstdint>
 #include <map>
@@ -84,7 +84,7 @@ bool is_special_token(const std::string& token);
 // non-special entry one code point; kind Whitespace: no non-special entry
 // holds whitespace (space, tab, newline, CR, VT, FF: what encode splits on);
 // kind Gpt2Bpe: every entry is made of characters that stand for bytes
-// (models/gpt2_bpe.h, rule 2), and so no two entries stand for the same bytes.
+// (models/tokenizers/gpt2_bpe.h, rule 2), and so no two entries stand for the same bytes.
 // Error for the first entry that breaks one, naming `where` (e.g.
 // "model.safetensors: __metadata__ \"vocab\""), the entry's index, the rule,
 // and the entry itself unless it holds a control character or invalid UTF-8

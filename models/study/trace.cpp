@@ -1,4 +1,4 @@
-#include "models/trace.h"
+#include "models/study/trace.h"
 
 #include "engine/error.h"
 
