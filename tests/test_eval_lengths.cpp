@@ -1,4 +1,4 @@
-// `tinyformer eval --lengths A-B` (models/toy_tasks.*): inputs drawn in the
+// `tinyformer eval --lengths A-B` (models/study/toy_tasks.*): inputs drawn in the
 // range, the ranges refused, the max_len limit, and the position-scheme
 // models of docs/EXTRAPOLATION.md (tools/python/train_extrapolation.py)
 // against PyTorch's greedy outputs, token for token.

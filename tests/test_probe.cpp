@@ -1,4 +1,4 @@
-// Tests for models/probe.* and the hook it uses, Model::attention_module.
+// Tests for models/study/probe.* and the hook it uses, Model::attention_module.
 // The probe's numbers are recomputed here without it: the model is run
 // through its public API with a head zeroed (MultiHeadAttention::set_zeroed_heads)
 // or a token replaced, and log p is summed by hand.

@@ -1,4 +1,4 @@
-// Tests for engine/safetensors.* — the file format under every checkpoint and
+// Tests for engine/io/safetensors.* — the file format under every checkpoint and
 // `forward` file (docs/FORMAT.md section 1, first paragraph):
 //   [8 bytes: N, little-endian] [N bytes: JSON header] [data section]
 // Round trips, F16 / BF16 widening worked out bit by bit, and one SUBCASE per
