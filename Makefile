@@ -229,14 +229,16 @@ deps-python:
 # the C++ reader is tested on, tests/safetensors_headers.json) and
 # tests/python/test_torch_file.py (the converters' one reader of PyTorch files and
 # its unpickler, on hostile files built in the test), tests/python/test_compare_trace.py
-# (compare_trace.py on the attention layouts' names: an ALiBi bias at padded cells) and
-# tests/python/test_model_files.py (what a model file is, for a wrong --from).
+# (compare_trace.py on the attention layouts' names: an ALiBi bias at padded cells),
+# tests/python/test_model_files.py (what a model file is, for a wrong --from) and
+# tests/python/test_import_floors.py (tools/python's imports: no circle, none up a floor).
 test-tools: deps-python
 	/usr/bin/python3 tests/python/test_safety.py
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_torch_file.py
 	/usr/bin/python3 tests/python/test_compare_trace.py
 	/usr/bin/python3 tests/python/test_model_files.py
+	/usr/bin/python3 tests/python/test_import_floors.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js}
