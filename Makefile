@@ -222,7 +222,8 @@ parity: deps
 deps-python:
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="python3-numpy"
 
-# The Python tools' tests that need no PyTorch and no build, with Debian's
+# The Python tools' tests that need no PyTorch and no build (but for the engine's cases of
+# test_numpy_reference.py, skipped without build/tinyformer), with Debian's
 # /usr/bin/python3: tests/python/test_safety.py (tools/python/safe_write.py, the one writer
 # of every Python output, and compare_trace.py's refusals) and
 # tests/python/test_safetensors_io.py (the Python reader against the header table
@@ -230,8 +231,10 @@ deps-python:
 # tests/python/test_torch_file.py (the converters' one reader of PyTorch files and
 # its unpickler, on hostile files built in the test), tests/python/test_compare_trace.py
 # (compare_trace.py on the attention layouts' names: an ALiBi bias at padded cells),
-# tests/python/test_model_files.py (what a model file is, for a wrong --from) and
-# tests/python/test_import_floors.py (tools/python's imports: no circle, none up a floor).
+# tests/python/test_model_files.py (what a model file is, for a wrong --from),
+# tests/python/test_import_floors.py (tools/python's imports: no circle, none up a floor) and
+# tests/python/test_numpy_reference.py (the one-page NumPy model against the committed
+# PyTorch references and, when build/tinyformer exists, the engine on committed models).
 test-tools: deps-python
 	/usr/bin/python3 tests/python/test_safety.py
 	/usr/bin/python3 tests/python/test_safetensors_io.py
@@ -239,6 +242,7 @@ test-tools: deps-python
 	/usr/bin/python3 tests/python/test_compare_trace.py
 	/usr/bin/python3 tests/python/test_model_files.py
 	/usr/bin/python3 tests/python/test_import_floors.py
+	/usr/bin/python3 tests/python/test_numpy_reference.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js}
