@@ -367,8 +367,9 @@ explore-screenshots: deps-browser deps-wasm
 # text (-sENVIRONMENT names worker for it), where it is unpacked with the
 # browser's DecompressionStream, so the page loads nothing and the module is a third of its size
 # (-sSINGLE_FILE=1 would inline it uncompressed: 1.05 MB of wasm as 1.4 MB of
-# base64, against 0.43 MB gzipped), # found next to the binary. No OpenBLAS: -DTINYFORMER_OWN_GEMM gives gemm()
-# the engine's own blocked kernel (engine/matmul.h), with WebAssembly SIMD.
+# base64, against 0.43 MB gzipped). No OpenBLAS: -DTINYFORMER_OWN_GEMM gives gemm()
+# the engine's own blocked kernel (gemm_blocked, engine/cpu/matmul_blocked.cpp), with
+# WebAssembly SIMD.
 # nlohmann's headers come through build/wasm/include/nlohmann, a symlink: the
 # whole of /usr/include would bring the machine's glibc headers into em++'s.
 # emscripten's tools run on Debian's node and need NODE_PATH (node-acorn).
