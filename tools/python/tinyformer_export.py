@@ -113,7 +113,7 @@ import torch_modules as tm  # noqa: E402
 from tinyformer_writer import (FLOAT32_MIN_NORMAL, FORMAT_TAG, GPT2_BYTE_CHARACTERS, STORAGE,  # noqa: E402,F401
                                TOKENIZERS, _REGISTRY, _check_engine_limits, _check_ids, _check_prompt_suffix,
                                _check_vocab, _common_metadata, _Desc, _refuse, _write, check_merges,
-                               check_vocabulary, is_special_token, write_converted)
+                               check_vocabulary, write_converted)
 
 REPO = Path(__file__).resolve().parents[2]
 ATOL = RTOL = 1e-4              # FORMAT.md: |a-b| <= 1e-4 + 1e-4*|b|

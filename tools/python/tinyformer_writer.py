@@ -42,6 +42,10 @@ STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
 FLOAT32_MIN_NORMAL = float(np.finfo(np.float32).tiny)
 
 
+# ----------------------------------------------------------------------------
+# The file's rules, as the engine's loader applies them
+# ----------------------------------------------------------------------------
+
 def _refuse(path, value, why):
     raise ValueError(f"{path} = {value!r}: {why}")
 
