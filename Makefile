@@ -222,21 +222,27 @@ parity: deps
 deps-python:
 	@$(MAKE) --no-print-directory deps DEBIAN_PACKAGES="python3-numpy"
 
-# The Python tools' tests that need no PyTorch and no build, with Debian's
+# The Python tools' tests that need no PyTorch and no build (but for the engine's cases of
+# test_numpy_reference.py, skipped without build/tinyformer), with Debian's
 # /usr/bin/python3: tests/python/test_safety.py (tools/python/safe_write.py, the one writer
 # of every Python output, and compare_trace.py's refusals) and
 # tests/python/test_safetensors_io.py (the Python reader against the header table
 # the C++ reader is tested on, tests/safetensors_headers.json) and
 # tests/python/test_torch_file.py (the converters' one reader of PyTorch files and
 # its unpickler, on hostile files built in the test), tests/python/test_compare_trace.py
-# (compare_trace.py on the attention layouts' names: an ALiBi bias at padded cells) and
-# tests/python/test_model_files.py (what a model file is, for a wrong --from).
+# (compare_trace.py on the attention layouts' names: an ALiBi bias at padded cells),
+# tests/python/test_model_files.py (what a model file is, for a wrong --from),
+# tests/python/test_import_floors.py (tools/python's imports: no circle, none up a floor) and
+# tests/python/test_numpy_reference.py (the one-page NumPy model against the committed
+# PyTorch references and, when build/tinyformer exists, the engine on committed models).
 test-tools: deps-python
 	/usr/bin/python3 tests/python/test_safety.py
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_torch_file.py
 	/usr/bin/python3 tests/python/test_compare_trace.py
 	/usr/bin/python3 tests/python/test_model_files.py
+	/usr/bin/python3 tests/python/test_import_floors.py
+	/usr/bin/python3 tests/python/test_numpy_reference.py
 
 # ---------------------------------------------------------------------------
 # `tinyformer explore`: the offline HTML page (tools/explore/page.{html,css,js}
@@ -361,8 +367,9 @@ explore-screenshots: deps-browser deps-wasm
 # text (-sENVIRONMENT names worker for it), where it is unpacked with the
 # browser's DecompressionStream, so the page loads nothing and the module is a third of its size
 # (-sSINGLE_FILE=1 would inline it uncompressed: 1.05 MB of wasm as 1.4 MB of
-# base64, against 0.43 MB gzipped), # found next to the binary. No OpenBLAS: -DTINYFORMER_OWN_GEMM gives gemm()
-# the engine's own blocked kernel (engine/matmul.h), with WebAssembly SIMD.
+# base64, against 0.43 MB gzipped). No OpenBLAS: -DTINYFORMER_OWN_GEMM gives gemm()
+# the engine's own blocked kernel (gemm_blocked, engine/cpu/matmul_blocked.cpp), with
+# WebAssembly SIMD.
 # nlohmann's headers come through build/wasm/include/nlohmann, a symlink: the
 # whole of /usr/include would bring the machine's glibc headers into em++'s.
 # emscripten's tools run on Debian's node and need NODE_PATH (node-acorn).

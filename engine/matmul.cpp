@@ -27,7 +27,8 @@ void check_gemm_shapes(const char* op, ConstMatrixView a, Transpose ta, ConstMat
 
 #ifdef TINYFORMER_OWN_GEMM
 
-// No BLAS in this build (the WebAssembly engine): the engine's own product.
+// No BLAS in this build (the WebAssembly engine): the engine's own product,
+// gemm_blocked (engine/cpu/matmul_blocked.cpp).
 void gemm(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, MatrixView c, float alpha, float beta) {
     check_gemm_shapes("gemm", a, ta, b, tb, c);
     gemm_blocked(a, ta, b, tb, c, alpha, beta);
@@ -48,10 +49,11 @@ void gemm(ConstMatrixView a, Transpose ta, ConstMatrixView b, Transpose tb, Matr
         //
         // OpenBLAS 0.3.21 spreads a gemv over its threads once the matrix has
         // 2304 * 4 = 9216 elements. For a small matrix, waking the other
-        // threads costs more than they save (toy decoding, D = 64, B = 1: 36k
-        // tokens/s on one thread, 23k on two), so up to kSmallGemv elements
-        // the outputs are computed in chunks under that threshold, each of
-        // which OpenBLAS runs on the calling thread.
+        // threads costs more than they save (toy decoding at D = 64, B = 1 was
+        // slower on two threads than on one: docs/PERFORMANCE.md has the
+        // numbers), so up to kSmallGemv elements the outputs are computed in
+        // chunks under that threshold, each of which OpenBLAS runs on the
+        // calling thread.
         constexpr int64_t kThreadedGemv = 9216, kSmallGemv = 65536;
         const blasint inc_a = static_cast<blasint>(ta == Transpose::Yes ? a.stride : 1);
         const int64_t chunk = b.rows * b.cols <= kSmallGemv ? std::max<int64_t>(1, (kThreadedGemv - 1) / k) : n;
@@ -137,7 +139,7 @@ Tensor linear(const Tensor& x, ConstMatrixView weight, const float* bias) {
     out_shape.back() = out_features;
     Tensor y(out_shape);
     MatrixView y_rows{y.data(), rows, out_features, out_features};
-    if (bias)  // y starts as the bias in every row, then sgemm adds x W^T (beta = 1)
+    if (bias)  // y starts as the bias in every row, then gemm adds x W^T (beta = 1)
         for (int64_t r = 0; r < y_rows.rows; ++r) std::copy(bias, bias + out_features, y_rows.row(r));
     ConstMatrixView x_rows{x.data(), y_rows.rows, in, in};
     gemm(x_rows, Transpose::No, weight, Transpose::Yes, y_rows, 1.0f, bias ? 1.0f : 0.0f);

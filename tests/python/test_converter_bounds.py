@@ -386,7 +386,7 @@ class MutatedStateDicts(unittest.TestCase):
     def test_llama2c(self):
         model, _ = _small_llama()
         args = {"dim": 16, "n_layers": 2, "n_heads": 2, "n_kv_heads": 1, "multiple_of": 8, "max_seq_len": 16}
-        with mock.patch.object(gpt, "load_torch_file", side_effect=lambda *a: {"model": self.state,
+        with mock.patch.object(llama, "load_torch_file", side_effect=lambda *a: {"model": self.state,
                                                                                 "model_args": args}):
             def convert(state):
                 self.state = state
@@ -402,7 +402,7 @@ class MutatedStateDicts(unittest.TestCase):
         model, _ = _small_llama()
         ckpt = {"model": dict(model.state_dict()), "model_args": {"n_heads": 2, "max_seq_len": 16,
                                                                    "multiple_of": 0}}
-        with mock.patch.object(gpt, "load_torch_file", return_value=ckpt):
+        with mock.patch.object(llama, "load_torch_file", return_value=ckpt):
             with self.assertRaises(ValueError) as caught:
                 llama.convert_llama2c_checkpoint("ckpt.pt")
         self.assertIn("ckpt.pt: model_args['multiple_of'] = 0: expected a positive whole number",
@@ -526,7 +526,7 @@ class HfFolder(unittest.TestCase, OneLine):
         (folder / "model.safetensors").unlink()
         state = {1: torch.zeros(2)}
         (folder / "pytorch_model.bin").write_bytes(b"stands for a state_dict with the key 1")
-        with mock.patch.object(gpt, "load_torch_file", return_value=state):
+        with mock.patch.object(hf_gpt2, "load_torch_file", return_value=state):
             message = self.refusal(folder)
         self.assertEqual(message, f"{folder / 'pytorch_model.bin'}: a state_dict key of type int: expected names "
                                   f"(strings)")

@@ -42,6 +42,7 @@ TOOLS = REPO / "tools" / "python"
 sys.path.insert(0, str(TOOLS))
 import safetensors_io as st  # noqa: E402
 import tinyformer_export as te  # noqa: E402
+import tinyformer_writer  # noqa: E402
 from make_reference import CONFIG_KEYS, format_tensor_shapes  # noqa: E402  (FORMAT's tables)
 
 D, H, FF = 16, 4, 32
@@ -256,7 +257,7 @@ class CheckCatchesWrongExports(Temp, unittest.TestCase):
 
     def broken_export(self, patch_config=None, patch_tensors=None, parts=None):
         parts = parts or ed_parts(norm_first=False, activation="relu")
-        original_base, original_stored = te._base_config, te._stored_tensors
+        original_base, original_stored = te._base_config, tinyformer_writer._stored_tensors
 
         def base_config(*args, **kwargs):
             cfg = original_base(*args, **kwargs)
@@ -270,12 +271,12 @@ class CheckCatchesWrongExports(Temp, unittest.TestCase):
                 patch_tensors(out)
             return out
 
-        te._base_config, te._stored_tensors = base_config, stored_tensors
+        te._base_config, tinyformer_writer._stored_tensors = base_config, stored_tensors
         try:
             path = self.path()
             te.export_encoder_decoder(path, **parts, max_len=16)
         finally:
-            te._base_config, te._stored_tensors = original_base, original_stored
+            te._base_config, tinyformer_writer._stored_tensors = original_base, original_stored
         with self.assertRaises(te.CheckError) as caught:
             te.check(path)
         return str(caught.exception)

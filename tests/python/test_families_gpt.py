@@ -364,7 +364,7 @@ class NanoGPT(FamilyCase):
 
 
 class TorchArchive(FamilyCase):
-    """families.gpt.load_torch_file: the project's own reader (tools/python/torch_file.py) on
+    """load_torch_file, as families.gpt imports it: the project's own reader (tools/python/torch_file.py) on
     files torch.save wrote, in both of its formats."""
 
     def test_views_shared_storages_and_dtypes_come_back_equal(self):

@@ -4,7 +4,10 @@ An independent implementation of what `tinyformer forward --attention`
 computes, written from FORMAT.md and the lesson's formulas only (numpy, no
 PyTorch), readable top to bottom. tools/python/make_reference.py runs it on every
 reference case to check PyTorch's float32 numbers far inside the parity
-tolerance; tools/python/make_export_fixture.py checks an exported model with it.
+tolerance; tools/python/make_export_fixture.py checks an exported model with it;
+tests/python/test_numpy_reference.py holds it to the committed PyTorch references
+and to the engine on committed rotary, ALiBi and llama2.c (RMSNorm, SwiGLU,
+grouped-query) models.
 
 Where each formula of the lesson lives (X is [B, T, D], one row per token):
 
@@ -26,10 +29,15 @@ Where each formula of the lesson lives (X is [B, T, D], one row per token):
     attention          A = softmax(Q K^T / sqrt(dk) + M), O = A V, per head
                        (M = 0 where the query may see the key, -inf where not;
                        with mask_value m, masked scores are replaced by m)
+    alibi_bias         ALiBi: -slope_h * |i - j| added to head h's scores
+    rotate             rotary: pair i of each head of q and k at position pos turned
+                       by angle = pos * theta^(-2i/Dh): (a, b) -> (a cos - b sin, a sin + b cos)
     multi_head_attention
                        Q = Xq Wq^T + bq, K = Xkv Wk^T + bk, V = Xkv Wv^T + bv
                        (Wq, Wk, Wv: in_proj_weight's blocks, or q/k/v_proj with qkv "separate"),
-                       split into H heads of dk = D/H, attention per head,
+                       Q split into H heads of dk = D/H, K and V into n_kv_heads heads
+                       (query head h reads K/V head h // (H / n_kv_heads)), with rotary
+                       positions Q and K turned, attention per head,
                        MHA = Concat(O_1..O_H) Wo^T + bo
     encoder_layer      post-LN: x = LN1(x + MHA(x)); x = LN2(x + FFN(x))
                        pre-LN:  x = x + MHA(LN1(x)); x = x + FFN(LN2(x))
@@ -197,12 +205,32 @@ def attention(q, k, v, allowed, qpad, mask_value=None, bias=None):
     return a @ v, a
 
 
+def rotate(x, theta, pairs):
+    """Rotary positions: x [B, heads, T, Dh] with each head's pairs turned by
+    their token's position pos = 0..T-1. Pair i (dims 2i, 2i+1 for pairs
+    "adjacent"; i, i + Dh/2 for "half") at angle = pos * theta^(-2i/Dh)
+    becomes (a cos(angle) - b sin(angle), a sin(angle) + b cos(angle))."""
+    dh, t = x.shape[-1], x.shape[-2]
+    angle = np.arange(t)[:, None] * theta ** (-np.arange(0, dh, 2) / dh)      # [T, Dh/2]
+    first, second = (slice(0, None, 2), slice(1, None, 2)) if pairs == "adjacent" else \
+        (slice(0, dh // 2), slice(dh // 2, None))
+    a, b = x[..., first], x[..., second]
+    out = np.empty_like(x)
+    out[..., first] = a * np.cos(angle) - b * np.sin(angle)
+    out[..., second] = a * np.sin(angle) + b * np.cos(angle)
+    return out
+
+
 def multi_head_attention(cfg, w, p, xq, xkv, allowed, qpad):
     """MHA(Xq, Xkv) = Concat(head_1..head_H) Wo^T + bo, head_h = attention(Q_h, K_h, V_h).
-    Wq, Wk, Wv are the three [D, D] blocks of in_proj_weight [3D, D] (PyTorch's
-    layout); head h uses columns h*dk .. (h+1)*dk of Q, K and V.
+    Wq [D, D], Wk and Wv [Hkv*dk, D] are the row blocks of in_proj_weight (PyTorch's
+    layout; [3D, D] when Hkv = H), or q/k/v_proj. Q is split into H heads of dk = D/H,
+    K and V into Hkv = n_kv_heads heads (default H); query head h reads K/V head
+    h // (H / Hkv) (grouped-query attention). With pos_encoding "rotary", Q and K are
+    turned by position after the projection (rotate).
     Returns (output [B, L, D], per-head weights [B, H, L, S])."""
     d, h = cfg["d_model"], cfg["nhead"]
+    hkv = cfg.get("n_kv_heads", h)
     dk = d // h
     mask_value = cfg.get("mask_value")
     if mask_value is None and (~allowed.any(-1) & ~qpad).any():
@@ -210,15 +238,19 @@ def multi_head_attention(cfg, w, p, xq, xkv, allowed, qpad):
     if cfg.get("qkv", "fused") == "separate":
         q, k, v = (linear(w, p + part, x) for part, x in ((".q_proj", xq), (".k_proj", xkv), (".v_proj", xkv)))
     else:
-        wi, bi = w[p + ".in_proj_weight"], w.get(p + ".in_proj_bias", np.zeros(3 * d))
-        q = xq @ wi[:d].T + bi[:d]
-        k = xkv @ wi[d:2 * d].T + bi[d:2 * d]
-        v = xkv @ wi[2 * d:].T + bi[2 * d:]
+        wi = w[p + ".in_proj_weight"]
+        bi = w.get(p + ".in_proj_bias", np.zeros(wi.shape[0]))
+        rows = [slice(0, d), slice(d, d + hkv * dk), slice(d + hkv * dk, d + 2 * hkv * dk)]
+        q, k, v = (x @ wi[r].T + bi[r] for r, x in zip(rows, (xq, xkv, xkv)))
     b, l, s = q.shape[0], q.shape[1], k.shape[1]
     q = q.reshape(b, l, h, dk).transpose(0, 2, 1, 3)            # [B, H, L, dk]
-    k = k.reshape(b, s, h, dk).transpose(0, 2, 1, 3)            # [B, H, S, dk]
-    v = v.reshape(b, s, h, dk).transpose(0, 2, 1, 3)
-    # ALiBi: self-attention of a single stack only (positions 0..T-1 for queries and keys).
+    k = k.reshape(b, s, hkv, dk).transpose(0, 2, 1, 3)          # [B, Hkv, S, dk]
+    v = v.reshape(b, s, hkv, dk).transpose(0, 2, 1, 3)
+    # Rotary and ALiBi: self-attention of a single stack only (positions 0..T-1 for queries and keys).
+    if cfg.get("pos_encoding") == "rotary":
+        theta, pairs = cfg.get("rope_theta", 10000.0), cfg.get("rope_pairs", "adjacent")
+        q, k = rotate(q, theta, pairs), rotate(k, theta, pairs)
+    k, v = np.repeat(k, h // hkv, axis=1), np.repeat(v, h // hkv, axis=1)   # [B, H, S, dk]
     bias = alibi_bias(h, l) if cfg.get("pos_encoding") == "alibi" else None
     o, weights = attention(q, k, v, allowed, qpad, mask_value, bias)
     o = o.transpose(0, 2, 1, 3).reshape(b, l, d)                # Concat(heads)

@@ -78,8 +78,8 @@ Command line (from any folder; Debian's python3-torch):
 attribute names (src_embed, tgt_embed, pos_embed, transformer, generator /
 embed, pos_embed, transformer, lm_head): it builds stock modules, loads the
 state_dict strictly, exports them and checks the file (unless --no-check).
-The file is read by the project's own reader (load_state_dict_file ->
-tools/python/torch_file.py; torch.load is never called): nothing in it can
+The file is read by the project's own reader (tools/python/torch_file.py,
+load_state_dict_file; torch.load is never called): nothing in it can
 run; a file that needs more than tensors is refused. Every file written
 goes through tools/python/safe_write.py.
 Standard library, torch and numpy only.
@@ -90,7 +90,6 @@ import copy
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -105,15 +104,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pickle_reader  # noqa: E402  (message text for values read from a file)
 import safe_write  # noqa: E402
 import safetensors_io as st  # noqa: E402
+import torch_file  # noqa: E402
 import torch_modules as tm  # noqa: E402
 
+# The file's rules and its writer (tools/python/tinyformer_writer.py, below the
+# families and this module, which both write through it); check_vocabulary,
+# check_merges and GPT2_BYTE_CHARACTERS stay part of this module's API.
+from tinyformer_writer import (FLOAT32_MIN_NORMAL, FORMAT_TAG, GPT2_BYTE_CHARACTERS, STORAGE,  # noqa: E402,F401
+                               TOKENIZERS, _REGISTRY, _check_engine_limits, _check_ids, _check_prompt_suffix,
+                               _check_vocab, _common_metadata, _Desc, _refuse, _write, check_merges,
+                               check_vocabulary, write_converted)
+
 REPO = Path(__file__).resolve().parents[2]
-FORMAT_TAG = "tinyformer/1"
 ATOL = RTOL = 1e-4              # FORMAT.md: |a-b| <= 1e-4 + 1e-4*|b|
-TOKENIZERS = ("char", "whitespace")
 POS_ENCODINGS = ("sinusoidal", "learned", "none")
-STORAGE = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
-FLOAT32_MIN_NORMAL = float(np.finfo(np.float32).tiny)
 MAX_SINUSOIDAL_NUMBERS = 1 << 27  # tinyformer's limit on max_len * d_model
 
 __all__ = ["export_encoder_decoder", "export_decoder_only", "export_encoder_only", "check", "CheckError",
@@ -129,26 +133,12 @@ class CheckError(RuntimeError):
 # ----------------------------------------------------------------------------
 
 
-def _refuse(path, value, why):
-    raise ValueError(f"{path} = {value!r}: {why}")
-
-
 def _describe(obj):
     """A short, readable description of a module or callable for messages."""
     if isinstance(obj, nn.Module):
         return f"{type(obj).__name__}({obj.extra_repr()})"
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     return f"<{name}>" if name else repr(obj)
-
-
-class _Desc:
-    """Shows as the given text inside a {!r} (for _refuse with modules and callables)."""
-
-    def __init__(self, text):
-        self.text = text
-
-    def __repr__(self):
-        return self.text
 
 
 def _require_module(obj, cls, path, check_forward=True):
@@ -317,275 +307,6 @@ def _check_positions(pos_encoding, pos_embed, max_len, d_model):
     if pos_encoding == "sinusoidal" and max_len * d_model > MAX_SINUSOIDAL_NUMBERS:
         _refuse("max_len", max_len, f"a sinusoidal table of max_len x d_model = {max_len} x {d_model} is above "
                                     f"tinyformer's limit of 2^27 numbers")
-
-
-def _check_ids(ids, sizes):
-    """ids: {name: value or None}; sizes: {name: [(vocabulary size, what it is)]}."""
-    out = {}
-    for name, value in ids.items():
-        if value is None:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool):
-            _refuse(name, value, "expected an int token id")
-        for size, what in sizes[name]:
-            if not 0 <= value < size:
-                _refuse(name, value, f"outside the {what} 0..{size - 1}")
-        out[name] = value
-    return out
-
-
-def _check_vocab(name, vocab, size, size_path, tokenizer):
-    if vocab is None:
-        return None
-    if isinstance(vocab, (str, bytes)) or not hasattr(vocab, "__len__"):
-        _refuse(name, _Desc(type(vocab).__name__), "expected a list of token strings")
-    vocab = list(vocab)
-    if len(vocab) != size:
-        _refuse(f"len({name})", len(vocab), f"does not match {size_path} = {size}")
-    check_vocabulary(name, vocab, tokenizer)
-    return vocab
-
-
-SPECIAL_TOKEN = re.compile(r"<[a-z0-9_]+>")   # FORMAT's special tokens: the whole token, fullmatch
-WHITESPACE = " \t\n\r\v\f"                    # what the "whitespace" tokenizer splits on (models/tokenizers/tokenizer.h)
-MAX_SIZE = 1 << 24                              # tinyformer's limit on every size of the config (models/config.cpp)
-SIZE_KEYS = ("d_model", "nhead", "dim_feedforward", "max_len", "num_encoder_layers", "num_decoder_layers",
-             "num_layers", "src_vocab_size", "tgt_vocab_size", "vocab_size")
-
-
-def is_special_token(token):
-    """'<' + one or more of [a-z0-9_] + '>' (docs/FORMAT.md): <pad>, <eos>, <sep>; not <3 or <=."""
-    return SPECIAL_TOKEN.fullmatch(token) is not None
-
-
-def check_vocabulary(name, vocab, tokenizer):
-    """docs/FORMAT.md's vocabulary rules, as the engine's loader applies them
-    (models/tokenizers/tokenizer.h, check_vocabulary): ValueError naming name[index], the
-    entry and the rule it breaks."""
-    if len(vocab) == 0:
-        _refuse(name, vocab, "a vocabulary holds at least one token")
-    seen = {}
-    for i, token in enumerate(vocab):
-        where = f"{name}[{i}]"
-        if not isinstance(token, str):
-            _refuse(where, token, "every token must be a string")
-        if not token:
-            _refuse(where, token, "every token needs at least one character")
-        for at, c in enumerate(token):
-            if 0xD800 <= ord(c) <= 0xDFFF:
-                _refuse(where, token, f"holds a lone surrogate U+{ord(c):04X} at character {at}, which is no "
-                                      f"character (tokens are UTF-8 text)")
-            # llama2.c's tokenizer.bin has pieces ending in "\r" and single C1 characters: the engine
-            # keeps them for sentencepiece_bpe (shown escaped), and refuses them in every other vocabulary,
-            # but for a char vocabulary's newline and tab, tokens of their own (a text's characters).
-            text_control = tokenizer == "char" and token in ("\n", "\t")
-            if (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F) and tokenizer != "sentencepiece_bpe" and not text_control:
-                _refuse(where, token, f"holds the control character U+{ord(c):04X} at character {at}; no token may "
-                                      f"hold a control character (C0, DEL or C1; a \"char\" vocabulary's \"\\n\" "
-                                      f"and \"\\t\" excepted)")
-        special = is_special_token(token)
-        if tokenizer == "char" and len(token) != 1 and not special:
-            _refuse(where, token, f'is {len(token)} characters; tokenizer "char" needs one character per token '
-                                  f'(special tokens: "<" + [a-z0-9_]+ + ">"); use tokenizer="whitespace" for words')
-        if tokenizer == "whitespace" and any(c in WHITESPACE for c in token):
-            _refuse(where, token, 'tokenizer "whitespace" splits on whitespace; a token cannot hold any')
-        if tokenizer == "gpt2_bpe":
-            _check_gpt2_bpe_token(where, token)
-        if token in seen:
-            _refuse(where, token, f"appears twice (also {name}[{seen[token]}]); no two entries may be equal")
-        seen[token] = i
-
-
-# --- gpt2_bpe (GPT-2 byte-level BPE, models/tokenizers/gpt2_bpe.h): the vocabulary's and merges' rules ---
-
-def _gpt2_byte_characters():
-    """{character: byte}: the characters a gpt2_bpe token is written in. The
-    printable Latin-1 bytes ('!'..'~', 0xA1..0xAC, 0xAE..0xFF) stand for
-    themselves; the other 68 bytes, in increasing order, for U+0100, U+0101, ...
-    (models/tokenizers/gpt2_bpe.h, rule 2)."""
-    table, other = {}, 0x100
-    for byte in range(256):
-        if 0x21 <= byte <= 0x7E or 0xA1 <= byte <= 0xAC or byte >= 0xAE:
-            table[chr(byte)] = byte
-        else:
-            table[chr(other)] = byte
-            other += 1
-    return table
-
-
-GPT2_BYTE_CHARACTERS = _gpt2_byte_characters()
-
-
-def _check_gpt2_bpe_token(where, token):
-    for at, c in enumerate(token):
-        if c not in GPT2_BYTE_CHARACTERS:
-            _refuse(where, token, f"holds {c!r} (U+{ord(c):04X}) at character {at}, which stands for no byte; a "
-                                  f'"gpt2_bpe" token is written one character per byte (printable Latin-1 as itself, '
-                                  f"the other bytes as U+0100..U+0143)")
-
-
-def check_merges(name, merges, vocab):
-    """The gpt2_bpe "merges" rules (docs/FORMAT.md; models/tokenizers/gpt2_bpe.h,
-    check_merges): each entry "left right" (exactly one space, both sides
-    non-empty), both sides and their concatenation in `vocab`, no pair twice.
-    ValueError naming name[index], the entry and the rule."""
-    tokens = set(vocab)
-    seen = {}
-    for i, merge in enumerate(merges):
-        where = f"{name}[{i}]"
-        if not isinstance(merge, str):
-            _refuse(where, merge, "every merge must be a string")
-        parts = merge.split(" ")
-        if len(parts) != 2 or not parts[0] or not parts[1]:
-            _refuse(where, merge, 'is not "left right": two tokens separated by exactly one space')
-        left, right = parts
-        for side, token in (("left side", left), ("right side", right), ("merged token", left + right)):
-            if token not in tokens:
-                _refuse(where, merge, f"its {side} {token!r} is not in the vocabulary")
-        if merge in seen:
-            _refuse(where, merge, f"is the same pair as {name}[{seen[merge]}]; no pair may be merged twice")
-        seen[merge] = i
-
-
-def _check_scores(scores, vocab):
-    """sentencepiece_bpe (llama2.c's tokenizer.bin): one finite float32 score per vocab entry."""
-    if vocab is None:
-        _refuse("vocab", None, 'tokenizer "sentencepiece_bpe" needs its vocabulary (the pieces)')
-    if scores is None or isinstance(scores, (str, bytes)) or not hasattr(scores, "__len__"):
-        _refuse("scores", _Desc(type(scores).__name__), 'tokenizer "sentencepiece_bpe" needs a list of scores, one '
-                                                        'per piece')
-    scores = list(scores)
-    if len(scores) != len(vocab):
-        _refuse("len(scores)", len(scores), f"does not match len(vocab) = {len(vocab)}")
-    for i, x in enumerate(scores):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not np.isfinite(np.float32(x)):
-            _refuse(f"scores[{i}]", x, "expected a finite float32 number")
-    return [float(np.float32(x)) for x in scores]
-
-
-def _check_prompt_suffix(prompt_suffix, vocab, tokenizer):
-    """The suffix must encode with the model's tokenizer into ordinary tokens
-    (never a special token, never <unk>), as the engine's loader requires."""
-    if vocab is None:
-        _refuse("prompt_suffix", prompt_suffix, "needs a vocab to be read with")
-    pieces = list(prompt_suffix) if tokenizer == "char" else re.split(f"[{re.escape(WHITESPACE)}]+", prompt_suffix)
-    pieces = [p for p in pieces if p]
-    if not pieces:
-        _refuse("prompt_suffix", prompt_suffix, "holds no token")
-    for piece in pieces:
-        if piece not in vocab:
-            _refuse("prompt_suffix", prompt_suffix, f"its token {piece!r} is not in the vocabulary")
-        if is_special_token(piece):
-            _refuse("prompt_suffix", prompt_suffix, f"its token {piece!r} is a special token, which text never "
-                                                    f"encodes to: the suffix could not be typed")
-
-
-def _check_engine_limits(config, meta, sources):
-    """The limits tinyformer's loader applies to a config (models/config.cpp) and
-    its metadata, checked before anything is written. sources: {config key: the
-    attribute or argument it was read from}, for the message."""
-    for key in SIZE_KEYS:
-        if key in config and not 1 <= config[key] <= MAX_SIZE:
-            _refuse(sources.get(key, key), config[key], f"above tinyformer's limit of 2^24 = {MAX_SIZE} "
-                                                        f"(config '{key}')")
-    if "train_max_len" in meta and int(meta["train_max_len"]) > MAX_SIZE:
-        _refuse("train_max_len", int(meta["train_max_len"]), f"above tinyformer's limit of 2^24 = {MAX_SIZE}")
-
-
-def _common_metadata(tokenizer, train_max_len):
-    if tokenizer not in TOKENIZERS:
-        _refuse("tokenizer", tokenizer, "expected one of " + ", ".join(f'"{t}"' for t in TOKENIZERS))
-    meta = {"tokenizer": tokenizer}
-    if train_max_len is not None:
-        if not isinstance(train_max_len, int) or isinstance(train_max_len, bool) or train_max_len < 1:
-            _refuse("train_max_len", train_max_len, "expected a positive int")
-        meta["train_max_len"] = str(train_max_len)
-    return meta
-
-
-# ----------------------------------------------------------------------------
-# Writing
-# ----------------------------------------------------------------------------
-
-# path (resolved) -> {"sha256", "arch", "parts": float32 copies of the modules}
-_REGISTRY = {}
-
-
-def _storage(tensors, dtype):
-    """The storage dtype name: forced, or the one dtype the tensors have."""
-    if dtype is not None:
-        if dtype not in STORAGE:
-            _refuse("dtype", dtype, "expected one of " + ", ".join(f'"{d}"' for d in STORAGE))
-        return dtype
-    by_dtype = {}
-    for name, t in tensors.items():
-        by_dtype.setdefault(t.dtype, name)
-    names = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
-    for torch_dtype, name in by_dtype.items():
-        if torch_dtype not in names:
-            _refuse(f"{name}.dtype", _Desc(str(torch_dtype)),
-                    'FORMAT stores F32, F16 or BF16; convert the modules or pass dtype="F32"')
-    if len(by_dtype) > 1:
-        (d1, n1), (d2, n2) = list(by_dtype.items())[:2]
-        _refuse(f"{n2}.dtype", _Desc(str(d2)), f"differs from {n1}.dtype = {d1}; pass dtype=\"F32\", \"F16\" "
-                                               f"or \"BF16\" to store them all as one")
-    return names[next(iter(by_dtype))] if by_dtype else "F32"
-
-
-def _stored_tensors(named, storage):
-    """{FORMAT name: tensor in the storage dtype}, each its own copy (tied weights
-    are written once per name: FORMAT has no aliases)."""
-    out = {}
-    for name, p in named.items():
-        t = p.detach().to("cpu")
-        if not torch.isfinite(t.float()).all():
-            _refuse(name, _Desc("a tensor with NaN or inf"), "tinyformer refuses non-finite weights")
-        stored = t.to(STORAGE[storage]).clone().contiguous()
-        if not torch.isfinite(stored.float()).all():
-            _refuse(name, _Desc(f"max |w| {float(t.float().abs().max()):.4g}"), f"overflows in {storage}")
-        out[name] = stored
-    return out
-
-
-def _snapshot(parts, storage):
-    """float32 copies of the modules, holding exactly the stored values, for check()."""
-    snap = copy.deepcopy({k: v for k, v in parts.items() if v is not None})   # one call: ties are kept
-    seen = set()
-    for module in snap.values():
-        module.to("cpu")
-        for p in module.parameters():
-            if id(p) in seen:
-                continue
-            seen.add(id(p))
-            p.data = p.data.to(STORAGE[storage]).to(torch.float32)
-            p.requires_grad_(True)       # grad enabled keeps PyTorch on its plain path
-        for b in module.buffers():
-            if b.is_floating_point():
-                b.data = b.data.float()
-        module.eval()
-    for stack in [snap.get("transformer"), snap.get("layers")]:
-        encoder = getattr(stack, "encoder", stack)
-        if isinstance(encoder, nn.TransformerEncoder):
-            encoder.enable_nested_tensor = False
-    return snap
-
-
-def _write(path, arch, config, named, parts, meta, dtype):
-    """Write the file; remember float32 copies of `parts` (the stock modules) for
-    check(). parts=None (a family converter's output): nothing is remembered."""
-    storage = _storage(named, dtype)
-    tensors = _stored_tensors(named, storage)
-    snapshot = _snapshot(parts, storage) if parts is not None else None
-    metadata = {"config": json.dumps(config, sort_keys=True, separators=(",", ":")), **meta}
-    path = str(path)
-    data = st.encode(tensors, metadata)
-    safe_write.write_bytes(path, data)
-    if snapshot is not None:
-        _REGISTRY[os.path.realpath(path)] = {"sha256": hashlib.sha256(data).hexdigest(), "arch": arch,
-                                             "parts": snapshot}
-    else:
-        _REGISTRY.pop(os.path.realpath(path), None)
-    return config
 
 
 def _layer_tensors(prefix, layer, decoder):
@@ -935,103 +656,6 @@ def export(module, path, **kwargs):
     if attention == "bidirectional":
         return export_encoder_only(path, layers=layers, embed=embed, head=head, **kwargs)
     return export_decoder_only(path, layers=layers, embed=embed, lm_head=head, attention=attention, **kwargs)
-
-
-# ----------------------------------------------------------------------------
-# Writing a family converter's output (tools/python/families)
-# ----------------------------------------------------------------------------
-
-CONVERTED_TOKENIZERS = TOKENIZERS + ("gpt2_bpe", "sentencepiece_bpe")
-_VOCAB_SIZE_KEY = {"encoder_decoder": ("tgt_vocab_size", "src_vocab_size"), "decoder_only": ("vocab_size", None),
-                   "encoder_only": ("vocab_size", None)}
-
-
-def write_converted(path, converted, dtype=None):
-    """Write a families.Converted (config, tensors in tinyformer names, metadata as
-    Python values) with the same checks as export_*: sizes within tinyformer's
-    limits, special ids inside the vocabulary, the vocabulary rules, the prompt
-    suffix, finite weights, one storage dtype. Returns the config written
-    (with "format" added). Raises ValueError naming what tinyformer would refuse."""
-    config = dict(converted.config)
-    config.setdefault("format", FORMAT_TAG)
-    if config["format"] != FORMAT_TAG:
-        _refuse("config.format", config["format"], f'expected "{FORMAT_TAG}"')
-    arch = config.get("arch")
-    if arch not in _VOCAB_SIZE_KEY:
-        _refuse("config.arch", arch, 'expected "encoder_decoder", "decoder_only" or "encoder_only"')
-    for key in SIZE_KEYS:
-        if key in config and (not isinstance(config[key], int) or isinstance(config[key], bool)):
-            _refuse(f"config.{key}", config[key], "expected an int")
-    if config.get("d_model", 0) % max(1, config.get("nhead", 1)):
-        _refuse("config.nhead", config["nhead"], f"does not divide d_model = {config['d_model']}")
-    if "mask_value" in config:
-        m = config["mask_value"]
-        if isinstance(m, bool) or not isinstance(m, (int, float)) or not np.isfinite(m) or m >= 0:
-            _refuse("config.mask_value", m, "expected a finite negative number (e.g. -1e9)")
-    eps = config.get("layer_norm_eps", 1e-5)
-    if not isinstance(eps, float) or not FLOAT32_MIN_NORMAL <= eps < 1:
-        _refuse("config.layer_norm_eps", eps, "tinyformer needs a positive normal float32 below 1")
-    md = dict(converted.metadata)
-    unknown = sorted(set(md) - {"vocab", "src_vocab", "tokenizer", "merges", "scores", "prompt_suffix",
-                                "train_max_len"})
-    if unknown:
-        _refuse("metadata", unknown, "unknown keys (FORMAT.md section 1 lists vocab, src_vocab, tokenizer, merges, "
-                                     "scores, prompt_suffix, train_max_len)")
-    tokenizer = md.get("tokenizer", "char")
-    if tokenizer not in CONVERTED_TOKENIZERS:
-        _refuse("tokenizer", tokenizer, "expected one of " + ", ".join(f'"{t}"' for t in CONVERTED_TOKENIZERS))
-    meta = _common_metadata("char", md.get("train_max_len"))
-    meta["tokenizer"] = tokenizer
-    tgt_key, src_key = _VOCAB_SIZE_KEY[arch]
-    tgt_size = config.get(tgt_key)
-    src_size = config.get(src_key) if src_key else None
-    vocab = _check_vocab("vocab", md.get("vocab"), tgt_size, f"config.{tgt_key}", tokenizer)
-    src_vocab = None
-    if "src_vocab" in md:
-        if arch != "encoder_decoder":
-            _refuse("src_vocab", _Desc("a list"), "only an encoder_decoder model has a source vocabulary")
-        if vocab is None:
-            _refuse("vocab", None, "src_vocab is given, so vocab (the target vocabulary) is needed too")
-        src_vocab = _check_vocab("src_vocab", md["src_vocab"], src_size, f"config.{src_key}", tokenizer)
-    if vocab is not None and arch == "encoder_decoder" and src_vocab is None and src_size != tgt_size:
-        _refuse("len(vocab)", len(vocab), f"serves the source too (no src_vocab given) but config.{src_key} = "
-                                          f"{src_size}; give src_vocab")
-    if vocab is not None:
-        meta["vocab"] = json.dumps(vocab, ensure_ascii=False)
-    if src_vocab is not None:
-        meta["src_vocab"] = json.dumps(src_vocab, ensure_ascii=False)
-    if "merges" in md:
-        merges = md["merges"]
-        if tokenizer != "gpt2_bpe":
-            _refuse("merges", _Desc("a list"), f'only the "gpt2_bpe" tokenizer has merges (tokenizer is "{tokenizer}")')
-        if isinstance(merges, (str, bytes)) or not hasattr(merges, "__len__"):
-            _refuse("merges", _Desc(type(merges).__name__), 'expected a list of "left right" strings')
-        if vocab is None:
-            _refuse("merges", _Desc("a list"), 'the "gpt2_bpe" merges need the vocabulary they merge into ("vocab")')
-        check_merges("merges", merges, vocab)      # the engine's rules: what it would refuse is refused here
-        meta["merges"] = json.dumps(list(merges), ensure_ascii=False)
-    if tokenizer == "sentencepiece_bpe":
-        meta["scores"] = json.dumps(_check_scores(md.get("scores"), vocab))
-    elif "scores" in md:
-        _refuse("scores", _Desc("a list"), f'only the "sentencepiece_bpe" tokenizer has scores (tokenizer is '
-                                           f'"{tokenizer}")')
-    if "prompt_suffix" in md:
-        suffix = md["prompt_suffix"]
-        if arch != "decoder_only":
-            _refuse("prompt_suffix", suffix, "only a decoder_only model has a prompt suffix")
-        if not isinstance(suffix, str) or not suffix:
-            _refuse("prompt_suffix", suffix, "expected a non-empty string")
-        if tokenizer not in ("gpt2_bpe", "sentencepiece_bpe"):
-            _check_prompt_suffix(suffix, vocab, tokenizer)
-        meta["prompt_suffix"] = suffix
-    id_sizes = {"pad_id": [(tgt_size, "target vocabulary" if src_key else "vocabulary")],
-                "bos_id": [(tgt_size, "target vocabulary" if src_key else "vocabulary")],
-                "eos_id": [(tgt_size, "target vocabulary" if src_key else "vocabulary")]}
-    if src_key:
-        id_sizes["pad_id"].append((src_size, "source vocabulary"))
-    _check_ids({k: config.get(k) for k in id_sizes}, id_sizes)
-    _check_engine_limits(config, meta, {k: f"config.{k}" for k in SIZE_KEYS})
-    return _write(path, arch, config, dict(converted.tensors), None, meta, dtype)
 
 
 # ----------------------------------------------------------------------------
@@ -1795,7 +1419,6 @@ def _module_config(text):
         source = "--module-config"
     else:
         source = f"--module-config {text}"
-        import torch_file
         try:
             text = bytes(torch_file.file_bytes(text, MAX_MODULE_CONFIG_BYTES)).decode("utf-8")
         except torch_file.Refused as e:       # a FIFO, a device, more than the limit: refused before reading
@@ -1888,9 +1511,8 @@ def _stripped(state, prefix, shown):
 def _checkpoint_parts(source, what, family):
     """(state_dict, model_args) of a nanoGPT / llama2.c train.py checkpoint, read by
     the project's reader (nothing in it runs); a bare state_dict gives model_args {}."""
-    from families.gpt import load_torch_file
     from families import tensors_by_name
-    ckpt = load_torch_file(source, what)
+    ckpt = torch_file.load_torch_file(source, what)
     if isinstance(ckpt, dict) and isinstance(ckpt.get("model"), dict):
         args = ckpt.get("model_args")
         if args is not None and not isinstance(args, dict):
@@ -2140,53 +1762,10 @@ def _with_flag(message):
     return f"{flag}: {message}" if flag else message
 
 
-_RESAVE = ("re-save the weights alone with torch.save(model.state_dict(), PATH), or, if you trust the file, load "
-           "it yourself and call the Python API (export_encoder_decoder, export_decoder_only, export_encoder_only: "
-           "pydoc3 tools/python/tinyformer_export.py)")
-
-
-def load_state_dict_file(path, shown=None):
-    """{name: tensor} of a torch.save file, read by the project's own reader
-    (families.gpt.load_torch_file -> torch_file.py: the zip and the legacy
-    format, tensors and plain containers only, so nothing in the file can run;
-    torch.load is never called). Raises ValueError saying why and what to do
-    (a pickled module, an object of another class, a dict holding more than
-    tensors)."""
-    from families.gpt import load_torch_file
-    shown = shown or str(path)
-    try:
-        state = load_torch_file(path, "state_dict")
-    except ValueError as e:
-        why = str(e).removeprefix(str(path) + ": ")
-        if "refused" not in why:
-            raise ValueError(f"{shown}: {why}") from None
-        raise ValueError(f"{shown}: {why}; loading it needs more than tensors, and unpickling that could run "
-                         f"code; {_RESAVE}") from None
-    return _only_tensors(state, shown)
-
-
-def _only_tensors(state, shown):
-    if not isinstance(state, dict):
-        raise ValueError(f"{shown}: holds a {type(state).__name__}, not a state_dict (a dict of name -> tensor); "
-                         f"{_RESAVE}")
-    for name, value in state.items():
-        if not isinstance(name, str) or not torch.is_tensor(value):
-            raise ValueError(f"{shown}: its entry {pickle_reader.shown(name)} is a {type(value).__name__}, not a tensor: not a "
-                             f"state_dict (a dict of name -> tensor); pass the state_dict itself")
-    return dict(state)
-
-
-_PARALLEL_PREFIX = "module."
-
-
-def _without_parallel_prefix(state, shown):
-    """nn.DataParallel / DistributedDataParallel save every name under `module.`:
-    read them without it (and say so)."""
-    if state and all(k.startswith(_PARALLEL_PREFIX) for k in state):
-        print(f"tinyformer_export: note: {shown}: every name starts with \"module.\" (a state_dict of "
-              f"nn.DataParallel / DistributedDataParallel); reading the names without it", file=sys.stderr)
-        return {k[len(_PARALLEL_PREFIX):]: v for k, v in state.items()}
-    return state
+# The readers of a state_dict file live with the reader of every PyTorch file
+# (tools/python/torch_file.py), below the families that use them too.
+load_state_dict_file = torch_file.load_state_dict_file
+_without_parallel_prefix = torch_file.without_parallel_prefix
 
 
 def _read_vocab(path, flag):

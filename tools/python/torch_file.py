@@ -49,9 +49,14 @@ Every cost is bounded by the file's size N (docs/BAD_INPUT.md):
 
     obj = read("ckpt.pt", "nanoGPT checkpoint")    # tensors are StoredTensor (numpy)
     obj = to_torch(obj)                            # ... or torch tensors
+    obj = load_torch_file("ckpt.pt", "nanoGPT checkpoint")         # both at once
+    state = load_state_dict_file("state.pt")       # {name: torch tensor}, nothing else
+
+Every converter reads PyTorch files through these (tools/python/families/*,
+tinyformer_export.py): this module sits below all of them.
 
 Raises ValueError("PATH: ...") in one line. numpy and the standard library;
-torch only inside to_torch.
+torch only inside to_torch and the loaders that return torch tensors.
 """
 
 import collections
@@ -59,6 +64,7 @@ import math
 import os
 import stat
 import struct
+import sys
 import zlib
 
 import numpy as np
@@ -66,7 +72,8 @@ import numpy as np
 import pickle_reader
 from pickle_reader import Refused
 
-__all__ = ["read", "parse", "to_torch", "file_bytes", "StoredTensor", "UNPACK_MULTIPLE", "VIEW_MULTIPLE", "MAX_PICKLE_BYTES"]
+__all__ = ["read", "parse", "to_torch", "load_torch_file", "load_state_dict_file", "without_parallel_prefix",
+           "file_bytes", "StoredTensor", "UNPACK_MULTIPLE", "VIEW_MULTIPLE", "MAX_PICKLE_BYTES"]
 
 UNPACK_MULTIPLE = 4        # all members unpacked <= 4 x the file's size
 VIEW_MULTIPLE = 4          # all tensors, each copied out, <= 4 x the file's size
@@ -562,3 +569,57 @@ def to_torch(obj):
         return value
 
     return convert(obj)
+
+
+def load_torch_file(path, what="checkpoint"):
+    """The object a torch.save file holds, with torch tensors: read() then
+    to_torch(). torch.load is never called, so nothing in the file can run.
+    Raises ValueError "PATH: ..." naming the file and the reason."""
+    return to_torch(read(path, what))
+
+
+_RESAVE = ("re-save the weights alone with torch.save(model.state_dict(), PATH), or, if you trust the file, load "
+           "it yourself and call the Python API (export_encoder_decoder, export_decoder_only, export_encoder_only: "
+           "pydoc3 tools/python/tinyformer_export.py)")
+
+
+def load_state_dict_file(path, shown=None):
+    """{name: tensor} of a torch.save file (load_torch_file: tensors and plain
+    containers only). Raises ValueError saying why and what to do (a pickled
+    module, an object of another class, a dict holding more than tensors);
+    `shown` names the file in the message (default: path)."""
+    shown = shown or str(path)
+    try:
+        state = load_torch_file(path, "state_dict")
+    except ValueError as e:
+        why = str(e).removeprefix(str(path) + ": ")
+        if "refused" not in why:
+            raise ValueError(f"{shown}: {why}") from None
+        raise ValueError(f"{shown}: {why}; loading it needs more than tensors, and unpickling that could run "
+                         f"code; {_RESAVE}") from None
+    return _only_tensors(state, shown)
+
+
+def _only_tensors(state, shown):
+    import torch
+    if not isinstance(state, dict):
+        raise ValueError(f"{shown}: holds a {type(state).__name__}, not a state_dict (a dict of name -> tensor); "
+                         f"{_RESAVE}")
+    for name, value in state.items():
+        if not isinstance(name, str) or not torch.is_tensor(value):
+            raise ValueError(f"{shown}: its entry {pickle_reader.shown(name)} is a {type(value).__name__}, not a tensor: not a "
+                             f"state_dict (a dict of name -> tensor); pass the state_dict itself")
+    return dict(state)
+
+
+_PARALLEL_PREFIX = "module."
+
+
+def without_parallel_prefix(state, shown):
+    """nn.DataParallel / DistributedDataParallel save every name under `module.`:
+    read them without it (and say so, as the exporter's note)."""
+    if state and all(k.startswith(_PARALLEL_PREFIX) for k in state):
+        print(f"tinyformer_export: note: {shown}: every name starts with \"module.\" (a state_dict of "
+              f"nn.DataParallel / DistributedDataParallel); reading the names without it", file=sys.stderr)
+        return {k[len(_PARALLEL_PREFIX):]: v for k, v in state.items()}
+    return state

@@ -48,7 +48,7 @@ sys.path.insert(0, str(REPO / "tools" / "python" / "examples"))
 import safe_write  # noqa: E402
 from families import write_converted  # noqa: E402
 from families import llama  # noqa: E402
-from families.gpt import load_torch_file  # noqa: E402
+from torch_file import load_torch_file  # noqa: E402
 import make_llama2c_tokenizer as tok  # noqa: E402
 
 NAME = "llama2c-tiny"

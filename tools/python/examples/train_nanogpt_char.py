@@ -60,7 +60,8 @@ REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tools" / "python"))
 import safe_write  # noqa: E402
 from families import write_converted  # noqa: E402
-from families.gpt import GPT, GPTConfig, convert_nanogpt, load_torch_file, read_meta  # noqa: E402
+from families.gpt import GPT, GPTConfig, convert_nanogpt, read_meta  # noqa: E402
+from torch_file import load_torch_file  # noqa: E402
 
 NAME = "nanogpt-char"
 ONES = ["", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",

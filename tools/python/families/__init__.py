@@ -7,6 +7,7 @@ turn the family's saved weights into tinyformer's one layout (docs/FORMAT.md):
     families/annotated.py   the Annotated Transformer (harvardnlp): make_model, convert_annotated
     families/gpt.py         nanoGPT / minGPT: GPT, convert_nanogpt, convert_mingpt
     families/hf_gpt2.py     Hugging Face GPT-2 folders: convert_hf_gpt2
+    families/llama.py       llama2.c: Transformer, convert_llama2c_checkpoint, convert_llama2c_bin
 
 Every converter returns a `Converted`:
 
@@ -15,8 +16,9 @@ Every converter returns a `Converted`:
     tensors   {tinyformer tensor name: torch.Tensor}, e.g. "transformer.layers.0.norm1.weight"
     metadata  the __metadata__ keys other than "config", as Python values (not JSON strings):
               "vocab" (list of str), "src_vocab" (list of str, encoder_decoder), "tokenizer"
-              ("char" | "whitespace" | "gpt2_bpe"), "merges" (list of "left right" strings,
-              gpt2_bpe), "prompt_suffix" (str, decoder_only), "train_max_len" (int).
+              ("char" | "whitespace" | "gpt2_bpe" | "sentencepiece_bpe"), "merges" (list of
+              "left right" strings, gpt2_bpe), "scores" (list of float, sentencepiece_bpe),
+              "prompt_suffix" (str, decoder_only), "train_max_len" (int).
               Absent keys are simply not written.
     reference optional: the family's PyTorch module holding the source weights (in eval
               mode), which check() can compare the written file with
@@ -27,15 +29,22 @@ Every converter returns a `Converted`:
               module cannot verify, only one running the user's model code can
 
 and `write_converted(path, converted, dtype=None)` writes it through the
-exporter's one writer (tools/python/tinyformer_export.py: the same vocabulary,
-engine-limit and finiteness checks as export_*, the same safe_write), returning
-the config written.
+exporter's one writer (tools/python/tinyformer_writer.py: the same vocabulary,
+engine-limit and finiteness checks as tinyformer_export's export_*, the same
+safe_write), returning the config written.
+
+The families read PyTorch files with tools/python/torch_file.py and write with
+tools/python/tinyformer_writer.py, both below them; tinyformer_export.py, which
+dispatches to them, is above, and nothing here imports it
+(tests/python/test_import_floors.py).
 """
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 import torch
+
+import tinyformer_writer   # tools/python is on sys.path wherever this package is imported from
 
 __all__ = ["Converted", "write_converted", "REFERENCE_TABLE_BYTES", "check_reference_tables", "layer_count",
            "tensors_by_name"]
@@ -159,8 +168,7 @@ def rename_to_upstream(tensors, top_keys, block_keys, layer_prefix, tied_head=No
 
 def write_converted(path, converted, dtype=None):
     """Write `converted` (a Converted) as a tinyformer checkpoint at `path`
-    through tinyformer_export's writer; returns the config written. Raises
+    through the exporter's writer (tinyformer_writer.py); returns the config written. Raises
     ValueError naming the key, tensor or vocabulary entry that tinyformer would
     refuse. dtype: None (the tensors' own), "F32", "F16" or "BF16"."""
-    import tinyformer_export   # here, not at the top: tinyformer_export imports this package
-    return tinyformer_export.write_converted(path, converted, dtype=dtype)
+    return tinyformer_writer.write_converted(path, converted, dtype=dtype)

@@ -45,7 +45,7 @@ The tensor names (Annotated -> tinyformer), i = layer, {q,k,v,o} = linears.{0,1,
     decoder.norm                                transformer.decoder.norm
     generator.proj.weight / bias                generator.weight / bias
 
-Standard library and torch only (and tinyformer_export for reading files).
+Standard library and torch only (and torch_file.py for reading files).
 """
 
 import copy
@@ -60,6 +60,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from families import Converted, check_reference_tables, layer_count, tensors_by_name  # noqa: E402
+import torch_file  # noqa: E402
 
 __all__ = ["make_model", "subsequent_mask", "greedy_decode", "convert_annotated", "recognise", "from_module",
            "annotated_log_probs", "attention_modules", "POSITION_TOLERANCE", "LayerNorm", "MultiHeadedAttention",
@@ -466,10 +467,9 @@ def convert_annotated(state_dict, n_head=None, src_vocab=None, tgt_vocab=None, *
     the module given), for check(). Its notes say which positional encoding was
     chosen and the measured difference."""
     if isinstance(state_dict, (str, os.PathLike)):
-        import tinyformer_export as tx
         shown = shown or str(state_dict)
-        state_dict = tx.load_state_dict_file(state_dict, shown)
-        state_dict = tx._without_parallel_prefix(state_dict, shown)
+        state_dict = torch_file.load_state_dict_file(state_dict, shown)
+        state_dict = torch_file.without_parallel_prefix(state_dict, shown)
     shown = shown or "state_dict"
     missing = [name for name, value in [("n_head", n_head)] if value is None]
     if missing:

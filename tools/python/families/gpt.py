@@ -55,6 +55,7 @@ from . import (Converted, check_reference_tables, check_state_dict, layer_count,
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: the readers
 import pickle_reader  # noqa: E402
 import torch_file  # noqa: E402
+from torch_file import load_torch_file  # noqa: E402,F401  (the one reader of PyTorch files; tests patch it here)
 
 
 @dataclass
@@ -242,17 +243,8 @@ class GPT(nn.Module):
 
 
 # ----------------------------------------------------------------------------
-# Reading files safely: torch.save archives and nanoGPT's meta.pkl
+# Reading nanoGPT's meta.pkl safely (torch.save archives: torch_file.load_torch_file)
 # ----------------------------------------------------------------------------
-
-def load_torch_file(path, what="checkpoint"):
-    """The object a torch.save file holds, with torch tensors, read by the
-    project's own reader (tools/python/torch_file.py: torch's zip and legacy
-    formats, an allow-list unpickler, every cost bounded by the file's size).
-    torch.load is never called, so nothing in the file can run. Raises
-    ValueError "PATH: ..." naming the file and the reason."""
-    return torch_file.to_torch(torch_file.read(path, what))
-
 
 MAX_META_BYTES = 64 << 20
 

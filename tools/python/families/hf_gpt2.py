@@ -52,9 +52,11 @@ from torch.nn import functional as F
 from . import check_reference_tables, tensors_by_name
 from . import gpt as _gpt
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: safe_write, safetensors_io
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: safe_write, safetensors_io, torch_file
 import safe_write  # noqa: E402
 import safetensors_io  # noqa: E402
+from tinyformer_writer import GPT2_BYTE_CHARACTERS  # noqa: E402
+from torch_file import load_torch_file  # noqa: E402
 
 # HF activation_function -> tinyformer activation
 ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
@@ -296,7 +298,6 @@ def read_bpe(vocab_json, merges_txt):
     (docs/FORMAT.md, vocabulary rules; models/tokenizers/gpt2_bpe.h): "left right" with
     both sides and their concatenation tokens of vocab.json, no pair twice.
     Raises ValueError naming the file, the line or entry, and the rule."""
-    from tinyformer_export import GPT2_BYTE_CHARACTERS   # here: tinyformer_export imports the families
     table = _read_json(vocab_json, MAX_TOKENIZER_FILE_BYTES, "a JSON vocabulary")
     if not isinstance(table, dict) or not table:
         raise ValueError(f"{vocab_json}: expected a JSON object {{token: id}}")
@@ -357,7 +358,7 @@ def read_folder(folder):
     """(config.json as a dict, state_dict with "transformer." keys, still in HF's
     Conv1D layout, {tokenizer file name: path} of those present). Weights from
     model.safetensors (safetensors_io, widened to float32) or pytorch_model.bin
-    (families.gpt.load_torch_file: weights_only, or its allowlist reader)."""
+    (torch_file.load_torch_file, the project's own reader: nothing in it runs)."""
     folder = str(folder)
     if not os.path.isdir(folder):
         raise ValueError(f"{folder}: not a folder (an HF GPT-2 model is a folder with config.json)")
@@ -377,7 +378,7 @@ def read_folder(folder):
         state = {k: torch.from_numpy(np.array(v, dtype=np.float32) if v.dtype != np.bool_ else np.array(v))
                  for k, v in arrays.items()}
     elif os.path.exists(bin_path):
-        state = tensors_by_name(_gpt.load_torch_file(bin_path, "pytorch_model.bin"), bin_path)
+        state = tensors_by_name(load_torch_file(bin_path, "pytorch_model.bin"), bin_path)
     else:
         shards = [n for n in ("model.safetensors.index.json", "pytorch_model.bin.index.json")
                   if os.path.exists(os.path.join(folder, n))]

@@ -58,6 +58,7 @@ from torch.nn import functional as F
 
 from . import (Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream,
                tensors_by_name)
+from torch_file import load_torch_file   # the one reader of PyTorch files (tools/python, on the path as for families)
 
 ROPE_THETA = 10000.0
 MAGIC = 0x616B3432              # "ak42" read as a little-endian uint32: export.py's v1/v2 header
@@ -551,10 +552,9 @@ def convert_llama2c_checkpoint(path, tokenizer=None):
     path: ckpt.pt as train.py writes it ({"model": state_dict, "model_args":
     {dim, n_layers, n_heads, n_kv_heads, vocab_size, multiple_of, max_seq_len,
     dropout, ...}, "iter_num", "best_val_loss", "optimizer", "config"}), read by
-    the allowlist reader (families.gpt.load_torch_file: nothing in it runs).
+    the project's own reader (torch_file.load_torch_file: nothing in it runs).
     tokenizer: the tokenizer.bin to store as the model's vocabulary (else the
     file takes ids). The reference is our Transformer holding the weights."""
-    from .gpt import load_torch_file
     where = str(path)
     ckpt = load_torch_file(path, "llama2.c checkpoint")
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict):
