@@ -117,8 +117,8 @@ struct AttentionOptions {
     // A KV-cache decoding step: the slot of this call's first query (its
     // queries are slots first_query..first_query+L-1; a decoder layer passes
     // its self-attention cache length before the step to both its calls).
-    // Absent: a whole pass, queries 0..L-1. Read only by a module's mask
-    // overrides (layers/multi_head_attention.h).
+    // Absent: a whole pass, queries 0..L-1. Not read here: a module hands it
+    // to its hooks (layers/hooks.h).
     std::optional<int64_t> first_query;
 };
 

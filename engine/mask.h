@@ -41,7 +41,7 @@
 namespace tinyformer {
 
 // One cell of one attention call's [L, S] matrix, set by an intervention
-// (models/study/interventions.h, MultiHeadAttention::set_mask_overrides): row
+// (models/study/interventions.h, a hook of layers/hooks.h): row
 // `query`, column `key`; allowed = the key may be attended, else blocked.
 struct MaskCell {
     int64_t query = 0, key = 0;

@@ -30,18 +30,33 @@ struct DecoderLayerCache {
 };
 
 struct DecoderLayer {
+    // name: the layer's place in the trace ("decoder.1"), its hook points' prefix.
+    DecoderLayer(MultiHeadAttention self_attention, MultiHeadAttention cross_attention, FeedForward ffn,
+                 LayerNorm first_norm, LayerNorm second_norm, LayerNorm third_norm, bool pre_norm = false,
+                 std::string layer_name = "")
+        : self_attn(std::move(self_attention)), multihead_attn(std::move(cross_attention)), feed_forward(std::move(ffn)),
+          norm1(std::move(first_norm)), norm2(std::move(second_norm)), norm3(std::move(third_norm)),
+          norm_first(pre_norm), name(std::move(layer_name)) {}
+
     MultiHeadAttention self_attn;
     MultiHeadAttention multihead_attn;  // cross-attention, PyTorch's name
     FeedForward feed_forward;
     LayerNorm norm1, norm2, norm3;
     bool norm_first = false;
+    std::string name;
+    const Hooks* hooks = nullptr;  // none by default
 
     // Per-head weights go to the observer (self_attn.weights [B, H, T, T],
     // cross_attn.weights [B, H, T, S]).
     // Observing (layers/observer.h): "input", "self_attn.*", "cross_attn.*", "ffn.hidden", "output".
+    // Hooks (layers/hooks.h), in this order: the self-attention's,
+    // {name}.self_attn.output, {name}.after_self_attn, the cross-attention's,
+    // {name}.cross_attn.output, {name}.after_cross_attn, {name}.ffn.output, {name}.output.
     Tensor forward(const Tensor& x, const Tensor& memory, const Mask& self_mask, const Mask& cross_mask,
                    const Padding& target_padding, Observer* observer = nullptr,
                    DecoderLayerCache* cache = nullptr) const;
+    // This layer's hooks and its attentions'.
+    void set_hooks(const Hooks* layer_hooks);
 };
 
 }  // namespace tinyformer

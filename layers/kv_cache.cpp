@@ -51,7 +51,6 @@ void KVCache::assign(Tensor key, Tensor value) {
              shape_string(value.shape()));
     batch_ = key.dim(0);
     length_ = capacity_ = key.dim(1);
-    known_finite_values_ = 0;
     width_ = key.dim(2);
     key_ = std::move(key);
     value_ = std::move(value);
@@ -77,8 +76,7 @@ void KVCache::append(ConstBatchView key, ConstBatchView value) {
         width_ = key.cols;
         capacity_ = key.rows;
         length_ = 0;
-        known_finite_values_ = 0;
-        key_ = Tensor({batch_, capacity_, width_});
+            key_ = Tensor({batch_, capacity_, width_});
         value_ = Tensor({batch_, capacity_, width_});
     }
     const int64_t n = key.rows;
@@ -110,9 +108,9 @@ void KVCache::keep_rows(const std::vector<int64_t>& rows) {
     batch_ = kept;
 }
 
-void KVCache::set_known_finite_values(int64_t n) {
-    if (n < 0 || n > length_) fail("KVCache::set_known_finite_values: n = ", n, " outside 0..", length_);
-    known_finite_values_ = n;
+void KVCache::truncate(int64_t n) {
+    if (n < 0 || n > length_) fail("KVCache::truncate: n = ", n, " outside 0..", length_);
+    length_ = n;
 }
 
 Tensor KVCache::key_tensor() const {

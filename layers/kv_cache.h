@@ -1,5 +1,8 @@
 // KVCache — the keys and values of the positions decoded so far, kept per
 // attention layer between decoding steps, without copying them every step.
+// It holds rows and nothing else: what a row means (which values were found
+// finite, which slot is padding, which position a slot's token has) is kept
+// by whoever appends them (layers/multi_head_attention.h, models/stepper.h).
 //
 //   storage:  key and value buffers [B, capacity, D]; rows 0..length-1 of
 //             each batch row are valid. D is the width of K and V: d_model,
@@ -14,17 +17,13 @@
 //             capacity * D), which attention reads in place.
 //   keep_rows: beam search keeps, drops and duplicates hypotheses: batch row
 //             i becomes old row rows[i] (repeats allowed).
-//   known_finite_values: how many leading positions of values() an attention
-//             call has already found finite (MultiHeadAttention records it
-//             after each call), so the next step checks only its new rows
-//             (AttentionOptions::value_rows_known_finite). 0 after assign().
+//   truncate: keeps rows 0..n-1 of every batch row (a step that failed takes
+//             its rows back out).
 //
-// append(Tensor, Tensor) into an empty cache and assign() take the tensors
-// over (no copy); append of views — the model's path, the K and V columns of
-// its fused Q|K|V product — copies them in once.
-//
-// Before, each step concatenated the whole cache with the new row into a new
-// tensor: O(T) copying per step, O(T^2 D) per sequence.
+// append(Tensor, Tensor) into a cache with nothing reserved (capacity 0) and
+// assign() take the tensors over (no copy); append of views — the model's
+// path, the K and V columns of its fused Q|K|V product — copies them in once,
+// and so does append(Tensor, Tensor) into reserved room.
 #pragma once
 
 #include "engine/tensor.h"
@@ -56,10 +55,8 @@ public:
     ConstBatchView values() const { return view(value_); }
     // Batch row i := old row rows[i]; rows may repeat and may be fewer.
     void keep_rows(const std::vector<int64_t>& rows);
-    // Positions 0..n-1 of every batch row of values() are known to be finite.
-    int64_t known_finite_values() const { return known_finite_values_; }
-    // Records that positions 0..n-1 (n <= length) were found finite.
-    void set_known_finite_values(int64_t n);
+    // Keeps positions 0..n-1 of every batch row (0 <= n <= length), and the room.
+    void truncate(int64_t n);
     // The valid rows copied out as tensors [B, length, D] (for observers and tests).
     Tensor key_tensor() const;
     Tensor value_tensor() const;
@@ -72,7 +69,6 @@ private:
 
     Tensor key_, value_;  // [B, capacity, D], or empty
     int64_t batch_ = 0, length_ = 0, capacity_ = 0, width_ = 0;
-    int64_t known_finite_values_ = 0;  // <= length_
 };
 
 }  // namespace tinyformer

@@ -10,15 +10,15 @@ namespace tinyformer {
 
 namespace {
 
-// Columns [first, first+count) of every row of x [B, L, 3D], as a tensor [B, L, count].
-Tensor column_block(const Tensor& x, int64_t first, int64_t count) {
-    Tensor part({x.dim(0), x.dim(1), count});
-    const int64_t rows = x.dim(0) * x.dim(1), width = x.dim(2);
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* from = x.data() + r * width + first;
-        std::copy(from, from + count, part.data() + r * count);
-    }
-    return part;
+// The numbers a view shows, as a tensor [B, L, C] (for an observer).
+Tensor tensor_of(ConstBatchView view) {
+    Tensor copy({view.batch, view.rows, view.cols});
+    for (int64_t b = 0; b < view.batch; ++b)
+        for (int64_t l = 0; l < view.rows; ++l) {
+            const float* from = view.matrix(b).row(l);
+            std::copy(from, from + view.cols, copy.data() + (b * view.rows + l) * view.cols);
+        }
+    return copy;
 }
 
 void check_shape(const Tensor& t, const Shape& expected, const char* name) {
@@ -26,12 +26,20 @@ void check_shape(const Tensor& t, const Shape& expected, const char* name) {
         fail("MultiHeadAttention: ", name, " must be ", shape_string(expected), ", got ", shape_string(t.shape()));
 }
 
+// options, with the first `rows` rows of the values known to be finite.
+AttentionOptions with_rows_known_finite(const AttentionOptions& options, int64_t rows) {
+    AttentionOptions checked = options;
+    checked.value_rows_known_finite = std::max(options.value_rows_known_finite, rows);
+    return checked;
+}
+
 }  // namespace
 
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights, AttentionHeads heads,
                                        std::string name, std::optional<float> mask_value,
-                                       std::optional<RotaryEmbedding> rotary)
-    : heads_(heads.query), kv_heads_(heads.key_value), name_(std::move(name)), mask_value_(mask_value),
+                                       std::optional<RotaryEmbedding> rotary, std::string call)
+    : heads_(heads.query), kv_heads_(heads.key_value), name_(std::move(name)), call_(std::move(call)),
+      output_point_(call_.empty() ? "output" : call_ + ".output"), mask_value_(mask_value),
       rotary_(std::move(rotary)) {
     if (weights.out_proj_weight.rank() != 2)
         fail("MultiHeadAttention: out_proj.weight must be [D,D], got ", shape_string(weights.out_proj_weight.shape()));
@@ -60,36 +68,6 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights,
     b_out_ = weights.out_proj_bias;
 }
 
-void MultiHeadAttention::set_zeroed_heads(std::vector<int64_t> heads) {
-    for (int64_t head : heads)
-        if (head < 0 || head >= heads_)
-            fail("MultiHeadAttention: cannot zero head ", head, "; the heads are 0..", heads_ - 1);
-    zeroed_heads_ = std::move(heads);
-}
-
-void MultiHeadAttention::set_mask_overrides(std::vector<MaskCell> cells) {
-    for (const MaskCell& cell : cells)
-        if (cell.query < 0 || cell.key < 0)
-            fail("MultiHeadAttention", name_.empty() ? "" : " " + name_, ": a mask override's query and key must be >= 0, got [",
-                 cell.query, ", ", cell.key, "]");
-    mask_overrides_ = std::move(cells);
-}
-
-Mask MultiHeadAttention::overridden_mask(const Mask& mask, int64_t batch, int64_t queries, int64_t keys,
-                                         int64_t first, bool whole_pass) const {
-    std::vector<MaskCell> cells;  // in this call's [L, S] rows and columns
-    for (const MaskCell& cell : mask_overrides_) {
-        const int64_t row = cell.query - first;
-        if (row >= 0 && row < queries && cell.key < keys) {
-            cells.push_back({row, cell.key, cell.allowed});
-        } else if (whole_pass) {
-            fail(name_.empty() ? "MultiHeadAttention" : name_, ": the mask override [", cell.query, ", ", cell.key,
-                 "] is outside this call's [L,S] = [", queries, ",", keys, "]");
-        }  // a decoding step: that query is another step's, or that key does not exist yet
-    }
-    return mask.with_cells(batch, queries, keys, cells);
-}
-
 int64_t MultiHeadAttention::part_offset(int64_t part) const { return part == 0 ? 0 : d_model_ + (part - 1) * kv_width(); }
 int64_t MultiHeadAttention::part_width(int64_t part) const { return part == 0 ? d_model_ : kv_width(); }
 
@@ -111,56 +89,43 @@ AttentionResult MultiHeadAttention::attend(const Tensor& query, const Tensor& ke
              shape_string(value.shape()));
     if (query.rank() != 3) fail("MultiHeadAttention: query must be [B,L,D], got ", shape_string(query.shape()));
     return attend_views(query.batch_view(), key.batch_view(), value.batch_view(), mask, options, observer,
-                        [&]() -> const Tensor& { return query; }, [&]() -> const Tensor& { return key; },
-                        [&]() -> const Tensor& { return value; }, options.first_query.value_or(0),
-                        !options.first_query);
+                        options.first_query.value_or(0), !options.first_query);
 }
 
 AttentionResult MultiHeadAttention::attend(const Tensor& query, const KVCache& cache, const Mask& mask,
                                            const AttentionOptions& options, Observer* observer) const {
     if (query.rank() != 3) fail("MultiHeadAttention: query must be [B,L,D], got ", shape_string(query.shape()));
     return attend_views(query.batch_view(), cache.keys(), cache.values(), mask, options, observer,
-                        [&]() -> const Tensor& { return query; }, [&] { return cache.key_tensor(); },
-                        [&] { return cache.value_tensor(); }, options.first_query.value_or(0),
-                        !options.first_query);
+                        options.first_query.value_or(0), !options.first_query);
 }
 
-
-template <typename QueryTensor, typename KeyTensor, typename ValueTensor>
 AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatchView key, ConstBatchView value,
-                                                 const Mask& mask_in, const AttentionOptions& options, Observer* observer,
-                                                 QueryTensor query_tensor, KeyTensor key_tensor,
-                                                 ValueTensor value_tensor, int64_t first_query,
-                                                 bool whole_pass) const {
+                                                 const Mask& model_mask, const AttentionOptions& options,
+                                                 Observer* observer, int64_t first, bool whole_pass) const {
     const bool everything = observer && observer->wants_everything();
     AttentionOptions asked = options;  // what the observer wants computed
     asked.want_weights = options.want_weights || observer;
     asked.want_scores = options.want_scores || everything;
     if (mask_value_) asked.mask_value = mask_value_;  // the model's: blocked scores are replaced by it
     if (everything) {
-        observer->record("q", query_tensor());  // [B, L, D]
-        observer->record("k", key_tensor());    // [B, S, Hkv*Dh]
-        observer->record("v", value_tensor());  // [B, S, Hkv*Dh]
+        observer->record("q", tensor_of(query));  // [B, L, D]
+        observer->record("k", tensor_of(key));    // [B, S, Hkv*Dh]
+        observer->record("v", tensor_of(value));  // [B, S, Hkv*Dh]
     }
-    // Heads are column blocks of Q, K, V: the engine reads them as views.
-    // The interventions' mask: the model's with this module's overrides set.
-    std::optional<Mask> overridden;
-    if (!mask_overrides_.empty())
-        overridden = overridden_mask(mask_in, query.batch, query.rows, key.rows, first_query, whole_pass);
-    const Mask& mask = overridden ? *overridden : mask_in;
+    const AttentionCallInfo call{call_, query.batch, heads_, query.rows, key.rows, first, whole_pass};
+    std::optional<Mask> replaced;  // by a hook
     AttentionResult result;
     try {
-        result = multi_head_scaled_dot_product_attention(query, key, value, AttentionHeads{heads_, kv_heads_}, mask,
-                                                         asked);
+        if (hooks_) replaced = hooks_->attention_mask(call, model_mask);
+        // Heads are column blocks of Q, K, V: the engine reads them as views.
+        result = multi_head_scaled_dot_product_attention(query, key, value, AttentionHeads{heads_, kv_heads_},
+                                                         replaced ? *replaced : model_mask, asked);
+        if (hooks_) hooks_->attention_heads(call, result.output);  // z = Concat(heads) [B, L, D]
     } catch (const Error& error) {
         if (name_.empty()) throw;
         fail(name_, ": ", error.message());  // which layer's attention, e.g. an overflow in its values
     }
-    for (int64_t head : zeroed_heads_)  // ablation: the head's columns of Concat(heads) [B, L, D]
-        for (int64_t b = 0; b < result.output.dim(0); ++b) {
-            const MatrixView columns = merge_heads(result.output, heads_, b, head);  // [L, Dh]
-            for (int64_t l = 0; l < columns.rows; ++l) std::fill(columns.row(l), columns.row(l) + columns.cols, 0.0f);
-        }
+    const Mask& mask = replaced ? *replaced : model_mask;  // the mask used
     if (everything) {
         const int64_t B = query.batch, L = query.rows, S = key.rows;
         observer->record("scores", result.scores);  // [B, H, L, S], before the mask
@@ -175,6 +140,7 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
     if (everything) observer->record("z", result.output);        // Concat(heads) [B, L, D], before W_O
     result.output = linear(result.output, w_out_, b_out_);  // Concat(heads) W_O^T + b_O, [B, L, D]
     zero_padded_queries(result.output, options.query_padding);  // b_O must not revive a padded query: its row stays 0
+    if (hooks_) hooks_->residual({output_point_, first, whole_pass}, result.output);
     if (everything) observer->record("output", result.output);  // [B, L, D]
     return result;
 }
@@ -204,15 +170,15 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
     // Self-attention: Q, K and V in one product, [Q | K | V] = x in_proj_weight^T + in_proj_bias,
     // [B, n, D + 2*Hkv*Dh] (one sgemm, or at a decoding step one sgemv, instead of three), each read in place.
     Tensor qkv = linear(x_new, w_in_, b_in_);
-    const int64_t B = x_new.dim(0), n = x_new.dim(1), D = d_model_, width = qkv.dim(2);
+    const int64_t B = x_new.dim(0), n = x_new.dim(1), width = qkv.dim(2);
     const auto part = [&](int64_t p) {
         return ConstBatchView{qkv.data() + part_offset(p), B, n, part_width(p), n * width, width};
     };
     if (rotary_) {
         // Turn Q and K by each token's own position, before K goes into the cache.
         if (observer && observer->wants_everything()) {
-            observer->record("q_unrotated", column_block(qkv, 0, D));                       // [B, n, D]
-            observer->record("k_unrotated", column_block(qkv, part_offset(1), kv_width()));  // [B, n, Hkv*Dh]
+            observer->record("q_unrotated", tensor_of(part(0)));  // [B, n, D]
+            observer->record("k_unrotated", tensor_of(part(1)));  // [B, n, Hkv*Dh]
         }
         for (int64_t b = 0; b < B; ++b) {
             const int64_t first = first_positions.empty() ? cache.length() : first_positions[static_cast<size_t>(b)];
@@ -222,19 +188,18 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
             }
         }
     }
-    // The slot of the first new query, for mask overrides: a whole pass starts on an empty cache.
-    const int64_t first_query = cache.length();
-    const bool whole_pass = cache.empty() && !options.first_query;
+    // The rows cached before this call were found finite by the calls that
+    // appended them: only the n new rows' values are checked.
+    const int64_t checked_rows = cache.length();
+    const bool whole_pass = cache.empty() && !options.first_query;  // a whole pass starts on an empty cache
     cache.append(part(1), part(2));  // copied to rows length..length+n-1 of the cache's buffers
-    // The positions cached before this call were found finite by the calls
-    // that added them: only the n new rows' values are checked.
-    AttentionOptions checked = options;
-    checked.value_rows_known_finite = std::max(options.value_rows_known_finite, cache.known_finite_values());
-    AttentionResult result = attend_views(part(0), cache.keys(), cache.values(), mask, checked, observer,
-                                          [&] { return column_block(qkv, 0, D); }, [&] { return cache.key_tensor(); },
-                                          [&] { return cache.value_tensor(); }, first_query, whole_pass);
-    cache.set_known_finite_values(cache.length());  // attend_views threw if any value was not finite
-    return result;
+    try {
+        return attend_views(part(0), cache.keys(), cache.values(), mask, with_rows_known_finite(options, checked_rows),
+                            observer, checked_rows, whole_pass);
+    } catch (...) {
+        cache.truncate(checked_rows);  // rows not found finite never stay in the cache
+        throw;
+    }
 }
 
 AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache,
@@ -243,18 +208,15 @@ AttentionResult MultiHeadAttention::forward_fixed(const Tensor& x_q, const Tenso
     if (rotary_)
         fail("MultiHeadAttention", name_.empty() ? "" : " " + name_,
              ": rotary positions belong to self-attention; this module cannot attend to fixed keys (cross-attention)");
-    if (cache.empty()) {
-        for (const Tensor* x : {&x_q, &x_kv})
-            if (x->rank() != 3 || x->dim(2) != d_model_)
-                fail("MultiHeadAttention: inputs must be [B,L,D] with D=", d_model_, "; got x_q ",
-                     shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
-        cache.assign(project_key(x_kv), project_value(x_kv));
-    }
-    // The memory's values are checked at the first step only (as above).
-    AttentionOptions checked = options;
-    checked.value_rows_known_finite = std::max(options.value_rows_known_finite, cache.known_finite_values());
-    AttentionResult result = attend(project_query(x_q), cache, mask, checked, observer);
-    cache.set_known_finite_values(cache.length());
+    if (!cache.empty())  // filled by an earlier call, whose attention checked every value
+        return attend(project_query(x_q), cache, mask, with_rows_known_finite(options, cache.length()), observer);
+    for (const Tensor* x : {&x_q, &x_kv})
+        if (x->rank() != 3 || x->dim(2) != d_model_)
+            fail("MultiHeadAttention: inputs must be [B,L,D] with D=", d_model_, "; got x_q ",
+                 shape_string(x_q.shape()), ", x_kv ", shape_string(x_kv.shape()));
+    Tensor key = project_key(x_kv), value = project_value(x_kv);
+    AttentionResult result = attend(project_query(x_q), key, value, mask, options, observer);  // every value checked
+    cache.assign(std::move(key), std::move(value));  // kept only once checked
     return result;
 }
 

@@ -39,31 +39,17 @@
 // averaged over heads. Cross-attention is the same module with x_kv = the
 // encoder memory, so L != S is normal.
 //
-// Head ablation, an intervention for probing (models/study/probe.h): the heads
-// given to set_zeroed_heads have their output — their Dh columns of
-// Concat(heads) — set to 0 before W_O, at every query and in every call:
-//   MHA(x) = Concat(head_1, .., 0, .., head_H) W_O^T + b_O
-// Their weights are still computed and returned. None by default; the
-// setting belongs to the module, so it holds for every caller until reset.
-//
-// Mask overrides, the other intervention (models/study/interventions.h): the cells
-// given to set_mask_overrides are set in the mask of every call, for every
-// batch row and head, BEFORE softmax (Mask::with_cells): allowed = 1 lets the
-// query attend that key, 0 blocks it; a later cell wins. A cell is
-// [query, key] of the call's [L, S] matrix in a whole pass; in a KV-cache
-// step (AttentionOptions::first_query) the queries are slots
-// first..first+L-1 (self-attention: the cache length before appending) and
-// the keys the cached slots 0..S-1, and a cell applies only when its query is
-// in this call and its key exists already (during decoding a future key does
-// not exist yet). In a whole pass a cell outside [L, S] is an Error naming
-// the module, the cell and [L, S]. The observer's "mask" is the mask used;
-// an ALiBi bias stays on the cells still allowed (a newly allowed cell has
-// bias 0). None by default; like zeroed heads, the setting holds until reset.
+// Hooks (layers/hooks.h): a module given hooks (set_hooks; the model gives
+// its hooks to every module) calls them at two places of every call — the
+// mask before softmax, and z = Concat(heads) before W_O — and hands its
+// output to the point "{call}.output". Study instruments (head ablation, mask
+// overrides: models/study/interventions.h) are hooks; none by default.
 //
 // A module loaded from a checkpoint carries its tensor prefix as its name
 // ("transformer.decoder.layers.1.self_attn"), and an Error of the attention
-// it runs starts with that name: an overflow names the layer and the tensor
-// ("...: attention: value holds a non-finite number ...").
+// it runs (or of a hook it calls) starts with that name: an overflow names the
+// layer and the tensor ("...: attention: value holds a non-finite number ...").
+// Its call name is the trace's ("decoder.1.self_attn"): what hooks see.
 //
 // Observing (layers/observer.h): with an observer, the call hands out
 // "weights" (and, when it wants everything, q, k, v, scores, mask, z and
@@ -76,6 +62,7 @@
 
 #include "engine/attention.h"
 #include "engine/tensor.h"
+#include "layers/hooks.h"
 #include "layers/kv_cache.h"
 #include "layers/observer.h"
 #include "layers/rotary.h"
@@ -99,9 +86,10 @@ public:
     // name: the module's tensor prefix in the checkpoint, or empty.
     // mask_value: absent, blocked scores are -inf; given (finite), they are replaced by it.
     // rotary: the rotary positions of a self-attention (head_dim must be D/H), or none.
+    // call: the call's trace name ("decoder.1.cross_attn"), what hooks see; or empty.
     MultiHeadAttention(const MultiHeadAttentionWeights& weights, AttentionHeads heads, std::string name = "",
                        std::optional<float> mask_value = std::nullopt,
-                       std::optional<RotaryEmbedding> rotary = std::nullopt);
+                       std::optional<RotaryEmbedding> rotary = std::nullopt, std::string call = "");
 
     // x_q [B, L, D], x_kv [B, S, D] -> output [B, L, D] (+ weights [B, H, L, S]).
     // The code the model runs: forward(x, x) (the same tensor) is self-attention,
@@ -119,12 +107,17 @@ public:
     // first_positions [B]: the position of row b's first new token (its
     // tokens are at first_positions[b] + 0..n-1), what rotary positions turn
     // by; empty: every row starts at the cache's length (0 when empty).
+    // The rows already in `cache` are the ones earlier calls appended, whose
+    // values those calls found finite: only the n new rows' values are checked
+    // (AttentionOptions::value_rows_known_finite = the length before
+    // appending). A call that throws takes its rows back out of the cache.
     AttentionResult forward_appending(const Tensor& x_new, KVCache& cache, const Mask& mask,
                                       const AttentionOptions& options, Observer* observer = nullptr,
                                       const std::vector<int64_t>& first_positions = {}) const;
     // Attention over keys and values that do not change between calls
-    // (cross-attention to an encoder memory): projected from x_kv into `cache`
-    // on the first call, reused after.
+    // (cross-attention to an encoder memory): projected from x_kv on the first
+    // call (cache empty), whose attention checks them all, and kept in `cache`
+    // once it succeeded; reused after, unchecked.
     AttentionResult forward_fixed(const Tensor& x_q, const Tensor& x_kv, KVCache& cache, const Mask& mask,
                                   const AttentionOptions& options, Observer* observer = nullptr) const;
 
@@ -146,35 +139,23 @@ public:
     const std::string& name() const { return name_; }
     const std::optional<float>& mask_value() const { return mask_value_; }
     const std::optional<RotaryEmbedding>& rotary() const { return rotary_; }
+    const std::string& call() const { return call_; }
 
-    // Head ablation (see the top of this file): head indices 0..H-1, Error
-    // for any other; {} restores the module.
-    void set_zeroed_heads(std::vector<int64_t> heads);
-    const std::vector<int64_t>& zeroed_heads() const { return zeroed_heads_; }
-
-    // Mask overrides (see the top of this file): query and key >= 0, Error
-    // for a negative one; {} restores the module.
-    void set_mask_overrides(std::vector<MaskCell> cells);
-    const std::vector<MaskCell>& mask_overrides() const { return mask_overrides_; }
+    // The hooks every call runs (layers/hooks.h), or none (nullptr, the default).
+    void set_hooks(const Hooks* hooks) { hooks_ = hooks; }
 
 private:
-    // query_tensor() etc. give the inputs as tensors, asked only by an observer that wants everything.
-    template <typename QueryTensor, typename KeyTensor, typename ValueTensor>
+    // The call itself: `first` is the slot of its first query, `whole_pass`
+    // false in a KV-cache step (what hooks are told).
     AttentionResult attend_views(ConstBatchView query, ConstBatchView key, ConstBatchView value, const Mask& mask,
-                                 const AttentionOptions& options, Observer* observer, QueryTensor query_tensor,
-                                 KeyTensor key_tensor, ValueTensor value_tensor, int64_t first_query,
+                                 const AttentionOptions& options, Observer* observer, int64_t first,
                                  bool whole_pass) const;
-    // The call's mask with the overrides set: `first` is the slot of its first
-    // query, `whole_pass` whether a cell outside [L, S] is an Error.
-    Mask overridden_mask(const Mask& mask, int64_t batch, int64_t queries, int64_t keys, int64_t first,
-                         bool whole_pass) const;
 
     int64_t d_model_, heads_, kv_heads_, head_dim_;
-    std::string name_;
+    std::string name_, call_, output_point_;  // output_point_: "{call}.output"
     std::optional<float> mask_value_;
     std::optional<RotaryEmbedding> rotary_;  // none: no rotary positions
-    std::vector<int64_t> zeroed_heads_;  // empty: every head contributes
-    std::vector<MaskCell> mask_overrides_;  // empty: the model's mask as it is
+    const Hooks* hooks_ = nullptr;
     Tensor project(const Tensor& x, int64_t part) const;  // x W^T + b with W_Q, W_K or W_V (part 0, 1, 2)
     int64_t part_offset(int64_t part) const;  // first row of part 0, 1, 2 in in_proj: 0, D, D + Hkv*Dh
     int64_t part_width(int64_t part) const;   // its rows: D, Hkv*Dh, Hkv*Dh

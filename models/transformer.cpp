@@ -46,7 +46,9 @@ Tensor concatenate_rows(const std::vector<Tensor>& parts) {
 // "separate" reads prefix.q_proj.weight [D, D], .k_proj.weight and .v_proj.weight
 // [K, D] (+ .bias each) and fuses them here into the same layout, row for row.
 // K = n_kv_heads * Dh is the key/value width (= D without grouped-query attention).
-MultiHeadAttention load_attention(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
+// `call` is the call's trace name ("decoder.1.cross_attn"), what hooks see.
+MultiHeadAttention load_attention(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config,
+                                  const std::string& call) {
     const int64_t D = config.d_model, K = config.n_kv_heads * (config.d_model / config.nhead);
     MultiHeadAttentionWeights weights;
     if (config.qkv == QkvLayout::Fused) {
@@ -68,7 +70,7 @@ MultiHeadAttention load_attention(Checkpoint& checkpoint, const std::string& pre
     if (config.pos_encoding == PositionalEncoding::Rotary)
         rotary = RotaryEmbedding(config.d_model / config.nhead, config.rope_theta, config.rope_pairs);
     return MultiHeadAttention(weights, AttentionHeads{config.nhead, config.n_kv_heads}, prefix, config.mask_value,
-                              rotary);
+                              rotary, call);
 }
 
 // The output head [V, D]: `name`.weight, or with "tie_embeddings" the token
@@ -93,20 +95,24 @@ FeedForward load_feed_forward(Checkpoint& checkpoint, const std::string& prefix,
     return feed_forward;
 }
 
-EncoderLayer load_encoder_layer(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
-    return {load_attention(checkpoint, prefix + ".self_attn", config), load_feed_forward(checkpoint, prefix, config),
+// `name`: the layer's place in the trace ("encoder.0", "layers.2"), its hook points' prefix.
+EncoderLayer load_encoder_layer(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config,
+                                const std::string& name) {
+    return {load_attention(checkpoint, prefix + ".self_attn", config, name + ".self_attn"),
+            load_feed_forward(checkpoint, prefix, config),
             load_layer_norm(checkpoint, prefix + ".norm1", config), load_layer_norm(checkpoint, prefix + ".norm2", config),
-            config.norm_first};
+            config.norm_first, name};
 }
 
-DecoderLayer load_decoder_layer(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config) {
-    return {load_attention(checkpoint, prefix + ".self_attn", config),
-            load_attention(checkpoint, prefix + ".multihead_attn", config),
+DecoderLayer load_decoder_layer(Checkpoint& checkpoint, const std::string& prefix, const ModelConfig& config,
+                                const std::string& name) {
+    return {load_attention(checkpoint, prefix + ".self_attn", config, name + ".self_attn"),
+            load_attention(checkpoint, prefix + ".multihead_attn", config, name + ".cross_attn"),
             load_feed_forward(checkpoint, prefix, config),
             load_layer_norm(checkpoint, prefix + ".norm1", config),
             load_layer_norm(checkpoint, prefix + ".norm2", config),
             load_layer_norm(checkpoint, prefix + ".norm3", config),
-            config.norm_first};
+            config.norm_first, name};
 }
 
 // An embedding of `token_weight` with the config's positions: a learned
@@ -210,10 +216,12 @@ EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& 
     target_embedding_ = {checkpoint.take("tgt_embed.weight", {config.tgt_vocab_size, D}),
                          source_embedding_.position_table, config.embed_scale, source_embedding_.sinusoidal};
     for (int64_t i = 0; i < config.num_encoder_layers; ++i)
-        encoder_layers_.push_back(load_encoder_layer(checkpoint, "transformer.encoder.layers." + std::to_string(i), config));
+        encoder_layers_.push_back(load_encoder_layer(checkpoint, "transformer.encoder.layers." + std::to_string(i), config,
+                                                     "encoder." + std::to_string(i)));
     encoder_norm_ = load_layer_norm(checkpoint, "transformer.encoder.norm", config);
     for (int64_t i = 0; i < config.num_decoder_layers; ++i)
-        decoder_layers_.push_back(load_decoder_layer(checkpoint, "transformer.decoder.layers." + std::to_string(i), config));
+        decoder_layers_.push_back(load_decoder_layer(checkpoint, "transformer.decoder.layers." + std::to_string(i), config,
+                                                     "decoder." + std::to_string(i)));
     decoder_norm_ = load_layer_norm(checkpoint, "transformer.decoder.norm", config);
     generator_ = load_head(checkpoint, "generator", target_embedding_.token_weight, config);
 }
@@ -229,6 +237,7 @@ Tensor EncoderDecoderModel::encode(const TokenIds& source, const Padding& source
     inputs.source_padding = source_padding;
     const Mask mask = attention_mask(config_, AttentionCall::EncoderSelf, inputs);  // [B,1,1,S], models/mask_policy.h
     Tensor x = source_embedding_.forward(source);           // [B, S, D]
+    residual_hook(hooks_, "src_embed", ".output", 0, true, x);
     record_everything(observer, "src_embed.output", x);
     for (size_t i = 0; i < encoder_layers_.size(); ++i) {
         auto layer = part(observer, "encoder." + std::to_string(i) + ".");
@@ -286,6 +295,7 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     }
     const DecodingMasks& masks = one_token_step ? *cache->step_masks : *pass_masks;
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
+    residual_hook(hooks_, "tgt_embed", ".output", first, !cache, x);
     record_everything(observer, "tgt_embed.output", x);
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {
         auto layer = part(observer, "decoder." + std::to_string(i) + ".");
@@ -300,6 +310,12 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     refuse_non_finite(logits, "generator");
     record_everything(observer, "logits", logits);
     return logits;
+}
+
+void EncoderDecoderModel::set_hooks(const Hooks* hooks) {
+    hooks_ = hooks;
+    for (EncoderLayer& layer : encoder_layers_) layer.set_hooks(hooks);
+    for (DecoderLayer& layer : decoder_layers_) layer.set_hooks(hooks);
 }
 
 std::vector<std::string> EncoderDecoderModel::attention_names() const {
@@ -328,7 +344,8 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
         fail("SingleStackModel: the config's arch is encoder_decoder");
     embedding_ = load_embedding(checkpoint, checkpoint.take("embed.weight", {config.vocab_size, config.d_model}), config);
     for (int64_t i = 0; i < config.num_layers; ++i)
-        layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config));
+        layers_.push_back(load_encoder_layer(checkpoint, "transformer.layers." + std::to_string(i), config,
+                                             "layers." + std::to_string(i)));
     if (final_norm_) norm_ = load_layer_norm(checkpoint, "transformer.norm", config);
     lm_head_ = load_head(checkpoint, "lm_head", embedding_.token_weight, config);
 }
@@ -360,6 +377,8 @@ Tensor SingleStackModel::forward_step(const TokenIds& ids, const std::vector<int
 Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
                              const Padding& padding, Observer* observer, StackCache* cache) const {
     Tensor x = embedding_.forward(ids, first_positions);  // [B, n, D]
+    const int64_t first = cache && !cache->layers.empty() ? cache->layers[0].length() : 0;  // the slot of row 0
+    residual_hook(hooks_, "embed", ".output", first, !cache, x);
     record_everything(observer, "embed.output", x);
     for (size_t i = 0; i < layers_.size(); ++i) {
         auto layer = part(observer, "layers." + std::to_string(i) + ".");
@@ -375,6 +394,11 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
     refuse_non_finite(logits, "lm_head");
     record_everything(observer, "logits", logits);
     return logits;
+}
+
+void SingleStackModel::set_hooks(const Hooks* hooks) {
+    hooks_ = hooks;
+    for (EncoderLayer& layer : layers_) layer.set_hooks(hooks);
 }
 
 std::vector<std::string> SingleStackModel::attention_names() const {
@@ -396,6 +420,19 @@ std::vector<std::string> Model::attention_names() const {
 MultiHeadAttention& Model::attention_module(const std::string& name) {
     return encoder_decoder ? encoder_decoder->attention_module(name) : single_stack->attention_module(name);
 }
+
+void Model::set_hooks(const Hooks* hooks) {
+    if (encoder_decoder) encoder_decoder->set_hooks(hooks);
+    if (single_stack) single_stack->set_hooks(hooks);
+}
+
+const Hooks* Model::hooks() const { return encoder_decoder ? encoder_decoder->hooks() : single_stack->hooks(); }
+
+HookScope::HookScope(Model& model, const Hooks* hooks) : model_(model), previous_(model.hooks()) {
+    model_.set_hooks(hooks);
+}
+
+HookScope::~HookScope() { model_.set_hooks(previous_); }
 
 Model Model::load(const std::string& path) {
     Checkpoint checkpoint = Checkpoint::open(path);

@@ -27,14 +27,19 @@
 // (models/study/trace.h), the pass hands out its intermediates by name: every
 // attention call's per-head weights, or the whole table of the trace.
 //
+// Hooks (layers/hooks.h): set_hooks hands them to every layer and attention
+// module, so that every pass of the model — whole, traced, or a decoding
+// step over the KV cache — calls them; a HookScope sets them for one scope.
+// They are how study instruments change a pass (models/study/interventions.h).
+//
 // attention_module(name) reaches the attention module recorded under one of
-// these names, for interventions (MultiHeadAttention::set_zeroed_heads, used
-// by models/study/probe.h); attention_names() lists them in the order they run.
+// these names; attention_names() lists them in the order they run.
 #pragma once
 
 #include "layers/decoder_layer.h"
 #include "layers/embedding.h"
 #include "layers/encoder_layer.h"
+#include "layers/hooks.h"
 #include "layers/linear.h"
 #include "models/checkpoint.h"
 #include "models/mask_policy.h"
@@ -102,6 +107,8 @@ public:
     const ModelConfig& config() const { return config_; }
     std::vector<std::string> attention_names() const;
     MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
+    void set_hooks(const Hooks* hooks);  // none: nullptr
+    const Hooks* hooks() const { return hooks_; }
 
 private:
     Tensor run_decoder(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
@@ -113,6 +120,7 @@ private:
     std::vector<DecoderLayer> decoder_layers_;
     LayerNorm encoder_norm_, decoder_norm_;
     Linear generator_;  // weight empty when tied to tgt_embed.weight
+    const Hooks* hooks_ = nullptr;
 };
 
 class SingleStackModel {
@@ -132,6 +140,8 @@ public:
     const ModelConfig& config() const { return config_; }
     std::vector<std::string> attention_names() const;
     MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
+    void set_hooks(const Hooks* hooks);  // none: nullptr
+    const Hooks* hooks() const { return hooks_; }
 
 private:
     Tensor run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
@@ -143,6 +153,7 @@ private:
     bool final_norm_;
     LayerNorm norm_;
     Linear lm_head_;  // weight empty when tied to embed.weight
+    const Hooks* hooks_ = nullptr;
 };
 
 // A model file, loaded: exactly one of the two models is set, by config.arch.
@@ -157,6 +168,23 @@ struct Model {
     // The loaded model's, whichever it is.
     std::vector<std::string> attention_names() const;
     MultiHeadAttention& attention_module(const std::string& name);
+    // The hooks every pass calls (layers/hooks.h), or none (nullptr, the default).
+    void set_hooks(const Hooks* hooks);
+    const Hooks* hooks() const;
+};
+
+// Sets the model's hooks for as long as it lives; the ones set before come
+// back after, also when an Error unwinds the scope.
+class HookScope {
+public:
+    HookScope(Model& model, const Hooks* hooks);
+    ~HookScope();
+    HookScope(const HookScope&) = delete;
+    HookScope& operator=(const HookScope&) = delete;
+
+private:
+    Model& model_;
+    const Hooks* previous_;
 };
 
 }  // namespace tinyformer

@@ -1,6 +1,7 @@
 // Interventions (models/study/interventions.h): mask overrides and head ablation,
 // in one module, through a model, in decoding, and on the command line.
 #include "engine/io/json.h"
+#include "engine/random.h"
 #include "layers/multi_head_attention.h"
 #include "models/decoding.h"
 #include "models/study/forward.h"
@@ -30,8 +31,34 @@ MultiHeadAttention hand_attention() {
     MultiHeadAttentionWeights w;
     w.in_proj_weight = Tensor({6, 2}, {1, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0});
     w.out_proj_weight = Tensor({2, 2}, {1, 0, 0, 1});
-    return MultiHeadAttention(w, 1, "hand");
+    return MultiHeadAttention(w, 1, "hand", std::nullopt, std::nullopt, "hand");  // call name "hand"
 }
+
+MultiHeadAttentionWeights random_weights(Random& random, int64_t D) {
+    return {random.normal_tensor({3 * D, D}, 0.4f), random.normal_tensor({3 * D}, 0.2f),
+            random.normal_tensor({D, D}, 0.4f), random.normal_tensor({D}, 0.2f)};
+}
+
+// The interventions' hooks with mask cells of the call "hand" (hand_attention).
+InterventionHooks hand_cells(std::vector<MaskCell> cells) { return InterventionHooks({{"hand", std::move(cells)}}, {}); }
+
+// A hook of the test's own that zeroes heads of one call: z's columns h*Dh..(h+1)*Dh-1, written out.
+class ZeroHeads final : public Hooks {
+public:
+    ZeroHeads(std::string call, std::vector<int64_t> heads) : call_(std::move(call)), heads_(std::move(heads)) {}
+    void attention_heads(const AttentionCallInfo& call, Tensor& z) const override {
+        if (call.name != call_) return;
+        const int64_t Dh = z.dim(2) / call.heads;
+        for (int64_t head : heads_)
+            for (int64_t b = 0; b < z.dim(0); ++b)
+                for (int64_t l = 0; l < z.dim(1); ++l)
+                    for (int64_t c = head * Dh; c < (head + 1) * Dh; ++c) z.at({b, l, c}) = 0.0f;
+    }
+
+private:
+    std::string call_;
+    std::vector<int64_t> heads_;
+};
 
 const std::string kReverse = "data/models/reverse.safetensors";
 const std::string kReverseCausal = "data/models/reverse-causal.safetensors";
@@ -100,13 +127,7 @@ void check_argmax_path(const Model& model, const std::vector<int64_t>& input, co
     CHECK(2 * compared >= tokens.size() + 1);
 }
 
-bool untouched(const Model& model_const) {
-    Model& model = const_cast<Model&>(model_const);
-    for (const std::string& name : model.attention_names())
-        if (!model.attention_module(name).mask_overrides().empty() || !model.attention_module(name).zeroed_heads().empty())
-            return false;
-    return true;
-}
+bool untouched(const Model& model) { return model.hooks() == nullptr; }
 
 std::string error_of(const std::function<void()>& run) {
     try {
@@ -135,7 +156,8 @@ TEST_CASE("interventions: blocking one cell renormalises its row over the other 
     CHECK(plain.output.data()[0] == doctest::Approx(170.0 / 6));
 
     MultiHeadAttention blocked = hand_attention();
-    blocked.set_mask_overrides({{0, 2, false}});
+    const InterventionHooks cells = hand_cells({{0, 2, false}});
+    blocked.set_hooks(&cells);
     const AttentionResult result = blocked.forward(x_q, x_kv, Mask(), options);
     CHECK(result.weights.data()[0] == doctest::Approx(1.0 / 3));
     CHECK(result.weights.data()[1] == doctest::Approx(2.0 / 3));
@@ -148,8 +170,54 @@ TEST_CASE("interventions: blocking one cell renormalises its row over the other 
     CHECK(blocked.forward(x_q, x_kv, Mask(), streaming).output.data()[0] == doctest::Approx(50.0 / 3));
 
     // Reset: the model's mask again, bit for bit (exact by construction: the same calls on the same numbers).
-    blocked.set_mask_overrides({});
+    blocked.set_hooks(nullptr);
     CHECK(same_bits(blocked.forward(x_q, x_kv, Mask(), options).output, plain.output));
+}
+
+TEST_CASE("interventions: zeroing a head equals removing its columns of W_O; its weights are still returned") {
+    const int64_t B = 2, L = 3, S = 4, D = 12, H = 3, Dh = D / H;
+    Random random(13);
+    const MultiHeadAttentionWeights w = random_weights(random, D);
+    const Tensor x_q = random.normal_tensor({B, L, D});
+    const Tensor x_kv = random.normal_tensor({B, S, D});
+    AttentionOptions options;
+    options.want_weights = true;
+    const AttentionResult full = MultiHeadAttention(w, H).forward(x_q, x_kv, Mask(), options);
+    for (const std::vector<int64_t>& heads : std::vector<std::vector<int64_t>>{{1}, {0, 2}, {0, 1, 2}}) {
+        CAPTURE(heads.size());
+        MultiHeadAttention zeroed(w, H, "", std::nullopt, std::nullopt, "m");
+        const InterventionHooks hooks({}, {{"m", heads}});
+        zeroed.set_hooks(&hooks);
+        // The same module without the heads: Concat(heads) W_O^T with W_O's columns h*Dh..(h+1)*Dh set to 0.
+        MultiHeadAttentionWeights without = w;
+        for (int64_t head : heads)
+            for (int64_t row = 0; row < D; ++row)
+                for (int64_t c = head * Dh; c < (head + 1) * Dh; ++c) without.out_proj_weight.at({row, c}) = 0.0f;
+        for (AttentionPath path : {AttentionPath::Materialized, AttentionPath::Streaming}) {
+            CAPTURE(path_name(path));
+            AttentionOptions path_options;
+            path_options.path = path;
+            path_options.want_weights = path == AttentionPath::Materialized;
+            const AttentionResult result = zeroed.forward(x_q, x_kv, Mask(), path_options);
+            const AttentionResult expected = MultiHeadAttention(without, H).forward(x_q, x_kv, Mask(), path_options);
+            for (int64_t i = 0; i < expected.output.numel(); ++i)
+                CHECK(std::fabs(result.output.data()[i] - expected.output.data()[i]) <= 1e-5f);
+            // Exact by construction: zeroing acts after the weights, which come from the same calls.
+            if (path_options.want_weights) CHECK(result.weights.values() == full.weights.values());
+        }
+    }
+    // Every head zeroed: only b_O is left, at every query.
+    MultiHeadAttention silent(w, H, "", std::nullopt, std::nullopt, "m");
+    const InterventionHooks every_head({}, {{"m", {0, 1, 2}}});
+    silent.set_hooks(&every_head);
+    const Tensor output = silent.forward(x_q, x_kv).output;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t l = 0; l < L; ++l)
+            for (int64_t c = 0; c < D; ++c)  // exactly: a product of zeros is 0, and b + 0 is b
+                CHECK(output.at({b, l, c}) == w.out_proj_bias.at({c}));
+    // No hooks: the module as it was.
+    silent.set_hooks(nullptr);  // exact by construction: the same calls on the same numbers
+    CHECK(silent.forward(x_q, x_kv).output.values() == MultiHeadAttention(w, H).forward(x_q, x_kv).output.values());
 }
 
 TEST_CASE("interventions: Mask::with_cells keeps the key ranges right, holes included") {
@@ -178,7 +246,8 @@ TEST_CASE("interventions: allowing a causal-blocked future key lets the query at
     options.want_weights = true;
     const AttentionResult causal = attention.forward(x, x, Mask::causal(2), options);
     CHECK(causal.output.data()[0] == doctest::Approx(10.0));
-    attention.set_mask_overrides({{0, 1, true}});
+    const InterventionHooks cells = hand_cells({{0, 1, true}});
+    attention.set_hooks(&cells);
     const AttentionResult allowed = attention.forward(x, x, Mask::causal(2), options);
     CHECK(allowed.weights.data()[0] == doctest::Approx(0.5));
     CHECK(allowed.weights.data()[1] == doctest::Approx(0.5));
@@ -218,17 +287,18 @@ TEST_CASE("interventions: an override equal to the mask changes nothing, bit for
     for (int64_t h = 0; h < weights.dim(1); ++h) CHECK(weights.data()[(h * T + 3) * T + 1] == 0.0f);
 }
 
-TEST_CASE("interventions: ablation through Interventions equals set_zeroed_heads, and the model is restored") {
+TEST_CASE("interventions: ablation through Interventions equals zeroing the heads' columns of z, and the model is restored") {
     Model model = Model::load(kReverse);
     const std::vector<int64_t> input = input_of(model, "hello");
     const std::vector<int64_t> target = ModelText(model).encode_output("olleh");
     const Tensor plain = logits_of(model, input, target);
-    model.attention_module("attention.decoder.1.cross").set_zeroed_heads({1, 3});
+    const ZeroHeads zero_heads("decoder.1.cross_attn", {1, 3});
+    model.set_hooks(&zero_heads);
     const Tensor direct = logits_of(model, input, target);
-    model.attention_module("attention.decoder.1.cross").set_zeroed_heads({});
+    model.set_hooks(nullptr);
     CHECK(!same_bits(direct, plain));
-    // Exact comparisons below by construction: Interventions sets the same zeroed heads on the
-    // same module, and a restored module runs the same calls on the same numbers as before.
+    // Exact comparisons below by construction: Interventions zeroes the same columns of the same
+    // call's z, and a model without hooks runs the same calls on the same numbers as before.
     Interventions ablate;
     ablate.ablate = {{"decoder.1.cross_attn", 3}, {"decoder.1.cross_attn", 1}};
     {
@@ -238,14 +308,15 @@ TEST_CASE("interventions: ablation through Interventions equals set_zeroed_heads
     CHECK(untouched(model));
     CHECK(same_bits(logits_of(model, input, target), plain));
 
-    SUBCASE("they replace earlier settings, which come back after") {
-        model.attention_module("attention.encoder.0").set_zeroed_heads({2});
+    SUBCASE("they replace earlier hooks, which come back after") {
+        const ZeroHeads earlier("encoder.0.self_attn", {2});
+        const HookScope scope(model, &earlier);
         {
             const AppliedInterventions applied(model, ablate);
-            CHECK(model.attention_module("attention.encoder.0").zeroed_heads().empty());
+            CHECK(model.hooks() != &earlier);
             CHECK(same_bits(logits_of(model, input, target), direct));
         }
-        CHECK(model.attention_module("attention.encoder.0").zeroed_heads() == std::vector<int64_t>{2});
+        CHECK(model.hooks() == &earlier);
     }
     SUBCASE("restored after an Error in the scope, bit for bit") {
         Interventions outside;
@@ -264,10 +335,10 @@ TEST_CASE("interventions: ablation through Interventions equals set_zeroed_heads
     SUBCASE("a refused intervention changes no module") {
         Interventions bad = ablate;
         bad.ablate.emplace_back("decoder.0.self_attn", 4);  // heads 0..3
-        model.attention_module("attention.decoder.0.self").set_zeroed_heads({0});
+        const ZeroHeads earlier("decoder.0.self_attn", {0});
+        const HookScope scope(model, &earlier);
         CHECK(error_of([&] { AppliedInterventions applied(model, bad); }).find("heads 0..3") != std::string::npos);
-        CHECK(model.attention_module("attention.decoder.0.self").zeroed_heads() == std::vector<int64_t>{0});
-        CHECK(model.attention_module("attention.decoder.1.cross").zeroed_heads().empty());
+        CHECK(model.hooks() == &earlier);
     }
 }
 
@@ -362,8 +433,8 @@ TEST_CASE("interventions: refusals name the call, the head, the cell and the JSO
     CHECK(error_of([&] { AppliedInterventions applied(model, negative); }).find(">= 0, got [-1, 0]") != std::string::npos);
     CHECK(untouched(model));
     MultiHeadAttention attention = hand_attention();
-    CHECK(error_of([&] { attention.set_mask_overrides({{0, -2, true}}); }).find("hand: a mask override") != std::string::npos);
-    attention.set_mask_overrides({{1, 0, false}});  // query 1 of a call with one query: whole pass, an Error
+    const InterventionHooks cells = hand_cells({{1, 0, false}});
+    attention.set_hooks(&cells);  // query 1 of a call with one query: whole pass, an Error
     const std::string outside = error_of([&] { attention.forward(Tensor({1, 1, 2}), Tensor({1, 3, 2})); });
     CHECK(outside == "hand: the mask override [1, 0] is outside this call's [L,S] = [1,3]");
 

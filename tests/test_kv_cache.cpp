@@ -103,21 +103,38 @@ TEST_CASE("Attention over the cache, a token at a time, equals attention over th
     }
 }
 
-TEST_CASE("A decoding step checks only its new positions' values: the cache records what was found finite") {
+TEST_CASE("A decoding step checks only its new positions' values; a step that fails takes its rows back out") {
     const int64_t D = 8, H = 2, B = 1;
     Random random(8);
     const MultiHeadAttentionWeights weights{random.normal_tensor({3 * D, D}, 0.3f), random.normal_tensor({3 * D}, 0.1f),
                                             random.normal_tensor({D, D}, 0.3f), random.normal_tensor({D}, 0.1f)};
     const MultiHeadAttention attention(weights, H);
     KVCache cache;
-    CHECK(cache.known_finite_values() == 0);
     attention.forward_appending(random.normal_tensor({B, 3, D}, 1.0f), cache, Mask::causal(3), {});  // a prompt
-    CHECK(cache.known_finite_values() == 3);
+    Tensor bad = random.normal_tensor({B, 1, D}, 1.0f);
+    bad.at({0, 0, 2}) = std::numeric_limits<float>::infinity();  // its value row is not finite
+    CHECK_ERROR_CONTAINS(attention.forward_appending(bad, cache, Mask(), {}), "value holds a non-finite number");
+    CHECK(cache.length() == 3);  // the failed step's row is not kept: every cached row was found finite
     attention.forward_appending(random.normal_tensor({B, 1, D}, 1.0f), cache, Mask(), {});  // a step
-    CHECK(cache.known_finite_values() == 4);
-    CHECK_ERROR_CONTAINS(cache.set_known_finite_values(5), "outside 0..4");
-    cache.assign(random.normal_tensor({B, 2, D}, 1.0f), random.normal_tensor({B, 2, D}, 1.0f));
-    CHECK(cache.known_finite_values() == 0);  // new values: nothing known about them
+    CHECK(cache.length() == 4);
+    // A row put in by hand is taken as one an earlier call checked (forward_appending's
+    // contract), so the next step does not read it again: it checks only its own row.
+    cache.append(Tensor({B, 1, D}), Tensor::filled({B, 1, D}, std::numeric_limits<float>::infinity()));
+    CHECK_NOTHROW(attention.forward_appending(random.normal_tensor({B, 1, D}, 1.0f), cache, Mask(), {}));
+    CHECK(cache.length() == 6);
+
+    // Cross-attention: the memory's values are checked at the first call, and
+    // kept only when they pass; a later call reads them unchecked.
+    KVCache memory_cache;
+    const Tensor x_q = random.normal_tensor({B, 1, D}, 1.0f);
+    Tensor memory = random.normal_tensor({B, 4, D}, 1.0f);
+    memory.at({0, 3, 1}) = std::numeric_limits<float>::infinity();
+    CHECK_ERROR_CONTAINS(attention.forward_fixed(x_q, memory, memory_cache, Mask(), {}), "value holds a non-finite number");
+    CHECK(memory_cache.empty());
+    memory.at({0, 3, 1}) = 0.5f;
+    const Tensor first = attention.forward_fixed(x_q, memory, memory_cache, Mask(), {}).output;
+    CHECK(memory_cache.length() == 4);
+    CHECK(attention.forward_fixed(x_q, memory, memory_cache, Mask(), {}).output.values() == first.values());  // exact: the same calls on the same numbers
 
     // The engine's side: rows 0..n-1 are skipped by the check, the rest still read.
     Tensor query = random.normal_tensor({B, 1, D}, 1.0f), key = random.normal_tensor({B, 3, D}, 1.0f),

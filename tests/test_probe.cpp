@@ -1,7 +1,7 @@
-// Tests for models/study/probe.* and the hook it uses, Model::attention_module.
+// Tests for models/study/probe.*.
 // The probe's numbers are recomputed here without it: the model is run
-// through its public API with a head zeroed (MultiHeadAttention::set_zeroed_heads)
-// or a token replaced, and log p is summed by hand.
+// through its public API with a head zeroed (a hook of this file's own,
+// layers/hooks.h) or a token replaced, and log p is summed by hand.
 
 #include "models/study/probe.h"
 #include "tests/helpers.h"
@@ -56,10 +56,28 @@ double log_prob_by_hand(const Model& model, const std::vector<int64_t>& input, c
     return total;
 }
 
-bool nothing_zeroed(Model& model) {
-    for (const std::string& name : model.attention_names())
-        if (!model.attention_module(name).zeroed_heads().empty()) return false;
-    return true;
+bool nothing_zeroed(const Model& model) { return model.hooks() == nullptr; }
+
+// Zeroes head `head` of the call `call` (its columns of z), written out here.
+class ZeroHead final : public Hooks {
+public:
+    ZeroHead(std::string call, int64_t head) : call_(std::move(call)), head_(head) {}
+    void attention_heads(const AttentionCallInfo& call, Tensor& z) const override {
+        if (call.name != call_) return;
+        const int64_t Dh = z.dim(2) / call.heads;
+        for (int64_t b = 0; b < z.dim(0); ++b)
+            for (int64_t l = 0; l < z.dim(1); ++l)
+                for (int64_t c = head_ * Dh; c < (head_ + 1) * Dh; ++c) z.at({b, l, c}) = 0.0f;
+    }
+
+private:
+    std::string call_;
+    int64_t head_;
+};
+
+// "attention.decoder.1.cross" -> "decoder.1.cross_attn", "attention.layers.2" -> "layers.2.self_attn".
+std::string call_name(const HeadProbe& probe) {
+    return probe.stack + "." + std::to_string(probe.layer) + (probe.kind == "cross" ? ".cross_attn" : ".self_attn");
 }
 
 struct Case {
@@ -88,11 +106,11 @@ TEST_CASE("Ablating a head changes log p by the reported amount, recomputed with
         for (const HeadProbe& head : report.heads) {
             CAPTURE(head.attention);
             CAPTURE(head.head);
-            MultiHeadAttention& module = model.attention_module(head.attention);
-            module.set_zeroed_heads({head.head});
+            const ZeroHead zero(call_name(head), head.head);
+            model.set_hooks(&zero);
             const double ablated = log_prob_by_hand(model, input, target);
             const std::string greedy = tokenizer.decode(greedy_decode(model, {input}).tokens[0]);
-            module.set_zeroed_heads({});
+            model.set_hooks(nullptr);
             CHECK(std::fabs(head.delta_log_prob - (ablated - base)) <= 1e-9 + 1e-9 * std::fabs(ablated - base));
             CHECK(head.greedy_output == greedy);
             CHECK(head.output_changed == (greedy != report.greedy_output));

@@ -2,6 +2,7 @@
 
 #include "models/study/trace.h"
 
+#include "engine/attention.h"
 #include "engine/io/json.h"
 
 #include <algorithm>
@@ -97,7 +98,49 @@ std::vector<std::string> attention_call_names(const Model& model) {
     return names;
 }
 
-AppliedInterventions::AppliedInterventions(Model& model, const Interventions& interventions) {
+InterventionHooks::InterventionHooks(std::map<std::string, std::vector<MaskCell>> cells,
+                                     std::map<std::string, std::vector<int64_t>> zeroed_heads, const Hooks* below)
+    : zeroed_heads_(std::move(zeroed_heads)), below_(below) {
+    for (auto& [call, list] : cells)
+        if (!list.empty()) cells_[call] = std::move(list);  // a call without cells keeps its mask as it is
+}
+
+std::optional<Mask> InterventionHooks::attention_mask(const AttentionCallInfo& call, const Mask& mask) const {
+    std::optional<Mask> below = below_ ? below_->attention_mask(call, mask) : std::nullopt;
+    const auto found = cells_.find(call.name);
+    if (found == cells_.end()) return below;
+    std::vector<MaskCell> inside;  // in this call's [L, S] rows and columns
+    for (const MaskCell& cell : found->second) {
+        const int64_t row = cell.query - call.first;
+        if (row >= 0 && row < call.queries && cell.key < call.keys) {
+            inside.push_back({row, cell.key, cell.allowed});
+        } else if (call.whole_pass) {
+            fail("the mask override [", cell.query, ", ", cell.key, "] is outside this call's [L,S] = [", call.queries,
+                 ",", call.keys, "]");
+        }  // a decoding step: that query is another step's, or that key does not exist yet
+    }
+    return (below ? *below : mask).with_cells(call.batch, call.queries, call.keys, inside);
+}
+
+void InterventionHooks::attention_heads(const AttentionCallInfo& call, Tensor& z) const {
+    if (below_) below_->attention_heads(call, z);
+    const auto found = zeroed_heads_.find(call.name);
+    if (found == zeroed_heads_.end()) return;
+    for (int64_t head : found->second)  // the head's columns of Concat(heads) [B, L, D]
+        for (int64_t b = 0; b < z.dim(0); ++b) {
+            const MatrixView columns = merge_heads(z, call.heads, b, head);  // [L, Dh]
+            for (int64_t l = 0; l < columns.rows; ++l) std::fill(columns.row(l), columns.row(l) + columns.cols, 0.0f);
+        }
+}
+
+void InterventionHooks::residual(const ResidualPoint& point, Tensor& x) const {
+    if (below_) below_->residual(point, x);
+}
+
+namespace {
+
+// The hooks of `interventions`, every name, cell and head checked first.
+InterventionHooks checked_hooks(Model& model, const Interventions& interventions) {
     const std::vector<std::string> calls = attention_call_names(model);
     const std::set<std::string> known(calls.begin(), calls.end());
     auto module_of = [&](const std::string& call) -> MultiHeadAttention& {
@@ -109,51 +152,30 @@ AppliedInterventions::AppliedInterventions(Model& model, const Interventions& in
         }
         return model.attention_module(attention_output_name(call));
     };
-    // Everything is checked before any module changes.
-    std::map<MultiHeadAttention*, std::vector<MaskCell>> overrides;
-    std::map<MultiHeadAttention*, std::vector<int64_t>> zeroed;
-    for (const auto& [call, cells] : interventions.mask_overrides) {
-        MultiHeadAttention& module = module_of(call);
-        for (const MaskCell& cell : cells)
+    std::map<std::string, std::vector<MaskCell>> cells;
+    std::map<std::string, std::vector<int64_t>> zeroed;
+    for (const auto& [call, call_cells] : interventions.mask_overrides) {
+        module_of(call);
+        for (const MaskCell& cell : call_cells)
             if (cell.query < 0 || cell.key < 0)
                 fail("interventions: ", call, ": a mask override's query and key must be >= 0, got [", cell.query,
                      ", ", cell.key, "]");
-        std::vector<MaskCell>& list = overrides[&module];
-        list.insert(list.end(), cells.begin(), cells.end());
+        std::vector<MaskCell>& list = cells[call];
+        list.insert(list.end(), call_cells.begin(), call_cells.end());
     }
     for (const auto& [call, head] : interventions.ablate) {
-        MultiHeadAttention& module = module_of(call);
+        const MultiHeadAttention& module = module_of(call);
         if (head < 0 || head >= module.heads())
             fail("interventions: ", call, " has heads 0..", module.heads() - 1, "; cannot ablate head ", head);
-        std::vector<int64_t>& heads = zeroed[&module];
+        std::vector<int64_t>& heads = zeroed[call];
         if (std::find(heads.begin(), heads.end(), head) == heads.end()) heads.push_back(head);
     }
-    for (const std::string& call : calls) {
-        MultiHeadAttention& module = model.attention_module(attention_output_name(call));
-        saved_.push_back({&module, module.mask_overrides(), module.zeroed_heads()});
-    }
-    try {
-        for (const Saved& saved : saved_) {
-            MultiHeadAttention& module = *saved.module;
-            const auto cells = overrides.find(&module);
-            const auto heads = zeroed.find(&module);
-            module.set_mask_overrides(cells == overrides.end() ? std::vector<MaskCell>{} : cells->second);
-            module.set_zeroed_heads(heads == zeroed.end() ? std::vector<int64_t>{} : heads->second);
-        }
-    } catch (...) {
-        restore();
-        throw;
-    }
+    return InterventionHooks(std::move(cells), std::move(zeroed));
 }
 
-AppliedInterventions::~AppliedInterventions() { restore(); }
+}  // namespace
 
-void AppliedInterventions::restore() noexcept {
-    for (Saved& saved : saved_) {
-        saved.module->set_mask_overrides(std::move(saved.overrides));  // valid: the module held them before
-        saved.module->set_zeroed_heads(std::move(saved.zeroed_heads));
-    }
-    saved_.clear();
-}
+AppliedInterventions::AppliedInterventions(Model& model, const Interventions& interventions)
+    : hooks_(checked_hooks(model, interventions)), scope_(model, &hooks_) {}
 
 }  // namespace tinyformer

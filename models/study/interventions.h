@@ -1,11 +1,11 @@
 // Interventions — changing a loaded model for one experiment, then putting it
 // back: mask overrides (set chosen cells of one attention call's mask before
-// softmax) and head ablation (zero one head's output before W_O). Both belong
-// to the attention modules (layers/multi_head_attention.h: set_mask_overrides,
-// set_zeroed_heads), so every pass of the model honours them while they are
-// applied: a whole (teacher-forced) pass, a trace, and the decoding searches
-// over the KV cache (models/decoding.h), where a cell applies only at the step
-// whose query it names and only when its key exists already.
+// softmax) and head ablation (zero one head's output before W_O). Both are
+// hooks (layers/hooks.h: attention_mask, attention_heads) that the model hands
+// to every attention module, so every pass of the model honours them while
+// they are applied: a whole (teacher-forced) pass, a trace, and the decoding
+// searches over the KV cache (models/decoding.h), where a cell applies only
+// at the step whose query it names and only when its key exists already.
 //
 // Calls are named as the trace names them (models/study/trace.h): "encoder.0.self_attn",
 // "decoder.1.cross_attn", "layers.2.self_attn". The JSON (docs/FORMAT.md section 4b):
@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -63,27 +64,44 @@ nlohmann::json interventions_json(const Interventions& interventions);
 // ("encoder.0.self_attn", ..., "decoder.0.self_attn", "decoder.0.cross_attn", ...).
 std::vector<std::string> attention_call_names(const Model& model);
 
-// Applies `interventions` to the model's modules for as long as it lives:
-// checks every call name (Error listing this model's call names) and head
-// (0..H-1) before changing anything, then sets every module's overrides and
-// zeroed heads to those given (none for a module not named: they replace any
-// earlier interventions). The destructor restores every module as it was,
+// The hooks that carry interventions out, by call name (AttentionCallInfo::name):
+//   attention_mask   the call's cells set in its mask (Mask::with_cells): in a
+//                    whole pass every cell must lie in [L, S] (else an Error
+//                    naming the cell and [L, S]; the module puts its name in
+//                    front); in a KV-cache step a cell [q, k] applies as row
+//                    q - first when that row is in this call and key k exists
+//   attention_heads  the heads' Dh columns of z set to 0, at every query
+// `below`: hooks that run first, whose mask and z these change further
+// (nullptr: none). The cells and heads are taken as they are: AppliedInterventions checks them.
+class InterventionHooks final : public Hooks {
+public:
+    InterventionHooks(std::map<std::string, std::vector<MaskCell>> cells,
+                      std::map<std::string, std::vector<int64_t>> zeroed_heads, const Hooks* below = nullptr);
+    std::optional<Mask> attention_mask(const AttentionCallInfo& call, const Mask& mask) const override;
+    void attention_heads(const AttentionCallInfo& call, Tensor& z) const override;
+    void residual(const ResidualPoint& point, Tensor& x) const override;  // the hooks below only
+
+private:
+    std::map<std::string, std::vector<MaskCell>> cells_;  // only calls with cells
+    std::map<std::string, std::vector<int64_t>> zeroed_heads_;
+    const Hooks* below_;
+};
+
+// Applies `interventions` to the model for as long as it lives: checks every
+// call name (Error listing this model's call names), cell (query, key >= 0)
+// and head (0..H-1) before changing anything, then sets the model's hooks to
+// an InterventionHooks of them (replacing any hooks set before: earlier
+// interventions do not add up). The destructor sets the earlier hooks back,
 // also when an Error unwinds the scope.
 class AppliedInterventions {
 public:
     AppliedInterventions(Model& model, const Interventions& interventions);
-    ~AppliedInterventions();
     AppliedInterventions(const AppliedInterventions&) = delete;
     AppliedInterventions& operator=(const AppliedInterventions&) = delete;
 
 private:
-    struct Saved {
-        MultiHeadAttention* module;
-        std::vector<MaskCell> overrides;
-        std::vector<int64_t> zeroed_heads;
-    };
-    void restore() noexcept;
-    std::vector<Saved> saved_;
+    InterventionHooks hooks_;
+    HookScope scope_;  // after hooks_: the earlier hooks are back before hooks_ goes
 };
 
 }  // namespace tinyformer

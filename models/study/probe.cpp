@@ -1,5 +1,6 @@
 #include "models/study/probe.h"
 
+#include "models/study/interventions.h"
 #include "models/study/trace.h"
 
 #include <algorithm>
@@ -34,36 +35,33 @@ double scored_pass(const Model& model, const ProbeExample& example, Observer* ob
     return log_prob;
 }
 
-// Zeroed heads for as long as it lives; the modules' earlier state comes back after.
+// Zeroed heads for as long as it lives, on top of the model's hooks (any
+// heads those zero stay zeroed); the model's hooks come back after.
 class ZeroedHeads {
 public:
-    ZeroedHeads(Model& model, const std::vector<HeadRef>& heads) {
-        std::map<std::string, std::vector<int64_t>> by_module;
-        for (const HeadRef& ref : heads) by_module[ref.attention].push_back(ref.head);
-        try {
-            for (auto& [name, indices] : by_module) {
-                MultiHeadAttention& module = model.attention_module(name);
-                std::vector<int64_t> zeroed = module.zeroed_heads();
-                saved_.push_back({&module, zeroed});
-                zeroed.insert(zeroed.end(), indices.begin(), indices.end());
-                module.set_zeroed_heads(std::move(zeroed));
-            }
-        } catch (...) {  // an unknown name or head: the modules changed so far are restored
-            restore();
-            throw;
-        }
-    }
-    ~ZeroedHeads() { restore(); }
-    ZeroedHeads(const ZeroedHeads&) = delete;
-    ZeroedHeads& operator=(const ZeroedHeads&) = delete;
+    ZeroedHeads(Model& model, const std::vector<HeadRef>& heads)
+        : hooks_({}, checked_heads(model, heads), model.hooks()), scope_(model, &hooks_) {}
 
 private:
-    void restore() {
-        for (auto& [module, zeroed] : saved_) module->set_zeroed_heads(std::move(zeroed));
-        saved_.clear();
+    // The heads by call name (the hooks' names), each name and head checked.
+    static std::map<std::string, std::vector<int64_t>> checked_heads(Model& model, const std::vector<HeadRef>& heads) {
+        std::map<std::string, std::vector<int64_t>> by_module;
+        for (const HeadRef& ref : heads) by_module[ref.attention].push_back(ref.head);
+        const std::vector<std::string> names = model.attention_names(), calls = attention_call_names(model);
+        std::map<std::string, std::vector<int64_t>> by_call;
+        for (const auto& [name, indices] : by_module) {
+            const MultiHeadAttention& module = model.attention_module(name);  // Error listing the names if unknown
+            for (int64_t head : indices)
+                if (head < 0 || head >= module.heads())
+                    fail("MultiHeadAttention: cannot zero head ", head, "; the heads are 0..", module.heads() - 1);
+            const size_t at = static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+            by_call[calls[at]] = indices;  // attention_call_names lists the calls in the same order
+        }
+        return by_call;
     }
 
-    std::vector<std::pair<MultiHeadAttention*, std::vector<int64_t>>> saved_;
+    InterventionHooks hooks_;
+    HookScope scope_;
 };
 
 std::vector<int64_t> greedy_output(const Model& model, const std::vector<int64_t>& input) {

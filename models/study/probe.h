@@ -15,8 +15,8 @@
 // positions P-1 .. P+T-1 (decoder-only): the ones whose logits enter log p.
 //
 // Head ablation: for every attention call (stack, layer, self/cross) and head
-// h, that head's output is set to 0 before W_O at every position
-// (MultiHeadAttention::set_zeroed_heads). Reported: d log p = log p(ablated)
+// h, that head's output is set to 0 before W_O at every position (a hook,
+// InterventionHooks of models/study/interventions.h). Reported: d log p = log p(ablated)
 // - log p, and the greedy output with the head zeroed. Beside it, the head's
 // weights A [L, S] in the unablated run, over its queries q (every source
 // position for the encoder, the scored queries otherwise):
@@ -34,8 +34,8 @@
 //                    source); decoder-only: the self-attention (the rest of
 //                    each row goes to <bos> and to the continuation).
 //
-// The model is changed only while an ablation runs, and restored after, also
-// when an Error is thrown.
+// The model's hooks are changed only while an ablation runs, and restored
+// after, also when an Error is thrown.
 #pragma once
 
 #include "models/decoding.h"
@@ -77,7 +77,7 @@ struct AblationResult {
     std::vector<int64_t> greedy;       // the greedy output with the heads zeroed
 };
 
-// Zeroes `heads` (on top of any already zeroed), scores the example and
+// Zeroes `heads` (on top of whatever the model's hooks do), scores the example and
 // decodes greedily, then restores the model. No heads: delta 0.
 AblationResult ablate_heads(Model& model, const ProbeExample& example, const std::vector<HeadRef>& heads);
 
