@@ -223,9 +223,9 @@ TEST_CASE("interventions: ablation through Interventions equals set_zeroed_heads
     const std::vector<int64_t> input = input_of(model, "hello");
     const std::vector<int64_t> target = ModelText(model).encode_output("olleh");
     const Tensor plain = logits_of(model, input, target);
-    model.attention_module("attention.decoder.1.cross").set_zeroed_heads({1, 3});
+    model.attention_module("decoder.1.cross_attn").set_zeroed_heads({1, 3});
     const Tensor direct = logits_of(model, input, target);
-    model.attention_module("attention.decoder.1.cross").set_zeroed_heads({});
+    model.attention_module("decoder.1.cross_attn").set_zeroed_heads({});
     CHECK(!same_bits(direct, plain));
     // Exact comparisons below by construction: Interventions sets the same zeroed heads on the
     // same module, and a restored module runs the same calls on the same numbers as before.
@@ -239,13 +239,13 @@ TEST_CASE("interventions: ablation through Interventions equals set_zeroed_heads
     CHECK(same_bits(logits_of(model, input, target), plain));
 
     SUBCASE("they replace earlier settings, which come back after") {
-        model.attention_module("attention.encoder.0").set_zeroed_heads({2});
+        model.attention_module("encoder.0.self_attn").set_zeroed_heads({2});
         {
             const AppliedInterventions applied(model, ablate);
-            CHECK(model.attention_module("attention.encoder.0").zeroed_heads().empty());
+            CHECK(model.attention_module("encoder.0.self_attn").zeroed_heads().empty());
             CHECK(same_bits(logits_of(model, input, target), direct));
         }
-        CHECK(model.attention_module("attention.encoder.0").zeroed_heads() == std::vector<int64_t>{2});
+        CHECK(model.attention_module("encoder.0.self_attn").zeroed_heads() == std::vector<int64_t>{2});
     }
     SUBCASE("restored after an Error in the scope, bit for bit") {
         Interventions outside;
@@ -264,10 +264,10 @@ TEST_CASE("interventions: ablation through Interventions equals set_zeroed_heads
     SUBCASE("a refused intervention changes no module") {
         Interventions bad = ablate;
         bad.ablate.emplace_back("decoder.0.self_attn", 4);  // heads 0..3
-        model.attention_module("attention.decoder.0.self").set_zeroed_heads({0});
+        model.attention_module("decoder.0.self_attn").set_zeroed_heads({0});
         CHECK(error_of([&] { AppliedInterventions applied(model, bad); }).find("heads 0..3") != std::string::npos);
-        CHECK(model.attention_module("attention.decoder.0.self").zeroed_heads() == std::vector<int64_t>{0});
-        CHECK(model.attention_module("attention.decoder.1.cross").zeroed_heads().empty());
+        CHECK(model.attention_module("decoder.0.self_attn").zeroed_heads() == std::vector<int64_t>{0});
+        CHECK(model.attention_module("decoder.1.cross_attn").zeroed_heads().empty());
     }
 }
 
@@ -351,7 +351,7 @@ TEST_CASE("interventions: refusals name the call, the head, the cell and the JSO
     CHECK(names.find("encoder.0.self_attn, encoder.1.self_attn, decoder.0.self_attn, decoder.0.cross_attn, "
                      "decoder.1.self_attn, decoder.1.cross_attn") != std::string::npos);
     Interventions unknown_cells;
-    unknown_cells.mask_overrides["attention.decoder.0.self"] = {{0, 0, false}};  // a weights name, not a trace name
+    unknown_cells.mask_overrides["attention.decoder.0.self"] = {{0, 0, false}};  // forward's old output name, not a call's
     CHECK(error_of([&] { AppliedInterventions applied(model, unknown_cells); }).find("no attention call named") !=
           std::string::npos);
     Interventions head;

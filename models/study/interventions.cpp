@@ -84,18 +84,7 @@ Interventions parse_interventions_file(const nlohmann::json& value, const std::s
     return parse_interventions(value, what);
 }
 
-std::vector<std::string> attention_call_names(const Model& model) {
-    std::vector<std::string> names;
-    for (const std::string& name : model.attention_names()) {
-        const AttentionName parts = parse_attention_name(name);  // attention.decoder.1.cross
-        const std::string call =
-            parts.stack + "." + std::to_string(parts.layer) + (parts.kind == "cross" ? ".cross_attn" : ".self_attn");
-        if (attention_output_name(call) != name)  // the trace's own mapping, models/study/trace.h
-            fail("interventions: the attention '", name, "' has no trace name");
-        names.push_back(call);
-    }
-    return names;
-}
+std::vector<std::string> attention_call_names(const Model& model) { return model.attention_names(); }
 
 AppliedInterventions::AppliedInterventions(Model& model, const Interventions& interventions) {
     const std::vector<std::string> calls = attention_call_names(model);
@@ -107,7 +96,7 @@ AppliedInterventions::AppliedInterventions(Model& model, const Interventions& in
             fail("interventions: no attention call named ", json_excerpt(nlohmann::json(call)), "; this model's are ",
                  list);
         }
-        return model.attention_module(attention_output_name(call));
+        return model.attention_module(call);
     };
     // Everything is checked before any module changes.
     std::map<MultiHeadAttention*, std::vector<MaskCell>> overrides;
@@ -129,7 +118,7 @@ AppliedInterventions::AppliedInterventions(Model& model, const Interventions& in
         if (std::find(heads.begin(), heads.end(), head) == heads.end()) heads.push_back(head);
     }
     for (const std::string& call : calls) {
-        MultiHeadAttention& module = model.attention_module(attention_output_name(call));
+        MultiHeadAttention& module = model.attention_module(call);
         saved_.push_back({&module, module.mask_overrides(), module.zeroed_heads()});
     }
     try {

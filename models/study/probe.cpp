@@ -70,14 +70,6 @@ std::vector<int64_t> greedy_output(const Model& model, const std::vector<int64_t
     return greedy_decode(model, {input}).tokens[0];
 }
 
-// Splits "attention.decoder.1.cross" into stack, layer and kind.
-void describe(HeadProbe& probe) {
-    const AttentionName parts = parse_attention_name(probe.attention);
-    probe.stack = parts.stack;
-    probe.layer = parts.layer;
-    probe.kind = parts.kind;
-}
-
 // The first query whose row enters the statistics of probe.h.
 int64_t first_query(const HeadProbe& probe, const Model& model, const ProbeExample& example) {
     return probe.stack == "layers" ? prompt_length(model, example) - 1 : 0;
@@ -173,20 +165,22 @@ ProbeReport probe(Model& model, const std::vector<int64_t>& tokens, const ProbeO
     report.log_prob = target_log_prob(model, example);
     Trace trace(Trace::Detail::Weights);
     scored_pass(model, example, &trace);
-    const AttentionRecord record = trace.attention_weights();
 
     decoder.push_back(text.output_label(model.config.bos_id));
     for (int64_t id : example.target) decoder.push_back(text.output_label(id));
     sequence = source;
     sequence.insert(sequence.end(), decoder.begin() + 1, decoder.end());
 
-    for (const std::string& name : model.attention_names()) {
-        const Tensor& weights = record.at(name);  // [1, H, L, S]
+    for (const NamedAttentionCall& call : model.attention_calls()) {
+        const std::string& name = call.name;
+        const Tensor& weights = trace.tensor(name + ".weights");  // [1, H, L, S]
         for (int64_t h = 0; h < weights.dim(1); ++h) {
             HeadProbe head;
             head.attention = name;
+            head.stack = call.stack;
+            head.layer = call.layer;
+            head.kind = call.kind;
             head.head = h;
-            describe(head);
             const std::vector<std::string>& keys =
                 head.stack == "layers" ? sequence : (head.stack == "encoder" || head.kind == "cross") ? source : decoder;
             head_statistics(head, weights, first_query(head, model, example), keys);
@@ -203,8 +197,8 @@ ProbeReport probe(Model& model, const std::vector<int64_t>& tokens, const ProbeO
     const int64_t first = model.encoder_decoder ? 0 : prompt_length(model, example) - 1;
     std::vector<double> shares(example.input.size(), 0.0);
     int64_t rows = 0;  // layers x heads x scored queries
-    for (const auto& [name, weights] : record) {
-        if (model.encoder_decoder && !name.ends_with(".cross")) continue;
+    for (const auto& [name, weights] : trace.tensors()) {  // every call's "<call>.weights", in name order
+        if (!name.ends_with(model.encoder_decoder ? ".cross_attn.weights" : ".weights")) continue;
         const int64_t H = weights.dim(1), L = weights.dim(2);
         for (int64_t h = 0; h < H; ++h)
             for (int64_t q = first; q < L; ++q) {
