@@ -139,10 +139,12 @@ TEST_CASE("A second attention run into the same folder removes the pictures it n
     std::ofstream(maps + "/notes.txt") << "mine";
     std::ofstream(maps + "/my-picture.png") << "mine too";
     std::ofstream(maps + "/decoder.1.cross_attn.head2.png.bak") << "not a name attention writes";
+    std::ofstream(maps + "/decoder-layer1-cross-head2.png") << "a name of tinyformer 0.1's, not of this command";
     const CliRun second = run_tinyformer_ok({"attention", kReverse, "abc", "--kind", "cross", "--layer", "1", "--grids-only",
                                      "--output", maps});
     CHECK(files_in(maps) == std::set<std::string>{"decoder.1.cross_attn.heads.png", "overview.png", "index.md",
-                                                   "notes.txt", "my-picture.png", "decoder.1.cross_attn.head2.png.bak"});
+                                                   "notes.txt", "my-picture.png", "decoder.1.cross_attn.head2.png.bak",
+                                                   "decoder-layer1-cross-head2.png"});
     CHECK(second.err.find("removed 29 older pictures") != std::string::npos);
     const std::string index = read_file(maps + "/index.md");
     CHECK(index.find("head2.png") == std::string::npos);
