@@ -84,4 +84,18 @@ DecodingMasks decoding_step_masks(const ModelConfig& config, const MaskInputs& i
     return {attention_mask(config, AttentionCall::Self, inputs), Mask()};
 }
 
+const DecodingMasks& decoding_step_masks(const ModelConfig& config, const MaskInputs& inputs, StepMasks& cache) {
+    const bool same_every_step = inputs.first > 0 && inputs.length == 1 && inputs.padding.empty() &&
+                                 inputs.key_positions.empty() && config.pos_encoding != PositionalEncoding::Alibi;
+    if (!same_every_step) {
+        cache.latest = decoding_step_masks(config, inputs);
+        return *cache.latest;
+    }
+    if (!cache.kept || cache.kept_source_padding != inputs.source_padding) {
+        cache.kept = decoding_step_masks(config, inputs);
+        cache.kept_source_padding = inputs.source_padding;
+    }
+    return *cache.kept;
+}
+
 }  // namespace tinyformer

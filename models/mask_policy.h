@@ -39,6 +39,7 @@
 #include "models/config.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace tinyformer {
@@ -75,5 +76,22 @@ struct DecodingMasks {
     Mask self, cross;
 };
 DecodingMasks decoding_step_masks(const ModelConfig& config, const MaskInputs& inputs);
+
+// The masks of a decoding's steps over a KV cache, one cache for both
+// architectures (EncoderDecoderModel's DecoderCache, the decoder-only
+// stepper, models/stepper.cpp). A one-token step whose new position sees
+// every cached key (first > 0, length 1, no padded slot in the cache, no
+// ALiBi bias, which changes with every step's distances) has the same masks
+// at every step: self blocks nothing, cross is the source padding's. They are
+// kept with the source padding they were made for and made again only when
+// it changes: such a step builds no mask. Any other pass's masks are made
+// anew (and held in `latest` for as long as the pass needs them).
+struct StepMasks {
+    std::optional<DecodingMasks> kept;
+    Padding kept_source_padding;
+    std::optional<DecodingMasks> latest;
+};
+// decoding_step_masks(config, inputs), kept in `cache` or made anew as above.
+const DecodingMasks& decoding_step_masks(const ModelConfig& config, const MaskInputs& inputs, StepMasks& cache);
 
 }  // namespace tinyformer

@@ -222,37 +222,22 @@ private:
 
     bool alibi() const { return model_.config().pos_encoding == PositionalEncoding::Alibi; }
 
-    // The mask of a one-position step over the cached keys
-    // (decoding_step_masks). Without prompt padding it blocks nothing at any
-    // step: made once. With it, the padding slots of shorter prompts stay
-    // blocked while the keys grow by one a step: made at each step. ALiBi's
-    // bias depends on the distance of each slot's token to the new one: made
-    // at each step from slot_positions_.
+    // The mask of a one-position step over the cached keys, from
+    // decoding_step_masks and its step-mask cache (models/mask_policy.h).
+    // Without prompt padding it blocks nothing at any step: made once. With
+    // it, the padding slots of shorter prompts stay blocked while the keys
+    // grow by one a step: made at each step. ALiBi's bias depends on the
+    // distance of each slot's token to the new one: made at each step from
+    // slot_positions_.
     const Mask& step_mask() {
-        if (alibi()) {
-            MaskInputs inputs;
-            inputs.batch = static_cast<int64_t>(sequences_.size());
-            inputs.padding = cache_padding();
-            inputs.first = inputs.padding.length() - 1;
-            inputs.key_positions = slot_positions_;
-            padded_step_mask_ = decoding_step_masks(model_.config(), inputs).self;
-            return *padded_step_mask_;
-        }
-        bool padded = false;
-        for (const auto& flags : cache_padding_) padded = padded || std::find(flags.begin(), flags.end(), 1) != flags.end();
         MaskInputs inputs;  // one new position per row, over the T cached keys
         inputs.batch = static_cast<int64_t>(sequences_.size());
-        if (!padded) {
-            if (!unpadded_step_mask_) {
-                inputs.first = static_cast<int64_t>(cache_padding_[0].size()) - 1;
-                unpadded_step_mask_ = decoding_step_masks(model_.config(), inputs).self;
-            }
-            return *unpadded_step_mask_;
-        }
-        inputs.padding = cache_padding();
-        inputs.first = inputs.padding.length() - 1;
-        padded_step_mask_ = decoding_step_masks(model_.config(), inputs).self;
-        return *padded_step_mask_;
+        if (alibi()) inputs.key_positions = slot_positions_;
+        bool padded = alibi();  // ALiBi's steps take the cache's padding flags, padded or not
+        for (const auto& flags : cache_padding_) padded = padded || std::find(flags.begin(), flags.end(), 1) != flags.end();
+        if (padded) inputs.padding = cache_padding();
+        inputs.first = static_cast<int64_t>(cache_padding_[0].size()) - 1;
+        return decoding_step_masks(model_.config(), inputs, step_masks_).self;
     }
 
     Padding cache_padding() const {
@@ -273,8 +258,7 @@ private:
     std::vector<std::vector<int64_t>> slot_positions_;
     TokenIds newest_{0, 1, {}};                        // a step's input: the newest token of every row
     std::vector<int64_t> positions_;                   // and each row's position
-    std::optional<Mask> unpadded_step_mask_;           // made at the first step: Mask(), blocks nothing
-    std::optional<Mask> padded_step_mask_;
+    StepMasks step_masks_;                             // a step's mask, kept while it stays the same
     StackCache cache_;
     Tensor logits_;
 };

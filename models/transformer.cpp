@@ -162,9 +162,9 @@ Tensor head_logits(const Linear& head, const Embedding& embedding, const Tensor&
     return linear(h, head.weight.empty() ? embedding.token_weight : head.weight, head.bias);
 }
 
-[[noreturn]] void unknown_attention(const std::string& name, const std::vector<std::string>& names) {
+[[noreturn]] void unknown_attention(const std::string& name, const std::vector<NamedAttentionCall>& calls) {
     std::string known;
-    for (const std::string& each : names) known.append(known.empty() ? "" : ", ").append(each);
+    for (const NamedAttentionCall& call : calls) known.append(known.empty() ? "" : ", ").append(call.name);
     fail("no attention named '", name, "'; this model's are ", known);
 }
 
@@ -192,19 +192,6 @@ void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int6
                                               alibi ? text_of(", ALiBi bias ", memory.bias) : std::string(),
                                               fills_kv_cache ? text_of(", KV cache ", memory.kv_cache) : std::string(),
                                               ")"));
-}
-
-AttentionName parse_attention_name(const std::string& name) {
-    const std::string prefix = "attention.";
-    if (!name.starts_with(prefix)) fail("'", name, "' is not an attention name (attention.<stack>.<layer>[.<kind>])");
-    const std::string rest = name.substr(prefix.size());  // "decoder.1.cross"
-    const size_t dot = rest.find('.');
-    const std::string after = dot == std::string::npos ? "" : rest.substr(dot + 1);
-    const size_t second = after.find('.');
-    const std::string layer = after.substr(0, second);
-    if (layer.empty() || layer.find_first_not_of("0123456789") != std::string::npos)
-        fail("'", name, "' is not an attention name (attention.<stack>.<layer>[.<kind>])");
-    return {rest.substr(0, dot), second == std::string::npos ? "self" : after.substr(second + 1), std::stoll(layer)};
 }
 
 EncoderDecoderModel::EncoderDecoderModel(const ModelConfig& config, Checkpoint& checkpoint) : config_(config) {
@@ -274,26 +261,18 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
     refuse_pass_beyond_memory("decode", config_, target.batch, target.length,
                          std::max(first + target.length, memory.dim(1)), 2 * config_.num_decoder_layers,
                          observer != nullptr, config_.tgt_vocab_size);
-    // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: decoding_step_masks (models/mask_policy.h).
-    auto make_masks = [&] {
-        MaskInputs inputs;
-        inputs.batch = target.batch;
-        inputs.length = target.length;
-        inputs.first = first;
-        inputs.padding = target_padding;
-        inputs.source_length = memory.dim(1);
-        inputs.source_padding = source_padding;
-        return decoding_step_masks(config_, inputs);
-    };
-    const bool one_token_step = cache && first > 0 && target.length == 1 && target_padding.empty();
+    // Causal self-attention [B,1,n,T] and cross-attention [B,1,1,S]: decoding_step_masks
+    // (models/mask_policy.h), which keeps a one-token step's in the cache.
+    MaskInputs inputs;
+    inputs.batch = target.batch;
+    inputs.length = target.length;
+    inputs.first = first;
+    inputs.padding = target_padding;
+    inputs.source_length = memory.dim(1);
+    inputs.source_padding = source_padding;
     std::optional<DecodingMasks> pass_masks;
-    if (!one_token_step)
-        pass_masks = make_masks();
-    else if (!cache->step_masks || cache->step_source_padding != source_padding) {
-        cache->step_masks = make_masks();
-        cache->step_source_padding = source_padding;
-    }
-    const DecodingMasks& masks = one_token_step ? *cache->step_masks : *pass_masks;
+    if (!cache) pass_masks = decoding_step_masks(config_, inputs);
+    const DecodingMasks& masks = cache ? decoding_step_masks(config_, inputs, cache->step_masks) : *pass_masks;
     Tensor x = target_embedding_.forward(target, first);  // [B, n, D]
     residual_hook(hooks_, "tgt_embed", ".output", first, !cache, x);
     record_everything(observer, "tgt_embed.output", x);
@@ -318,24 +297,27 @@ void EncoderDecoderModel::set_hooks(const Hooks* hooks) {
     for (DecoderLayer& layer : decoder_layers_) layer.set_hooks(hooks);
 }
 
-std::vector<std::string> EncoderDecoderModel::attention_names() const {
-    std::vector<std::string> names;
-    for (size_t i = 0; i < encoder_layers_.size(); ++i) names.push_back("attention.encoder." + std::to_string(i));
-    for (size_t i = 0; i < decoder_layers_.size(); ++i)
-        for (const char* kind : {".self", ".cross"})
-            names.push_back(std::string("attention.decoder.").append(std::to_string(i)).append(kind));
-    return names;
+std::vector<NamedAttentionCall> EncoderDecoderModel::attention_calls() const {
+    std::vector<NamedAttentionCall> calls;
+    for (size_t i = 0; i < encoder_layers_.size(); ++i)
+        calls.push_back({"encoder." + std::to_string(i) + ".self_attn", "encoder", static_cast<int64_t>(i), "self"});
+    for (size_t i = 0; i < decoder_layers_.size(); ++i) {
+        const std::string layer = "decoder." + std::to_string(i);
+        calls.push_back({layer + ".self_attn", "decoder", static_cast<int64_t>(i), "self"});
+        calls.push_back({layer + ".cross_attn", "decoder", static_cast<int64_t>(i), "cross"});
+    }
+    return calls;
 }
 
 MultiHeadAttention& EncoderDecoderModel::attention_module(const std::string& name) {
     for (size_t i = 0; i < encoder_layers_.size(); ++i)
-        if (name == "attention.encoder." + std::to_string(i)) return encoder_layers_[i].self_attn;
+        if (name == "encoder." + std::to_string(i) + ".self_attn") return encoder_layers_[i].self_attn;
     for (size_t i = 0; i < decoder_layers_.size(); ++i) {
-        const std::string layer = "attention.decoder." + std::to_string(i);
-        if (name == layer + ".self") return decoder_layers_[i].self_attn;
-        if (name == layer + ".cross") return decoder_layers_[i].multihead_attn;
+        const std::string layer = "decoder." + std::to_string(i);
+        if (name == layer + ".self_attn") return decoder_layers_[i].self_attn;
+        if (name == layer + ".cross_attn") return decoder_layers_[i].multihead_attn;
     }
-    unknown_attention(name, attention_names());
+    unknown_attention(name, attention_calls());
 }
 
 SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkpoint)
@@ -401,20 +383,27 @@ void SingleStackModel::set_hooks(const Hooks* hooks) {
     for (EncoderLayer& layer : layers_) layer.set_hooks(hooks);
 }
 
-std::vector<std::string> SingleStackModel::attention_names() const {
-    std::vector<std::string> names;
-    for (size_t i = 0; i < layers_.size(); ++i) names.push_back("attention.layers." + std::to_string(i));
-    return names;
+std::vector<NamedAttentionCall> SingleStackModel::attention_calls() const {
+    std::vector<NamedAttentionCall> calls;
+    for (size_t i = 0; i < layers_.size(); ++i)
+        calls.push_back({"layers." + std::to_string(i) + ".self_attn", "layers", static_cast<int64_t>(i), "self"});
+    return calls;
 }
 
 MultiHeadAttention& SingleStackModel::attention_module(const std::string& name) {
     for (size_t i = 0; i < layers_.size(); ++i)
-        if (name == "attention.layers." + std::to_string(i)) return layers_[i].self_attn;
-    unknown_attention(name, attention_names());
+        if (name == "layers." + std::to_string(i) + ".self_attn") return layers_[i].self_attn;
+    unknown_attention(name, attention_calls());
+}
+
+std::vector<NamedAttentionCall> Model::attention_calls() const {
+    return encoder_decoder ? encoder_decoder->attention_calls() : single_stack->attention_calls();
 }
 
 std::vector<std::string> Model::attention_names() const {
-    return encoder_decoder ? encoder_decoder->attention_names() : single_stack->attention_names();
+    std::vector<std::string> names;
+    for (const NamedAttentionCall& call : attention_calls()) names.push_back(call.name);
+    return names;
 }
 
 MultiHeadAttention& Model::attention_module(const std::string& name) {

@@ -32,8 +32,12 @@
 // step over the KV cache — calls them; a HookScope sets them for one scope.
 // They are how study instruments change a pass (models/study/interventions.h).
 //
-// attention_module(name) reaches the attention module recorded under one of
-// these names; attention_names() lists them in the order they run.
+// An attention call has one name, the trace's prefix for it (layers/observer.h):
+// "encoder.0.self_attn", "decoder.1.cross_attn", "layers.2.self_attn". It
+// names the call's tensors in a trace ("decoder.1.cross_attn.weights", also
+// `forward --attention`'s output), its pictures, the page's data, the hooks
+// and the interventions. attention_calls() lists the calls in the order they
+// run; attention_module(name) reaches one call's module.
 #pragma once
 
 #include "layers/decoder_layer.h"
@@ -47,7 +51,6 @@
 
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,25 +68,19 @@ void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int6
                                int64_t keys, int64_t attentions, bool recording, int64_t vocabulary,
                                bool fills_kv_cache = false);
 
-// One of those names taken apart: "attention.decoder.1.cross" is stack
-// "decoder", layer 1, kind "cross"; "attention.layers.2" is "layers", 2, "self".
-struct AttentionName {
-    std::string stack, kind;
+// One attention call of a model: its name and where it sits.
+struct NamedAttentionCall {
+    std::string name;   // "decoder.1.cross_attn"
+    std::string stack;  // "encoder", "decoder" or "layers" (single-stack)
     int64_t layer = 0;
+    std::string kind;   // "self" or "cross"
 };
-AttentionName parse_attention_name(const std::string& name);
 
 // Keys and values of every decoder layer, kept between decoding steps.
 struct DecoderCache {
     std::vector<DecoderLayerCache> layers;
     int64_t length = 0;  // target positions cached so far
-    // The masks of a one-token step, which are the same at every step (self:
-    // the new position sees every cached one; cross: the source padding's),
-    // kept with the source padding they were made for and made again only
-    // when it changes: a step builds no mask. Made by decoding_step_masks
-    // (models/mask_policy.h).
-    std::optional<DecodingMasks> step_masks;
-    Padding step_source_padding;
+    StepMasks step_masks;  // a one-token step's masks, kept between steps (models/mask_policy.h)
 };
 
 // Keys and values of every layer of a single-stack model.
@@ -105,7 +102,7 @@ public:
                        DecoderCache& cache) const;
 
     const ModelConfig& config() const { return config_; }
-    std::vector<std::string> attention_names() const;
+    std::vector<NamedAttentionCall> attention_calls() const;
     MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
     void set_hooks(const Hooks* hooks);  // none: nullptr
     const Hooks* hooks() const { return hooks_; }
@@ -138,7 +135,7 @@ public:
                         const Padding& query_padding, StackCache& cache) const;
 
     const ModelConfig& config() const { return config_; }
-    std::vector<std::string> attention_names() const;
+    std::vector<NamedAttentionCall> attention_calls() const;
     MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
     void set_hooks(const Hooks* hooks);  // none: nullptr
     const Hooks* hooks() const { return hooks_; }
@@ -166,7 +163,8 @@ struct Model {
     static Model load(const std::string& path);
 
     // The loaded model's, whichever it is.
-    std::vector<std::string> attention_names() const;
+    std::vector<NamedAttentionCall> attention_calls() const;
+    std::vector<std::string> attention_names() const;  // the calls' names, in the order they run
     MultiHeadAttention& attention_module(const std::string& name);
     // The hooks every pass calls (layers/hooks.h), or none (nullptr, the default).
     void set_hooks(const Hooks* hooks);

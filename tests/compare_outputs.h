@@ -20,7 +20,7 @@ namespace test_helpers {
 // Which padding marks the query rows of an output tensor.
 inline std::string padding_name_for(const std::string& output, bool encoder_decoder) {
     if (!encoder_decoder) return "key_padding_mask";
-    if (output.starts_with("attention.encoder.")) return "src_key_padding_mask";
+    if (output.starts_with("encoder.")) return "src_key_padding_mask";
     return "tgt_key_padding_mask";  // logits, decoder self and cross attention
 }
 

@@ -1445,29 +1445,29 @@ namespace {
 const std::vector<BadInput> kPictureSize = {
     {"attention --scale 8 on 16 characters: the all-heads picture's matrices alone are over the limit, known before the pass", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--scale", "8", "--output", d.file("maps")}; },
-     1, {"attention: encoder-layer0-self-heads.png would be more than the limit of 64 megapixels: 4 matrices of 16 queries x "
+     1, {"attention: encoder.0.self_attn.heads.png would be more than the limit of 64 megapixels: 4 matrices of 16 queries x "
          "16 keys and their margins alone take ", " pixels at --scale 8 (known before the pass: the input has 16 tokens); "
          "nothing was run or written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter input or --target"}},
     {"attention --scale 8 on 10 characters: over the limit only with its labels and key, found after the pass, before any file", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abcdefghij", "--scale", "8", "--output", d.file("maps")}; },
-     1, {"attention: encoder-layer0-self-heads.png would be 8232x8240 pixels, more than the limit of 64 megapixels "
+     1, {"attention: encoder.0.self_attn.heads.png would be 8232x8240 pixels, more than the limit of 64 megapixels "
          "(4 panels of 10 queries x 10 keys at --scale 8; the input has 10 tokens, the greedy output has 10 tokens); "
          "nothing was written: choose a smaller --scale, --head H, --layer L or --kind, or a shorter input or --target"}},
     {"attention --scale 8 into a folder that holds an earlier run and a user's file: both stay as they were", [](const TempDirectory& d) {
          std::filesystem::create_directory(d.file("maps"));
          std::ofstream(d.file("maps/notes.txt")) << "mine";
-         std::ofstream(d.file("maps/encoder-layer0-self-head0.png"), std::ios::binary) << "an earlier picture";
+         std::ofstream(d.file("maps/encoder.0.self_attn.head0.png"), std::ios::binary) << "an earlier picture";
          return std::vector<std::string>{"attention", kReverse, "abcdefghij", "--scale", "8", "--output", d.file("maps")}; },
-     1, {"attention: encoder-layer0-self-heads.png would be ", "nothing was written"}},
+     1, {"attention: encoder.0.self_attn.heads.png would be ", "nothing was written"}},
     {"attention --scale 8 --kind cross --layer 1: the greedy output's length is known after the pass; its picture is named", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnop", "--kind", "cross", "--layer", "1",
                                          "--scale", "8", "--output", d.file("maps")}; },
-     1, {"attention: decoder-layer1-cross-heads.png would be ", "(4 panels of 17 queries x 16 keys at --scale 8; "
+     1, {"attention: decoder.1.cross_attn.heads.png would be ", "(4 panels of 17 queries x 16 keys at --scale 8; "
          "the input has 16 tokens, the greedy output has 16 tokens); nothing was written"}},
     {"attention --scale 8 --target on a decoder-only model: prompt and target known before the pass", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", "data/models/reverse-causal.safetensors", "abcdefghijklmno=",
                                          "--target", "onmlkjihgfedcba", "--scale", "8", "--output", d.file("maps")}; },
-     1, {"attention: layers-layer0-self-heads.png would be more than the limit of 64 megapixels: 4 matrices of 32 queries x "
+     1, {"attention: layers.0.self_attn.heads.png would be more than the limit of 64 megapixels: 4 matrices of 32 queries x "
          "32 keys", "(known before the pass: the input has 16 tokens, the target 15); nothing was run or written"}},
     {"mask causal --len 1024 --scale 8: a picture over the limit, with an earlier PNG that must stay", [](const TempDirectory& d) {
          std::ofstream(d.file("mask.png"), std::ios::binary) << "an earlier picture, to be kept";
@@ -1480,7 +1480,7 @@ const std::vector<BadInput> kPictureSize = {
      1, {"mask: the picture would be ", "(--len 1024, --src-len 1024 at --scale 4)"}},
     {"attention --unk on an input whose pictures are then refused: the one error line, no --unk warning before it", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abcdefghijklmnoA", "--unk", "--scale", "8", "--output", d.file("maps")}; },
-     1, {"attention: encoder-layer0-self-heads.png would be more than the limit of 64 megapixels"}},
+     1, {"attention: encoder.0.self_attn.heads.png would be more than the limit of 64 megapixels"}},
 };
 // clang-format on
 }  // namespace
@@ -1648,7 +1648,7 @@ const std::vector<TimedBadInput> kBeforeTheWork = {
     // Before: 135 s and 7.05 GB decoding a continuation, then this refusal at the recorded pass.
     {{"attention on 60 000 --ids: its pictures alone would be too large, refused before decoding", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", long_unpositioned_model(d), "--ids", many_ids(60000), "--output", d.file("maps")}; },
-      1, {"attention: layers-layer0-self-head0.png would be more than the limit of 64 megapixels",
+      1, {"attention: layers.0.self_attn.head0.png would be more than the limit of 64 megapixels",
           "(known before the pass: the input has 60000 tokens); nothing was run or written"}}, 10},
     {{"probe --output on 500 --ids at --scale 8: the picture's lower bound is too large, refused before the probe (5.5 s before)", [](const TempDirectory& d) {
          return std::vector<std::string>{"probe", long_unpositioned_model(d), "--ids", many_ids(500), "--with-id", "3",

@@ -868,7 +868,7 @@ TEST_CASE("mask_value: a target query over an all-padding source weighs every so
     const Model model = Model::load(path);
     const auto outputs = tinyformer::run_forward(model, SafetensorsFile::read(inputs), true);
     // Every cross-attention weight of batch row 1 is 1/S = 1/7: all 7 scores are -1e9.
-    for (const char* name : {"attention.decoder.0.cross", "attention.decoder.1.cross"}) {
+    for (const char* name : {"decoder.0.cross_attn.weights", "decoder.1.cross_attn.weights"}) {
         CAPTURE(name);
         const Tensor& weights = outputs.at(name);  // [B, H, T, S]
         REQUIRE(weights.shape() == Shape{2, 4, 5, 7});

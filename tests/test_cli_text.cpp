@@ -62,10 +62,10 @@ TEST_CASE("run reads one input per line of standard input, and warns past the le
 TEST_CASE("attention draws an encoder-only model's self-attention on --ids, labelled with the ids") {
     TempDirectory dir;
     const CliRun run = run_tinyformer_ok({"attention", kEncoderOnly, "--ids", "3,8,0", "--out", dir.file("maps")});
-    CHECK(run.out.find("layers-layer0-self-heads.png") != std::string::npos);
+    CHECK(run.out.find("layers.0.self_attn.heads.png") != std::string::npos);
     const std::string index = test_helpers::read_file(dir.file("maps/index.md"));
     CHECK(index.find("input: `ids 3,8,0`, no target") != std::string::npos);
-    CHECK(index.find("layers-layer1-self-head0.png") != std::string::npos);  // 2 layers, 1 head
+    CHECK(index.find("layers.1.self_attn.head0.png") != std::string::npos);  // 2 layers, 1 head
 }
 
 TEST_CASE("attention on an encoder-decoder model without bos_id reads the target as given") {

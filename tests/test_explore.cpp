@@ -54,7 +54,7 @@ std::map<std::string, tinyformer::Tensor> forward_weights(const TempDirectory& d
     const tinyformer::SafetensorsFile out = tinyformer::SafetensorsFile::read(dir.file("out.safetensors"));
     std::map<std::string, tinyformer::Tensor> weights;
     for (const auto& [name, stored] : out.tensors())
-        if (name.starts_with("attention.")) weights[name] = out.read_float(name);
+        if (name.ends_with(".weights")) weights[name] = out.read_float(name);
     return weights;
 }
 
@@ -89,14 +89,13 @@ TEST_CASE("explore's page holds the reverse model's pass: tokens, masks, and for
     const auto expected = forward_weights(dir, "data/models/reverse.safetensors",
                                           {test_helpers::ids("src_ids", {1, 5}, {11, 8, 15, 15, 18}),
                                            test_helpers::ids("tgt_ids", {1, 6}, {1, 18, 15, 15, 8, 11})});
-    const std::map<std::string, std::string> forward_name = {
-        {"encoder.0.self_attn", "attention.encoder.0"},        {"encoder.1.self_attn", "attention.encoder.1"},
-        {"decoder.0.self_attn", "attention.decoder.0.self"},   {"decoder.0.cross_attn", "attention.decoder.0.cross"},
-        {"decoder.1.self_attn", "attention.decoder.1.self"},   {"decoder.1.cross_attn", "attention.decoder.1.cross"}};
+    const std::vector<std::string> calls = {"encoder.0.self_attn", "encoder.1.self_attn", "decoder.0.self_attn",
+                                            "decoder.0.cross_attn", "decoder.1.self_attn", "decoder.1.cross_attn"};
+    for (size_t i = 0; i < calls.size(); ++i) CHECK(data["attentions"][i]["name"] == calls[i]);  // in the order they run
     for (const json& attention : data["attentions"]) {
         const std::string name = attention["name"];
         CAPTURE(name);
-        check_same_weights(attention["weights"], expected.at(forward_name.at(name)));
+        check_same_weights(attention["weights"], expected.at(name + ".weights"));  // forward's name for them
         const int64_t L = static_cast<int64_t>(attention["mask"].size());
         // The decoder's self-attention is causal: query l sees keys 0..l; the rest sees everything.
         for (int64_t l = 0; l < L; ++l)
@@ -142,7 +141,7 @@ TEST_CASE("explore on a decoder-only model labels the whole sequence and marks t
     const auto expected = forward_weights(dir, "data/models/reverse-prefixlm.safetensors",
                                           {test_helpers::ids("ids", {1, 8}, {1, 4, 5, 6, 30, 6, 5, 4}),
                                            test_helpers::ids("prefix_len", {1}, {5})});
-    for (size_t i = 0; i < 4; ++i) check_same_weights(data["attentions"][i]["weights"], expected.at("attention.layers." + std::to_string(i)));
+    for (size_t i = 0; i < 4; ++i) check_same_weights(data["attentions"][i]["weights"], expected.at("layers." + std::to_string(i) + ".self_attn.weights"));
 }
 
 TEST_CASE("explore's weights equal forward --attention's on every toy model, read back through the page's own ids") {
@@ -167,9 +166,7 @@ TEST_CASE("explore's weights equal forward --attention's on every toy model, rea
         const auto expected = forward_weights(dir, model, inputs);
         REQUIRE(expected.size() == data["attentions"].size());
         for (const json& attention : data["attentions"]) {
-            std::string forward_name = "attention." + attention["stack"].get<std::string>() + "." +
-                                       std::to_string(attention["layer"].get<int>());
-            if (attention["stack"] == "decoder") forward_name += attention["attn"] == "cross_attn" ? ".cross" : ".self";
+            const std::string forward_name = attention["name"].get<std::string>() + ".weights";
             CAPTURE(forward_name);
             check_same_weights(attention["weights"], expected.at(forward_name));
         }

@@ -422,7 +422,7 @@ TEST_CASE("interventions: refusals name the call, the head, the cell and the JSO
     CHECK(names.find("encoder.0.self_attn, encoder.1.self_attn, decoder.0.self_attn, decoder.0.cross_attn, "
                      "decoder.1.self_attn, decoder.1.cross_attn") != std::string::npos);
     Interventions unknown_cells;
-    unknown_cells.mask_overrides["attention.decoder.0.self"] = {{0, 0, false}};  // a weights name, not a trace name
+    unknown_cells.mask_overrides["attention.decoder.0.self"] = {{0, 0, false}};  // forward's old output name, not a call's
     CHECK(error_of([&] { AppliedInterventions applied(model, unknown_cells); }).find("no attention call named") !=
           std::string::npos);
     Interventions head;

@@ -248,3 +248,64 @@ TEST_CASE("decoding_step_masks gives each architecture's decoding pass the polic
         CHECK(unpadded.cross.allows_everything());
     }
 }
+
+TEST_CASE("StepMasks, both architectures' one cache: a step whose masks are the same at every step makes them once") {
+    // A marker stands in for the kept masks: a later step that returns it did
+    // not make its masks again.
+    const Mask marker = Mask::key_padding(Padding::from_lengths({1}, 2));  // blocks key 1
+    SUBCASE("encoder-decoder: kept for the source padding they were made for, made again when it changes") {
+        const ModelConfig seq2seq = with_attention(Architecture::EncoderDecoder, SelfAttentionKind::Causal);
+        MaskInputs step;  // one new target position per row over the cached ones
+        step.batch = 2;
+        step.first = 1;
+        step.source_length = 4;
+        step.source_padding = Padding::from_lengths({4, 2}, 4);
+        StepMasks cache;
+        const DecodingMasks& first = decoding_step_masks(seq2seq, step, cache);
+        REQUIRE(cache.kept.has_value());
+        CHECK(&first == &*cache.kept);
+        CHECK(first.self.allows_everything());
+        CHECK(first.cross.allows(0, 0, 0, 3));
+        CHECK_FALSE(first.cross.allows(1, 0, 0, 2));  // row 1's source padding
+        cache.kept->cross = marker;
+        step.first = 5;
+        CHECK(&decoding_step_masks(seq2seq, step, cache).cross == &cache.kept->cross);
+        CHECK_FALSE(cache.kept->cross.allows(0, 0, 0, 1));  // still the marker: not made again
+        step.source_padding = Padding::from_lengths({2, 4}, 4);  // the rows reordered (a beam search)
+        const DecodingMasks& reordered = decoding_step_masks(seq2seq, step, cache);
+        CHECK_FALSE(reordered.cross.allows(0, 0, 0, 2));
+        CHECK(reordered.cross.allows(1, 0, 0, 3));
+        MaskInputs whole = step;  // the pass that starts decoding: made for that pass, the kept ones stay
+        whole.first = 0;
+        whole.length = 3;
+        const DecodingMasks& pass = decoding_step_masks(seq2seq, whole, cache);
+        CHECK(&pass == &*cache.latest);
+        CHECK_FALSE(pass.self.allows(0, 0, 0, 1));  // causal
+        CHECK(&*cache.kept == &reordered);
+    }
+    SUBCASE("decoder-only: an unpadded step kept; a padded step, and every ALiBi step, made anew") {
+        const ModelConfig config = with_attention(Architecture::DecoderOnly, SelfAttentionKind::Causal);
+        MaskInputs step;
+        step.batch = 2;
+        step.first = 4;
+        StepMasks cache;
+        CHECK(decoding_step_masks(config, step, cache).self.allows_everything());
+        REQUIRE(cache.kept.has_value());
+        cache.kept->self = marker;
+        step.first = 6;
+        CHECK_FALSE(decoding_step_masks(config, step, cache).self.allows(0, 0, 0, 1));  // the marker: kept
+        step.padding = Padding::from_flags(BoolTensor{{2, 7}, {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0}});
+        const Mask& padded = decoding_step_masks(config, step, cache).self;
+        CHECK(&padded == &cache.latest->self);
+        CHECK_FALSE(padded.allows(1, 0, 0, 2));  // row 1's padded slots
+        CHECK(padded.allows(1, 0, 0, 6));
+        ModelConfig alibi = config;
+        alibi.pos_encoding = PositionalEncoding::Alibi;
+        alibi.nhead = 2;
+        StepMasks alibi_cache;
+        MaskInputs alibi_step;  // no padding, one position: still made at each step (the distances change)
+        alibi_step.first = 3;
+        CHECK(decoding_step_masks(alibi, alibi_step, alibi_cache).self.has_bias());
+        CHECK_FALSE(alibi_cache.kept.has_value());
+    }
+}

@@ -72,7 +72,7 @@ TEST_CASE("A model's UTF-8 tokens reach the pictures as they are: z\u00e9ro is d
         run_tinyformer_ok({"attention", model, "z" + spellings[i] + "ro", "--kind", "cross", "--layer", "1", "--head", "0",
                            "--output", dir.file(folders[i] + "/maps")});
     }
-    const auto picture = [&](int i) { return dir.file(folders[i] + "/maps/decoder-layer1-cross-head0.png"); };
+    const auto picture = [&](int i) { return dir.file(folders[i] + "/maps/decoder.1.cross_attn.head0.png"); };
     // The same ids, so the same weights; 'é' advances as 'e' does (1260 font units), so the same layout:
     // only the drawn letters differ.
     CHECK(png_size(picture(0)) == png_size(picture(1)));
@@ -90,7 +90,7 @@ TEST_CASE("attention writes pictures, an overview and an index.md that shows eve
     // 2 encoder self + 2 decoder self + 2 decoder cross layers, 4 heads each: a grid and 4 heads per call.
     CHECK(files.size() == 6 * 5 + 1 + 1);
     CHECK(files.count("overview.png") == 1);
-    CHECK(files.count("decoder-layer1-cross-head2.png") == 1);
+    CHECK(files.count("decoder.1.cross_attn.head2.png") == 1);
     const std::string index = read_file(maps + "/index.md");
     for (const std::string& name : files) {
         if (name == "index.md") continue;
@@ -98,7 +98,7 @@ TEST_CASE("attention writes pictures, an overview and an index.md that shows eve
         CHECK(index.find("](" + name + ")") != std::string::npos);  // ![title](file)
         CHECK(run.out.find(name) != std::string::npos);
     }
-    CHECK(index.find("## decoder-layer1-cross-head2.png\n\nreverse  \"abc\"  decoder layer 1 cross-attention  head 2\n") !=
+    CHECK(index.find("## decoder.1.cross_attn.head2.png\n\nreverse  \"abc\"  decoder layer 1 cross-attention  head 2\n") !=
           std::string::npos);
     // The overview has 6 layers x 4 heads: as wide as 4 panels, taller than wide.
     const auto [width, height] = png_size(maps + "/overview.png");
@@ -121,7 +121,7 @@ TEST_CASE("index.md holds a model's and a user's text as text: no control charac
     CHECK(index.find("\n\ninput: ``a`b``, greedy output: ``") != std::string::npos);
     // The title: the escaped name and input, and the same as the picture's alt text.
     const std::string title = "\\# rev\\\\x1b\\[2J\\*x\\*\\`\\](y)  \"a\\`b\"  decoder layer 1 cross-attention  head 0";
-    CHECK(index.find("\n\n" + title + "\n\n![" + title + "](decoder-layer1-cross-head0.png)\n") != std::string::npos);
+    CHECK(index.find("\n\n" + title + "\n\n![" + title + "](decoder.1.cross_attn.head0.png)\n") != std::string::npos);
 }
 
 TEST_CASE("A decoder-only title says 'layer 3 self-attention', never 'layers layer 3'") {
@@ -138,11 +138,13 @@ TEST_CASE("A second attention run into the same folder removes the pictures it n
     run_tinyformer_ok({"attention", kReverse, "abc", "--out", maps});  // --out: the old name of --output
     std::ofstream(maps + "/notes.txt") << "mine";
     std::ofstream(maps + "/my-picture.png") << "mine too";
-    std::ofstream(maps + "/decoder-layer1-cross-head2.png.bak") << "not a name attention writes";
+    std::ofstream(maps + "/decoder.1.cross_attn.head2.png.bak") << "not a name attention writes";
+    std::ofstream(maps + "/decoder-layer1-cross-head2.png") << "a name of tinyformer 0.1's, not of this command";
     const CliRun second = run_tinyformer_ok({"attention", kReverse, "abc", "--kind", "cross", "--layer", "1", "--grids-only",
                                      "--output", maps});
-    CHECK(files_in(maps) == std::set<std::string>{"decoder-layer1-cross-heads.png", "overview.png", "index.md",
-                                                   "notes.txt", "my-picture.png", "decoder-layer1-cross-head2.png.bak"});
+    CHECK(files_in(maps) == std::set<std::string>{"decoder.1.cross_attn.heads.png", "overview.png", "index.md",
+                                                   "notes.txt", "my-picture.png", "decoder.1.cross_attn.head2.png.bak",
+                                                   "decoder-layer1-cross-head2.png"});
     CHECK(second.err.find("removed 29 older pictures") != std::string::npos);
     const std::string index = read_file(maps + "/index.md");
     CHECK(index.find("head2.png") == std::string::npos);
@@ -155,7 +157,7 @@ TEST_CASE("--positions labels every token with its position; --scale 2 doubles t
                dir.file("positions")});
     run_tinyformer_ok({"attention", kReverse, "aaa", "--kind", "cross", "--layer", "0", "--head", "0", "--scale", "2", "--output",
                dir.file("scaled")});
-    const std::string picture = "/decoder-layer0-cross-head0.png";
+    const std::string picture = "/decoder.0.cross_attn.head0.png";
     const auto plain = png_size(dir.file("plain") + picture);
     const auto positions = png_size(dir.file("positions") + picture);
     const auto scaled = png_size(dir.file("scaled") + picture);
@@ -208,7 +210,7 @@ TEST_CASE("Every all-heads picture of the toy models fits a slide: at most 1600x
         run_tinyformer_ok({"attention", "data/models/" + model.name + ".safetensors", model.input, "--grids-only", "--output", maps});
         int pictures = 0;
         for (const std::string& name : files_in(maps)) {
-            if (!name.ends_with("-heads.png")) continue;
+            if (!name.ends_with(".heads.png")) continue;
             CAPTURE(name);
             ++pictures;
             const auto [width, height] = png_size(maps + "/" + name);

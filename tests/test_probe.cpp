@@ -75,7 +75,7 @@ private:
     int64_t head_;
 };
 
-// "attention.decoder.1.cross" -> "decoder.1.cross_attn", "attention.layers.2" -> "layers.2.self_attn".
+// The call of a probe row, built here from its stack, layer and kind (not read from its `attention`).
 std::string call_name(const HeadProbe& probe) {
     return probe.stack + "." + std::to_string(probe.layer) + (probe.kind == "cross" ? ".cross_attn" : ".self_attn");
 }
@@ -123,9 +123,9 @@ TEST_CASE("The head table has one row per attention call and head, with weight s
     Model model = Model::load("data/models/reverse.safetensors");
     const ProbeReport report = probe(model, tokens(model, "hello"));
     const std::vector<std::string> names = model.attention_names();
-    CHECK(names == std::vector<std::string>{"attention.encoder.0", "attention.encoder.1", "attention.decoder.0.self",
-                                            "attention.decoder.0.cross", "attention.decoder.1.self",
-                                            "attention.decoder.1.cross"});
+    CHECK(names == std::vector<std::string>{"encoder.0.self_attn", "encoder.1.self_attn", "decoder.0.self_attn",
+                                            "decoder.0.cross_attn", "decoder.1.self_attn",
+                                            "decoder.1.cross_attn"});
     REQUIRE(report.heads.size() == names.size() * 4);
     for (size_t i = 0; i < report.heads.size(); ++i) {
         const HeadProbe& head = report.heads[i];
@@ -202,10 +202,10 @@ TEST_CASE("An ablation of zero heads gives delta exactly 0 and the greedy output
 TEST_CASE("An ablation that names an unknown attention or head is an Error and leaves the model unchanged") {
     Model model = Model::load("data/models/reverse.safetensors");
     const ProbeExample example = probe_example(model, tokens(model, "hello"), std::nullopt);
-    CHECK_ERROR_CONTAINS(ablate_heads(model, example, {{"attention.encoder.0", 1}, {"attention.encoder.9", 0}}),
-                         "no attention named 'attention.encoder.9'", "attention.decoder.1.cross");
+    CHECK_ERROR_CONTAINS(ablate_heads(model, example, {{"encoder.0.self_attn", 1}, {"encoder.9.self_attn", 0}}),
+                         "no attention named 'encoder.9.self_attn'", "decoder.1.cross_attn");
     CHECK(nothing_zeroed(model));
-    CHECK_ERROR_CONTAINS(ablate_heads(model, example, {{"attention.decoder.0.self", 1}, {"attention.encoder.0", 4}}),
+    CHECK_ERROR_CONTAINS(ablate_heads(model, example, {{"decoder.0.self_attn", 1}, {"encoder.0.self_attn", 4}}),
                          "cannot zero head 4", "0..3");
     CHECK(nothing_zeroed(model));
     // Zeroing every head of every attention call still gives a finite score.
@@ -235,7 +235,7 @@ TEST_CASE("The cases of docs/LESSONS.md: peaked weights with no effect, flat wei
         REQUIRE(report.target == "11234569");
         for (int64_t h = 0; h < 4; ++h) {
             const HeadProbe& head = report.heads[static_cast<size_t>(h)];
-            REQUIRE(head.attention == "attention.encoder.0");
+            REQUIRE(head.attention == "encoder.0.self_attn");
             CHECK(head.mean_max_weight > 0.99);
             CHECK(head.output_changed == (h == 3));
             if (h < 3) CHECK(std::fabs(head.delta_log_prob) < 0.01);
@@ -244,7 +244,7 @@ TEST_CASE("The cases of docs/LESSONS.md: peaked weights with no effect, flat wei
         CHECK(report.heads[3].greedy_output == "111233456699");
         const ProbeExample example = probe_example(model, tokens(model, "31415926"), std::nullopt);
         const AblationResult three = ablate_heads(
-            model, example, {{"attention.encoder.0", 0}, {"attention.encoder.0", 1}, {"attention.encoder.0", 2}});
+            model, example, {{"encoder.0.self_attn", 0}, {"encoder.0.self_attn", 1}, {"encoder.0.self_attn", 2}});
         CHECK(std::fabs(three.delta_log_prob) < 0.01);  // not redundancy between them: none of the three is needed
         CHECK(three.greedy == example.target);
     }
@@ -258,10 +258,10 @@ TEST_CASE("The cases of docs/LESSONS.md: peaked weights with no effect, flat wei
             if (head.delta_log_prob < strongest->delta_log_prob) strongest = &head;
         }
         CHECK(flattest == strongest);
-        CHECK(flattest->attention == "attention.decoder.0.cross");
+        CHECK(flattest->attention == "decoder.0.cross_attn");
         CHECK(flattest->head == 2);
         const HeadProbe& peaky = report.heads[21];  // decoder 1 cross head 1
-        REQUIRE(peaky.attention == "attention.decoder.1.cross");
+        REQUIRE(peaky.attention == "decoder.1.cross_attn");
         for (int64_t h = 0; h < 4; ++h) CHECK(peaky.mean_max_weight >= report.heads[20 + static_cast<size_t>(h)].mean_max_weight);
         CHECK(std::fabs(peaky.delta_log_prob) < 0.01);
         CHECK(report.heads[22].delta_log_prob < -5.0);
@@ -272,7 +272,7 @@ TEST_CASE("The cases of docs/LESSONS.md: peaked weights with no effect, flat wei
             CHECK_FALSE(report.heads[h].output_changed);
         }
         const ProbeExample example = probe_example(model, tokens(model, "hello"), std::nullopt);
-        const std::string cross = "attention.decoder.1.cross";
+        const std::string cross = "decoder.1.cross_attn";
         const AblationResult three = ablate_heads(model, example, {{cross, 0}, {cross, 1}, {cross, 3}});
         CHECK(three.delta_log_prob < -10.0);
         CHECK(three.greedy != example.target);

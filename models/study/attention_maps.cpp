@@ -15,14 +15,13 @@ std::vector<std::string> labels(const std::vector<int64_t>& ids, const ModelText
     return tokens;
 }
 
-// "attention.decoder.1.cross" -> stack "decoder", layer 1, kind "cross".
-AttentionMap describe(const std::string& name, Tensor weights) {
-    const AttentionName parts = parse_attention_name(name);
+// The map of one call, from its name and place (models/transformer.h).
+AttentionMap describe(const NamedAttentionCall& call, Tensor weights) {
     AttentionMap map;
-    map.stack = parts.stack;
-    map.layer = parts.layer;
-    map.kind = parts.kind;
-    map.trace_name = parts.stack + "." + std::to_string(parts.layer) + (parts.kind == "cross" ? ".cross_attn" : ".self_attn");
+    map.stack = call.stack;
+    map.layer = call.layer;
+    map.kind = call.kind;
+    map.name = call.name;
     map.weights = std::move(weights);
     return map;
 }
@@ -47,9 +46,8 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
     } else {
         run.source_tokens = labels(run.pass.decoder, text, true);
     }
-    AttentionRecord record = run.trace.attention_weights();
-    for (const std::string& name : model.attention_names()) {  // in the order they run
-        AttentionMap map = describe(name, std::move(record.at(name)));
+    for (const NamedAttentionCall& call : model.attention_calls()) {  // in the order they run
+        AttentionMap map = describe(call, run.trace.tensor(call.name + ".weights"));
         const int64_t L = map.weights.dim(2);
         // Each map's mask is the one the pass used (models/mask_policy.h): one row, no padding.
         MaskInputs inputs;

@@ -27,10 +27,10 @@
 namespace tinyformer {
 
 struct AttentionMap {
+    std::string name;    // the call's one name, "decoder.1.cross_attn" (models/transformer.h)
     std::string stack;   // "encoder", "decoder" or "layers" (single-stack)
     int64_t layer = 0;
     std::string kind;    // "self" or "cross"
-    std::string trace_name;  // its prefix in the trace: "decoder.1.cross_attn" (models/study/trace.h)
     std::string mask_name;  // e.g. "causal", "prefix-LM (prefix 5)", "none (bidirectional)"
     int64_t prefix = 0;     // prefix-LM: the prefix length (positions 0..prefix-1); else 0
     Tensor weights;         // [1, H, L, S], per head, never averaged

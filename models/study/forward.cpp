@@ -112,7 +112,8 @@ std::map<std::string, Tensor> run_forward(const Model& model, const SafetensorsF
     Trace trace(Trace::Detail::Weights);
     std::map<std::string, Tensor> outputs;
     outputs["logits"] = forward_pass(model, inputs, attention ? &trace : nullptr);
-    for (auto& [name, weights] : trace.attention_weights()) outputs[name] = std::move(weights);
+    if (attention)  // each call's weights under their name in the trace (docs/FORMAT.md section 2)
+        for (const std::string& call : model.attention_names()) outputs[call + ".weights"] = trace.tensor(call + ".weights");
     return outputs;
 }
 

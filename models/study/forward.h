@@ -7,8 +7,9 @@
 //                    src_key_padding_mask [B,S], tgt_key_padding_mask [B,T]
 //   single-stack:    ids [B,T], optional key_padding_mask [B,T],
 //                    prefix_len [B] (prefix_lm models only)
-// Outputs (F32): "logits" [B,T,V]; with `attention`, the per-head weights
-// under FORMAT.md's names (see models/transformer.h). Refused with the file
+// Outputs (F32): "logits" [B,T,V]; with `attention`, every call's per-head
+// weights under their name in a trace, "decoder.1.cross_attn.weights"
+// (models/study/trace.h). Refused with the file
 // and the input's name: unknown input names, wrong dtypes, ranks or batch
 // sizes, token ids outside the vocabulary, T > max_len (when positions are
 // encoded), prefix_len outside 0..T, and a source row that is all padding

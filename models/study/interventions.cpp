@@ -85,18 +85,6 @@ Interventions parse_interventions_file(const nlohmann::json& value, const std::s
     return parse_interventions(value, what);
 }
 
-std::vector<std::string> attention_call_names(const Model& model) {
-    std::vector<std::string> names;
-    for (const std::string& name : model.attention_names()) {
-        const AttentionName parts = parse_attention_name(name);  // attention.decoder.1.cross
-        const std::string call =
-            parts.stack + "." + std::to_string(parts.layer) + (parts.kind == "cross" ? ".cross_attn" : ".self_attn");
-        if (attention_output_name(call) != name)  // the trace's own mapping, models/study/trace.h
-            fail("interventions: the attention '", name, "' has no trace name");
-        names.push_back(call);
-    }
-    return names;
-}
 
 InterventionHooks::InterventionHooks(std::map<std::string, std::vector<MaskCell>> cells,
                                      std::map<std::string, std::vector<int64_t>> zeroed_heads, const Hooks* below)
@@ -141,7 +129,7 @@ namespace {
 
 // The hooks of `interventions`, every name, cell and head checked first.
 InterventionHooks checked_hooks(Model& model, const Interventions& interventions) {
-    const std::vector<std::string> calls = attention_call_names(model);
+    const std::vector<std::string> calls = model.attention_names();
     const std::set<std::string> known(calls.begin(), calls.end());
     auto module_of = [&](const std::string& call) -> MultiHeadAttention& {
         if (!known.count(call)) {
@@ -150,7 +138,7 @@ InterventionHooks checked_hooks(Model& model, const Interventions& interventions
             fail("interventions: no attention call named ", json_excerpt(nlohmann::json(call)), "; this model's are ",
                  list);
         }
-        return model.attention_module(attention_output_name(call));
+        return model.attention_module(call);
     };
     std::map<std::string, std::vector<MaskCell>> cells;
     std::map<std::string, std::vector<int64_t>> zeroed;

@@ -60,10 +60,6 @@ Interventions parse_interventions_file(const nlohmann::json& value, const std::s
 // (what a page's data carries when `explore` ran with interventions).
 nlohmann::json interventions_json(const Interventions& interventions);
 
-// The model's attention calls under their trace names, in the order they run
-// ("encoder.0.self_attn", ..., "decoder.0.self_attn", "decoder.0.cross_attn", ...).
-std::vector<std::string> attention_call_names(const Model& model);
-
 // The hooks that carry interventions out, by call name (AttentionCallInfo::name):
 //   attention_mask   the call's cells set in its mask (Mask::with_cells): in a
 //                    whole pass every cell must lie in [L, S] (else an Error

@@ -45,17 +45,13 @@ public:
 private:
     // The heads by call name (the hooks' names), each name and head checked.
     static std::map<std::string, std::vector<int64_t>> checked_heads(Model& model, const std::vector<HeadRef>& heads) {
-        std::map<std::string, std::vector<int64_t>> by_module;
-        for (const HeadRef& ref : heads) by_module[ref.attention].push_back(ref.head);
-        const std::vector<std::string> names = model.attention_names(), calls = attention_call_names(model);
         std::map<std::string, std::vector<int64_t>> by_call;
-        for (const auto& [name, indices] : by_module) {
-            const MultiHeadAttention& module = model.attention_module(name);  // Error listing the names if unknown
+        for (const HeadRef& ref : heads) by_call[ref.attention].push_back(ref.head);
+        for (const auto& [call, indices] : by_call) {
+            const MultiHeadAttention& module = model.attention_module(call);  // Error listing the names if unknown
             for (int64_t head : indices)
                 if (head < 0 || head >= module.heads())
                     fail("MultiHeadAttention: cannot zero head ", head, "; the heads are 0..", module.heads() - 1);
-            const size_t at = static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
-            by_call[calls[at]] = indices;  // attention_call_names lists the calls in the same order
         }
         return by_call;
     }
@@ -66,14 +62,6 @@ private:
 
 std::vector<int64_t> greedy_output(const Model& model, const std::vector<int64_t>& input) {
     return greedy_decode(model, {input}).tokens[0];
-}
-
-// Splits "attention.decoder.1.cross" into stack, layer and kind.
-void describe(HeadProbe& probe) {
-    const AttentionName parts = parse_attention_name(probe.attention);
-    probe.stack = parts.stack;
-    probe.layer = parts.layer;
-    probe.kind = parts.kind;
 }
 
 // The first query whose row enters the statistics of probe.h.
@@ -171,20 +159,22 @@ ProbeReport probe(Model& model, const std::vector<int64_t>& tokens, const ProbeO
     report.log_prob = target_log_prob(model, example);
     Trace trace(Trace::Detail::Weights);
     scored_pass(model, example, &trace);
-    const AttentionRecord record = trace.attention_weights();
 
     decoder.push_back(text.output_label(model.config.bos_id));
     for (int64_t id : example.target) decoder.push_back(text.output_label(id));
     sequence = source;
     sequence.insert(sequence.end(), decoder.begin() + 1, decoder.end());
 
-    for (const std::string& name : model.attention_names()) {
-        const Tensor& weights = record.at(name);  // [1, H, L, S]
+    for (const NamedAttentionCall& call : model.attention_calls()) {
+        const std::string& name = call.name;
+        const Tensor& weights = trace.tensor(name + ".weights");  // [1, H, L, S]
         for (int64_t h = 0; h < weights.dim(1); ++h) {
             HeadProbe head;
             head.attention = name;
+            head.stack = call.stack;
+            head.layer = call.layer;
+            head.kind = call.kind;
             head.head = h;
-            describe(head);
             const std::vector<std::string>& keys =
                 head.stack == "layers" ? sequence : (head.stack == "encoder" || head.kind == "cross") ? source : decoder;
             head_statistics(head, weights, first_query(head, model, example), keys);
@@ -201,8 +191,8 @@ ProbeReport probe(Model& model, const std::vector<int64_t>& tokens, const ProbeO
     const int64_t first = model.encoder_decoder ? 0 : prompt_length(model, example) - 1;
     std::vector<double> shares(example.input.size(), 0.0);
     int64_t rows = 0;  // layers x heads x scored queries
-    for (const auto& [name, weights] : record) {
-        if (model.encoder_decoder && !name.ends_with(".cross")) continue;
+    for (const auto& [name, weights] : trace.tensors()) {  // every call's "<call>.weights", in name order
+        if (!name.ends_with(model.encoder_decoder ? ".cross_attn.weights" : ".weights")) continue;
         const int64_t H = weights.dim(1), L = weights.dim(2);
         for (int64_t h = 0; h < H; ++h)
             for (int64_t q = first; q < L; ++q) {

@@ -64,8 +64,8 @@ ProbeExample probe_example(const Model& model, const std::vector<int64_t>& token
 // Teacher-forced log p(target, <eos> | input), summed over the T+1 tokens.
 double target_log_prob(const Model& model, const ProbeExample& example);
 
-// One head of one attention call: FORMAT.md's name ("attention.decoder.1.cross")
-// and the head index.
+// One head of one attention call: the call's name ("decoder.1.cross_attn",
+// models/transformer.h) and the head index.
 struct HeadRef {
     std::string attention;
     int64_t head = 0;
@@ -82,7 +82,7 @@ struct AblationResult {
 AblationResult ablate_heads(Model& model, const ProbeExample& example, const std::vector<HeadRef>& heads);
 
 struct HeadProbe {
-    std::string attention;               // "attention.encoder.0", "attention.decoder.1.cross", "attention.layers.2"
+    std::string attention;               // the call: "encoder.0.self_attn", "decoder.1.cross_attn", "layers.2.self_attn"
     std::string stack, kind;             // "encoder" / "decoder" / "layers", "self" / "cross"
     int64_t layer = 0, head = 0;
     double mean_max_weight = 0.0;

@@ -20,24 +20,4 @@ const Tensor& Trace::tensor(const std::string& name) const {
     return found->second;
 }
 
-std::string attention_output_name(const std::string& trace_prefix) {
-    // stack.layer.attn
-    const size_t first = trace_prefix.find('.'), second = trace_prefix.find('.', first + 1);
-    if (first == std::string::npos || second == std::string::npos)
-        fail("trace: '", trace_prefix, "' is not an attention call (stack.layer.self_attn|cross_attn)");
-    const std::string stack = trace_prefix.substr(0, first), layer = trace_prefix.substr(first + 1, second - first - 1);
-    const std::string attn = trace_prefix.substr(second + 1);
-    std::string name = "attention." + stack + "." + layer;
-    if (stack == "decoder") name += attn == "cross_attn" ? ".cross" : ".self";
-    return name;
-}
-
-AttentionRecord Trace::attention_weights() const {
-    const std::string suffix = ".weights";
-    AttentionRecord record;
-    for (const auto& [name, value] : tensors_)
-        if (name.ends_with(suffix)) record[attention_output_name(name.substr(0, name.size() - suffix.size()))] = value;
-    return record;
-}
-
 }  // namespace tinyformer

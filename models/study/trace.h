@@ -17,6 +17,8 @@
 //   encoder.norm.output, decoder.norm.output, layers.norm.output          [B,T,D]
 //   logits                                                                [B,T,V]
 // stack: encoder, decoder or layers; attn: self_attn or cross_attn.
+// {stack}.{i}.{attn} is the attention call's one name (models/transformer.h):
+// a call's per-head weights are "{call}.weights", here and in `forward --attention`.
 #pragma once
 
 #include "layers/observer.h"
@@ -26,10 +28,6 @@
 #include <vector>
 
 namespace tinyformer {
-
-// Per-head attention weights under docs/FORMAT.md's `forward --attention`
-// names: attention.encoder.{i}, attention.decoder.{i}.self / .cross, attention.layers.{i}.
-using AttentionRecord = std::map<std::string, Tensor>;
 
 class Trace final : public Observer {
 public:
@@ -46,17 +44,11 @@ public:
     const std::map<std::string, BoolTensor>& masks() const { return masks_; }
     const std::map<std::string, Tensor>& tensors() const { return tensors_; }
 
-    // The attention weights under their docs/FORMAT.md names.
-    AttentionRecord attention_weights() const;
-
 private:
     Detail detail_;
     std::vector<std::string> names_;
     std::map<std::string, Tensor> tensors_;
     std::map<std::string, BoolTensor> masks_;
 };
-
-// "decoder.1.cross_attn" -> "attention.decoder.1.cross"; "layers.2.self_attn" -> "attention.layers.2".
-std::string attention_output_name(const std::string& trace_prefix);
 
 }  // namespace tinyformer

@@ -133,15 +133,6 @@ export function nativeForward(model, forwardInputs, { request = {} } = {}) {
   return readSafetensors(output);
 }
 
-// RESULT.weights' call name -> forward's output name (models/study/trace.h
-// attention_output_name): "decoder.0.self_attn" -> "attention.decoder.0.self",
-// "decoder.1.cross_attn" -> "attention.decoder.1.cross", "encoder.0.self_attn"
-// -> "attention.encoder.0", "layers.2.self_attn" -> "attention.layers.2".
-export function forwardName(call) {
-  const [stack, layer, attn] = call.split(".");
-  return `attention.${stack}.${layer}` + (stack === "decoder" ? (attn === "cross_attn" ? ".cross" : ".self") : "");
-}
-
 // ---- run ----
 
 // `tinyformer run MODEL (TEXT | --ids ...) --print-ids` with DECODE's settings
@@ -220,8 +211,8 @@ export function compareArrays(actual, expected, row = null, skip = null, queryAx
 // (null: no padding): the encoder's are the source's, the decoder's the
 // target's, a single stack's its one sequence's.
 function queryPadding(forwardInputs, name, row) {
-  const mask = name.startsWith("attention.encoder.") ? forwardInputs.src_key_padding_mask
-    : name.startsWith("attention.layers.") || (name === "logits" && !forwardInputs.tgt_ids) ? forwardInputs.key_padding_mask
+  const mask = name.startsWith("encoder.") ? forwardInputs.src_key_padding_mask
+    : name.startsWith("layers.") || (name === "logits" && !forwardInputs.tgt_ids) ? forwardInputs.key_padding_mask
       : forwardInputs.tgt_key_padding_mask;
   return mask ? mask[row] : null;
 }
@@ -232,7 +223,7 @@ function queryPadding(forwardInputs, name, row) {
 export function compareResult(rowResult, out, row = 0, forwardInputs = {}) {
   const checks = [{ name: "logits", ...compareArrays(rowResult.logits, out.logits, row, queryPadding(forwardInputs, "logits", row), 0) }];
   for (const [call, weights] of Object.entries(rowResult.weights)) {
-    const name = forwardName(call);
+    const name = `${call}.weights`;  // forward names a call's weights as the trace does (FORMAT.md section 2)
     if (!out[name]) checks.push({ name: `${call} (no ${name} in forward's output)`, worst: Infinity });
     else checks.push({ name: `${call} ~ ${name}`, ...compareArrays(weights, out[name], row, queryPadding(forwardInputs, name, row), 1) });
   }

@@ -154,7 +154,7 @@ class CheckAgainstTheUsersModel(unittest.TestCase):
         te.export_encoder_decoder(wrong, embed_scale=False, **parts)
         # The old check compares with stock modules built from the same wrong settings: it passes.
         self.assertLessEqual(te.check(wrong), 1.0)
-        failure = self.assert_fails(wrong, model, first="attention.encoder.0")
+        failure = self.assert_fails(wrong, model, first="encoder.0.self_attn.weights")
         WORST["(a) embed_scale=False vs the scaling model"] = failure.worst
         te.export_encoder_decoder(right, embed_scale=True, **parts)
         WORST["(a) embed_scale=True vs the scaling model"] = worst = te.check(right, model)

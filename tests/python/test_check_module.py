@@ -116,7 +116,7 @@ class CheckWithModule(unittest.TestCase):
                 else:
                     self.assertEqual(unverified, [])
                 self.assertNotIn("not compared", out)      # every attention's weights were seen
-                compared = re.findall(r"^  attention\.\S+ +worst", out, re.M)
+                compared = re.findall(r"^  \S+\.weights +worst", out, re.M)
                 self.assertEqual(len(compared), ATTENTIONS[family], out)
 
     def test_upstream_conventions_are_handled(self):
@@ -141,7 +141,7 @@ class CheckWithModule(unittest.TestCase):
         wrong = self.export("nanogpt", "python-tanh.safetensors", "--gelu", "tanh")
         with self.assertRaises(te.CheckFailed) as failed:
             te.check(wrong, model)
-        self.assertRegex(failed.exception.name, r"^attention\.layers\.\d$")
+        self.assertRegex(failed.exception.name, r"^layers\.\d\.self_attn\.weights$")
 
     def test_wrong_gelu_nanogpt(self):
         wrong = self.export("nanogpt", "tanh.safetensors", "--gelu", "tanh")   # the model has exact GELU
@@ -153,7 +153,7 @@ class CheckWithModule(unittest.TestCase):
                                        r"model.py runs it\)$")
         rc, out, err = run(["--check", wrong, "--against", "nanogpt", SOURCE["nanogpt"], *module_flags("nanogpt")])
         self.assertEqual(rc, 1, out + err)
-        self.assertRegex(verdict(out), rf"^FAIL {re.escape(str(wrong))}: attention\.layers\.\d diverges first: "
+        self.assertRegex(verdict(out), rf"^FAIL {re.escape(str(wrong))}: layers\.\d\.self_attn\.weights diverges first: "
                                        r"\|a-b\| / \(1e-4 \+ 1e-4\|b\|\) = ")
         self.assertNotIn("not verified", out)
         self.assertIn("model.py: a line printed by the user's code", err)     # the user's prints: not stdout
@@ -172,7 +172,7 @@ class CheckWithModule(unittest.TestCase):
                 self.assertIn("matches the reference built from your flags", verdict(out))
                 rc, out, err = run(["--check", wrong, "--against", family, SOURCE[family], *module_flags(family)])
                 self.assertEqual(rc, 1, out + err)
-                first = "attention.layers.0" if family == "mingpt" else "attention.encoder.0"
+                first = "layers.0.self_attn.weights" if family == "mingpt" else "encoder.0.self_attn.weights"
                 self.assertRegex(verdict(out), rf"^FAIL {re.escape(str(wrong))}: {re.escape(first)} diverges first: "
                                                rf"tinyformer's shape \[4, {given}, \d+, \d+\] differs from PyTorch's "
                                                rf"\[4, {true}, \d+, \d+\]: tinyformer computes {given} heads, the "
@@ -187,7 +187,7 @@ class CheckWithModule(unittest.TestCase):
         rc, out, err = run(["--from", "mingpt", SOURCE["mingpt"], "--n-head", "6", "--out", path,
                             *module_flags("mingpt")])
         self.assertEqual(rc, 1, out + err)
-        self.assertTrue(verdict(out).startswith(f"FAIL {path}: attention.layers.0 diverges first"), out)
+        self.assertTrue(verdict(out).startswith(f"FAIL {path}: layers.0.self_attn.weights diverges first"), out)
 
     def test_llama2c_without_module_says_the_code_was_not_run(self):
         rc, out, err = run(["--check", COMMITTED["llama2c"], "--against", "llama2c", SOURCE["llama2c"]])

@@ -283,24 +283,24 @@ class CheckCatchesWrongExports(Temp, unittest.TestCase):
 
     def test_flipped_norm_first_fails_at_the_first_encoder_attention(self):
         message = self.broken_export(patch_config=lambda c: c.update(norm_first=not c["norm_first"]))
-        self.assertTrue(message.startswith("attention.encoder.0 diverges first"), message)
+        self.assertTrue(message.startswith("encoder.0.self_attn.weights diverges first"), message)
 
     def test_swapped_activation_fails_at_the_second_encoder_layer(self):
         message = self.broken_export(patch_config=lambda c: c.update(activation="gelu"))
-        self.assertTrue(message.startswith("attention.encoder.1 diverges first"), message)
+        self.assertTrue(message.startswith("encoder.1.self_attn.weights diverges first"), message)
 
     def test_perturbed_cross_attention_weight_is_named(self):
         def perturb(t):
             t["transformer.decoder.layers.1.multihead_attn.in_proj_weight"][:D] *= 1.01   # W_Q of layer 1 cross
         message = self.broken_export(patch_tensors=perturb)
-        self.assertTrue(message.startswith("attention.decoder.1.cross diverges first"), message)
+        self.assertTrue(message.startswith("decoder.1.cross_attn.weights diverges first"), message)
 
     def test_swapped_norms_are_caught(self):
         def swap(t):
             a, b = "transformer.decoder.layers.0.norm1.weight", "transformer.decoder.layers.0.norm2.weight"
             t[a], t[b] = t[b], t[a]
         message = self.broken_export(patch_tensors=swap)
-        self.assertTrue(message.startswith("attention.decoder.0.cross diverges first"), message)
+        self.assertTrue(message.startswith("decoder.0.cross_attn.weights diverges first"), message)
 
     def test_a_file_changed_after_export_is_compared_with_the_modules(self):
         path = self.path()
@@ -311,7 +311,7 @@ class CheckCatchesWrongExports(Temp, unittest.TestCase):
         st.write(path, tensors, dict(meta, config=json.dumps(cfg)))
         with self.assertRaises(te.CheckError) as caught:
             te.check(path)
-        self.assertTrue(str(caught.exception).startswith("attention.encoder.0 diverges first"), caught.exception)
+        self.assertTrue(str(caught.exception).startswith("encoder.0.self_attn.weights diverges first"), caught.exception)
         self.assertIn("changed since it was exported", str(caught.exception))
 
     def test_missing_binary_is_a_clear_error(self):

@@ -21,7 +21,7 @@ without --against use them.
   config names a layout its tensors do not have gets one line naming the
   tensor and what to pass, from --check and from torch_trace.
 - The GPT-2 folder check compares per-head attention weights: an attention
-  weight perturbed in layer 1 is named (attention.layers.1), not only the logits.
+  weight perturbed in layer 1 is named (layers.1.self_attn.weights), not only the logits.
 
     /usr/bin/python3 tests/python/test_family_traces.py          # from the repository root
     /usr/bin/python3 tests/python/test_family_traces.py -v -k Perturbed
@@ -278,18 +278,18 @@ class GPT2Folder(Temp, unittest.TestCase):
         self.assertLessEqual(te.check(str(model), reference), 1.0)
         with self.assertRaises(te.CheckFailed) as caught:
             te.check(bad, reference)
-        self.assertEqual(caught.exception.name, "attention.layers.1")
+        self.assertEqual(caught.exception.name, "layers.1.self_attn.weights")
         # transformers' GPT2LMHeadModel keeps no weights: it returns them with output_attentions=True
         hf_style = TransformersStyle(reference)
         self.assertLessEqual(te.check(str(model), hf_style), 1.0)
         self.assertEqual(hf_style.asked, 3)              # every batch asked for the attentions
         with self.assertRaises(te.CheckFailed) as caught:
             te.check(bad, hf_style)
-        self.assertEqual(caught.exception.name, "attention.layers.1")
+        self.assertEqual(caught.exception.name, "layers.1.self_attn.weights")
         r = run([PY, str(TOOLS / "tinyformer_export.py"), "--check", bad, "--against", "hf-gpt2", str(folder)])
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("attention.layers.0 ", r.stdout)               # compared, and within tolerance
-        self.assertIn(f"FAIL {bad}: attention.layers.1 diverges first", r.stdout)
+        self.assertIn("layers.0.self_attn.weights ", r.stdout)               # compared, and within tolerance
+        self.assertIn(f"FAIL {bad}: layers.1.self_attn.weights diverges first", r.stdout)
 
 
 def summary():

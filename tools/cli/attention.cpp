@@ -30,11 +30,12 @@ const char* kAttentionHelp =
     "Runs the model once on TEXT (or on token ids, --ids: for any model, also one without\n"
     "a vocabulary; labels then show the ids) and writes its attention weights as PNG\n"
     "heatmaps into DIR (created if missing; --out is another name for --output):\n"
-    "  STACK-layerL-KIND-headH.png   one picture per stack, layer, kind and head\n"
-    "  STACK-layerL-KIND-heads.png   all heads of that layer, in rows that fit a slide\n"
-    "  overview.png                  every layer (rows) x every head (columns), per kind\n"
-    "  index.md                      every picture, inline, with what it shows\n"
-    "STACK is encoder / decoder (encoder-decoder models) or layers (decoder-only and\n"
+    "  CALL.headH.png   one picture per attention call and head\n"
+    "  CALL.heads.png   all heads of that call, in rows that fit a slide\n"
+    "  overview.png     every layer (rows) x every head (columns), per kind\n"
+    "  index.md         every picture, inline, with what it shows\n"
+    "CALL is the call's name in a trace: encoder.L.self_attn, decoder.L.self_attn and\n"
+    "decoder.L.cross_attn (encoder-decoder models), layers.L.self_attn (decoder-only and\n"
     "encoder-only models). DIR is written afresh: pictures of these names that an earlier\n"
     "run left there and this run does not write are removed; other files are left alone,\n"
     "and so is an index.md that this command did not write (its first line says so).\n"
@@ -55,8 +56,8 @@ const char* kAttentionHelp =
     "from 0 to 1 (viridis). Cells the mask forbids are hatched (one diagonal), padding is\n"
     "cross-hatched: 'not allowed' is not 'weight 0', also in black and white. A prefix-LM\n"
     "model's prefix ends at a black-white-black line. Weights are per head, never\n"
-    "averaged, unless --average-heads is given (then one picture per layer and kind,\n"
-    "titled 'average of H heads', and no overview).\n"
+    "averaged, unless --average-heads is given (then one picture per call,\n"
+    "CALL.average.png, titled 'average of H heads', and no overview).\n"
     "--grids-only       only the all-heads pictures and the overview\n"
     "--positions        labels carry the position: 'l:3' is token l at position 3\n"
     "--scale N          text and cells N times larger, 1..8 (default 1: a line of text 20 px)\n"
@@ -130,7 +131,8 @@ HeatmapSpec head_picture(const AttentionMap& map, int64_t head, bool average, bo
 }
 
 // The file names this command writes (and so may remove from an earlier run):
-// {encoder,decoder,layers}-layer<N>-{self,cross}-{head<N>,heads,average}.png and overview.png.
+// <call>.{head<N>,heads,average}.png, <call> an attention call's name
+// ({encoder,decoder,layers}.<N>.{self_attn,cross_attn}), and overview.png.
 // index.md is this command's own file only when a run of it wrote it: its
 // first line is this marker. Any other index.md (a user's notes, a symlink)
 // is left alone.
@@ -161,8 +163,8 @@ bool is_attention_picture(const std::string& name) {
         return digits > 0;
     };
     const bool stack = take("encoder") || take("decoder") || take("layers");
-    const bool layer = stack && take("-layer") && take_number() && take("-");
-    const bool kind = layer && (take("self") || take("cross")) && take("-");
+    const bool layer = stack && take(".") && take_number() && take(".");
+    const bool kind = layer && (take("self_attn") || take("cross_attn")) && take(".");
     const bool what = kind && (take("heads") || take("average") || (take("head") && take_number()));
     return what && rest == ".png";
 }
@@ -202,8 +204,7 @@ void refuse_before_the_pass(const Model& model, const std::vector<int64_t>& toke
     const int64_t sequence = input + (given ? static_cast<int64_t>(target->size()) : 0);
     const bool sequence_exact = given || model.config.arch == Architecture::EncoderOnly;
     const int64_t heads = model.config.nhead, s = choice.scale;
-    for (const std::string& name : model.attention_names()) {
-        const AttentionName map = parse_attention_name(name);
+    for (const NamedAttentionCall& map : model.attention_calls()) {
         if ((choice.only_layer >= 0 && map.layer != choice.only_layer) || (choice.kind != "all" && map.kind != choice.kind))
             continue;
         int64_t rows = sequence, cols = sequence;
@@ -217,7 +218,7 @@ void refuse_before_the_pass(const Model& model, const std::vector<int64_t>& toke
             cols = map.kind == "cross" ? input : decoder;
             cols_exact = map.kind == "cross" || given;
         }
-        const std::string stem = map.stack + "-layer" + std::to_string(map.layer) + "-" + map.kind;
+        const std::string& stem = map.name;
         const auto refuse_if = [&](const std::string& file, int64_t panels, int64_t matrix_size, int64_t extra_width,
                                    int64_t extra_height) {
             const int64_t pixels = panels * (matrix_extent(cols, cols_exact, matrix_size, s) + extra_width * s) *
@@ -232,12 +233,12 @@ void refuse_before_the_pass(const Model& model, const std::vector<int64_t>& toke
                  "input", model.config.arch == Architecture::EncoderOnly ? "" : " or --target");
         };
         if (choice.average) {
-            refuse_if(stem + "-average.png", 1, 600, 74, 80);
+            refuse_if(stem + ".average.png", 1, 600, 74, 80);
             continue;
         }
         if (!choice.grids_only)
-            refuse_if(stem + "-head" + std::to_string(std::max<int64_t>(choice.only_head, 0)) + ".png", 1, 600, 74, 80);
-        if (choice.only_head < 0) refuse_if(stem + "-heads.png", heads, grid_matrix_size, 18, 68);
+            refuse_if(stem + ".head" + std::to_string(std::max<int64_t>(choice.only_head, 0)) + ".png", 1, 600, 74, 80);
+        if (choice.only_head < 0) refuse_if(stem + ".heads.png", heads, grid_matrix_size, 18, 68);
     }
 }
 
@@ -376,14 +377,14 @@ PictureSet lay_out_pictures(const Model& model, const AttentionPass& pass, const
         if ((choice.only_layer >= 0 && map.layer != choice.only_layer) || (choice.kind != "all" && map.kind != choice.kind))
             continue;
         ++layers_seen;
-        const std::string stem = request.out + "/" + map.stack + "-layer" + std::to_string(map.layer) + "-" + map.kind;
+        const std::string stem = request.out + "/" + map.name;
         const std::string name = attention_name(map);
         if (choice.average) {
             HeatmapSpec spec = head_picture(map, 0, true, request.positions);
             axis_titles(map, spec);
             spec.title = request.heading + "  " + name + "  average of " + std::to_string(heads) + " heads";
             spec.scale = scale;
-            set.pictures.push_back({stem + "-average.png", spec.title, single(spec)});
+            set.pictures.push_back({stem + ".average.png", spec.title, single(spec)});
             continue;
         }
         HeatmapGrid grid;
@@ -406,9 +407,9 @@ PictureSet lay_out_pictures(const Model& model, const AttentionPass& pass, const
             if (choice.grids_only || (choice.only_head >= 0 && h != choice.only_head)) continue;
             spec.title = request.heading + "  " + name + "  head " + std::to_string(h);
             spec.scale = scale;
-            set.pictures.push_back({stem + "-head" + std::to_string(h) + ".png", spec.title, single(spec)});
+            set.pictures.push_back({stem + ".head" + std::to_string(h) + ".png", spec.title, single(spec)});
         }
-        if (choice.only_head < 0) set.pictures.push_back({stem + "-heads.png", grid.title, grid});
+        if (choice.only_head < 0) set.pictures.push_back({stem + ".heads.png", grid.title, grid});
     }
     if (layers_seen == 0) throw UsageError("attention: no attention matches --layer/--kind for this model");
     refuse_too_large(set.pictures, model, pass, request);

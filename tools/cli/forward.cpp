@@ -24,9 +24,10 @@ const char* kForwardHelp =
     "  inputs, decoder_only / encoder_only: ids [B,T], optional key_padding_mask [B,T],\n"
     "          prefix_len [B] for prefix_lm models\n"
     "  output: logits [B,T,V] (F32); padded positions are exactly 0\n"
-    "  --attention  also write every attention call's per-head weights, never averaged:\n"
-    "               attention.encoder.{i} [B,H,S,S], attention.decoder.{i}.self [B,H,T,T],\n"
-    "               attention.decoder.{i}.cross [B,H,T,S], attention.layers.{i} [B,H,T,T]\n"
+    "  --attention  also write every attention call's per-head weights, never averaged, named\n"
+    "               as in a trace: encoder.{i}.self_attn.weights [B,H,S,S],\n"
+    "               decoder.{i}.self_attn.weights [B,H,T,T], decoder.{i}.cross_attn.weights [B,H,T,S],\n"
+    "               layers.{i}.self_attn.weights [B,H,T,T]\n"
     "OUT is written to a temporary file and renamed: on error nothing is written. A FIFO or a\n"
     "character device (/dev/null) is written as a stream; OUT may not be MODEL or IN.\n";
 

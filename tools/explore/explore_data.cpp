@@ -109,7 +109,7 @@ std::string group_of(const AttentionMap& map) {
 }  // namespace
 
 json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) {
-    const std::string& name = map.trace_name;
+    const std::string& name = map.name;
     const bool decoder_queries = map.stack == "decoder";
     const bool decoder_keys = map.stack == "decoder" && map.kind == "self";
     json out = {{"name", name},

@@ -221,10 +221,10 @@ json row_fields(const Model& model, const ModelText& text, const Row& row, const
     return out;
 }
 
-// The trace names of the model's attention calls ("decoder.0.self_attn"), in the order they run.
+// The names of the model's attention calls ("decoder.0.self_attn"), in the order they run.
 std::vector<std::string> call_names(const AttentionRun& run) {
     std::vector<std::string> names;
-    for (const AttentionMap& map : run.maps) names.push_back(map.trace_name);
+    for (const AttentionMap& map : run.maps) names.push_back(map.name);
     return names;
 }
 

@@ -16,7 +16,7 @@ Files:
                                   (BOOL, true = padding): row 0 none, row 1 right, row 2 left padding
     seq2seq.expected.safetensors  PyTorch's float32 outputs from the modules themselves (not
                                   from the file), named as `tinyformer forward --attention` names
-                                  them: logits, attention.encoder.{i}, attention.decoder.{i}.self|cross
+                                  them: logits, encoder.{i}.self_attn.weights, decoder.{i}.{self,cross}_attn.weights
 
 Before writing, the expected outputs are recomputed from the files alone by
 tools/python/numpy_reference.py's independent float64 numpy model of FORMAT.md, which must
@@ -109,7 +109,7 @@ def pytorch_outputs(parts, batch):
     expected = {}
     for name, value in out.items():
         value = value.float().numpy().copy()
-        qpad = src_pad if name.startswith("attention.encoder.") else tgt_pad
+        qpad = src_pad if name.startswith("encoder.") else tgt_pad
         rows = np.broadcast_to(qpad[:, :, None] if name == "logits" else qpad[:, None, :, None], value.shape)
         if not np.isfinite(value[~rows]).all():
             raise RuntimeError(f"{name}: PyTorch is not finite at a non-padding position")

@@ -160,15 +160,15 @@ def format_output_shapes(case):
         b, s, t = len(case["src_pad"]), case["src_len"], case["tgt_len"]
         out = {"logits": [b, t, cfg["tgt_vocab_size"]]}
         for i in range(cfg["num_encoder_layers"]):
-            out[f"attention.encoder.{i}"] = [b, h, s, s]
+            out[f"encoder.{i}.self_attn.weights"] = [b, h, s, s]
         for i in range(cfg["num_decoder_layers"]):
-            out[f"attention.decoder.{i}.self"] = [b, h, t, t]
-            out[f"attention.decoder.{i}.cross"] = [b, h, t, s]
+            out[f"decoder.{i}.self_attn.weights"] = [b, h, t, t]
+            out[f"decoder.{i}.cross_attn.weights"] = [b, h, t, s]
         return out
     b, t = len(case["pad"]), case["length"]
     out = {"logits": [b, t, cfg["vocab_size"]]}
     for i in range(cfg["num_layers"]):
-        out[f"attention.layers.{i}"] = [b, h, t, t]
+        out[f"layers.{i}.self_attn.weights"] = [b, h, t, t]
     return out
 
 
@@ -268,15 +268,15 @@ def query_padding(case, inputs):
         tgt = inputs.get("tgt_key_padding_mask", torch.zeros_like(inputs["tgt_ids"], dtype=torch.bool))
         out["logits"] = tgt
         for i in range(cfg["num_encoder_layers"]):
-            out[f"attention.encoder.{i}"] = src
+            out[f"encoder.{i}.self_attn.weights"] = src
         for i in range(cfg["num_decoder_layers"]):
-            out[f"attention.decoder.{i}.self"] = tgt
-            out[f"attention.decoder.{i}.cross"] = tgt
+            out[f"decoder.{i}.self_attn.weights"] = tgt
+            out[f"decoder.{i}.cross_attn.weights"] = tgt
     else:
         pad = inputs.get("key_padding_mask", torch.zeros_like(inputs["ids"], dtype=torch.bool))
         out["logits"] = pad
         for i in range(cfg["num_layers"]):
-            out[f"attention.layers.{i}"] = pad
+            out[f"layers.{i}.self_attn.weights"] = pad
     return out
 
 

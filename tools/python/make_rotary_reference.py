@@ -227,7 +227,7 @@ def make_case(case, out_dir):
         logits, weights = module(ids, mask)
     expected = {"logits": logits.float().contiguous()}
     for i, w in enumerate(weights):
-        expected[f"attention.layers.{i}"] = w.float().contiguous()
+        expected[f"layers.{i}.self_attn.weights"] = w.float().contiguous()
     for name, value in expected.items():
         if not torch.isfinite(value).all():
             raise RuntimeError(f"{case['name']}: {name} is not finite")

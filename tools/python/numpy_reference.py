@@ -349,7 +349,7 @@ def spec_forward(cfg, w, inputs):
         # the encoder, then its final norm: the memory
         x = embed(cfg, w, "src_embed.weight", src)
         for i in range(cfg["num_encoder_layers"]):
-            x, out[f"attention.encoder.{i}"] = encoder_layer(
+            x, out[f"encoder.{i}.self_attn.weights"] = encoder_layer(
                 cfg, w, f"transformer.encoder.layers.{i}", x, enc_allowed, spad)
         mem = layer_norm(cfg, w, "transformer.encoder.norm", x)
         # A padded source position is a padded query: its memory row is exactly 0, as
@@ -358,12 +358,12 @@ def spec_forward(cfg, w, inputs):
         # the decoder, its final norm, the generator
         y = embed(cfg, w, "tgt_embed.weight", tgt)
         for i in range(cfg["num_decoder_layers"]):
-            y, out[f"attention.decoder.{i}.self"], out[f"attention.decoder.{i}.cross"] = decoder_layer(
+            y, out[f"decoder.{i}.self_attn.weights"], out[f"decoder.{i}.cross_attn.weights"] = decoder_layer(
                 cfg, w, f"transformer.decoder.layers.{i}", y, mem, dec_allowed, cross_allowed, tpad)
         y = layer_norm(cfg, w, "transformer.decoder.norm", y)
         logits = head(cfg, w, "generator", "tgt_embed.weight", y)
         qpad = tpad
-        qpads = {k: (spad if k.startswith("attention.encoder.") else tpad) for k in out}
+        qpads = {k: (spad if k.startswith("encoder.") else tpad) for k in out}
     else:
         ids = inputs["ids"].astype(np.int64)
         b, t = ids.shape
@@ -372,7 +372,7 @@ def spec_forward(cfg, w, inputs):
         allowed = allowed_self(cfg["attention"], pad, prefix)
         x = embed(cfg, w, "embed.weight", ids)
         for n in range(cfg["num_layers"]):
-            x, out[f"attention.layers.{n}"] = encoder_layer(cfg, w, f"transformer.layers.{n}", x, allowed, pad)
+            x, out[f"layers.{n}.self_attn.weights"] = encoder_layer(cfg, w, f"transformer.layers.{n}", x, allowed, pad)
         if cfg["final_norm"]:
             x = layer_norm(cfg, w, "transformer.norm", x)
         logits = head(cfg, w, "lm_head", "embed.weight", x)

@@ -163,9 +163,9 @@ every case in this folder alike.
   Padded positions hold `pad_id` (0). `__metadata__.case` names the case.
 - `CASE.expected.safetensors` — PyTorch's float32 outputs under the names
   `tinyformer forward --attention` writes: `logits` and per-head (never
-  averaged) attention weights `attention.encoder.{{i}}` `[B,H,S,S]`,
-  `attention.decoder.{{i}}.self` `[B,H,T,T]`, `attention.decoder.{{i}}.cross`
-  `[B,H,T,S]`, or `attention.layers.{{i}}` `[B,H,T,T]`, all F32.
+  averaged) attention weights `encoder.{{i}}.self_attn.weights` `[B,H,S,S]`,
+  `decoder.{{i}}.self_attn.weights` `[B,H,T,T]`, `decoder.{{i}}.cross_attn.weights`
+  `[B,H,T,S]`, or `layers.{{i}}.self_attn.weights` `[B,H,T,T]`, all F32.
 
 ## How to compare (the C++ parity test)
 

@@ -56,7 +56,7 @@ positions with FORMAT's tolerance |a-b| <= 1e-4 + 1e-4|b| (b = PyTorch), and
 requires tinyformer's padded rows to be exactly 0. It returns the worst
 |a-b| / (1e-4 + 1e-4|b|) and raises CheckError naming the first attention
 (in forward order) whose weights diverge, e.g.
-"attention.decoder.1.cross diverges first: ...".
+"decoder.1.cross_attn.weights diverges first: ...".
 
 Importable from anywhere: sys.path.insert(0, "/path/to/checkout/tools/python"), then
 import tinyformer_export (its own modules and build/tinyformer are found next
@@ -800,7 +800,7 @@ def _query_padding(cfg, inputs, name):
     """[B, L] True = padded query, for an output name."""
     if cfg["arch"] != "encoder_decoder":
         return inputs["key_padding_mask"]
-    if name.startswith("attention.encoder."):
+    if name.startswith("encoder."):
         return inputs["src_key_padding_mask"]
     return inputs["tgt_key_padding_mask"]
 
@@ -808,11 +808,11 @@ def _query_padding(cfg, inputs, name):
 def _output_order(cfg):
     """Output names in forward order (attention calls as they run, logits last)."""
     if cfg["arch"] == "encoder_decoder":
-        names = [f"attention.encoder.{i}" for i in range(cfg["num_encoder_layers"])]
+        names = [f"encoder.{i}.self_attn.weights" for i in range(cfg["num_encoder_layers"])]
         for i in range(cfg["num_decoder_layers"]):
-            names += [f"attention.decoder.{i}.self", f"attention.decoder.{i}.cross"]
+            names += [f"decoder.{i}.self_attn.weights", f"decoder.{i}.cross_attn.weights"]
     else:
-        names = [f"attention.layers.{i}" for i in range(cfg["num_layers"])]
+        names = [f"layers.{i}.self_attn.weights" for i in range(cfg["num_layers"])]
     return names + ["logits"]
 
 
@@ -890,7 +890,7 @@ class _ShapesDiffer:
 
     def __str__(self):
         text = f"tinyformer's shape {self.ours} differs from PyTorch's {self.theirs}"
-        if self.name.startswith("attention.") and len(self.ours) == len(self.theirs) == 4 \
+        if self.name.endswith(".weights") and len(self.ours) == len(self.theirs) == 4 \
                 and self.ours[1] != self.theirs[1]:
             text += (f": tinyformer computes {self.ours[1]} heads, the reference {self.theirs[1]} (the file's "
                      f"nhead is not the model's)")
@@ -1072,7 +1072,7 @@ class _GPTReference(_Reference):
 
     def run(self, cfg, inputs):
         return _outputs_with_weights(
-            _Hooks([(block.attn, f"attention.layers.{i}") for i, block in enumerate(self.module.transformer.h)],
+            _Hooks([(block.attn, f"layers.{i}.self_attn.weights") for i, block in enumerate(self.module.transformer.h)],
                    "weights"),
             lambda: _every_position(self.module, torch.from_numpy(inputs["ids"]), self.description),
             self.description, list(inputs["ids"].shape))

@@ -434,20 +434,21 @@ class TwinAttention(nn.Module):
 
 
 def stack_attention_names(arch, transformer):
-    """[(MultiheadAttention module, `forward --attention` output name)] of an
+    """[(MultiheadAttention module, the name of its weights in `forward --attention`
+    and in a trace, "decoder.1.cross_attn.weights")] of an
     nn.Transformer (encoder_decoder) or an nn.TransformerEncoder (single-stack),
     in forward order. A list, not a dict: one module instance used as several
     layers appears once per layer."""
     names = []
     if arch == "encoder_decoder":
         for i, layer in enumerate(transformer.encoder.layers):
-            names.append((layer.self_attn, f"attention.encoder.{i}"))
+            names.append((layer.self_attn, f"encoder.{i}.self_attn.weights"))
         for i, layer in enumerate(transformer.decoder.layers):
-            names.append((layer.self_attn, f"attention.decoder.{i}.self"))
-            names.append((layer.multihead_attn, f"attention.decoder.{i}.cross"))
+            names.append((layer.self_attn, f"decoder.{i}.self_attn.weights"))
+            names.append((layer.multihead_attn, f"decoder.{i}.cross_attn.weights"))
     else:
         for i, layer in enumerate(transformer.layers):
-            names.append((layer.self_attn, f"attention.layers.{i}"))
+            names.append((layer.self_attn, f"layers.{i}.self_attn.weights"))
     return names
 
 

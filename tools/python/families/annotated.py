@@ -364,9 +364,9 @@ def annotated_log_probs(model, src, tgt, src_pad=None, tgt_pad=None):
 
 def attention_modules(model):
     """[(attention module, `forward --attention` output name)] in forward order."""
-    names = [(layer.self_attn, f"attention.encoder.{i}") for i, layer in enumerate(model.encoder.layers)]
+    names = [(layer.self_attn, f"encoder.{i}.self_attn.weights") for i, layer in enumerate(model.encoder.layers)]
     for i, layer in enumerate(model.decoder.layers):
-        names += [(layer.self_attn, f"attention.decoder.{i}.self"), (layer.src_attn, f"attention.decoder.{i}.cross")]
+        names += [(layer.self_attn, f"decoder.{i}.self_attn.weights"), (layer.src_attn, f"decoder.{i}.cross_attn.weights")]
     return names
 
 

@@ -510,7 +510,7 @@ def _reference(converted, cfg):
 
 def attention_modules(model):
     """[(attention module, check()'s output name)] in forward order: each block's attn."""
-    return [(block.attn, f"attention.layers.{i}") for i, block in enumerate(model.transformer.h)]
+    return [(block.attn, f"layers.{i}.self_attn.weights") for i, block in enumerate(model.transformer.h)]
 
 
 def recognise(module):

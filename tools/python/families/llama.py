@@ -299,7 +299,7 @@ class Transformer(nn.Module):
 
 def attention_modules(model):
     """[(attention module, check()'s output name)] in forward order."""
-    return [(layer.attention, f"attention.layers.{i}") for i, layer in enumerate(model.layers)]
+    return [(layer.attention, f"layers.{i}.self_attn.weights") for i, layer in enumerate(model.layers)]
 
 
 def recognise(module):
