@@ -41,9 +41,13 @@
 // one scope: models/transformer.h), which hands them to every layer and
 // attention module, so every pass honours them: a whole pass, a trace, and
 // the decoding searches stepping over the KV cache (models/stepper.h). None
-// by default: then no hook is called and nothing is copied. An Error a hook
-// throws inside an attention call starts with the module's name, as the
-// call's own do (layers/multi_head_attention.h).
+// by default: then no hook is called and nothing is copied. An Error that
+// attention_mask or attention_heads throws starts with the module's name, as
+// the call's own do (layers/multi_head_attention.h); one from `residual`
+// reaches the caller as it was thrown.
+//
+// What a hook is given (AttentionCallInfo, ResidualPoint, their names
+// included) is valid during that call only: copy what you keep.
 #pragma once
 
 #include "engine/mask.h"
@@ -66,7 +70,7 @@ struct AttentionCallInfo {
 
 // One residual point, as a hook sees it.
 struct ResidualPoint {
-    const std::string& name;  // "decoder.1.after_self_attn" (the list above)
+    std::string name;         // "decoder.1.after_self_attn" (the list above)
     int64_t first;            // the slot of row 0 of the activation
     bool whole_pass;
 };
@@ -88,7 +92,7 @@ public:
 // when there are hooks (the name is built only then).
 inline void residual_hook(const Hooks* hooks, const std::string& prefix, const char* point, int64_t first,
                           bool whole_pass, Tensor& x) {
-    if (hooks) hooks->residual({prefix + point, first, whole_pass}, x);
+    if (hooks) hooks->residual({prefix.empty() ? point + 1 : prefix + point, first, whole_pass}, x);
 }
 
 }  // namespace tinyformer

@@ -76,7 +76,7 @@ void KVCache::append(ConstBatchView key, ConstBatchView value) {
         width_ = key.cols;
         capacity_ = key.rows;
         length_ = 0;
-            key_ = Tensor({batch_, capacity_, width_});
+        key_ = Tensor({batch_, capacity_, width_});
         value_ = Tensor({batch_, capacity_, width_});
     }
     const int64_t n = key.rows;

@@ -3,6 +3,9 @@
 // It holds rows and nothing else: what a row means (which values were found
 // finite, which slot is padding, which position a slot's token has) is kept
 // by whoever appends them (layers/multi_head_attention.h, models/stepper.h).
+// In particular MultiHeadAttention::forward_appending takes every row already
+// in a cache as checked finite (its own calls checked them when they appended
+// them); rows a caller appends by hand are that caller's to check.
 //
 //   storage:  key and value buffers [B, capacity, D]; rows 0..length-1 of
 //             each batch row are valid. D is the width of K and V: d_model,
@@ -18,7 +21,8 @@
 //   keep_rows: beam search keeps, drops and duplicates hypotheses: batch row
 //             i becomes old row rows[i] (repeats allowed).
 //   truncate: keeps rows 0..n-1 of every batch row (a step that failed takes
-//             its rows back out).
+//             its rows back out); the buffers stay, with the B and D they
+//             were made for, also at n = 0.
 //
 // append(Tensor, Tensor) into a cache with nothing reserved (capacity 0) and
 // assign() take the tensors over (no copy); append of views — the model's

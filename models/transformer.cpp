@@ -415,7 +415,10 @@ void Model::set_hooks(const Hooks* hooks) {
     if (single_stack) single_stack->set_hooks(hooks);
 }
 
-const Hooks* Model::hooks() const { return encoder_decoder ? encoder_decoder->hooks() : single_stack->hooks(); }
+const Hooks* Model::hooks() const {
+    if (encoder_decoder) return encoder_decoder->hooks();
+    return single_stack ? single_stack->hooks() : nullptr;
+}
 
 HookScope::HookScope(Model& model, const Hooks* hooks) : model_(model), previous_(model.hooks()) {
     model_.set_hooks(hooks);

@@ -45,9 +45,9 @@
 #include "layers/encoder_layer.h"
 #include "layers/hooks.h"
 #include "layers/linear.h"
+#include "layers/observer.h"
 #include "models/checkpoint.h"
 #include "models/mask_policy.h"
-#include "layers/observer.h"
 
 #include <map>
 #include <memory>

@@ -51,7 +51,7 @@ private:
             const MultiHeadAttention& module = model.attention_module(call);  // Error listing the names if unknown
             for (int64_t head : indices)
                 if (head < 0 || head >= module.heads())
-                    fail("MultiHeadAttention: cannot zero head ", head, "; the heads are 0..", module.heads() - 1);
+                    fail("probe: ", call, " has heads 0..", module.heads() - 1, "; cannot zero head ", head);
         }
         return by_call;
     }
