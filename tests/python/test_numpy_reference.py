@@ -95,6 +95,15 @@ def engine():
 
 
 @unittest.skipIf(engine() is None, "build/tinyformer is not built (make), and TINYFORMER_BIN is not set")
+class Refusals(unittest.TestCase):
+    """What the page does not compute it refuses by name, as the engine's config check does."""
+
+    def test_rotary_and_alibi_in_an_encoder_decoder_are_refused(self):
+        for scheme in ("rotary", "alibi"):
+            with self.subTest(scheme=scheme), self.assertRaisesRegex(ValueError, f'pos_encoding "{scheme}"'):
+                nr.spec_forward({"arch": "encoder_decoder", "pos_encoding": scheme}, {}, {})
+
+
 class AgainstTheEngine(unittest.TestCase):
     def inputs(self, cfg):
         """Three rows of ids: one full, one with its last 4 positions padding, one

@@ -169,7 +169,7 @@ struct RowPlace {
     int64_t decoder_offset = 0;  // ... of the decoder's sequence (encoder_decoder)
 };
 
-// log p of each target token, then <eos>, from the logits rows that predict them (as probe.h scores).
+// log p of each target token, then <eos>, from the logits rows that predict them (as models/study/probe.h scores).
 json token_log_p(const Model& model, const Tensor& logits, const Row& row, const RowPlace& place) {
     json out = json::array();
     const int64_t n = logits.dim(1), V = logits.dim(2);

@@ -339,6 +339,9 @@ def spec_forward(cfg, w, inputs):
     w = {k: v.astype(np.float64) for k, v in w.items()}
     out = {}
     if cfg["arch"] == "encoder_decoder":
+        if cfg.get("pos_encoding") in ("rotary", "alibi"):   # as the engine's config check refuses it
+            raise ValueError(f'pos_encoding "{cfg["pos_encoding"]}" is for decoder_only and encoder_only models; '
+                             'this config is encoder_decoder')
         src, tgt = inputs["src_ids"].astype(np.int64), inputs["tgt_ids"].astype(np.int64)
         b, s, t = src.shape[0], src.shape[1], tgt.shape[1]
         spad = inputs.get("src_key_padding_mask", np.zeros((b, s), bool)).astype(bool)

@@ -280,7 +280,7 @@ def load_modules(model_path):
 
 
 # ----------------------------------------------------------------------------
-# One example, framed as tinyformer frames it (models/text.h, teacher_forcing.h)
+# One example, framed as tinyformer frames it (models/text.h, models/study/teacher_forcing.h)
 # ----------------------------------------------------------------------------
 
 
