@@ -53,12 +53,6 @@ const char* kProbeHelp =
 
 std::string shown(const std::string& output) { return output.empty() ? "(empty)" : terminal_text(output); }
 
-std::string head_label(const HeadProbe& head) {
-    std::string label = head.stack;
-    label.append(" ").append(std::to_string(head.layer)).append(" ").append(head.kind);
-    return label;
-}
-
 void print_report(std::FILE* out, const std::string& model_name, const ProbeReport& report) {
     std::fprintf(out, "probe: %s on \"%s\"\n", terminal_text(model_name).c_str(), terminal_text(report.text).c_str());
     std::fprintf(out, "target \"%s\" (%s); log p(target, <eos>) = %.4g over %lld tokens\n", terminal_text(report.target).c_str(),
@@ -67,13 +61,13 @@ void print_report(std::FILE* out, const std::string& model_name, const ProbeRepo
     if (report.target_given) std::fprintf(out, "greedy output \"%s\"\n", terminal_text(report.greedy_output).c_str());
 
     std::fprintf(out, "\nhead ablation: the head's output set to 0 before W_O at every position\n");
-    std::fprintf(out, "%-16s %4s %9s  %-16s %10s  %-8s %s\n", "attention", "head", "mean max", "top key (share)", "d log p",
+    std::fprintf(out, "%-20s %4s %9s  %-16s %10s  %-8s %s\n", "attention", "head", "mean max", "top key (share)", "d log p",
                 "changed", "greedy output");
     for (const HeadProbe& head : report.heads) {
         char share[32];  // a string, not a fixed buffer: a long token must not be cut inside a character
         std::snprintf(share, sizeof share, " (%.2f)", head.top_key_share);
         const std::string top = token_for_table(head.top_key) + "@" + std::to_string(head.top_key_position) + share;
-        std::fprintf(out, "%-16s %4lld %9.3f  %-16s %10.4f  %-8s %s\n", head_label(head).c_str(),
+        std::fprintf(out, "%-20s %4lld %9.3f  %-16s %10.4f  %-8s %s\n", head.attention.c_str(),
                     static_cast<long long>(head.head), head.mean_max_weight, top.c_str(), head.delta_log_prob,
                     head.output_changed ? "changed" : "", shown(head.greedy_output).c_str());
     }
