@@ -191,67 +191,72 @@ TEST_CASE("a hook that changes nothing leaves every output bit-identical") {
     }
 }
 
+// One teacher-forced pass without hooks and one with a hook that changes the residual
+// stream at `point` (and nothing else).
+struct PlainAndHooked {
+    Pass plain, hooked;
+};
+
+void run_plain_and_hooked(Model& model, const std::string& input_text, const std::string& target_text,
+                          const std::string& point, const std::function<void(Tensor&)>& change, PlainAndHooked& out) {
+    const std::vector<int64_t> input = input_of(model, input_text);
+    const std::vector<int64_t> target = ModelText(model).encode_output(target_text);
+    run_pass(model, input, target, out.plain);
+    Recorder recorder;
+    recorder.change = [&](const std::string& name, Tensor& x) {
+        if (name == point) change(x);
+    };
+    const HookScope scope(model, &recorder);
+    run_pass(model, input, target, out.hooked);
+}
+
+// In the trace's order, every tensor before `first_after` is the same bits in both passes and
+// every one from it on differs, except those `unchanged_after` names (they do not read the
+// stream after the point).
+void check_changed_from(const PlainAndHooked& passes, const std::string& first_after,
+                        const std::function<bool(const std::string&)>& unchanged_after) {
+    bool after = false;
+    for (const std::string& name : passes.plain.trace.names()) {
+        CAPTURE(name);
+        if (!passes.plain.trace.has(name)) continue;  // a mask
+        if (name == first_after) after = true;
+        const bool same = same_bits(passes.hooked.trace.tensor(name), passes.plain.trace.tensor(name));
+        CHECK(same == (!after || unchanged_after(name)));
+    }
+    CHECK(after);
+}
+
 TEST_CASE("a residual hook changes what follows its point, and nothing before it") {
     SUBCASE("decoder-only: one position of the stream after layers.1's self-attention") {
         Model model = Model::load(kReverseCausal);
-        const std::vector<int64_t> input = input_of(model, "abcd");
-        const std::vector<int64_t> target = ModelText(model).encode_output("dcba");
-        Pass plain;
-        run_pass(model, input, target, plain);
         const int64_t p = 3;  // a position in the middle
-        Recorder recorder;
-        recorder.change = [&](const std::string& point, Tensor& x) {
-            // One channel: the same number added to every channel of a row would be invisible
-            // to the next LayerNorm (it subtracts the row's mean), up to rounding only.
-            if (point == "layers.1.after_self_attn") x.at({0, p, 0}) += 1.0f;
-        };
-        const HookScope scope(model, &recorder);
-        Pass hooked;
-        run_pass(model, input, target, hooked);
-        // In the trace's order: every tensor up to layers.1.self_attn.output comes
-        // before the point (the same bits); every one from layers.1.ffn.hidden on after it.
-        bool after = false;
-        for (const std::string& name : plain.trace.names()) {
-            CAPTURE(name);
-            if (!plain.trace.has(name)) continue;  // a mask
-            if (name == "layers.1.ffn.hidden") after = true;
-            const bool same = same_bits(hooked.trace.tensor(name), plain.trace.tensor(name));
-            CHECK(same == !after);
-        }
-        CHECK(after);
+        PlainAndHooked passes;
+        // One channel: the same number added to every channel of a row would be invisible
+        // to the next LayerNorm (it subtracts the row's mean), up to rounding only.
+        run_plain_and_hooked(model, "abcd", "dcba", "layers.1.after_self_attn",
+                             [&](Tensor& x) { x.at({0, p, 0}) += 1.0f; }, passes);
+        // Up to layers.1.self_attn.output the tensors come before the point; from
+        // layers.1.ffn.hidden on, after it.
+        check_changed_from(passes, "layers.1.ffn.hidden", [](const std::string&) { return false; });
         // Causal: the positions before p never see it, at any layer.
-        const int64_t V = plain.logits.dim(2), T = plain.logits.dim(1);
+        const Tensor& plain = passes.plain.logits;
+        const Tensor& hooked = passes.hooked.logits;
+        const int64_t V = plain.dim(2), T = plain.dim(1);
         for (int64_t t = 0; t < T; ++t) {
             CAPTURE(t);
-            const bool row_same = std::equal(plain.logits.data() + t * V, plain.logits.data() + (t + 1) * V,
-                                             hooked.logits.data() + t * V);
+            const bool row_same = std::equal(plain.data() + t * V, plain.data() + (t + 1) * V, hooked.data() + t * V);
             CHECK(row_same == (t < p));
         }
     }
     SUBCASE("encoder-decoder: the stream after decoder.0's cross-attention leaves the encoder and decoder.0's attentions alone") {
         Model model = Model::load(kReverse);
-        const std::vector<int64_t> input = input_of(model, "hello");
-        const std::vector<int64_t> target = ModelText(model).encode_output("olleh");
-        Pass plain;
-        run_pass(model, input, target, plain);
-        Recorder recorder;
-        recorder.change = [&](const std::string& point, Tensor& x) {
-            if (point == "decoder.0.after_cross_attn") x.at({0, 0, 0}) -= 2.0f;  // <bos>'s position
-        };
-        const HookScope scope(model, &recorder);
-        Pass hooked;
-        run_pass(model, input, target, hooked);
-        bool after = false;
-        for (const std::string& name : plain.trace.names()) {
-            CAPTURE(name);
-            if (!plain.trace.has(name)) continue;
-            if (name == "decoder.0.ffn.hidden") after = true;
-            // After the point: the decoder reads the stream, the encoder's memory does not change.
-            const bool keys_from_memory = name.find("cross_attn.k") != std::string::npos ||
-                                          name.find("cross_attn.v") != std::string::npos;
-            CHECK(same_bits(hooked.trace.tensor(name), plain.trace.tensor(name)) == (!after || keys_from_memory));
-        }
-        CHECK(after);
+        PlainAndHooked passes;
+        run_plain_and_hooked(model, "hello", "olleh", "decoder.0.after_cross_attn",
+                             [](Tensor& x) { x.at({0, 0, 0}) -= 2.0f; }, passes);  // <bos>'s position
+        // After the point: the decoder reads the stream, the encoder's memory does not change.
+        check_changed_from(passes, "decoder.0.ffn.hidden", [](const std::string& name) {
+            return name.find("cross_attn.k") != std::string::npos || name.find("cross_attn.v") != std::string::npos;
+        });
     }
     SUBCASE("the trace records a point's tensor after its hook: z before it, the output after") {
         Model model = Model::load(kReverseCausal);
