@@ -140,6 +140,10 @@ public:
     const std::optional<float>& mask_value() const { return mask_value_; }
     const std::optional<RotaryEmbedding>& rotary() const { return rotary_; }
     const std::string& call() const { return call_; }
+    // W_O [D, D] and b_O [D] (or empty), read-only: head h's part of the output
+    // is its Dh columns of z times columns h*Dh.. of W_O (direct logit attribution).
+    const Tensor& out_proj_weight() const { return w_out_; }
+    const Tensor& out_proj_bias() const { return b_out_; }
 
     // The hooks every call runs (layers/hooks.h), or none (nullptr, the default).
     void set_hooks(const Hooks* hooks) { hooks_ = hooks; }

@@ -282,14 +282,24 @@ Tensor EncoderDecoderModel::run_decoder(const TokenIds& target, const Tensor& me
                                        cache ? &cache->layers[i] : nullptr);
     }
     if (cache) cache->length += target.length;
-    x = decoder_norm_.forward(std::move(x));
-    record_everything(observer, "decoder.norm.output", x);
-    Tensor logits = head_logits(generator_, target_embedding_, x);  // [B, n, V]
+    Tensor logits = unembed(std::move(x), observer);  // [B, n, V]
     zero_padded_queries(logits, target_padding);  // [B, n, V]: a padded position's logits are 0
     refuse_non_finite(logits, "generator");
     record_everything(observer, "logits", logits);
     return logits;
 }
+
+Tensor EncoderDecoderModel::unembed(Tensor x, Observer* observer) const {
+    x = decoder_norm_.forward(std::move(x));
+    record_everything(observer, "decoder.norm.output", x);
+    return head_logits(generator_, target_embedding_, x);
+}
+
+const LayerNorm* EncoderDecoderModel::final_norm() const { return &decoder_norm_; }
+const Tensor& EncoderDecoderModel::unembedding_weight() const {
+    return generator_.weight.empty() ? target_embedding_.token_weight : generator_.weight;
+}
+const Tensor& EncoderDecoderModel::unembedding_bias() const { return generator_.bias; }
 
 void EncoderDecoderModel::set_hooks(const Hooks* hooks) {
     hooks_ = hooks;
@@ -367,16 +377,26 @@ Tensor SingleStackModel::run(const TokenIds& ids, const std::vector<int64_t>& fi
         // Each row's own positions (rotary turns q and k by them): first_positions[b] + 0..n-1.
         x = layers_[i].forward(x, mask, padding, pointer(layer), cache ? &cache->layers[i] : nullptr, first_positions);
     }
-    if (final_norm_) {
-        x = norm_.forward(std::move(x));
-        record_everything(observer, "layers.norm.output", x);
-    }
-    Tensor logits = head_logits(lm_head_, embedding_, x);  // [B, n, V]
+    Tensor logits = unembed(std::move(x), observer);  // [B, n, V]
     zero_padded_queries(logits, padding);  // [B, n, V]: a padded position's logits are 0
     refuse_non_finite(logits, "lm_head");
     record_everything(observer, "logits", logits);
     return logits;
 }
+
+Tensor SingleStackModel::unembed(Tensor x, Observer* observer) const {
+    if (final_norm_) {
+        x = norm_.forward(std::move(x));
+        record_everything(observer, "layers.norm.output", x);
+    }
+    return head_logits(lm_head_, embedding_, x);
+}
+
+const LayerNorm* SingleStackModel::final_norm() const { return final_norm_ ? &norm_ : nullptr; }
+const Tensor& SingleStackModel::unembedding_weight() const {
+    return lm_head_.weight.empty() ? embedding_.token_weight : lm_head_.weight;
+}
+const Tensor& SingleStackModel::unembedding_bias() const { return lm_head_.bias; }
 
 void SingleStackModel::set_hooks(const Hooks* hooks) {
     hooks_ = hooks;

@@ -106,6 +106,17 @@ public:
     MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
     void set_hooks(const Hooks* hooks);  // none: nullptr
     const Hooks* hooks() const { return hooks_; }
+    // The model's head on any stream x [B, n, D] of its last stack: the final
+    // norm (when the model has one), then the unembedding (the head's weight,
+    // or the tied embedding). The one code the passes run after their last
+    // layer, so the logit lens (models/study/lens.h) reads the model's own
+    // head; `observer` records the norm's output as the pass does.
+    Tensor unembed(Tensor x, Observer* observer = nullptr) const;
+    // Its parts, read-only (direct logit attribution): the final norm or
+    // nullptr, and the unembedding W_U [V, D] and its bias [V] (or empty).
+    const LayerNorm* final_norm() const;
+    const Tensor& unembedding_weight() const;
+    const Tensor& unembedding_bias() const;
 
 private:
     Tensor run_decoder(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
@@ -139,6 +150,17 @@ public:
     MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
     void set_hooks(const Hooks* hooks);  // none: nullptr
     const Hooks* hooks() const { return hooks_; }
+    // The model's head on any stream x [B, n, D] of its last stack: the final
+    // norm (when the model has one), then the unembedding (the head's weight,
+    // or the tied embedding). The one code the passes run after their last
+    // layer, so the logit lens (models/study/lens.h) reads the model's own
+    // head; `observer` records the norm's output as the pass does.
+    Tensor unembed(Tensor x, Observer* observer = nullptr) const;
+    // Its parts, read-only (direct logit attribution): the final norm or
+    // nullptr, and the unembedding W_U [V, D] and its bias [V] (or empty).
+    const LayerNorm* final_norm() const;
+    const Tensor& unembedding_weight() const;
+    const Tensor& unembedding_bias() const;
 
 private:
     Tensor run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,
