@@ -10,6 +10,7 @@
 #include "tests/run_cli.h"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -146,4 +147,21 @@ TEST_CASE("lens: bad input is refused with one line") {
     refused({"lens", kNoVocabulary, "abc"}, 1, "vocabulary");
     refused({"lens", kSort, "312", "--attribute", "3"}, 1, "post-LN");
     refused({"lens", kReverseCausal, "abc=", "--output", "x.txt"}, 2, ".png or .json");
+}
+
+TEST_CASE("lens: --output writes the JSON and the two-panel picture") {
+    test_helpers::TempDirectory dir;
+    const std::string json_path = dir.file("lens.json"), png_path = dir.file("lens.png");
+    const test_helpers::CliRun json_run =
+        test_helpers::run_tinyformer_ok({"lens", kReverse, "hello", "--attribute", "o", "--top", "2", "--output", json_path});
+    CHECK(json_run.out.find("direct logit attribution of 'o'") != std::string::npos);
+    const nlohmann::json lens = nlohmann::json::parse(test_helpers::read_file(json_path));
+    CHECK(lens.at("stack") == "decoder");
+    CHECK(lens.at("layers").size() == 3);  // embed, decoder.0, decoder.1
+    CHECK(lens.at("layers")[0].at("positions")[0].at("top").size() == 2);
+    CHECK(lens.at("layers")[1].at("norms").size() == lens.at("positions").size());
+    const nlohmann::json& a = lens.at("attribution");
+    CHECK(a.at("sum").get<double>() == doctest::Approx(a.at("logit").get<double>()).epsilon(1e-5));
+    test_helpers::run_tinyformer_ok({"lens", kReverse, "hello", "--output", png_path});
+    CHECK(test_helpers::read_file(png_path).rfind("\x89PNG", 0) == 0);
 }

@@ -37,7 +37,7 @@ const char* kLensHelp =
     "sum to the logit but for float rounding. Pre-LN models only: in a post-LN model the\n"
     "stream after the last layer is normed inside each layer and is not a sum of parts.\n"
     "--output FILE.json writes everything above; FILE.png draws two panels, layers x\n"
-    "positions: the answer's probability (0..1) and the stream's norm (0..the largest).\n"
+    "positions: the answer's probability and the stream's norm / the largest (one 0..1 bar).\n"
     "--ids and --target-ids give tokens as ids (also for a model without a vocabulary).\n"
     "Example: tinyformer lens data/models/reverse-causal.safetensors abc=\n";
 
@@ -106,13 +106,12 @@ nlohmann::json report_json(const std::string& model_name, const LensReport& repo
     return result;
 }
 
-HeatmapSpec panel(const std::string& title, const LensReport& report, const std::vector<float>& values, float largest) {
+HeatmapSpec panel(const std::string& title, const LensReport& report, const std::vector<float>& values) {
     HeatmapSpec spec;
     spec.title = title;
     spec.rows = static_cast<int64_t>(report.layers.size());
     spec.cols = static_cast<int64_t>(report.positions.size());
-    spec.weights = values;
-    spec.scale_max = largest > 0.0f ? largest : 1.0f;
+    spec.weights = values;  // 0..1: the panels of a grid share one colour bar
     spec.row_labels = report.layers;
     for (size_t p = 0; p < report.positions.size(); ++p)
         spec.column_labels.push_back(std::to_string(p).append(" ").append(report.positions[p]));
@@ -130,10 +129,14 @@ HeatmapGrid lens_picture(const std::string& model_name, const LensReport& report
             norm.push_back(static_cast<float>(report.norms[l][p]));
             largest = std::max(largest, norm.back());
         }
+    if (largest > 0.0f)
+        for (float& each : norm) each /= largest;
+    char norm_title[64];
+    std::snprintf(norm_title, sizeof norm_title, "residual stream norm ||x||_2 / %.4g", largest);
     HeatmapGrid grid;
     grid.title = model_name + ": \"" + report.text + "\" -> \"" + report.target + "\": the logit lens";
-    grid.panels.push_back(panel("p(the model's answer) through the lens", report, probability, 1.0f));
-    grid.panels.push_back(panel("residual stream norm ||x||_2", report, norm, largest));
+    grid.panels.push_back(panel("p(the model's answer) through the lens", report, probability));
+    grid.panels.push_back(panel(norm_title, report, norm));
     return grid;
 }
 
