@@ -24,6 +24,8 @@ namespace {
 const std::string kReverseCausal = "data/models/reverse-causal.safetensors";  // decoder-only, pre-LN
 const std::string kReverse = "data/models/reverse.safetensors";               // encoder-decoder, pre-LN
 const std::string kNanoGpt = "data/families/nanogpt-char.safetensors";        // a family: tied head, no biases
+const std::string kAnnotatedCopy = "data/families/annotated-copy.safetensors";  // layer_norm_std, needs a target
+const std::string kLlama = "data/families/llama2c-tiny/llama2c-tiny.safetensors"; // rms_norm, grouped-query
 const std::string kSort = "data/models/sort.safetensors";                     // encoder-decoder, post-LN
 const std::string kNoVocabulary = "data/reference/eo_post_relu_learned_h1.model.safetensors";
 
@@ -55,13 +57,15 @@ void check_last_layer_is_the_logits(const std::string& path, const std::string& 
     for (size_t p = 0; p < report.positions.size(); ++p) CHECK(report.cells.back()[p].answer_rank == 1);
 }
 
-void check_attribution_sums(const std::string& path, const std::string& text, const std::string& token) {
+void check_attribution_sums(const std::string& path, const std::string& text, const std::string& token,
+                            const std::string& target = "") {
     CAPTURE(path);
     Model model = Model::load(path);
     const ModelText model_text(model);
     const std::vector<int64_t> tokens = model_text.encode_input(text);
     LensOptions options;
     options.attribute = model_text.encode_output(token).at(0);
+    if (!target.empty()) options.target = model_text.encode_output(target);
     const LensReport report = logit_lens(model, tokens, options);
     REQUIRE(report.attribution);
     const Attribution& a = *report.attribution;
@@ -95,6 +99,10 @@ TEST_CASE("lens: the direct logit attribution sums to the model's logit") {
     check_attribution_sums(kReverseCausal, "abc=", "a");
     check_attribution_sums(kReverse, "hello", "o");  // self- and cross-attention heads
     check_attribution_sums(kNanoGpt, "the ", "e");
+    // The three final norms: layer_norm above, layer_norm_std (the Annotated Transformer's) and
+    // rms_norm (llama2.c's, with grouped-query attention and a tied head without biases).
+    check_attribution_sums(kAnnotatedCopy, "2 3 4", "3", "2 3 4");
+    check_attribution_sums(kLlama, "a", "a");
 }
 
 TEST_CASE("lens: the residual norms are the norms of the stream the pass reads") {
