@@ -26,6 +26,7 @@ int eval_command(const Arguments& args);
 int attention_command(const Arguments& args);
 int mask_command(const Arguments& args);
 int probe_command(const Arguments& args);
+int patch_command(const Arguments& args);
 int align_command(const Arguments& args);
 int cost_command(const Arguments& args);
 int trace_command(const Arguments& args);
