@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <utility>
 #include <filesystem>
 
 namespace tinyformer::cli {
@@ -47,7 +49,8 @@ const char* kPatchHelp =
     "   \"layers\": [names], \"positions\": [tokens], \"effect\": [[...]], ...}\n"
     "(encoder-decoder: also \"source_positions\"; each row's effects run over its own stack's\n"
     "positions: \"layer_source\" says which). --output FILE.png draws layers x positions\n"
-    "(blue < 0 < red, white = 0, the scale symmetric about 0; encoder-decoder: two panels).\n"
+    "(blue < 0 < red, white = 0, the scale symmetric about 0; encoder-decoder: two panels;\n"
+    "rows shortened: dec1 cross = decoder.1.cross_attn.output, layer0 out = layers.0.output).\n"
     "--scale N draws text and cells N times larger (1..8). --unk reads an unknown character\n"
     "as <unk>. Refused: inputs of different lengths, and inputs with the same answer at\n"
     "every predicted position (LD_clean == LD_corrupted: nothing to restore).\n"
@@ -130,6 +133,21 @@ void print_report(std::FILE* out, const Model& model, const std::string& model_n
     }
 }
 
+bool ends_with(const std::string& text, const std::string& suffix) {
+    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A row's name short enough for a picture's label (16 characters): "decoder.1.cross_attn.h3" -> "dec1 cross h3".
+std::string short_label(std::string name) {
+    const std::pair<const char*, const char*> words[] = {
+        {"encoder.", "enc"}, {"decoder.", "dec"}, {"layers.", "layer"}, {"_embed.output", " embed"},
+        {"embed.output", "embed"}, {".self_attn.output", " self"}, {".cross_attn.output", " cross"},
+        {".self_attn.h", " self h"}, {".cross_attn.h", " cross h"}, {".ffn.output", " ffn"}, {".output", " out"}};
+    for (const auto& [from, to] : words)
+        if (const size_t at = name.find(from); at != std::string::npos) name.replace(at, std::strlen(from), to);
+    return name;
+}
+
 // One panel per stack of positions (encoder-decoder: source, then decoder).
 HeatmapGrid patch_picture(const Model& model, const std::string& model_name, const PatchReport& report, int64_t scale) {
     const ModelText text(model);
@@ -153,7 +171,7 @@ HeatmapGrid patch_picture(const Model& model, const std::string& model_name, con
         spec.cols = static_cast<int64_t>(spec.column_labels.size());
         for (size_t r = 0; r < report.rows.size(); ++r) {
             if (report.rows[r].source != source) continue;
-            spec.row_labels.push_back(report.rows[r].name);
+            spec.row_labels.push_back(short_label(report.rows[r].name));
             for (double value : report.effect[r]) spec.weights.push_back(static_cast<float>(value));
         }
         spec.rows = static_cast<int64_t>(spec.row_labels.size());
@@ -166,9 +184,6 @@ HeatmapGrid patch_picture(const Model& model, const std::string& model_name, con
     return grid;
 }
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 }  // namespace
 
