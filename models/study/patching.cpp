@@ -50,7 +50,7 @@ std::vector<PatchRow> patch_rows(const Model& model, PatchWhat what) {
     if (what == PatchWhat::Head) {  // every call in the order it runs, its heads in order
         for (const NamedAttentionCall& call : model.attention_calls())
             for (int64_t h = 0; h < c.nhead; ++h)
-                rows.push_back({call.name + ".h" + std::to_string(h), call.name, h, call.name.rfind("encoder.", 0) == 0});
+                rows.push_back({call.name + ".h" + std::to_string(h), call.name, h, call.stack == "encoder"});
         return rows;
     }
     if (model.encoder_decoder) {
@@ -159,7 +159,7 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
         report.target = *target;
         refuse_teacher_forced_beyond_memory(model, report.clean.input, static_cast<int64_t>(target->size()));
     }
-    if (model.encoder_decoder) {  // shown beside the answer: what each input makes the model say
+    if (model.encoder_decoder && model.config.bos_id >= 0 && model.config.eos_id >= 0) {  // shown beside the answer: what each input makes the model say
         report.clean.greedy = target ? target_or_greedy(model, report.clean.input, std::nullopt) : report.target;
         report.corrupted.greedy = target_or_greedy(model, report.corrupted.input, std::nullopt);
     }

@@ -106,11 +106,13 @@ void print_report(std::FILE* out, const Model& model, const std::string& model_n
     std::fprintf(out, "patch: %s, %s; clean \"%s\" vs corrupted \"%s\"\n", terminal_text(model_name).c_str(),
                  patch_what_name(report.what), terminal_text(text.decode_input(report.clean.input)).c_str(),
                  terminal_text(text.decode_input(report.corrupted.input)).c_str());
-    if (model.encoder_decoder)
+    if (model.encoder_decoder && !report.clean.greedy.empty())
         std::fprintf(out, "greedy outputs \"%s\" vs \"%s\"; teacher-forced on \"%s\"\n",
                      terminal_text(text.decode_output(report.clean.greedy)).c_str(),
                      terminal_text(text.decode_output(report.corrupted.greedy)).c_str(),
                      terminal_text(text.decode_output(report.target)).c_str());
+    else if (model.encoder_decoder)
+        std::fprintf(out, "teacher-forced on \"%s\"\n", terminal_text(text.decode_output(report.target)).c_str());
     std::fprintf(out, "answer row %lld: clean %s vs corrupted %s; LD_clean %.4f, LD_corrupted %.4f\n",
                  static_cast<long long>(report.answer_row), token_for_table(text.output_label(report.clean.answer)).c_str(),
                  token_for_table(text.output_label(report.corrupted.answer)).c_str(), report.clean.logit_diff,
