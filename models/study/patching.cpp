@@ -152,12 +152,13 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
     report.what = what;
     report.clean.input = model_input(model, clean_tokens);
     report.corrupted.input = model_input(model, corrupted_tokens);
-    if (!target) {
-        report.target = target_or_greedy(model, report.clean.input, std::nullopt);
-        if (!model.encoder_decoder) report.target.clear();  // decoder-only: the answer is the next token
-    } else {
+    if (target) {
         report.target = *target;
         refuse_teacher_forced_beyond_memory(model, report.clean.input, static_cast<int64_t>(target->size()));
+    } else if (model.encoder_decoder) {
+        report.target = target_or_greedy(model, report.clean.input, std::nullopt);
+    } else {  // decoder-only: the answer is the next token after the input
+        refuse_teacher_forced_beyond_memory(model, report.clean.input, 0);
     }
     if (model.encoder_decoder && model.config.bos_id >= 0 && model.config.eos_id >= 0) {  // shown beside the answer: what each input makes the model say
         report.clean.greedy = target ? target_or_greedy(model, report.clean.input, std::nullopt) : report.target;
