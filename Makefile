@@ -155,6 +155,10 @@ demo: deps deps-wasm
 	@mkdir -p docs/probe
 	./build/tinyformer probe data/models/sort.safetensors 31415926 --output docs/probe/sort.png
 	./build/tinyformer probe data/models/reverse.safetensors hello --with z --output docs/probe/reverse.png
+	@echo "== activation patching: which layer and position carry the answer =="
+	@mkdir -p docs/patch
+	./build/tinyformer patch data/models/reverse.safetensors hello hallo --what attn_out --output docs/patch/reverse.png
+	./build/tinyformer patch data/families/nanogpt-char.safetensors "forty one, forty two, forty " "forty one, forty six, forty " --output docs/patch/nanogpt-char.png
 	@echo "== the explorer: one offline HTML file per model, the engine inside (open it in a browser) =="
 	./build/tinyformer explore data/models/reverse.safetensors attention --beam 3 --html build/demo/explore-reverse.html
 	./build/tinyformer explore data/models/sort.safetensors 31415926 --html build/demo/explore-sort.html

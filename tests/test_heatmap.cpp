@@ -1000,3 +1000,34 @@ TEST_CASE("The mask command's kinds print as the lesson draws them") {
               "q4: k0 k1 k2\n");
     }
 }
+
+TEST_CASE("The diverging palette: blue, near-white in the middle, red; a diverging picture draws 0 white and a grid shares one palette") {
+    using tinyformer::diverging;
+    CHECK(diverging(0.0f) == Rgb{33, 102, 172});   // ColorBrewer RdBu's blue end
+    CHECK(diverging(0.5f) == Rgb{247, 247, 247});  // the middle: the value 0 of a symmetric scale
+    CHECK(diverging(1.0f) == Rgb{178, 24, 43});    // its red end
+    CHECK(diverging(0.25f) == Rgb{140, 175, 210}); // halfway to white: (33 + 247) / 2, (102 + 247) / 2, (172 + 247) / 2
+    CHECK(diverging(-2.0f) == diverging(0.0f));
+    CHECK(diverging(9.0f) == diverging(1.0f));
+    CHECK(diverging(std::numeric_limits<float>::quiet_NaN()) == diverging(0.5f));
+
+    HeatmapSpec spec;
+    spec.rows = 1;
+    spec.cols = 3;
+    spec.weights = {-1.0f, 0.0f, 1.0f};
+    spec.scale_min = -1.0f;
+    spec.scale_max = 1.0f;
+    spec.palette = tinyformer::Palette::Diverging;
+    const Image image = tinyformer::render_heatmap(spec);
+    const Picture picture{image.width, image.height, image.rgb};
+    const HeatmapLayout layout = tinyformer::heatmap_layout(spec);
+    CHECK(cell_centre(picture, layout, 0, 0) == diverging(0.0f));
+    CHECK(cell_centre(picture, layout, 0, 1) == diverging(0.5f));
+    CHECK(cell_centre(picture, layout, 0, 2) == diverging(1.0f));
+
+    HeatmapGrid grid;
+    grid.panels = {spec, spec};
+    grid.panels[1].palette = tinyformer::Palette::Viridis;
+    CHECK(test_helpers::error_message([&] { tinyformer::render_heatmap_grid(grid); }).find("another palette") !=
+          std::string::npos);
+}

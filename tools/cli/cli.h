@@ -27,6 +27,7 @@ int attention_command(const Arguments& args);
 int mask_command(const Arguments& args);
 int probe_command(const Arguments& args);
 int lens_command(const Arguments& args);
+int patch_command(const Arguments& args);
 int align_command(const Arguments& args);
 int cost_command(const Arguments& args);
 int trace_command(const Arguments& args);

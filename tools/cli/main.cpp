@@ -35,6 +35,7 @@ const Command kCommands[] = {
     {"attention", "draw a trained model's attention weights as PNG heatmaps", attention_command},
     {"probe", "attention weights beside head ablation and token perturbation", probe_command},
     {"lens", "the logit lens per layer, direct logit attribution per head and FFN, residual stream norms", lens_command},
+    {"patch", "activation patching: which layer and position carry the answer (clean vs corrupted input)", patch_command},
     {"align", "which source tokens cross-attention looks at for each output token (mean over heads)", align_command},
     {"lesson", "run the lesson's worked examples and practices (lesson 10.3)", lesson_command},
     {"forward", "run a model on a safetensors file of inputs, write logits (and attention)", forward_command},

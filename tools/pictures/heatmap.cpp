@@ -481,6 +481,7 @@ enum class LegendItem { Allowed, Masked, Padding, Prefix };
 struct KeyGeometry {
     bool colour_bar = false;
     float scale_min = 0.0f, scale_max = 1.0f;
+    Palette palette = Palette::Viridis;
     int64_t scale = 1, bar_height = 0;
     std::vector<LegendItem> legend;
     int64_t width = 0, height = 0;
@@ -509,6 +510,7 @@ KeyGeometry key_geometry(const std::vector<HeatmapSpec>& panels, int64_t scale, 
     key.colour_bar = !panels.front().weights.empty();
     key.scale_min = panels.front().scale_min;
     key.scale_max = panels.front().scale_max;
+    key.palette = panels.front().palette;
     bool any[4] = {};
     bool prefix = false;
     for (const HeatmapSpec& spec : panels) {
@@ -573,7 +575,7 @@ void draw_panel(Canvas& canvas, int64_t x, int64_t y, const HeatmapSpec& spec, c
                 case CellKind::Allowed: canvas.fill(rect, kAllowedColour); break;
                 case CellKind::Weight: {
                     const float weight = weight_at(spec, l, s, op);
-                    canvas.fill(rect, viridis((weight - spec.scale_min) / (spec.scale_max - spec.scale_min)));
+                    canvas.fill(rect, palette_colour(spec.palette, (weight - spec.scale_min) / (spec.scale_max - spec.scale_min)));
                     break;
                 }
             }
@@ -615,7 +617,7 @@ void draw_key(Canvas& canvas, int64_t x, int64_t y, const KeyGeometry& key) {
     if (key.colour_bar) {
         const int64_t height = key.bar_height;
         for (int64_t row = 0; row < height; ++row)  // top = scale_max
-            canvas.fill({x, y + row, bar, 1}, viridis(1.0f - static_cast<float>(row) / static_cast<float>(height - 1)));
+            canvas.fill({x, y + row, bar, 1}, palette_colour(key.palette, 1.0f - static_cast<float>(row) / static_cast<float>(height - 1)));
         canvas.frame({x, y, bar, height}, kFrameColour);
         const float range = key.scale_max - key.scale_min;
         const float values[3] = {key.scale_max, key.scale_min + range / 2, key.scale_min};
@@ -671,6 +673,8 @@ GridGeometry grid_geometry(const std::string& title, const std::vector<HeatmapSp
             fail(op, ": panel ", i, " has the colour scale ", panels[i].scale_min, " .. ", panels[i].scale_max,
                  " but panel 0 has ", panels[0].scale_min, " .. ", panels[0].scale_max,
                  "; a grid shares one colour bar");
+        if (panels[i].palette != panels[0].palette)
+            fail(op, ": panel ", i, " has another palette than panel 0; a grid shares one colour bar");
     }
 
     GridGeometry grid;
@@ -754,6 +758,22 @@ Rgb viridis(float t) {
     if (t >= 1.0f) return kViridis[255];
     return kViridis[static_cast<int>(std::lround(t * 255.0f))];
 }
+
+Rgb diverging(float t) {
+    // ColorBrewer RdBu's ends and a near-white middle; each half a straight line.
+    constexpr Rgb kBlue{33, 102, 172}, kWhite{247, 247, 247}, kRed{178, 24, 43};
+    if (std::isnan(t)) return kWhite;
+    t = std::clamp(t, 0.0f, 1.0f);
+    const Rgb& from = t < 0.5f ? kBlue : kWhite;
+    const Rgb& to = t < 0.5f ? kWhite : kRed;
+    const float u = t < 0.5f ? t * 2.0f : (t - 0.5f) * 2.0f;
+    const auto mix = [u](uint8_t a, uint8_t b) {
+        return static_cast<uint8_t>(std::lround(static_cast<float>(a) + (static_cast<float>(b) - static_cast<float>(a)) * u));
+    };
+    return {mix(from.r, to.r), mix(from.g, to.g), mix(from.b, to.b)};
+}
+
+Rgb palette_colour(Palette palette, float t) { return palette == Palette::Diverging ? diverging(t) : viridis(t); }
 
 HeatmapSpec weights_heatmap(ConstMatrixView weights) {
     HeatmapSpec spec;

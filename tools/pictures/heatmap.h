@@ -51,6 +51,15 @@
 // middle and scale_max numbers), then a legend of the hatches (and the
 // prefix line) in use; a mask picture's key is the legend alone.
 //
+// Palettes (spec.palette): Viridis for weights (0..1, above), or Diverging
+// for signed values such as activation patching's effects: diverging(t) runs
+// from blue (t = 0) through near-white (t = 0.5) to red (t = 1), each half a
+// straight line in RGB, so with scale_min = -m and scale_max = m the value 0
+// is the white middle and the sign is the hue. Its ends and middle print as
+// different greys (luminance 89, 247, 72), so sign is read from hue, size
+// from depth: a diverging picture is for colour slides. Panels of a grid
+// share one palette as they share one key.
+//
 // Labels: row_labels are the query tokens (left), column_labels the key
 // tokens (top), drawn as they are (tools/pictures/font.h: any UTF-8; control
 // characters, bidi controls and invalid bytes escaped as "\x1b", "\u{202e}";
@@ -76,6 +85,8 @@
 
 namespace tinyformer {
 
+enum class Palette { Viridis, Diverging };
+
 struct HeatmapSpec {
     std::string title;          // one line, composed by the caller (model, layer, head, mask kind)
     int64_t rows = 0, cols = 0; // L queries, S keys: 1..1024 each
@@ -88,6 +99,7 @@ struct HeatmapSpec {
     int64_t prefix = 0;                 // prefix-LM boundary after P rows and columns; 0 = none
     int64_t scale = 1;                  // integer scale of text and cells, 1..8 (single pictures)
     int64_t matrix_size = 600;          // the matrix's target side at scale 1, 40..600 px
+    Palette palette = Palette::Viridis; // the weights' colours (see Palettes above)
 };
 
 // A weight heatmap of one [L, S] matrix, e.g. one head's slice of the
@@ -172,6 +184,8 @@ struct Rgb {
     bool operator==(const Rgb&) const = default;
 };
 Rgb viridis(float t);  // t in [0, 1], clamped; the 256-entry table, nearest entry
+Rgb diverging(float t);  // t in [0, 1], clamped (NaN: 0.5); blue -> near-white -> red (see Palettes)
+Rgb palette_colour(Palette palette, float t);
 double luminance(Rgb colour);  // 0.299 R + 0.587 G + 0.114 B, as greyscale print sees it
 extern const Rgb kMaskedColour;       // masked hatching: the ground
 extern const Rgb kMaskedHatchColour;  // masked hatching: the lines
