@@ -295,11 +295,10 @@ Tensor EncoderDecoderModel::unembed(Tensor x, Observer* observer) const {
     return head_logits(generator_, target_embedding_, x);
 }
 
-const LayerNorm* EncoderDecoderModel::final_norm() const { return &decoder_norm_; }
-const Tensor& EncoderDecoderModel::unembedding_weight() const {
-    return generator_.weight.empty() ? target_embedding_.token_weight : generator_.weight;
+HeadParts EncoderDecoderModel::head_parts() const {
+    return {&decoder_norm_, generator_.weight.empty() ? target_embedding_.token_weight : generator_.weight,
+            generator_.bias};
 }
-const Tensor& EncoderDecoderModel::unembedding_bias() const { return generator_.bias; }
 
 void EncoderDecoderModel::set_hooks(const Hooks* hooks) {
     hooks_ = hooks;
@@ -392,11 +391,10 @@ Tensor SingleStackModel::unembed(Tensor x, Observer* observer) const {
     return head_logits(lm_head_, embedding_, x);
 }
 
-const LayerNorm* SingleStackModel::final_norm() const { return final_norm_ ? &norm_ : nullptr; }
-const Tensor& SingleStackModel::unembedding_weight() const {
-    return lm_head_.weight.empty() ? embedding_.token_weight : lm_head_.weight;
+HeadParts SingleStackModel::head_parts() const {
+    return {final_norm_ ? &norm_ : nullptr, lm_head_.weight.empty() ? embedding_.token_weight : lm_head_.weight,
+            lm_head_.bias};
 }
-const Tensor& SingleStackModel::unembedding_bias() const { return lm_head_.bias; }
 
 void SingleStackModel::set_hooks(const Hooks* hooks) {
     hooks_ = hooks;

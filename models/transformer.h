@@ -76,6 +76,15 @@ struct NamedAttentionCall {
     std::string kind;   // "self" or "cross"
 };
 
+// The parts of a model's head, read-only (direct logit attribution,
+// models/study/lens.h): the final norm or nullptr, the unembedding W_U [V, D]
+// (the head's weight, or the tied embedding) and its bias [V] (or empty).
+struct HeadParts {
+    const LayerNorm* final_norm;
+    const Tensor& weight;
+    const Tensor& bias;
+};
+
 // Keys and values of every decoder layer, kept between decoding steps.
 struct DecoderCache {
     std::vector<DecoderLayerCache> layers;
@@ -112,11 +121,7 @@ public:
     // layer, so the logit lens (models/study/lens.h) reads the model's own
     // head; `observer` records the norm's output as the pass does.
     Tensor unembed(Tensor x, Observer* observer = nullptr) const;
-    // Its parts, read-only (direct logit attribution): the final norm or
-    // nullptr, and the unembedding W_U [V, D] and its bias [V] (or empty).
-    const LayerNorm* final_norm() const;
-    const Tensor& unembedding_weight() const;
-    const Tensor& unembedding_bias() const;
+    HeadParts head_parts() const;  // its parts, read-only
 
 private:
     Tensor run_decoder(const TokenIds& target, const Tensor& memory, const Padding& target_padding,
@@ -156,11 +161,7 @@ public:
     // layer, so the logit lens (models/study/lens.h) reads the model's own
     // head; `observer` records the norm's output as the pass does.
     Tensor unembed(Tensor x, Observer* observer = nullptr) const;
-    // Its parts, read-only (direct logit attribution): the final norm or
-    // nullptr, and the unembedding W_U [V, D] and its bias [V] (or empty).
-    const LayerNorm* final_norm() const;
-    const Tensor& unembedding_weight() const;
-    const Tensor& unembedding_bias() const;
+    HeadParts head_parts() const;  // its parts, read-only
 
 private:
     Tensor run(const TokenIds& ids, const std::vector<int64_t>& first_positions, const Mask& mask,

@@ -37,8 +37,12 @@ private:
     mutable std::map<std::string, Tensor> recorded_;  // hooks are const: they record, they do not change the pass
 };
 
+// The model's own head on a stream of its last stack, and its parts.
 Tensor unembed(const Model& model, const Tensor& x) {
     return model.encoder_decoder ? model.encoder_decoder->unembed(x) : model.single_stack->unembed(x);
+}
+HeadParts head_parts(const Model& model) {
+    return model.encoder_decoder ? model.encoder_decoder->head_parts() : model.single_stack->head_parts();
 }
 
 // softmax of one row, in double.
@@ -134,10 +138,10 @@ FrozenHead freeze(const LayerNorm* norm, const float* x, const float* unembeddin
 Attribution attribute(Model& model, const RecordingHooks& recorded, const std::string& stack,
                       const std::string& embedding, int64_t layers, int64_t position, int64_t token,
                       const Tensor& logits, const ModelText& text) {
-    const bool decoder = model.encoder_decoder != nullptr;
-    const LayerNorm* norm = decoder ? model.encoder_decoder->final_norm() : model.single_stack->final_norm();
-    const Tensor& unembedding = decoder ? model.encoder_decoder->unembedding_weight() : model.single_stack->unembedding_weight();
-    const Tensor& head_bias = decoder ? model.encoder_decoder->unembedding_bias() : model.single_stack->unembedding_bias();
+    const HeadParts parts = head_parts(model);
+    const LayerNorm* norm = parts.final_norm;
+    const Tensor& unembedding = parts.weight;
+    const Tensor& head_bias = parts.bias;
     const int64_t D = model.config.d_model, V = logits.dim(2);
     const Tensor& last = recorded.get(stack + "." + std::to_string(layers - 1) + ".output");
     const FrozenHead head = freeze(norm, last.data() + position * D, unembedding.data() + token * D, D);
@@ -154,7 +158,7 @@ Attribution attribute(Model& model, const RecordingHooks& recorded, const std::s
     for (int64_t i = 0; i < layers; ++i) {
         const std::string layer = stack + "." + std::to_string(i);
         std::vector<std::string> calls = {layer + ".self_attn"};
-        if (decoder) calls.push_back(layer + ".cross_attn");
+        if (model.encoder_decoder) calls.push_back(layer + ".cross_attn");
         for (const std::string& call : calls) {
             const MultiHeadAttention& module = model.attention_module(call);
             const Tensor& w_out = module.out_proj_weight();  // [D, D]: output d = sum_j W_O[d, j] z_j
