@@ -1654,6 +1654,12 @@ const std::vector<TimedBadInput> kBeforeTheWork = {
          return std::vector<std::string>{"probe", long_unpositioned_model(d), "--ids", many_ids(500), "--with-id", "3",
                                          "--scale", "8", "--output", d.file("p.png")}; },
       1, {"probe: the picture would be at least ", "(8 heads, 500 input tokens at --scale 8; known before the probe); nothing was run or written"}}, 10},
+    // Before: the 8 heads x 500 positions patched passes ran first (19.4 s here with --output p.json).
+    {{"patch --what head --scale 8 on 500 --ids: the picture is too large, refused before the patched passes", [](const TempDirectory& d) {
+         std::string corrupted = many_ids(499) + ",5";
+         return std::vector<std::string>{"patch", long_unpositioned_model(d), "--ids", many_ids(500), "--corrupted-ids", corrupted,
+                                         "--what", "head", "--scale", "8", "--output", d.file("p.png")}; },
+      1, {"patch: the picture would be 18136x4016 pixels, more than the limit of 64 megapixels; nothing was written"}}, 10},
     {{"probe --output on 2000 --ids: more rows than a picture holds, refused before the probe", [](const TempDirectory& d) {
          return std::vector<std::string>{"probe", long_unpositioned_model(d), "--ids", many_ids(2000), "--with-id", "3", "--output", d.file("p.png")}; },
       1, {"probe: the picture shows one row per input token and per head, at most 1024; this input has 2000 tokens"}}, 10},
@@ -1772,6 +1778,70 @@ const std::vector<BadInput> kInterventions = {
     {"--overrides with a negative head", [](const TempDirectory& d) { return with_overrides_file(d, "{\"ablate\": [[\"decoder.0.self_attn\", -1]]}"); },
      1, {"ablate[0]: the head must be >= 0, got -1"}},
 };
+
+// `patch` and `lens` (models/study/patching.h, lens.h; docs/BAD_INPUT.md "The study commands").
+const std::string kSort = "data/models/sort.safetensors";
+const std::string kEncoderOnly = "data/reference/eo_post_relu_learned_h1.model.safetensors";
+const std::vector<BadInput> kStudyCommands = {
+    {"patch with CLEAN and CORRUPTED of different lengths", [](const TempDirectory& d) {
+         return std::vector<std::string>{"patch", kReverse, "abc", "abcd", "--output", d.file("p.json")}; },
+     1, {"patch: CLEAN has 3 tokens and CORRUPTED has 4", "both need the same length"}},
+    {"patch with a corruption that changes nothing", [](const TempDirectory& d) {
+         return std::vector<std::string>{"patch", kReverse, "abc", "abc", "--output", d.file("p.png")}; },
+     1, {"patch: the clean and the corrupted input give the same answer at every predicted position", "nothing to restore"}},
+    {"patch --what of no kind", [](const TempDirectory&) {
+         return std::vector<std::string>{"patch", kReverse, "abc", "abd", "--what", "mlp"}; },
+     2, {"patch: --what must be resid, attn_out, mlp_out or head, got 'mlp'"}},
+    {"patch on an encoder-only model", [](const TempDirectory&) {
+         return std::vector<std::string>{"patch", kEncoderOnly, "--ids", "3,4", "--corrupted-ids", "4,3"}; },
+     1, {"patch: an encoder_only model predicts no next token to patch an answer into"}},
+    {"patch with CLEAN only", [](const TempDirectory&) { return std::vector<std::string>{"patch", kReverse, "abc"}; },
+     2, {"patch: expected MODEL CLEAN CORRUPTED, or MODEL --ids ... --corrupted-ids ..."}},
+    {"patch --ids without --corrupted-ids", [](const TempDirectory&) {
+         return std::vector<std::string>{"patch", kReverse, "--ids", "3,4"}; },
+     2, {"patch: expected MODEL CLEAN CORRUPTED, or MODEL --ids ... --corrupted-ids ..."}},
+    {"patch --corrupted-ids outside the vocabulary, named as that input", [](const TempDirectory&) {
+         return std::vector<std::string>{"patch", kReverse, "--ids", "3,4", "--corrupted-ids", "3,40"}; },
+     1, {"patch: --corrupted-ids: input token id 40 at position 1 is outside the vocabulary 0..29"}},
+    {"patch CORRUPTED with a character outside the vocabulary, named as that input", [](const TempDirectory&) {
+         return std::vector<std::string>{"patch", kReverse, "abc", "aBc"}; },
+     1, {"patch: CORRUPTED: tokenizer: character 'B' at position 1 of \"aBc\" is not in the model's vocabulary"}},
+    {"patch --target outside the vocabulary", [](const TempDirectory&) {
+         return std::vector<std::string>{"patch", kReverse, "abc", "abd", "--target", "cb!"}; },
+     1, {"character '!' at position 2 of \"cb!\" is not in the model's vocabulary"}},
+    {"patch --output FILE.txt", [](const TempDirectory& d) {
+         return std::vector<std::string>{"patch", kReverse, "abc", "abd", "--output", d.file("p.txt")}; },
+     2, {"patch: --output must end in .png or .json, got '"}},
+    {"patch --scale 9", [](const TempDirectory& d) {
+         return std::vector<std::string>{"patch", kReverse, "abc", "abd", "--scale", "9", "--output", d.file("p.png")}; },
+     2, {"patch: --scale must be in 1..8, got 9"}},
+    {"patch --output that is the model", [](const TempDirectory& d) {
+         std::filesystem::copy_file(kReverse, d.file("m.json"));
+         return std::vector<std::string>{"patch", d.file("m.json"), "abc", "abd", "--output", d.file("m.json")}; },
+     1, {"patch: the output ", "m.json is the input ", "writing it would destroy the input"}},
+    {"lens --top 0", [](const TempDirectory&) { return std::vector<std::string>{"lens", kReverse, "abc", "--top", "0"}; },
+     2, {"lens: --top must be in 1..100, got 0"}},
+    {"lens --attribute of two tokens", [](const TempDirectory&) {
+         return std::vector<std::string>{"lens", kReverse, "abc", "--attribute", "xy"}; },
+     1, {"lens: --attribute takes one token of the output vocabulary; 'xy' is 2 tokens"}},
+    {"lens --attribute of a character outside the vocabulary", [](const TempDirectory&) {
+         return std::vector<std::string>{"lens", kReverse, "abc", "--attribute", "!"}; },
+     1, {"lens: --attribute !: tokenizer: character '!' at position 0"}},
+    {"lens --attribute on a post-LN model", [](const TempDirectory& d) {
+         return std::vector<std::string>{"lens", kSort, "123", "--attribute", "1", "--output", d.file("l.json")}; },
+     1, {"lens: --attribute needs a pre-LN model (norm_first); this one is post-LN"}},
+    {"lens --attribute-id outside the output vocabulary", [](const TempDirectory&) {
+         return std::vector<std::string>{"lens", kReverse, "abc", "--attribute-id", "30"}; },
+     1, {"lens: --attribute-id 30 is outside the output vocabulary 0..29"}},
+    {"lens --attribute and --attribute-id", [](const TempDirectory&) {
+         return std::vector<std::string>{"lens", kReverse, "abc", "--attribute", "c", "--attribute-id", "5"}; },
+     2, {"lens: give the token to attribute as --attribute or as --attribute-id, not both"}},
+    {"lens --output FILE.txt", [](const TempDirectory& d) {
+         return std::vector<std::string>{"lens", kReverse, "abc", "--output", d.file("l.txt")}; },
+     2, {"lens: --output must end in .png or .json, got '"}},
+    {"lens without TEXT or --ids", [](const TempDirectory&) { return std::vector<std::string>{"lens", kReverse}; },
+     2, {"lens: give the input as TEXT or as --ids, one of them"}},
+};
 // clang-format on
 
 TEST_CASE("Bad inputs, checkpoint: the safetensors frame") { check_section(kSafetensorsFrame); }
@@ -1780,6 +1850,7 @@ TEST_CASE("Bad inputs, checkpoint: tensors") { check_section(kTensors); }
 TEST_CASE("Bad inputs, forward's input files") { check_section(kForwardInputs); }
 TEST_CASE("Bad inputs, the command line") { check_section(kCommandLine); }
 TEST_CASE("Bad inputs, interventions: --overrides, --block, --allow, --ablate") { check_section(kInterventions); }
+TEST_CASE("Bad inputs, the study commands: patch and lens") { check_section(kStudyCommands); }
 TEST_CASE("Bad inputs, one output flag and pictures named .png") { check_section(kOutputFlag); }
 TEST_CASE("Bad inputs, any vocabulary, token ids and text metadata") { check_section(kVocabularyAndIds); }
 TEST_CASE("Bad inputs, files that are not safetensors and configs with several problems") {

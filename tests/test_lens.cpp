@@ -172,4 +172,11 @@ TEST_CASE("lens: --output writes the JSON and the two-panel picture") {
     CHECK(a.at("sum").get<double>() == doctest::Approx(a.at("logit").get<double>()).epsilon(1e-5));
     test_helpers::run_tinyformer_ok({"lens", kReverse, "hello", "--output", png_path});
     CHECK(test_helpers::read_file(png_path).rfind("\x89PNG", 0) == 0);
+
+    // --attribute-id: the same token given by its id (the JSON's "id" of 'o') gives the same parts.
+    const std::string by_id_path = dir.file("by-id.json");
+    test_helpers::run_tinyformer_ok({"lens", kReverse, "hello", "--attribute-id", std::to_string(a.at("id").get<int64_t>()),
+                                     "--top", "2", "--output", by_id_path});
+    const nlohmann::json by_id = nlohmann::json::parse(test_helpers::read_file(by_id_path));
+    CHECK(by_id.at("attribution") == a);
 }

@@ -226,7 +226,7 @@ TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, 
     } else {
         REQUIRE(all.status == 0);
     }
-    // Each section heading, then its lessons, in this order (10.3's sections 2..10, then 10.4).
+    // Each section heading, then its lessons, in this order (10.3's sections 2..11, then 10.4).
     const std::vector<std::pair<std::string, std::vector<std::string>>> sections = {
         {"10.3 §2 scaled dot-product attention: the shapes, and why 1/sqrt(Dk)", {"shapes", "scale"}},
         {"10.3 §3 the mask goes in before softmax", {"finite-negative"}},
@@ -237,6 +237,7 @@ TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, 
         {"10.3 §8 what the framework APIs do: weights, dropout", {"need-weights", "dropout"}},
         {"10.3 §9 attention itself knows no positions", {"permutation", "positions"}},
         {"10.3 §10 what attention costs, beyond O(T^2)", {"paths", "local"}},
+        {"10.3 §11 attention weights are not causal explanations: counterfactuals, the stream", {"patching", "lens"}},
         {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)", {"norms", "rotary", "alibi", "gqa", "extrapolation"}},
     };
     size_t at = 0, listed = 0;
@@ -357,7 +358,7 @@ TEST_CASE("lesson peeking finds its models from the binary's checkout when run e
         CHECK(missing.err == "tinyformer: error: lesson: data/models/reverse-causal.safetensors is missing: not in the "
                              "current folder, nor in the checkout of " +
                              std::filesystem::canonical(dir.file("elsewhere/build/tinyformer")).string() +
-                             "; the lessons that read trained models (peeking, extrapolation) run from a tinyformer "
+                             "; the lessons that read trained models (peeking, patching, lens, extrapolation) run from a tinyformer "
                              "checkout that has data/models/\n");
     }
 }
@@ -756,4 +757,133 @@ TEST_CASE("lesson NAME --help for rotary, alibi and gqa") {
         CHECK(has(run.out, std::string("usage: tinyformer lesson ") + name + "\n\n"));
     }
     CHECK(has(run_tinyformer({"lesson", "alibi", "--help"}).out, "the 3x3 example with slope 1/2: 5.653274"));
+}
+
+// ---- Section 11 on trained models: patching and the lens (tools/cli/lesson_study.cpp) ----
+
+namespace {
+
+// The numbers on the line of `text` that starts with `label` and then has numbers only
+// (brackets and % signs skipped): a row of a lesson's table.
+std::vector<double> table_row(const std::string& text, const std::string& label) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.compare(0, label.size(), label) != 0) continue;
+        std::string rest = line.substr(label.size());
+        for (char& c : rest)
+            if (c == '(' || c == ')' || c == '%') c = ' ';
+        std::istringstream numbers(rest);
+        std::vector<double> row;
+        for (double x; numbers >> x;) row.push_back(x);
+        if (numbers.eof() && !row.empty()) return row;
+    }
+    FAIL("no table row starting with '", label, "' and then numbers");
+    return {};
+}
+
+}  // namespace
+
+TEST_CASE("lesson patching: the changed position's stream carries the answer; heads split it; weight is not effect") {
+    const std::string out = lesson("patching");
+    // Each model's row: pairs, same, embed = 1, carried, median, min, other positions.
+    for (const std::string model : {"reverse ", "sort ", "dates "}) {
+        CAPTURE(model);
+        const std::vector<double> row = table_row(out, model);
+        REQUIRE(row.size() == 7);
+        CHECK(row[0] + row[1] == 40);
+        CHECK(row[0] >= 36);        // the statements rest on at least 36 patched pairs per model
+        // The embedding at the one changed position, patched, makes the corrupted run the clean
+        // run bit for bit (every other position already reads the same token): exactly 1, always.
+        CHECK(row[2] == row[0]);
+        CHECK(row[3] >= 36);        // "restores at least 0.9 ... in at least 36 of the 40 pairs"
+        CHECK(row[6] <= 0.1);       // "no other source position ... more than 0.1 in any pair"
+    }
+    check_lines(out, {"What the counts show. In all three models the character that differs reaches the answer through",
+                      "position, at any layer, moves the effect by more than 0.1 in any pair. The encoder keeps the"});
+    // Heads: "the top head is always one of decoder.1's cross-attention heads, and which one changes".
+    const size_t heads_at = out.find("the head with the largest effect:\n");
+    const size_t heads_end = out.find("  its effect:", heads_at);
+    REQUIRE(heads_at != std::string::npos);
+    REQUIRE(heads_end != std::string::npos);
+    std::istringstream heads(out.substr(heads_at, heads_end - heads_at));
+    int distinct = 0, total = 0;
+    for (std::string line; std::getline(heads, line);) {
+        if (line.find(" in ") == std::string::npos) continue;
+        CHECK(has(line, "    decoder.1.cross_attn.h"));
+        ++distinct;
+        total += static_cast<int>(number_after(line, " in "));
+    }
+    CHECK(distinct >= 2);
+    const double pairs = number_after(out, "reverse, the same ");
+    CHECK(total == pairs);
+    // "no head ... restores it alone (the top head's largest effect is below 0.9)"; "about a third".
+    CHECK(number_after(out, "its effect: median ") > 0.25);
+    CHECK(number_after(out, "its effect: median ") < 0.45);
+    CHECK(number_after(out, ", max ") < 0.9);
+    // "A weight is not an effect": some heads look hard at the changed character and carry
+    // little, and the hardest-looking head is not always the one that carries most.
+    const double looking = number_after(out, "weight >= 0.5 on the changed position: ");
+    const double without = number_after(out, "of which effect < 0.1: ");
+    CHECK(without >= 1);
+    CHECK(without <= looking);
+    CHECK(number_after(out, "largest weight on the changed position: ") < pairs);
+    CHECK(has(out, "What patching does not prove."));
+}
+
+TEST_CASE("lesson lens: the last layer's lens is the model; the answer appears there; post-LN norms are fixed") {
+    const std::string out = lesson("lens");
+    struct Model {
+        std::string name;
+        std::vector<std::string> layers;
+        bool pre_ln;
+    };
+    const Model models[] = {{"reverse (", {"embed", "decoder.0", "decoder.1"}, true},
+                            {"reverse-causal (", {"embed", "layers.0", "layers.1", "layers.2", "layers.3"}, true},
+                            {"sort (", {"embed", "decoder.0", "decoder.1"}, false}};
+    for (const Model& model : models) {
+        CAPTURE(model.name);
+        const size_t begin = out.find("\n" + model.name);
+        REQUIRE(begin != std::string::npos);
+        const std::string part = out.substr(begin, out.find("\n\n", begin + 1) - begin);
+        // Rows: top-1 %, mean p(answer), mean norm, spread %.
+        std::vector<std::vector<double>> rows;
+        for (const std::string& layer : model.layers) {
+            rows.push_back(table_row(part, "  " + layer + " "));
+            REQUIRE(rows.back().size() == 4);
+        }
+        // "The last layer's lens IS the model": the same code on the same bits, difference 0,
+        // so the answer (the model's argmax) is its top token everywhere.
+        CHECK(number_after(part, "largest |difference| ") == 0.0);
+        CHECK(rows.back()[0] == 100.0);
+        for (size_t l = 0; l + 1 < rows.size(); ++l) CHECK(rows[l][0] < 50.0);  // "fewer than half"
+        // The norms: post-LN's stream is a LayerNorm's output, "spread under 2%"; pre-LN's "over 5%".
+        for (size_t l = 1; l < rows.size(); ++l) {
+            if (model.pre_ln) CHECK(rows[l][3] > 5.0);
+            else CHECK(rows[l][3] < 2.0);
+        }
+        if (model.name == "reverse-causal (") CHECK(rows[2][2] > rows[0][2]);  // "grows through reverse-causal's first layers"
+        if (model.name == "reverse (") {  // "shrinks through reverse's decoder"
+            CHECK(rows[1][2] < rows[0][2]);
+            CHECK(rows[2][2] < rows[1][2]);
+        }
+        if (!model.pre_ln) {
+            CHECK(has(part, "direct attribution refused for all 40 inputs (post-LN)"));
+            continue;
+        }
+        // Direct attribution: the parts sum to the logit within kAttributionTolerance (1e-5), and
+        // "the last layer's attention alone writes more than half of it; the earlier layers'
+        // direct parts are small" (each under a fifth of the logit).
+        CHECK(number_after(part, "(1 + sum of |parts|): ") <= 1e-5);
+        const double logit = number_after(part, " inputs, logit ");
+        const std::string last = model.layers.back();
+        CHECK(number_after(part, "    " + last + " attention") > logit / 2);
+        for (size_t l = 0; l + 1 < model.layers.size(); ++l) {
+            const std::string group = l == 0 ? "    embed" : "    " + model.layers[l] + " attention";
+            CAPTURE(group);
+            CHECK(std::fabs(number_after(part, group)) < logit / 5);
+            if (l > 0) CHECK(std::fabs(number_after(part, "    " + model.layers[l] + " ffn")) < logit / 5);
+        }
+    }
+    check_lines(out, {"What the numbers show. The last layer's lens IS the model: the same final norm and unembedding",
+                      "What the lens does not prove. The final norm and unembedding were trained to read the LAST"});
 }

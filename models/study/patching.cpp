@@ -142,7 +142,8 @@ double patch_effect(const PatchReport& report, double patched_logit_diff) {
 
 PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_tokens,
                                  const std::vector<int64_t>& corrupted_tokens,
-                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what) {
+                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what,
+                                 const BeforePatching& before_patching) {
     if (model.config.arch == Architecture::EncoderOnly)
         fail("patch: an encoder_only model predicts no next token to patch an answer into");
     if (clean_tokens.size() != corrupted_tokens.size())
@@ -179,7 +180,12 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
     report.corrupted.answer = argmax_row(corrupted_logits, row);
     report.clean.logit_diff = answer_logit_diff(report, clean_logits);
     report.corrupted.logit_diff = answer_logit_diff(report, corrupted_logits);
-    if (!(report.clean.logit_diff > report.corrupted.logit_diff))  // two tied logits: the effect's denominator is 0
+    // The two answers differ and each is its run's FIRST largest logit, so with finite logits
+    // LD_clean > LD_corrupted always: if the clean answer a comes before the corrupted answer b
+    // in the vocabulary, b beats a strictly in the corrupted run (LD_corrupted < 0 <= LD_clean);
+    // if after, a beats b strictly in the clean run (LD_clean > 0 >= LD_corrupted). This guard
+    // stands between a NaN logit (which the engine never gives) and a division by 0.
+    if (!(report.clean.logit_diff > report.corrupted.logit_diff))
         fail("patch: LD_clean == LD_corrupted (", report.clean.logit_diff, ") at the answer row, so the effect "
              "(LD_patched - LD_corrupted) / (LD_clean - LD_corrupted) is undefined; choose another corruption");
 
@@ -192,15 +198,15 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
         for (int64_t id : report.target) report.positions.push_back(text.output_label(id));
     }
     report.rows = patch_rows(model, what);
-    for (const PatchRow& patch_row : report.rows) {
-        const size_t positions = (patch_row.source ? report.source_positions : report.positions).size();
-        std::vector<double>& effects = report.effect.emplace_back();
-        for (size_t p = 0; p < positions; ++p) {
-            const PatchSite site{patch_row.point, patch_row.head, {static_cast<int64_t>(p)}};
+    for (const PatchRow& patch_row : report.rows)
+        report.effect.emplace_back((patch_row.source ? report.source_positions : report.positions).size(), 0.0);
+    if (before_patching) before_patching(report);
+    for (size_t r = 0; r < report.rows.size(); ++r)
+        for (size_t p = 0; p < report.effect[r].size(); ++p) {
+            const PatchSite site{report.rows[r].point, report.rows[r].head, {static_cast<int64_t>(p)}};
             const Tensor logits = patched_pass(model, report.corrupted.input, report.target, &clean, &site, nullptr);
-            effects.push_back(patch_effect(report, answer_logit_diff(report, logits)));
+            report.effect[r][p] = patch_effect(report, answer_logit_diff(report, logits));
         }
-    }
     return report;
 }
 

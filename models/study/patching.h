@@ -44,6 +44,7 @@
 #include "models/transformer.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -106,13 +107,20 @@ struct PatchReport {
     std::vector<std::vector<double>> effect;  // [rows][their stack's positions]
 };
 
+// Called with the report once the answer, the rows and the positions are
+// known and every effect is still 0, before the patched runs: the caller's
+// chance to refuse early what it cannot use (`patch`: a picture too large to
+// write), instead of after rows x positions passes.
+using BeforePatching = std::function<void(const PatchReport&)>;
+
 // The experiment: checks, both runs, the answer, then one patched run per row
 // and position. Error for an encoder_only model, inputs of different lengths
 // (naming both), a given target outside the vocabulary, or when no row's
 // argmax differs (nothing to restore: LD_clean == LD_corrupted).
 PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_tokens,
                                  const std::vector<int64_t>& corrupted_tokens,
-                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what);
+                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what,
+                                 const BeforePatching& before_patching = {});
 
 // LD at the report's answer row of a teacher-forced logits tensor.
 double answer_logit_diff(const PatchReport& report, const Tensor& logits);

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 namespace tinyformer::cli {
 
@@ -19,7 +20,7 @@ namespace {
 
 const char* kLensHelp =
     "usage: tinyformer lens MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
-    "                       [--top K] [--attribute TOKEN] [--output FILE.png|FILE.json] [--unk]\n"
+    "                       [--top K] [--attribute TOKEN | --attribute-id N] [--output FILE.png|FILE.json] [--unk]\n"
     "\n"
     "The logit lens: what the residual stream would predict after each layer. The model\n"
     "reads TEXT and its greedy output (or --target), teacher-forced; after the embedding\n"
@@ -38,7 +39,8 @@ const char* kLensHelp =
     "stream after the last layer is normed inside each layer and is not a sum of parts.\n"
     "--output FILE.json writes everything above; FILE.png draws two panels, layers x\n"
     "positions: the answer's probability and the stream's norm / the largest (one 0..1 bar).\n"
-    "--ids and --target-ids give tokens as ids (also for a model without a vocabulary).\n"
+    "--ids, --target-ids and --attribute-id give tokens as ids (also for a model without a\n"
+    "vocabulary).\n"
     "Example: tinyformer lens data/models/reverse-causal.safetensors abc=\n";
 
 std::string fixed(double value, int digits) {
@@ -143,7 +145,7 @@ HeatmapGrid lens_picture(const std::string& model_name, const LensReport& report
 }  // namespace
 
 int lens_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--target", "--target-ids", "--ids", "--top", "--attribute", "--output"},
+    const ParsedArguments parsed(args, {"--target", "--target-ids", "--ids", "--top", "--attribute", "--attribute-id", "--output"},
                                  {"--unk"}, "lens");
     if (parsed.help()) {
         std::printf("%s", kLensHelp);
@@ -165,6 +167,15 @@ int lens_command(const Arguments& args) {
     Model model = Model::load(path);
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "lens");
     options.target = target_tokens(parsed, model, "lens");
+    if (parsed.has("--attribute") && parsed.has("--attribute-id"))
+        throw UsageError("lens: give the token to attribute as --attribute or as --attribute-id, not both");
+    if (parsed.has("--attribute-id")) {  // an id of the output vocabulary
+        const int64_t V = model.encoder_decoder ? model.config.tgt_vocab_size : model.config.vocab_size;
+        const int64_t id = parsed.integer("--attribute-id", 0, std::numeric_limits<int64_t>::min(),
+                                          std::numeric_limits<int64_t>::max());
+        if (id < 0 || id >= V) fail("lens: --attribute-id ", id, " is outside the output vocabulary 0..", V - 1);
+        options.attribute = id;
+    }
     if (parsed.has("--attribute")) {
         const std::string& token = parsed.value("--attribute");
         const ModelText text(model);

@@ -689,7 +689,7 @@ std::string lesson_model(const std::string& relative) {
         const std::string binary = std::filesystem::read_symlink("/proc/self/exe", error).string();
         fail("lesson: ", relative, " is missing: not in the current folder, nor in the checkout of ",
              error ? "the tinyformer binary" : binary,
-             "; the lessons that read trained models (peeking, extrapolation) run from a tinyformer checkout that has "
+             "; the lessons that read trained models (peeking, patching, lens, extrapolation) run from a tinyformer checkout that has "
              "data/models/");
     }
     return found;
@@ -924,6 +924,11 @@ const std::vector<Section>& sections() {
         {"10.3 §10 what attention costs, beyond O(T^2)",
          {{"paths", "materialized vs streaming (online-softmax) attention: same answer, no [L,S]", lesson_paths},
           {"local", "a local window mask: dense vs tile-skipping, timed; a strided mask skips nothing", lesson_local}}},
+        {"10.3 §11 attention weights are not causal explanations: counterfactuals, the stream",
+         {{"patching", "activation patching on reverse, sort, dates: the changed position's stream carries the answer",
+           lesson_patching, {kStudyModels[0], kStudyModels[1], kStudyModels[2]}},
+          {"lens", "the logit lens and direct attribution: when the answer becomes readable; pre- vs post-LN norms",
+           lesson_lens, {kStudyModels[0], kStudyModels[1], kStudyModels[3]}}}},
         {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)",
          {{"norms", "LayerNorm vs RMSNorm on 1,2,3,4; pre-LN vs post-LN on one block: the stream, the final norm",
            lesson_norms},

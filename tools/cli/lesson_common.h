@@ -52,10 +52,18 @@ inline double max_difference(const Tensor& a, const Tensor& b) {
 std::string find_lesson_model(const std::string& relative);
 std::string lesson_model(const std::string& relative);
 
+// The models lesson_patching and lesson_lens read (tools/cli/lesson_study.cpp).
+constexpr const char* kStudyModels[] = {"data/models/reverse.safetensors", "data/models/sort.safetensors",
+                                        "data/models/dates.safetensors", "data/models/reverse-causal.safetensors"};
+
 // The models lesson_extrapolation reads (helper X's, tools/python/train_extrapolation.py).
 constexpr const char* kExtrapolationModels[] = {
     "data/models/reverse-learned.safetensors", "data/models/reverse-sinusoidal.safetensors",
     "data/models/reverse-rotary.safetensors", "data/models/reverse-alibi.safetensors"};
+
+// Section 11's lessons on trained models (tools/cli/lesson_study.cpp).
+void lesson_patching();
+void lesson_lens();
 
 // Section 10.4's lessons (tools/cli/lesson_10_4.cpp).
 void lesson_norms();

@@ -59,12 +59,18 @@ const char* kPatchHelp =
 
 std::vector<int64_t> one_input(const ParsedArguments& parsed, size_t index, const std::string& ids_flag_name,
                                const Model& model, std::vector<std::string>& warnings) {
-    const std::vector<int64_t> tokens =
-        parsed.positional().size() > index
-            ? text_tokens(ModelText(model), parsed.positional()[index], parsed.has("--unk"), "patch", warnings)
-            : ids_flag(parsed, ids_flag_name, "patch");
-    model_input(model, tokens);  // refuses an id outside the vocabulary first
-    return tokens;
+    const bool text = parsed.positional().size() > index;
+    try {
+        const std::vector<int64_t> tokens =
+            text ? text_tokens(ModelText(model), parsed.positional()[index], parsed.has("--unk"), "patch", warnings)
+                 : ids_flag(parsed, ids_flag_name, "patch");
+        model_input(model, tokens);  // refuses an id outside the vocabulary first
+        return tokens;
+    } catch (const UsageError&) {
+        throw;
+    } catch (const Error& error) {  // which of the two inputs it is
+        fail("patch: ", text ? (index == 1 ? "CLEAN" : "CORRUPTED") : ids_flag_name, ": ", error.message());
+    }
 }
 
 nlohmann::json side_json(const ModelText& text, const std::vector<int64_t>& input, const PatchSide& side) {
@@ -222,17 +228,20 @@ int patch_command(const Arguments& args) {
     const std::vector<int64_t> corrupted = one_input(parsed, 2, "--corrupted-ids", model, warnings);
     const std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "patch");
     const std::string model_name = std::filesystem::path(path).stem().string();
-    const PatchReport report = activation_patching(model, clean, corrupted, target, what);
-    if (json) {
-        write_file(output, report_json(model, model_name, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "patch");
-    } else if (picture) {
-        const HeatmapGrid grid = patch_picture(model, model_name, report, scale);
-        const HeatmapSize size = heatmap_grid_size(grid);
+    // The picture's size is known once the rows and positions are (its effects are all 0 then):
+    // refused before the rows x positions patched passes, not after.
+    const auto refuse_large_picture = [&](const PatchReport& sized) {
+        const HeatmapSize size = heatmap_grid_size(patch_picture(model, model_name, sized, scale));
         if (size.pixels() > kMaxHeatmapPixels)
             fail("patch: the picture would be ", size.width, "x", size.height, " pixels, more than the limit of ",
                  kMaxHeatmapPixels >> 20, " megapixels; nothing was written: choose a smaller --scale or a shorter input");
-        write_heatmap_grid_png(grid, output);
-    }
+    };
+    const PatchReport report =
+        activation_patching(model, clean, corrupted, target, what, picture ? BeforePatching(refuse_large_picture) : nullptr);
+    if (json)
+        write_file(output, report_json(model, model_name, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "patch");
+    else if (picture)
+        write_heatmap_grid_png(patch_picture(model, model_name, report, scale), output);
     defer_warnings(warnings);
     print_report(!output.empty() && is_standard_output(output) ? stderr : stdout, model, model_name, report);
     if (!output.empty()) std::fprintf(stderr, "tinyformer patch: wrote %s\n", terminal_text(output).c_str());
