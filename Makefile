@@ -159,6 +159,10 @@ demo: deps deps-wasm
 	@mkdir -p docs/patch
 	./build/tinyformer patch data/models/reverse.safetensors hello hallo --what attn_out --output docs/patch/reverse.png
 	./build/tinyformer patch data/families/nanogpt-char.safetensors "forty one, forty two, forty " "forty one, forty six, forty " --output docs/patch/nanogpt-char.png
+	@echo "== the logit lens and the stream's norms: pre-LN (reverse-causal) against post-LN (sort) =="
+	@mkdir -p docs/lens
+	./build/tinyformer lens data/models/reverse-causal.safetensors abc= --top 1 --output docs/lens/reverse-causal.png
+	./build/tinyformer lens data/models/sort.safetensors 31415926 --top 1 --output docs/lens/sort.png
 	@echo "== the explorer: one offline HTML file per model, the engine inside (open it in a browser) =="
 	./build/tinyformer explore data/models/reverse.safetensors attention --beam 3 --html build/demo/explore-reverse.html
 	./build/tinyformer explore data/models/sort.safetensors 31415926 --html build/demo/explore-sort.html
