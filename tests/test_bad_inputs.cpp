@@ -1829,7 +1829,7 @@ const std::vector<BadInput> kStudyCommands = {
      1, {"lens: --attribute !: tokenizer: character '!' at position 0"}},
     {"lens --attribute on a post-LN model", [](const TempDirectory& d) {
          return std::vector<std::string>{"lens", kSort, "123", "--attribute", "1", "--output", d.file("l.json")}; },
-     1, {"lens: --attribute needs a pre-LN model (norm_first); this one is post-LN"}},
+     1, {"lens: direct logit attribution (--attribute) needs a pre-LN model (norm_first); this one is post-LN"}},
     {"lens --attribute-id outside the output vocabulary", [](const TempDirectory&) {
          return std::vector<std::string>{"lens", kReverse, "abc", "--attribute-id", "30"}; },
      1, {"lens: --attribute-id 30 is outside the output vocabulary 0..29"}},

@@ -785,48 +785,46 @@ std::vector<double> table_row(const std::string& text, const std::string& label)
 
 TEST_CASE("lesson patching: the changed position's stream carries the answer; heads split it; weight is not effect") {
     const std::string out = lesson("patching");
-    // Each model's row: pairs, same, embed = 1, carried, median, min, other positions.
+    // Each model's row: pairs, same, embed = 1, carried, median, min, spread, largest.
     for (const std::string model : {"reverse ", "sort ", "dates "}) {
         CAPTURE(model);
         const std::vector<double> row = table_row(out, model);
-        REQUIRE(row.size() == 7);
-        CHECK(row[0] + row[1] == 40);
-        CHECK(row[0] >= 36);        // the statements rest on at least 36 patched pairs per model
+        REQUIRE(row.size() == 8);
+        CHECK(row[0] >= 90);        // the statements rest on at least 90 patched pairs per model
         // The embedding at the one changed position, patched, makes the corrupted run the clean
         // run bit for bit (every other position already reads the same token): exactly 1, always.
         CHECK(row[2] == row[0]);
-        CHECK(row[3] >= 36);        // "restores at least 0.9 ... in at least 36 of the 40 pairs"
-        CHECK(row[6] <= 0.1);       // "no other source position ... more than 0.1 in any pair"
+        CHECK(row[3] >= 85);        // "restores at least 0.9 ... in at least 85 of the 100 pairs"
+        CHECK(row[6] <= 5);         // "moves the effect by more than 0.1 in at most 5 pairs"
+        CHECK(row[7] < 0.25);       // "never by 0.25"
     }
     check_lines(out, {"What the counts show. In all three models the character that differs reaches the answer through",
-                      "position, at any layer, moves the effect by more than 0.1 in any pair. The encoder keeps the"});
+                      "position moves the effect by more than 0.1 in at most 5 pairs, never by 0.25. The encoder keeps"});
     // Heads: "the top head is always one of decoder.1's cross-attention heads, and which one changes".
     const size_t heads_at = out.find("the head with the largest effect:\n");
     const size_t heads_end = out.find("  its effect:", heads_at);
     REQUIRE(heads_at != std::string::npos);
     REQUIRE(heads_end != std::string::npos);
     std::istringstream heads(out.substr(heads_at, heads_end - heads_at));
-    int distinct = 0, total = 0;
+    int distinct = 0;
     for (std::string line; std::getline(heads, line);) {
         if (line.find(" in ") == std::string::npos) continue;
         CHECK(has(line, "    decoder.1.cross_attn.h"));
         ++distinct;
-        total += static_cast<int>(number_after(line, " in "));
     }
     CHECK(distinct >= 2);
     const double pairs = number_after(out, "reverse, the same ");
-    CHECK(total == pairs);
-    // "no head ... restores it alone (the top head's largest effect is below 0.9)"; "about a third".
-    CHECK(number_after(out, "its effect: median ") > 0.25);
-    CHECK(number_after(out, "its effect: median ") < 0.45);
-    CHECK(number_after(out, ", max ") < 0.9);
-    // "A weight is not an effect": some heads look hard at the changed character and carry
-    // little, and the hardest-looking head is not always the one that carries most.
-    const double looking = number_after(out, "weight >= 0.5 on the changed position: ");
+    // "no single head ... restores all of it (the top head's effect stays below 0.95, about 0.4 at the median)".
+    CHECK(number_after(out, "its effect: median ") > 0.3);
+    CHECK(number_after(out, "its effect: median ") < 0.5);
+    CHECK(number_after(out, ", max ") < 0.95);
+    // "A weight is not an effect": a third or more of the cases of a head looking hard at the changed
+    // character carry less than 0.1; the hardest-looking head carries most in fewer than 3/4 of the pairs.
+    const double looking = number_after(out, "(head, pair) cases of weight >= 0.5 on the changed position: ");
     const double without = number_after(out, "of which effect < 0.1: ");
-    CHECK(without >= 1);
-    CHECK(without <= looking);
-    CHECK(number_after(out, "largest weight on the changed position: ") < pairs);
+    CHECK(looking >= pairs);        // enough cases for the count to mean something
+    CHECK(without * 3 >= looking);
+    CHECK(number_after(out, "largest weight on the changed position: ") * 4 < pairs * 3);
     CHECK(has(out, "What patching does not prove."));
 }
 
@@ -856,9 +854,9 @@ TEST_CASE("lesson lens: the last layer's lens is the model; the answer appears t
         CHECK(number_after(part, "largest |difference| ") == 0.0);
         CHECK(rows.back()[0] == 100.0);
         for (size_t l = 0; l + 1 < rows.size(); ++l) CHECK(rows[l][0] < 50.0);  // "fewer than half"
-        // The norms: post-LN's stream is a LayerNorm's output, "spread under 2%"; pre-LN's "over 5%".
+        // The norms: post-LN's stream is a LayerNorm's output, "spread under 2%"; pre-LN's "over 4%".
         for (size_t l = 1; l < rows.size(); ++l) {
-            if (model.pre_ln) CHECK(rows[l][3] > 5.0);
+            if (model.pre_ln) CHECK(rows[l][3] > 4.0);
             else CHECK(rows[l][3] < 2.0);
         }
         if (model.name == "reverse-causal (") CHECK(rows[2][2] > rows[0][2]);  // "grows through reverse-causal's first layers"
@@ -867,7 +865,7 @@ TEST_CASE("lesson lens: the last layer's lens is the model; the answer appears t
             CHECK(rows[2][2] < rows[1][2]);
         }
         if (!model.pre_ln) {
-            CHECK(has(part, "direct attribution refused for all 40 inputs (post-LN)"));
+            CHECK(has(part, "no direct attribution: post-LN"));
             continue;
         }
         // Direct attribution: the parts sum to the logit within kAttributionTolerance (1e-5), and

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 using namespace tinyformer;
 
@@ -190,6 +191,30 @@ TEST_CASE("One effect recomputed with this file's own recording and patching hoo
     }
     // The corrupted character 'e' -> 'a' at source position 1 carries the answer ('e' is the 4th output).
     CHECK(report.effect[row][1] > 0.5);
+}
+
+TEST_CASE("BeforePatching sees the answer, rows and positions with every effect still 0, and can stop the passes") {
+    Model model = Model::load("data/models/reverse.safetensors");
+    std::optional<PatchReport> seen;
+    const PatchReport report = activation_patching(model, tokens(model, "hello"), tokens(model, "hallo"), std::nullopt,
+                                                   PatchWhat::Resid, [&](const PatchReport& before) { seen = before; });
+    REQUIRE(seen);
+    CHECK(seen->answer_row == report.answer_row);
+    CHECK(seen->clean.answer == report.clean.answer);
+    CHECK(seen->positions == report.positions);
+    CHECK(seen->source_positions == report.source_positions);
+    REQUIRE(seen->effect.size() == report.effect.size());
+    bool any_effect = false;
+    for (size_t r = 0; r < report.effect.size(); ++r) {
+        CHECK(seen->effect[r] == std::vector<double>(report.effect[r].size(), 0.0));  // called before any patched pass
+        for (double effect : report.effect[r]) any_effect = any_effect || effect != 0.0;
+    }
+    CHECK(any_effect);  // ... and the passes ran after it
+    // A refusal from the callback is the experiment's: it surfaces, and nothing is patched.
+    CHECK(test_helpers::error_message([&] {
+              activation_patching(model, tokens(model, "hello"), tokens(model, "hallo"), std::nullopt, PatchWhat::Resid,
+                                  [](const PatchReport&) { fail("too large to draw"); });
+          }) == "too large to draw");
 }
 
 TEST_CASE("patch refuses inputs of different lengths, the same answer, an unknown --what and an encoder_only model") {

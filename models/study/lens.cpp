@@ -195,7 +195,7 @@ LensReport logit_lens(Model& model, const std::vector<int64_t>& tokens, const Le
     if (options.attribute && (*options.attribute < 0 || *options.attribute >= V))
         fail("lens: the token to attribute must be in the output vocabulary 0..", V - 1, ", got ", *options.attribute);
     if (options.attribute && !model.config.norm_first)  // before any work
-        fail("lens: --attribute needs a pre-LN model (norm_first); this one is post-LN: each layer norms its own sum, "
+        fail("lens: direct logit attribution (--attribute) needs a pre-LN model (norm_first); this one is post-LN: each layer norms its own sum, "
              "x = norm(x + f(x)), so the stream after the last layer is not a sum of the heads' and FFNs' outputs and "
              "no part has a direct path to the logits");
     const ModelText text(model);

@@ -228,8 +228,10 @@ int patch_command(const Arguments& args) {
     const std::vector<int64_t> corrupted = one_input(parsed, 2, "--corrupted-ids", model, warnings);
     const std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "patch");
     const std::string model_name = std::filesystem::path(path).stem().string();
-    // The picture's size is known once the rows and positions are (its effects are all 0 then):
-    // refused before the rows x positions patched passes, not after.
+    // The picture's size is known, but for its colour key, once the rows and positions are: with
+    // every effect 0 the key is at its narrowest (-1..1), so a picture too large then is refused
+    // before the rows x positions patched passes. An effect beyond +-1 only widens the key's
+    // labels: checked again once drawn.
     const auto refuse_large_picture = [&](const PatchReport& sized) {
         const HeatmapSize size = heatmap_grid_size(patch_picture(model, model_name, sized, scale));
         if (size.pixels() > kMaxHeatmapPixels)
@@ -238,10 +240,12 @@ int patch_command(const Arguments& args) {
     };
     const PatchReport report =
         activation_patching(model, clean, corrupted, target, what, picture ? BeforePatching(refuse_large_picture) : nullptr);
-    if (json)
+    if (json) {
         write_file(output, report_json(model, model_name, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "patch");
-    else if (picture)
+    } else if (picture) {
+        refuse_large_picture(report);
         write_heatmap_grid_png(patch_picture(model, model_name, report, scale), output);
+    }
     defer_warnings(warnings);
     print_report(!output.empty() && is_standard_output(output) ? stderr : stdout, model, model_name, report);
     if (!output.empty()) std::fprintf(stderr, "tinyformer patch: wrote %s\n", terminal_text(output).c_str());
