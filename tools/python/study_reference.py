@@ -430,7 +430,7 @@ def logit_lens(model, tokens, top=5, target=None, attribute=None):
     tokens, answers, answer_position, per layer [positions] of {top: [(id, p)],
     answer_rank, answer_p}, norms [layer][position], logits, layer_logits and,
     with `attribute` (a token id), the attribution {parts: {name: logit}, sum,
-    logit, scale, norm}."""
+    logit, scale, norm, bounds: {name: (max |part_d|, sum_d |dir_d|)}}."""
     input_ids = model.frame(tokens)
     if target is None:
         target = model.greedy(input_ids)
@@ -497,11 +497,14 @@ def direct_logit_attribution(model, stream, position, token, logit):
     u = model.unembedding[token].detach().double()
     direction = u / scale if weight is None else weight * u / scale
 
-    def direct(part):
+    bounds = {}     # name -> (max |part_d|, sum_d |direction_d|): what a part's error scales with
+
+    def direct(name, part):
         part = part.double()
+        bounds[name] = (float(part.abs().max()), float(direction.abs().sum()))
         return float(((part - part.mean()) if centred else part) @ direction)
 
-    parts = {"embed": direct(stream[model.embedding][position])}
+    parts = {"embed": direct("embed", stream[model.embedding][position])}
     for i in range(layers):
         for call, stack, attention in model.calls:
             if stack != model.stack or not call.startswith(f"{stack}.{i}."):
@@ -511,16 +514,18 @@ def direct_logit_attribution(model, stream, position, token, logit):
             dh = z.numel() // attention.num_heads
             for h in range(attention.num_heads):
                 columns = slice(h * dh, (h + 1) * dh)
-                parts[f"{call}.head{h}"] = direct(w_out[:, columns] @ z[columns])
+                parts[f"{call}.head{h}"] = direct(f"{call}.head{h}", w_out[:, columns] @ z[columns])
             if attention.out_proj.bias is not None:
-                parts[f"{call}.bias"] = direct(attention.out_proj.bias.detach())
-        parts[f"{model.stack}.{i}.ffn"] = direct(stream[f"{model.stack}.{i}.ffn.output"][position])
+                parts[f"{call}.bias"] = direct(f"{call}.bias", attention.out_proj.bias.detach())
+        name = f"{model.stack}.{i}.ffn"
+        parts[name] = direct(name, stream[f"{name}.output"][position])
     constant = 0.0 if model.head_bias is None else float(model.head_bias[token])
     if bias is not None:
         constant += float(bias @ u)
     parts["bias"] = constant
-    return {"parts": parts, "sum": sum(parts.values()), "logit": logit, "scale": scale,
-            "norm": model.norm_kind or "none"}
+    bounds["bias"] = (0.0 if bias is None else float(bias.abs().max()), float(u.abs().sum()))
+    return {"token": token, "parts": parts, "sum": sum(parts.values()), "logit": logit, "scale": scale,
+            "norm": model.norm_kind or "none", "bounds": bounds}
 
 
 # ----------------------------------------------------------------------------
