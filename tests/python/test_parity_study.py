@@ -25,8 +25,9 @@ The models: reverse, dates and sort (encoder-decoder, sort post-LN: no
 attribution), reverse-causal (decoder-only, a given --target), nanogpt-char
 and mingpt-sort (families/gpt.py's GPT holding the nanoGPT checkpoint / the
 minGPT state_dict: the weights before the converter), llama2c-tiny (rms_norm,
-rotary, grouped-query: the twin's TwinAttention), with --what resid,
-attn_out, mlp_out and head.
+rotary, grouped-query: the twin's TwinAttention), gpt2-tiny and annotated-copy
+(layer_norm_std, mask_value, a given target), with --what resid, attn_out,
+mlp_out and head.
 
     /usr/bin/python3 tests/python/test_parity_study.py -v
 """
@@ -89,7 +90,9 @@ def twin(path):
 
 
 # name: (the tinyformer file, the reference, clean, corrupted, --target or None). Strings are a
-# character model's text; lists are token ids (given with --ids / --corrupted-ids).
+# character model's text; lists are token ids (given with --ids / --corrupted-ids / --target-ids):
+# llama2c-tiny " forty one, forty two, forty" vs "... six, ...", gpt2-tiny "forty one is 41,
+# forty two is" vs "... six is", annotated-copy (no eos_id: a given target) copying a source.
 PATCH_CASES = {
     "reverse": (MODELS / "reverse.safetensors", twin(MODELS / "reverse.safetensors"), "hello", "hallo", None),
     "dates": (MODELS / "dates.safetensors", twin(MODELS / "dates.safetensors"), "3 may 1979", "3 may 1985", None),
@@ -101,23 +104,33 @@ PATCH_CASES = {
     "llama2c-tiny": (FAMILIES / "llama2c-tiny" / "llama2c-tiny.safetensors",
                      twin(FAMILIES / "llama2c-tiny" / "llama2c-tiny.safetensors"),
                      [303, 317, 303, 314, 303], [303, 317, 303, 318, 303], None),
+    "gpt2-tiny": (FAMILIES / "gpt2-tiny.safetensors", twin(FAMILIES / "gpt2-tiny.safetensors"),
+                  [69, 78, 294, 298, 259, 404, 11, 313, 296, 259], [69, 78, 294, 298, 259, 404, 11, 313, 283, 259], None),
+    "annotated-copy": (FAMILIES / "annotated-copy.safetensors", twin(FAMILIES / "annotated-copy.safetensors"),
+                       [1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 9, 5, 6, 7], [2, 3, 4, 5, 6, 7]),
 }
 WHATS = ["resid", "attn_out", "mlp_out", "head"]
 
-# name: (file, reference, text, token to attribute or None: post-LN). The token is the
-# model's answer at the answer position: a character, or (--attribute's text, its id):
-# SentencePiece reads "three." as the piece " three." (id 329; its dummy prefix).
+# name: (file, reference, text, --target or None (the greedy output), token to attribute or
+# None: post-LN). The token is the model's answer at the answer position: a character, or
+# (--attribute's text, its id): SentencePiece reads "three." as the piece " three." (id 329;
+# its dummy prefix), GPT-2's BPE " 42" as one token.
 LENS_CASES = {
-    "reverse": (MODELS / "reverse.safetensors", twin(MODELS / "reverse.safetensors"), "hello", "o"),
-    "dates": (MODELS / "dates.safetensors", twin(MODELS / "dates.safetensors"), "3 may 1979", "1"),
-    "sort": (MODELS / "sort.safetensors", twin(MODELS / "sort.safetensors"), "31415", None),
-    "nanogpt-char": (FAMILIES / "nanogpt-char.safetensors", nanogpt_char, "forty one, forty two, forty ", "t"),
+    "reverse": (MODELS / "reverse.safetensors", twin(MODELS / "reverse.safetensors"), "hello", None, "o"),
+    "dates": (MODELS / "dates.safetensors", twin(MODELS / "dates.safetensors"), "3 may 1979", None, "1"),
+    "sort": (MODELS / "sort.safetensors", twin(MODELS / "sort.safetensors"), "31415", None, None),
+    "nanogpt-char": (FAMILIES / "nanogpt-char.safetensors", nanogpt_char, "forty one, forty two, forty ", None,
+                     "t"),
     "reverse-causal": (MODELS / "reverse-causal.safetensors", twin(MODELS / "reverse-causal.safetensors"), "hello",
-                       "o"),
-    "mingpt-sort": (FAMILIES / "mingpt-sort.safetensors", mingpt_sort, "120121", "0"),
+                       None, "o"),
+    "mingpt-sort": (FAMILIES / "mingpt-sort.safetensors", mingpt_sort, "120121", None, "0"),
     "llama2c-tiny": (FAMILIES / "llama2c-tiny" / "llama2c-tiny.safetensors",
-                     twin(FAMILIES / "llama2c-tiny" / "llama2c-tiny.safetensors"), [303, 317, 303, 314, 303],
+                     twin(FAMILIES / "llama2c-tiny" / "llama2c-tiny.safetensors"), [303, 317, 303, 314, 303], None,
                      ("three.", 329)),
+    "gpt2-tiny": (FAMILIES / "gpt2-tiny.safetensors", twin(FAMILIES / "gpt2-tiny.safetensors"),
+                  [69, 78, 294, 298, 259, 404, 11, 313, 296, 259], None, (" 42", 384)),
+    "annotated-copy": (FAMILIES / "annotated-copy.safetensors", twin(FAMILIES / "annotated-copy.safetensors"),
+                       [1, 2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 6, 7], ("2", 2)),
 }
 
 
@@ -164,7 +177,7 @@ class StudyParity(unittest.TestCase):
                     else:
                         args += [clean, corrupted]
                     if target is not None:
-                        args += ["--target", target]
+                        args += text_args("--target-ids", target) if isinstance(target, list) else ["--target", target]
                     ours = tinyformer(*args, "--what", what)
                     given = None if target is None else tokens_of(model, target)
                     ref = sr.activation_patching(model, tokens_of(model, clean), tokens_of(model, corrupted), what,
@@ -203,16 +216,18 @@ class StudyParity(unittest.TestCase):
                 within(self, name, f"effect ({ours['what']})", e_ours, e_ref, effect_bound / abs(gap), where)
 
     def test_lens_agrees_with_the_reference(self):
-        for name, (path, load, text, attribute) in LENS_CASES.items():
+        for name, (path, load, text, target, attribute) in LENS_CASES.items():
             with self.subTest(model=name):
                 model = load()
                 args = ["lens", path] + text_args("--ids", text) + ["--top", "5"]
+                if target is not None:
+                    args += text_args("--target-ids", target)
                 token = None
                 if attribute is not None:
                     shown, token = attribute if isinstance(attribute, tuple) else (attribute, model.tokens(attribute)[0])
                     args += ["--attribute", shown]
                 ours = tinyformer(*args)
-                ref = sr.logit_lens(model, tokens_of(model, text), top=5, attribute=token)
+                ref = sr.logit_lens(model, tokens_of(model, text), top=5, attribute=token, target=target)
                 self.check_lens(name, model, ours, ref)
 
     def check_lens(self, name, model, ours, ref):
