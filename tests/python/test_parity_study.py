@@ -26,8 +26,9 @@ attribution), reverse-causal (decoder-only, a given --target), nanogpt-char
 and mingpt-sort (families/gpt.py's GPT holding the nanoGPT checkpoint / the
 minGPT state_dict: the weights before the converter), llama2c-tiny (rms_norm,
 rotary, grouped-query: the twin's TwinAttention), gpt2-tiny and annotated-copy
-(layer_norm_std, mask_value, a given target), with --what resid, attn_out,
-mlp_out and head.
+(layer_norm_std, mask_value, a given target), and the decoder-only reverse
+models of every position scheme and mask (learned, sinusoidal, rotary, ALiBi,
+prefix-LM, peeking), with --what resid, attn_out, mlp_out and head.
 
     /usr/bin/python3 tests/python/test_parity_study.py -v
 """
@@ -109,6 +110,14 @@ PATCH_CASES = {
     "annotated-copy": (FAMILIES / "annotated-copy.safetensors", twin(FAMILIES / "annotated-copy.safetensors"),
                        [1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 9, 5, 6, 7], [2, 3, 4, 5, 6, 7]),
 }
+# The decoder-only reverse models, one per position scheme and mask (prefix_lm, ALiBi,
+# rotary, ...): "hello" vs "hallo", teacher-forced on "olleh" (read alone, both inputs' next
+# token is the same 'o').
+REVERSE_VARIANTS = ["reverse-learned", "reverse-sinusoidal", "reverse-rotary", "reverse-alibi", "reverse-prefixlm",
+                    "reverse-peeking"]
+for _name in REVERSE_VARIANTS:
+    PATCH_CASES[_name] = (MODELS / f"{_name}.safetensors", twin(MODELS / f"{_name}.safetensors"), "hello", "hallo",
+                          "olleh")
 WHATS = ["resid", "attn_out", "mlp_out", "head"]
 
 # name: (file, reference, text, --target or None (the greedy output), token to attribute or
@@ -132,6 +141,8 @@ LENS_CASES = {
     "annotated-copy": (FAMILIES / "annotated-copy.safetensors", twin(FAMILIES / "annotated-copy.safetensors"),
                        [1, 2, 3, 4, 5, 6, 7], [2, 3, 4, 5, 6, 7], ("2", 2)),
 }
+for _name in REVERSE_VARIANTS:
+    LENS_CASES[_name] = (MODELS / f"{_name}.safetensors", twin(MODELS / f"{_name}.safetensors"), "hello", None, "o")
 
 
 def tinyformer(*args):
