@@ -186,6 +186,9 @@ class StudyModel:
         if self.metadata.get("tokenizer", "char") != "char":
             raise ValueError("tokens(): only character models here; give ids")
         vocab = st.metadata_json(self.metadata, "src_vocab" if "src_vocab" in self.metadata else "vocab")
+        missing = [ch for ch in text if ch not in vocab]
+        if missing:
+            raise ValueError(f"{missing[0]!r} is not in the model's vocabulary")
         return [vocab.index(ch) for ch in text]
 
     def output_label(self, token):
@@ -547,6 +550,14 @@ def main(argv=None):
     q.add_argument("--attribute", metavar="TOKEN", help="a token of the output vocabulary")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    try:
+        return _print(args)
+    except (torch_trace.TraceError, OSError, ValueError, KeyError) as e:
+        print(f"study_reference: error: {e}", file=sys.stderr)
+        return 1
+
+
+def _print(args):
     model = TwinStudy(args.model, heads=args.command == "lens" or args.what == "head")
     if args.command == "patch":
         r = activation_patching(model, model.tokens(args.clean), model.tokens(args.corrupted), args.what)
@@ -557,6 +568,8 @@ def main(argv=None):
             print(f"{name:28s} " + " ".join(f"{e:7.3f}" for e in effects))
         return 0
     vocab = st.metadata_json(model.metadata, "vocab")
+    if args.attribute is not None and args.attribute not in vocab:
+        raise ValueError(f"--attribute {args.attribute!r} is not a token of the output vocabulary")
     r = logit_lens(model, model.tokens(args.text), top=args.top,
                    attribute=None if args.attribute is None else vocab.index(args.attribute))
     for layer, cells, norms in zip(r["layers"], r["cells"], r["norms"]):
