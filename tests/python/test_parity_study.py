@@ -20,6 +20,8 @@ eps(z) = 1e-4 + 1e-4 |z| (z the reference's value). From it:
   activations) within 2 eps(max |part_d|) sum_d |dir_d| + 1e-4 |part|; the
   parts sum to the logit within lens.h's kAttributionTolerance on both sides.
 The worst |difference| / bound per model and quantity is printed (<= 1 passes).
+The reference itself holds patching.h's three identities exactly, and its lens
+after the last layer is its logits bit for bit.
 
 The models: reverse, dates and sort (encoder-decoder, sort post-LN: no
 attribution), reverse-causal (decoder-only, a given --target), nanogpt-char
@@ -226,6 +228,34 @@ class StudyParity(unittest.TestCase):
                 effect_bound = (bound_patched + bound["corrupted"] + abs(e_ref) * (bound["clean"] + bound["corrupted"]))
                 within(self, name, f"effect ({ours['what']})", e_ours, e_ref, effect_bound / abs(gap), where)
 
+    def test_the_reference_holds_the_three_patching_identities(self):
+        # patching.h's identities on the reference: the last stream's answer row patched alone
+        # gives 1; a position hidden from the answer row gives 0; the clean run patched into
+        # itself is unchanged. Exact here too: PyTorch's steps work row by row but attention,
+        # where a hidden key's weight is exp(-inf) = 0.
+        for name, path, clean, corrupted, target in (
+                ("reverse", MODELS / "reverse.safetensors", "hello", "hallo", None),
+                ("reverse-causal", MODELS / "reverse-causal.safetensors", "hello", "hallo", "olleh")):
+            with self.subTest(model=name):
+                model = sr.TwinStudy(path)
+                given = None if target is None else model.tokens(target)
+                ref = sr.activation_patching(model, model.tokens(clean), model.tokens(corrupted), "resid", given)
+                row = ref["answer_row"]
+                last = ref["effect"][-1]              # the stream after the last layer
+                self.assertEqual(last[row], 1.0)      # the answer row's logits read it alone
+                self.assertEqual(last[row + 1:], [0.0] * len(last[row + 1:]))   # hidden from the answer row
+                for effects in ref["effect"]:
+                    if len(effects) == len(last):     # a stream row (not the encoder's)
+                        self.assertEqual(effects[row + 1:], [0.0] * len(effects[row + 1:]))
+                # The clean run patched into itself: the clean logits, bit for bit.
+                clean_input = model.frame(model.tokens(clean))
+                recorded = {}
+                logits = model.run(clean_input, ref["target"], sr.Hooks(model.points, record=recorded))
+                for point in model.points:
+                    site = (point, 0, slice(None))
+                    again = model.run(clean_input, ref["target"], sr.Hooks(model.points, source=recorded, site=site))
+                    self.assertTrue(torch.equal(again, logits), point)
+
     def test_lens_agrees_with_the_reference(self):
         for name, (path, load, text, target, attribute) in LENS_CASES.items():
             with self.subTest(model=name):
@@ -242,6 +272,9 @@ class StudyParity(unittest.TestCase):
                 self.check_lens(name, model, ours, ref)
 
     def check_lens(self, name, model, ours, ref):
+        # The reference's own identity: its lens after the last layer is its logits, bit for bit
+        # (the same modules on the very tensor the pass gave them).
+        self.assertTrue(torch.equal(ref["layer_logits"][-1], ref["logits"]), f"{name}: the last layer's lens")
         self.assertEqual(ours["tokens"], ref["tokens"])
         self.assertEqual(ours["answer_position"], ref["answer_position"])
         self.assertEqual([layer["layer"] for layer in ours["layers"]], ref["layers"])
