@@ -553,7 +553,9 @@ def main(argv=None):
     try:
         return _print(args)
     except (torch_trace.TraceError, OSError, ValueError, KeyError) as e:
-        print(f"study_reference: error: {e}", file=sys.stderr)
+        # One line, and no control character of a path or a token reaches the terminal.
+        message = "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in str(e))
+        print(f"study_reference: error: {message}", file=sys.stderr)
         return 1
 
 
