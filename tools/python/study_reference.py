@@ -434,6 +434,8 @@ def logit_lens(model, tokens, top=5, target=None, attribute=None):
     answer_rank, answer_p}, norms [layer][position], logits, layer_logits and,
     with `attribute` (a token id), the attribution {parts: {name: logit}, sum,
     logit, scale, norm, bounds: {name: (max |part_d|, sum_d |dir_d|)}}."""
+    if top < 1:
+        raise ValueError(f"top must be >= 1, got {top}")
     input_ids = model.frame(tokens)
     if target is None:
         target = model.greedy(input_ids)
