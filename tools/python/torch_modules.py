@@ -363,8 +363,8 @@ class TwinAttention(nn.Module):
     are -inf). Called as nn.MultiheadAttention is (batch_first), so the stock
     layers call it unchanged. State: in_proj_weight [D + 2 Hkv Dh, D] (rows Q, K, V),
     in_proj_bias (when bias), out_proj. `heads` is an nn.Identity that z = Concat(heads)
-    passes through before out_proj: the hook point of one head's output. After each call, .last holds the trace's
-    names of the call ([B, ...], FORMAT.md section 3): q_unrotated, k_unrotated
+    passes through before out_proj: the hook point of one head's output. After each
+    call, .last holds the trace's names of the call ([B, ...], FORMAT.md section 3): q_unrotated, k_unrotated
     (rotary), q, k, v ([B, S, Hkv Dh]), scores, bias (a float attn_mask's part), and
     weights, z, output as computed (a query with no key to see has NaN rows there,
     as PyTorch's softmax gives; Capture(sanitize=True) writes FORMAT's zeros)."""
