@@ -48,7 +48,6 @@ import torch
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools" / "python"))
-import safetensors_io as st  # noqa: E402
 import study_reference as sr  # noqa: E402
 import tinyformer_export as te  # noqa: E402
 from families import gpt as G  # noqa: E402

@@ -67,13 +67,11 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import safetensors_io as st  # noqa: E402
 import torch_modules as tm  # noqa: E402
 import torch_trace  # noqa: E402
-from families import gpt as G  # noqa: E402
 
 __all__ = ["TwinStudy", "GptStudy", "Hooks", "activation_patching", "patch_rows", "logit_lens"]
 
