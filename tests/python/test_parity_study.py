@@ -70,7 +70,7 @@ def within(test, model, quantity, ours, theirs, bound, where):
     test.assertLessEqual(difference, bound, f"{model}: {quantity}: {where}: ours {ours}, reference {theirs}")
 
 
-def nanogpt_char():
+def nanogpt_char(heads=True):
     folder = FAMILIES / "nanogpt-char"
     ckpt = G.load_torch_file(folder / "ckpt.pt")
     a = ckpt["model_args"]
@@ -80,7 +80,7 @@ def nanogpt_char():
     return sr.GptStudy(module, FAMILIES / "nanogpt-char.safetensors")
 
 
-def mingpt_sort():
+def mingpt_sort(heads=True):
     module = G.GPT(G.GPTConfig(block_size=11, vocab_size=3, n_layer=3, n_head=3, n_embd=48, bias=True, gelu="tanh",
                                tie=False))
     module.load_state_dict(G.load_torch_file(FAMILIES / "mingpt-sort.pt"))
@@ -88,7 +88,9 @@ def mingpt_sort():
 
 
 def twin(path):
-    return lambda: sr.TwinStudy(path, heads=True)
+    """The file's stock twin; heads=True (--what head, the attribution): its attentions as
+    TwinAttention, whose z has a hook point. The GPT module's has one anyway."""
+    return lambda heads: sr.TwinStudy(path, heads=heads)
 
 
 # name: (the tinyformer file, the reference, clean, corrupted, --target or None). Strings are a
@@ -180,9 +182,10 @@ def clear_of(logits, index, margin):
 class StudyParity(unittest.TestCase):
     def test_patch_agrees_with_the_reference(self):
         for name, (path, load, clean, corrupted, target) in PATCH_CASES.items():
-            model = load()
+            stock, with_heads = load(heads=False), load(heads=True)
             for what in WHATS:
                 with self.subTest(model=name, what=what):
+                    model = with_heads if what == "head" else stock
                     args = ["patch", path]
                     if isinstance(clean, list):
                         args += text_args("--ids", clean) + text_args("--corrupted-ids", corrupted)
@@ -258,7 +261,7 @@ class StudyParity(unittest.TestCase):
     def test_lens_agrees_with_the_reference(self):
         for name, (path, load, text, target, attribute) in LENS_CASES.items():
             with self.subTest(model=name):
-                model = load()
+                model = load(heads=attribute is not None)
                 args = ["lens", path] + text_args("--ids", text) + ["--top", "5"]
                 if target is not None:
                     args += text_args("--target-ids", target)

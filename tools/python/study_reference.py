@@ -170,10 +170,6 @@ class StudyModel:
 
     # -- framing, as models/text.h and teacher_forcing.h frame an example --
 
-    @property
-    def output_size(self):
-        return self.cfg["tgt_vocab_size"] if self.encoder_decoder else self.cfg["vocab_size"]
-
     def frame(self, tokens):
         """The model's input: a decoder-only model's gets the prompt suffix (when declared
         and missing) and <bos> in front (when the config has bos_id)."""
