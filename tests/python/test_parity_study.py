@@ -332,5 +332,5 @@ if __name__ == "__main__":
     torch.set_num_threads(1)
     result = unittest.main(exit=False, verbosity=2).result
     for (model, quantity), (ratio, difference) in sorted(WORST.items()):
-        print(f"  {model:15s} {quantity:32s} worst |difference| {difference:9.3g}, / bound {ratio:.3g}")
+        print(f"  {model:18s} {quantity:32s} worst |difference| {difference:9.3g}, / bound {ratio:.3g}")
     sys.exit(0 if result.wasSuccessful() else 1)
