@@ -198,7 +198,8 @@ bench: deps
 # name the way out (tests/python/test_wrong_from.py: a wrong --from, export()'s embed_scale,
 # the README's Annotated one-liner run end to end), then
 # every tests/python/test_parity_*.py (each family's committed file against its
-# committed PyTorch weights).
+# committed PyTorch weights; test_parity_study.py: `patch` and `lens` on the committed
+# models against tools/python/study_reference.py, plain PyTorch with forward hooks).
 # Not part of `make test`, which uses the committed data/reference/.
 parity: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \

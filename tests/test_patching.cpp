@@ -225,6 +225,16 @@ TEST_CASE("patch refuses inputs of different lengths, the same answer, an unknow
     CHECK(test_helpers::error_message([&] {
               activation_patching(reverse, tokens(reverse, "hello"), tokens(reverse, "hello"), std::nullopt, PatchWhat::Resid);
           }).find("nothing to restore") != std::string::npos);
+    // Equal as given, not as framed: the prompt suffix '=' is added to "abcd" only. Refused
+    // before any pass (the answer row would read the shorter run's logits past their end).
+    Model causal = Model::load("data/models/reverse-causal.safetensors");
+    for (const auto& [clean, corrupted] : {std::pair{"abcd", "abc="}, std::pair{"abc=", "abcd"}})
+        CHECK(test_helpers::error_message([&] {
+                  activation_patching(causal, tokens(causal, clean), tokens(causal, corrupted), std::nullopt,
+                                      PatchWhat::Resid);
+              }) == std::string("patch: as the model reads them (<bos> and the prompt suffix added where missing), ") +
+                        "CLEAN has " + (clean[3] == '=' ? "5" : "6") + " tokens and CORRUPTED has " +
+                        (clean[3] == '=' ? "6" : "5") + "; give both with the prompt suffix or both without");
     CHECK(test_helpers::error_message([] { parse_patch_what("mlp"); }).find("resid, attn_out, mlp_out or head") !=
           std::string::npos);
     Model encoder_only = Model::load("data/reference/eo_post_relu_learned_h1.model.safetensors");

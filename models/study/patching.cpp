@@ -153,6 +153,12 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
     report.what = what;
     report.clean.input = model_input(model, clean_tokens);
     report.corrupted.input = model_input(model, corrupted_tokens);
+    // The framing adds the prompt suffix only where it is missing, so "abc=" and "abcd"
+    // differ once framed: every row and patch below needs the framed lengths equal.
+    if (report.clean.input.size() != report.corrupted.input.size())
+        fail("patch: as the model reads them (<bos> and the prompt suffix added where missing), CLEAN has ",
+             report.clean.input.size(), " tokens and CORRUPTED has ", report.corrupted.input.size(),
+             "; give both with the prompt suffix or both without");
     if (target) {
         report.target = *target;
         refuse_teacher_forced_beyond_memory(model, report.clean.input, static_cast<int64_t>(target->size()));

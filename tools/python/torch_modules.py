@@ -362,8 +362,9 @@ class TwinAttention(nn.Module):
     mask_value that REPLACES masked scores (masked_fill; without it masked scores
     are -inf). Called as nn.MultiheadAttention is (batch_first), so the stock
     layers call it unchanged. State: in_proj_weight [D + 2 Hkv Dh, D] (rows Q, K, V),
-    in_proj_bias (when bias), out_proj. After each call, .last holds the trace's
-    names of the call ([B, ...], FORMAT.md section 3): q_unrotated, k_unrotated
+    in_proj_bias (when bias), out_proj. `heads` is an nn.Identity that z = Concat(heads)
+    passes through before out_proj: the hook point of one head's output. After each
+    call, .last holds the trace's names of the call ([B, ...], FORMAT.md section 3): q_unrotated, k_unrotated
     (rotary), q, k, v ([B, S, Hkv Dh]), scores, bias (a float attn_mask's part), and
     weights, z, output as computed (a query with no key to see has NaN rows there,
     as PyTorch's softmax gives; Capture(sanitize=True) writes FORMAT's zeros)."""
@@ -384,6 +385,10 @@ class TwinAttention(nn.Module):
         nn.init.xavier_uniform_(self.in_proj_weight)
         self.rotary = rotary                  # (theta, pairs) or None
         self.mask_value = mask_value
+        # z = Concat(heads) before W_O, as a named point a forward hook can read or
+        # replace (tools/python/study_reference.py patches one head's columns of it);
+        # an identity: no parameter, no state_dict entry, the same numbers.
+        self.heads = nn.Identity()
         self.last = {}
 
     def _project(self, x, lo, hi):
@@ -416,7 +421,7 @@ class TwinAttention(nn.Module):
         x = scores if added is None else scores + added
         fill = float("-inf") if self.mask_value is None else float(self.mask_value)
         weights = F.softmax(x.masked_fill(blocked, fill), dim=-1)
-        z = (weights @ heads_of(v, hkv, h)).transpose(1, 2).reshape(b, l, d)
+        z = self.heads((weights @ heads_of(v, hkv, h)).transpose(1, 2).reshape(b, l, d))
         out = self.out_proj(z)
         last.update(q=q, k=k, v=v, scores=scores)
         if added is not None:
