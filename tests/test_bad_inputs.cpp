@@ -1786,6 +1786,10 @@ const std::vector<BadInput> kStudyCommands = {
     {"patch with CLEAN and CORRUPTED of different lengths", [](const TempDirectory& d) {
          return std::vector<std::string>{"patch", kReverse, "abc", "abcd", "--output", d.file("p.json")}; },
      1, {"patch: CLEAN has 3 tokens and CORRUPTED has 4", "both need the same length"}},
+    {"patch with inputs of one length that the prompt suffix makes two", [](const TempDirectory&) {
+         return std::vector<std::string>{"patch", "data/models/reverse-causal.safetensors", "abcd", "abc="}; },
+     1, {"patch: as the model reads them (<bos> and the prompt suffix added where missing), CLEAN has 6 tokens and "
+         "CORRUPTED has 5; give both with the prompt suffix or both without"}},
     {"patch with a corruption that changes nothing", [](const TempDirectory& d) {
          return std::vector<std::string>{"patch", kReverse, "abc", "abc", "--output", d.file("p.png")}; },
      1, {"patch: the clean and the corrupted input give the same answer at every predicted position", "nothing to restore"}},
