@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace tinyformer {
 
@@ -140,7 +141,7 @@ double patch_effect(const PatchReport& report, double patched_logit_diff) {
     return (patched_logit_diff - report.corrupted.logit_diff) / (report.clean.logit_diff - report.corrupted.logit_diff);
 }
 
-PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_tokens,
+PatchExperiment prepare_patching(Model& model, const std::vector<int64_t>& clean_tokens,
                                  const std::vector<int64_t>& corrupted_tokens,
                                  const std::optional<std::vector<int64_t>>& target, PatchWhat what) {
     if (model.config.arch == Architecture::EncoderOnly)
@@ -148,7 +149,8 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
     if (clean_tokens.size() != corrupted_tokens.size())
         fail("patch: CLEAN has ", clean_tokens.size(), " tokens and CORRUPTED has ", corrupted_tokens.size(),
              "; patching replaces one position by the same position, so both need the same length");
-    PatchReport report;
+    PatchExperiment experiment;
+    PatchReport& report = experiment.report;
     report.what = what;
     report.clean.input = model_input(model, clean_tokens);
     report.corrupted.input = model_input(model, corrupted_tokens);
@@ -165,9 +167,10 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
         report.corrupted.greedy = target_or_greedy(model, report.corrupted.input, std::nullopt);
     }
 
-    Activations clean;
-    const Tensor clean_logits = patched_pass(model, report.clean.input, report.target, nullptr, nullptr, &clean);
-    const Tensor corrupted_logits = patched_pass(model, report.corrupted.input, report.target, nullptr, nullptr, nullptr);
+    experiment.clean_logits = patched_pass(model, report.clean.input, report.target, nullptr, nullptr, &experiment.clean);
+    experiment.corrupted_logits = patched_pass(model, report.corrupted.input, report.target, nullptr, nullptr, nullptr);
+    const Tensor& clean_logits = experiment.clean_logits;
+    const Tensor& corrupted_logits = experiment.corrupted_logits;
     const int64_t first = model.encoder_decoder ? 0 : static_cast<int64_t>(report.clean.input.size()) - 1;
     int64_t row = first;
     while (row < clean_logits.dim(1) && argmax_row(clean_logits, row) == argmax_row(corrupted_logits, row)) ++row;
@@ -192,16 +195,32 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
         for (int64_t id : report.target) report.positions.push_back(text.output_label(id));
     }
     report.rows = patch_rows(model, what);
+    return experiment;
+}
+
+Tensor patch_cell(Model& model, const PatchExperiment& experiment, const PatchRow& row, int64_t position) {
+    const PatchReport& report = experiment.report;
+    const auto positions = static_cast<int64_t>((row.source ? report.source_positions : report.positions).size());
+    if (position < 0 || position >= positions)
+        fail("patch: position ", position, " is outside ", row.name, "'s positions 0..", positions - 1);
+    const PatchSite site{row.point, row.head, {position}};
+    return patched_pass(model, report.corrupted.input, report.target, &experiment.clean, &site, nullptr);
+}
+
+PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_tokens,
+                                 const std::vector<int64_t>& corrupted_tokens,
+                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what) {
+    PatchExperiment experiment = prepare_patching(model, clean_tokens, corrupted_tokens, target, what);
+    PatchReport& report = experiment.report;
     for (const PatchRow& patch_row : report.rows) {
         const size_t positions = (patch_row.source ? report.source_positions : report.positions).size();
         std::vector<double>& effects = report.effect.emplace_back();
         for (size_t p = 0; p < positions; ++p) {
-            const PatchSite site{patch_row.point, patch_row.head, {static_cast<int64_t>(p)}};
-            const Tensor logits = patched_pass(model, report.corrupted.input, report.target, &clean, &site, nullptr);
+            const Tensor logits = patch_cell(model, experiment, patch_row, static_cast<int64_t>(p));
             effects.push_back(patch_effect(report, answer_logit_diff(report, logits)));
         }
     }
-    return report;
+    return std::move(report);
 }
 
 }  // namespace tinyformer
