@@ -234,6 +234,7 @@ std::string explore_page(const std::string& data_text, const LiveEngine& live) {
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
     page = replaced_once(page, "/*TINYFORMER_LIVE_JS*/", kExplorePageLiveJs);
+    page = replaced_once(page, "/*TINYFORMER_STUDY_JS*/", kExplorePageStudyJs);
     page = replaced_once(page, "/*TINYFORMER_ENGINE_JS*/", kExplorePageEngineJs);
     page = replaced_once(page, "/*TINYFORMER_ENGINE*/", live.engine);
     page = replaced_once(page, "/*TINYFORMER_MODEL*/", live.model_base64);

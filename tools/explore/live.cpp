@@ -481,19 +481,20 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
     result["page"] = explore_data(model, run, decoding, model_name, first.shown, first.target_given);
 
     // The study keys, on row 0 and the intervened model like every pass above.
-    // The lens reads row 0's target (given, or what "decode" made): with greedy
-    // decoding `tinyformer lens TEXT`'s. Patching, as `tinyformer patch`, reads
-    // the given target or none (then: the clean greedy output, or for a
-    // decoder-only model the next token), whatever "decode" asks.
+    // Their target is the CLI's, whatever "decode" asks: the given one, or none
+    // (then `tinyformer lens` reads the greedy output, or a decoder-only model
+    // without <eos> its input alone; `tinyformer patch` the clean greedy output,
+    // or a decoder-only model's next token).
+    const std::optional<std::vector<int64_t>> given_target =
+        first.target_given ? first.target : std::optional<std::vector<int64_t>>{};
     if (lens) {
         LensOptions options;
         options.top = lens->top;
-        options.target = first.target;
+        options.target = given_target;
         options.attribute = lens->attribute;
         result["lens"] = lens_report_json(model_name, logit_lens(model, first.tokens, options));
     }
-    const std::optional<std::vector<int64_t>> patch_target =
-        first.target_given ? first.target : std::optional<std::vector<int64_t>>{};
+    const std::optional<std::vector<int64_t>>& patch_target = given_target;
     if (patch)
         result["patch"] = patch_report_json(model, model_name,
                                             activation_patching(model, first.tokens, patch->corrupted, patch_target, patch->what));

@@ -21,9 +21,11 @@
 //       (0, 1], seed 0..2^53); max_new_tokens 1..2^20 (default: the model's,
 //       default_max_new_tokens). Settings of another mode are checked and
 //       unused; with a target the decode record is "none".
-//   "lens": {"top": 5, "attribute": "c"}   the logit lens (models/study/lens.h) of row 0
-//       on row 0's target (given, or decoded): top 1..100 (default 5) as --top;
-//       attribute one output token, as --attribute
+//   "lens": {"top": 5, "attribute": "c"}   the logit lens (models/study/lens.h) of row 0,
+//       its target as `tinyformer lens`: the given one, or none (then the greedy
+//       output; a decoder-only model without <eos>: the input alone), whatever
+//       "decode" says; top 1..100 (default 5) as --top; attribute one output
+//       token, as --attribute
 //   "patch": {"corrupted": {"text"|"ids"}, "what": "resid"}   activation patching
 //       (models/study/patching.h): row 0 clean, "corrupted" its corruption (the
 //       same length); what "resid" (default) | "attn_out" | "mlp_out" | "head";
