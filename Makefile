@@ -51,7 +51,7 @@ TEST_OBJ  := $(TEST_SRC:%.cpp=build/%.o)
 BENCH_OBJ := $(BENCH_SRC:%.cpp=build/%.o)
 $(TEST_OBJ): OBJ_FLAGS = $(TEST_CXXFLAGS)
 
-.PHONY: all deps deps-wasm wasm deps-fuzz deps-node deps-browser deps-python test test-cores test-browser test-study-families bench-page test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
+.PHONY: all deps deps-wasm wasm deps-fuzz deps-node deps-browser deps-python test test-cores test-browser bench-page test-peers test-tools explore-screenshots sanitize fuzz demo bench parity clean
 
 # Build the command-line tool build/tinyformer (and with it every engine object).
 all: build/tinyformer
@@ -327,8 +327,7 @@ build/browser/live-%.html: build/tinyformer build/wasm/tinyformer-engine.js data
 	@mkdir -p $(dir $@)
 	./build/tinyformer explore data/models/$*.safetensors $(or $(EXPLORE_ARGS_$*),attention) --html $@
 # The live pages of the family models (data/families/), for the Patch and Lens
-# views' tests (tests/browser/study.test.mjs): nanogpt-char in test-browser,
-# every family with `make test-study-families`.
+# views' tests (tests/browser/study.test.mjs, in test-browser: ~20 s for all).
 FAMILY_MODELS := nanogpt-char gpt2-tiny mingpt-sort annotated-copy llama2c-tiny
 FAMILY_FILE_llama2c-tiny        := data/families/llama2c-tiny/llama2c-tiny.safetensors
 EXPLORE_ARGS_nanogpt-char       := "forty one, forty two, forty "
@@ -341,7 +340,7 @@ $(FAMILY_MODELS:%=build/browser/live-%.html): build/browser/live-%.html: build/t
 	@mkdir -p $(dir $@)
 	./build/tinyformer explore $(call family_file,$*) $(EXPLORE_ARGS_$*) --html $@
 STUDY_PAGES := build/browser/live-reverse.html build/browser/live-dates.html build/browser/live-reverse-causal.html \
-               build/browser/live-nanogpt-char.html
+               $(FAMILY_MODELS:%=build/browser/live-%.html)
 build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS)
 	@mkdir -p $(dir $@)
 	node tests/browser/make_sample_page.mjs $@ $*
@@ -351,12 +350,6 @@ test-browser: deps-browser deps-wasm
 	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES)) $(LIVE_ENGINE_PAGES) $(STUDY_PAGES)
 	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" LIVE_PAGES="$(LIVE_PAGES)" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs tests/browser/live_page.test.mjs
 	LIVE_ENGINE_PAGES="$(LIVE_ENGINE_PAGES)" STUDY_PAGES="$(STUDY_PAGES)" node --test --test-concurrency=1 tests/browser/live_engine.test.mjs tests/browser/live_worker.test.mjs tests/browser/study.test.mjs
-
-# The Patch and Lens views on every family model's page (slower than CI wants: not in test-browser).
-test-study-families: deps-browser deps-wasm
-	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/wasm/tinyformer-engine.js
-	@$(MAKE) --no-print-directory $(FAMILY_MODELS:%=build/browser/live-%.html)
-	STUDY_PAGES="$(FAMILY_MODELS:%=build/browser/live-%.html)" node --test --test-concurrency=1 tests/browser/study.test.mjs
 
 # The page benchmark (measured, never asserted): each live page's size, load
 # to interactive and recompute time in headless chromium, against the native

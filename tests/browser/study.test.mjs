@@ -1,7 +1,8 @@
 // Browser tests of the explore page's Patch and Lens views (tools/explore/study.js,
 // make test-browser): each page in STUDY_PAGES (space-separated
 // build/browser/live-NAME.html, NAME a toy model of data/models/ or a family
-// model of data/families/) is opened in Debian's chromium with the network
+// model of data/families/; the Makefile's: reverse, dates, reverse-causal and
+// the five families) is opened in Debian's chromium with the network
 // shut, a clean input typed into the live panel, then:
 //   - Patch: a corrupted input typed, "Patch every cell" pressed: every cell of
 //     the grid the page draws (its number in the cell, its full value in
@@ -42,7 +43,7 @@ import { basename } from "node:path";
 import { launch, openPage, showView } from "./browser.mjs";
 import { TINYFORMER, scratchFile } from "./native.mjs";
 
-const DEFAULT_PAGES = ["reverse", "dates", "reverse-causal", "nanogpt-char"].map((name) => `build/browser/live-${name}.html`);
+const DEFAULT_PAGES = ["reverse", "dates", "reverse-causal", "nanogpt-char", "gpt2-tiny", "mingpt-sort", "annotated-copy", "llama2c-tiny"].map((name) => `build/browser/live-${name}.html`);
 const pages = (process.env.STUDY_PAGES || "").split(/\s+/).filter(Boolean);
 if (!pages.length) pages.push(...DEFAULT_PAGES);
 
