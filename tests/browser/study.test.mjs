@@ -14,8 +14,9 @@
 //     and probability, and every norm, equal `tinyformer lens MODEL CLEAN
 //     --output x.json` within LENS_P / LENS_NORM; a click on a cell lists its
 //     top K tokens;
-//   - no request leaves the page, no console error, a hostile corrupted input
-//     is shown as text (window.pwned stays undefined).
+//   - no request leaves the page, no console error, a hostile input (as the
+//     corruption, then as the lens's input: gpt2-tiny's byte-level BPE reads it)
+//     is refused in words or shown as text, never run (window.pwned stays undefined).
 // The worst page-vs-CLI differences per model are printed (diagnostics).
 //
 // The bounds. The page's engine multiplies with its own gemm, the CLI with
@@ -61,6 +62,7 @@ const CASES = {
   "llama2c-tiny": { clean: "forty one, forty two, forty", target: "", corrupted: "forty one, forty six, forty", whats: ["resid"] },
 };
 
+const HOSTILE = "<img src=x onerror=window.pwned=1>";
 const LENS_P = 1e-3;
 const LENS_NORM = 1e-4;
 function effectBound(report, effect, patchedLd) {
@@ -101,7 +103,8 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
     await browser?.close();
     for (const [name, w] of Object.entries(worst))
       console.log(`study ${name}: worst |effect page - CLI| ${w.effect.toExponential(2)} (${(w.effectShare * 100).toFixed(1)}% of its bound), ` +
-        `worst |p page - CLI| ${w.p.toExponential(2)}, worst norm relative ${w.norm.toExponential(2)}, ${(w.ms / 1000).toFixed(1)} s`);
+        `worst |p page - CLI| ${w.p.toExponential(2)}, worst norm relative ${w.norm.toExponential(2)}, ${(w.ms / 1000).toFixed(1)} s` +
+        (w.hostileShown ? "; the hostile input ran and showed as text" : ""));
   });
 
   for (const file of pages) {
@@ -196,7 +199,7 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
         }
 
         // A hostile corrupted input: refused or run, never executed; the status shows it as text.
-        await page.fill("#patch-corrupted", "<img src=x onerror=window.pwned=1>");
+        await page.fill("#patch-corrupted", HOSTILE);
         await studied(page, () => page.click("#patch-run"));
         assert.equal(await page.evaluate(() => window.pwned), undefined);
         assert.equal(await page.evaluate(() => document.querySelectorAll("#view-patch img, #view-patch svg").length), 0);
@@ -242,6 +245,23 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
         await page.click(`#lens-grid td[data-layer="${layers[0]}"][data-position="0"]`);
         const listed = await page.evaluate(() => document.querySelectorAll("#lens-cell table.lens-top tr").length - 1);
         assert.equal(listed, Math.min(5, lens.layers[0].positions[0].top.length));
+
+        // A hostile input in the lens: refused in words, or (a byte-level BPE model, gpt2-tiny, reads
+        // anything) run and shown as text, the caption holding the whole string; never executed.
+        await page.evaluate((text) => { document.querySelector("#live-source").value = text; document.querySelector("#live-target").value = ""; }, HOSTILE);
+        await studied(page, () => page.click("#lens-run"));
+        const hostile = await page.evaluate(() => ({
+          pwned: window.pwned,
+          elements: document.querySelectorAll("main img, main svg image, main iframe, main script").length,
+          caption: document.querySelector("#lens-grid caption")?.textContent ?? "",
+          text: window.tinyformerStudy.lens.text,
+          status: document.querySelector("#lens-status").textContent,
+        }));
+        assert.equal(hostile.pwned, undefined);
+        assert.equal(hostile.elements, 0);
+        if (/^error: /.test(hostile.status)) assert.ok(!hostile.caption.includes("<img"), "a refused input keeps the last table");
+        else assert.ok(hostile.caption.includes(hostile.text), `the caption ${hostile.caption} shows ${hostile.text}`);
+        w.hostileShown ||= hostile.text === HOSTILE;
 
         assert.deepEqual(blocked, [], "no request leaves the page");
         assert.deepEqual(errors, [], "no console error");
