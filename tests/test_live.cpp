@@ -329,15 +329,17 @@ TEST_CASE("live: each bad study key is one Error naming its field") {
 namespace {
 
 // Every string, integer and structure of `actual` equal to `expected`'s; every
-// float within 1e-9 * max(1, |expected|): the CLI and this test run the same
-// code on the same ids, but in two processes whose OpenBLAS may split a
-// product over another number of threads.
+// float within 1e-5 * max(1, |expected|): the CLI and this test run the same
+// code on the same ids, but in two processes whose OpenBLAS may choose another
+// kernel or split a product over another number of threads (seen: 1.1e-6 on a
+// residual norm of 43, 2.6e-8 relative, under OPENBLAS_CORETYPE=Prescott; 0 with
+// the machine's own kernel).
 void check_json_close(const json& actual, const json& expected, const std::string& where = "") {
     CAPTURE(where);
     if (expected.is_number_float() || actual.is_number_float()) {
         REQUIRE(actual.is_number());
         const double a = actual.get<double>(), b = expected.get<double>();
-        CHECK(std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b)));
+        CHECK(std::fabs(a - b) <= 1e-5 * std::max(1.0, std::fabs(b)));
         return;
     }
     if (expected.is_number() && actual.is_number()) {  // a parsed 3 is unsigned, a built one signed
