@@ -14,6 +14,7 @@
 //     and probability, and every norm, equal `tinyformer lens MODEL CLEAN
 //     --output x.json` within LENS_P / LENS_NORM; a click on a cell lists its
 //     top K tokens;
+//   - Stop ends a request (the engine starts again, the last grid stays);
 //   - no request leaves the page, no console error, a hostile input (as the
 //     corruption, then as the lens's input: gpt2-tiny's byte-level BPE reads it)
 //     is refused in words or shown as text, never run (window.pwned stays undefined).
@@ -203,6 +204,23 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
         await studied(page, () => page.click("#patch-run"));
         assert.equal(await page.evaluate(() => window.pwned), undefined);
         assert.equal(await page.evaluate(() => document.querySelectorAll("#view-patch img, #view-patch svg").length), 0);
+
+        // Stop: a grid asked for and stopped at once ends in "stopped" words, the last grid stays,
+        // and the engine (started again) answers the next request.
+        await page.fill("#patch-corrupted", c.corrupted);
+        const before = await page.evaluate(() => window.tinyformerStudy.patch);
+        await studied(page, () => page.evaluate(() => {
+          document.querySelector("#patch-run").click();
+          document.querySelector("#patch-stop").click();
+        }));
+        const stopped = await page.evaluate(() => ({
+          status: document.querySelector("#patch-status").textContent,
+          stopDisabled: document.querySelector("#patch-stop").disabled,
+          same: window.tinyformerStudy.patch,
+        }));
+        assert.match(stopped.status, /^error: stopped/);
+        assert.equal(stopped.stopDisabled, true);
+        assert.deepEqual(stopped.same, before);
 
         // ---- Lens ----
         const lens = cli(["lens", model, c.clean, ...targetArgs]);

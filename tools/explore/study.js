@@ -31,7 +31,7 @@
       const tab = $('#tabs button[data-view="' + view + '"]');
       if (tab) tab.hidden = false;
       for (const c of document.querySelectorAll("#view-" + view + " input, #view-" + view + " select, #view-" + view + " button"))
-        c.disabled = false;
+        c.disabled = c.id === view + "-stop";  // Stop: on only while the view's request runs
     }
     body.dataset.study = "ready";
   }
@@ -59,8 +59,11 @@
     return request;
   }
 
-  // One request at a time per view; its status line says what happens. Resolves to the result, or null on an error.
-  async function run(build, status) {
+  // One request of VIEW ("patch" or "lens"); its status line says what happens and
+  // its Stop ends it (engine.js's stop(): the engine starts again). Resolves to
+  // {request, result}, or null on an error.
+  async function run(build, view) {
+    const status = $("#" + view + "-status"), stop = $("#" + view + "-stop");
     let request;
     try {
       request = build();
@@ -68,8 +71,9 @@
       status.textContent = message(e);
       return null;
     }
-    status.textContent = "running\u2026";
+    status.textContent = "running\u2026 (Stop ends it)";
     body.dataset.study = "running";
+    stop.disabled = typeof window.tinyformer.stop !== "function";
     const started = performance.now();
     try {
       const result = await window.tinyformer.run(request);
@@ -81,6 +85,7 @@
       body.dataset.study = "error";
       return null;
     } finally {
+      stop.disabled = true;
       body.dataset.studyRuns = String(Number(body.dataset.studyRuns || 0) + 1);
     }
   }
@@ -110,7 +115,7 @@
       const request = baseRequest();
       request.patch = patchRequest();
       return request;
-    }, $("#patch-status"));
+    }, "patch");
     if (!done) return;
     study.patch = done.result.patch;
     study.patchRequest = done.request;
@@ -170,7 +175,7 @@
       delete request.patch;
       request.patch_cell = Object.assign({}, study.patchRequest.patch, { row, position });
       return request;
-    }, $("#patch-status"));
+    }, "patch");
     if (!done) return;
     study.cell = done.result.patch_cell;
     renderPatch();
@@ -211,7 +216,7 @@
       const attribute = $("#lens-attribute").value;
       if (attribute !== "") request.lens.attribute = attribute;
       return request;
-    }, $("#lens-status"));
+    }, "lens");
     if (!done) return;
     study.lens = done.result.lens;
     renderLens();
@@ -285,6 +290,7 @@
   $("#patch-run").addEventListener("click", runPatch);
   $("#patch-corrupted").addEventListener("keydown", (event) => { if (event.key === "Enter") runPatch(); });
   $("#lens-run").addEventListener("click", runLens);
+  for (const view of ["patch", "lens"]) $("#" + view + "-stop").addEventListener("click", () => window.tinyformer.stop());
   for (const id of ["#lens-top", "#lens-attribute"]) $(id).addEventListener("keydown", (event) => { if (event.key === "Enter") runLens(); });
   // The lens runs by itself the first time its tab opens.
   $('#tabs button[data-view="lens"]').addEventListener("click", () => { if (!study.lens && body.dataset.study && body.dataset.study !== "running") runLens(); });
