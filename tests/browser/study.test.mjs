@@ -13,7 +13,8 @@
 //   - Lens: the tab opened (the lens runs by itself): every cell's top token
 //     and probability, and every norm, equal `tinyformer lens MODEL CLEAN
 //     --output x.json` within LENS_P / LENS_NORM; a click on a cell lists its
-//     top K tokens;
+//     top K tokens; with --attribute (reverse-causal, nanogpt-char: pre-LN),
+//     each part of the direct logit attribution within LOGITS_TOLERANCE;
 //   - Stop ends a request (the engine starts again, the last grid stays);
 //   - no request leaves the page, no console error, a hostile input (as the
 //     corruption, then as the lens's input: gpt2-tiny's byte-level BPE reads it)
@@ -43,7 +44,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
 import { launch, openPage, showView } from "./browser.mjs";
-import { TINYFORMER, scratchFile } from "./native.mjs";
+import { LOGITS_TOLERANCE, TINYFORMER, scratchFile } from "./native.mjs";
 
 const DEFAULT_PAGES = ["reverse", "dates", "reverse-causal", "nanogpt-char", "gpt2-tiny", "mingpt-sort", "annotated-copy", "llama2c-tiny"].map((name) => `build/browser/live-${name}.html`);
 const pages = (process.env.STUDY_PAGES || "").split(/\s+/).filter(Boolean);
@@ -55,8 +56,8 @@ if (!pages.length) pages.push(...DEFAULT_PAGES);
 const CASES = {
   reverse: { clean: "hello", target: "", corrupted: "hallo", whats: ["resid", "attn_out", "head"] },
   dates: { clean: "thursday 3 may 1979", target: "", corrupted: "thursday 3 may 1971", whats: ["resid"] },
-  "reverse-causal": { clean: "abc=", target: "", corrupted: "abd=", whats: ["resid", "mlp_out"] },
-  "nanogpt-char": { clean: "forty one, forty two, forty ", target: "", corrupted: "forty one, forty six, forty ", whats: ["resid"] },
+  "reverse-causal": { clean: "abc=", target: "", corrupted: "abd=", whats: ["resid", "mlp_out"], attribute: "c" },
+  "nanogpt-char": { clean: "forty one, forty two, forty ", target: "", corrupted: "forty one, forty six, forty ", whats: ["resid"], attribute: "t" },
   "gpt2-tiny": { clean: "forty one is 41, forty two is", target: "", corrupted: "forty one is 41, forty six is", whats: ["resid"] },
   "mingpt-sort": { clean: "002002", target: "", corrupted: "222222", whats: ["resid"] },
   "annotated-copy": { clean: "1 5 9 7 2 8 8 1 1 10", target: "5 9 7 2 8 8 1 1 10", corrupted: "1 5 9 3 2 8 8 1 1 10", whats: ["resid"] },
@@ -105,6 +106,7 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
     for (const [name, w] of Object.entries(worst))
       console.log(`study ${name}: worst |effect page - CLI| ${w.effect.toExponential(2)} (${(w.effectShare * 100).toFixed(1)}% of its bound), ` +
         `worst |p page - CLI| ${w.p.toExponential(2)}, worst norm relative ${w.norm.toExponential(2)}, ${(w.ms / 1000).toFixed(1)} s` +
+        (w.attribution !== undefined ? `, worst |attribution part page - CLI| ${w.attribution.toExponential(2)}` : "") +
         (w.hostileShown ? "; the hostile input ran and showed as text" : ""));
   });
 
@@ -259,6 +261,28 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
           w.norm = Math.max(w.norm, d);
           assert.ok(d <= LENS_NORM, `norm ${cell.layer} @${cell.position}: ${cell.norm} vs CLI ${want}`);
         }
+        // The direct logit attribution (pre-LN models): each part within LOGITS_TOLERANCE of the CLI's, one row each.
+        if (c.attribute) {
+          const expected = cli(["lens", model, c.clean, "--attribute", c.attribute, ...targetArgs]).attribution;
+          await page.fill("#lens-attribute", c.attribute);
+          await studied(page, () => page.click("#lens-run"));
+          const shown = await page.evaluate(() => ({
+            attribution: window.tinyformerStudy.lens.attribution,
+            rows: Array.from(document.querySelectorAll("#lens-attribution tr")).map((tr) => tr.textContent),
+          }));
+          assert.ok(shown.attribution, "no attribution");
+          assert.deepEqual(shown.attribution.parts.map((part) => part.part), expected.parts.map((part) => part.part));
+          for (const [i, part] of expected.parts.entries()) {
+            const d = Math.abs(shown.attribution.parts[i].logit - part.logit);
+            w.attribution = Math.max(w.attribution ?? 0, d);
+            assert.ok(d <= LOGITS_TOLERANCE * Math.max(1, Math.abs(part.logit)), `${part.part}: ${shown.attribution.parts[i].logit} vs CLI ${part.logit}`);
+          }
+          assert.ok(Math.abs(shown.attribution.logit - expected.logit) <= LOGITS_TOLERANCE * Math.max(1, Math.abs(expected.logit)));
+          assert.equal(shown.rows.length, expected.parts.length + 2);  // each part, the sum, the model's logit
+          assert.equal(shown.rows[0], expected.parts[0].part + fixed(shown.attribution.parts[0].logit, 4));
+          await page.fill("#lens-attribute", "");
+        }
+
         // A click on a cell lists its top K (5) tokens.
         await page.click(`#lens-grid td[data-layer="${layers[0]}"][data-position="0"]`);
         const listed = await page.evaluate(() => document.querySelectorAll("#lens-cell table.lens-top tr").length - 1);
