@@ -36,8 +36,8 @@
 // (Seen: at most 1.8e-6, 0.2% of the bound, over the eight pages.)
 // The lens: softmax moves a probability by |dp| <= 2 p max_j |dz_j| for logit
 // changes dz, so with LOGITS_TOLERANCE |dp| <= 2e-4 * max(1, max |z|); LENS_P =
-// 1e-3 is that bound for logits up to 5 in size, and looser than the bound
-// for larger logits (the lens JSON holds no logits to scale by; seen: at most
+// 1e-3 is that bound for logits up to 5 in size and stricter than it for
+// larger ones (the lens JSON holds no logits to scale by; seen: at most
 // 1.6e-6 over the eight pages). A top token may swap with the next only where
 // their probabilities are within LENS_P (a near tie). Norms: 1e-4 relative
 // (the stream's float32 sums in another order; seen: 8.4e-7).
