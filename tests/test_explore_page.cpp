@@ -17,6 +17,7 @@ using tinyformer::cli::kExplorePageEngineJs;
 using tinyformer::cli::kExplorePageHtml;
 using tinyformer::cli::kExplorePageJs;
 using tinyformer::cli::kExplorePageLiveJs;
+using tinyformer::cli::kExplorePageStudyJs;
 
 namespace {
 
@@ -186,8 +187,8 @@ std::vector<std::string> network_references(const std::string& text) { return Sc
 
 TEST_CASE("explore page: each placeholder exactly once, alone on its line, in its element") {
     const std::string html = kExplorePageHtml, css = kExplorePageCss, js = kExplorePageJs, engine_js = kExplorePageEngineJs,
-                      live = kExplorePageLiveJs;
-    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/", "/*TINYFORMER_DATA*/",
+                      live = kExplorePageLiveJs, study = kExplorePageStudyJs;
+    for (const char* placeholder : {"/*TINYFORMER_CSS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/", "/*TINYFORMER_STUDY_JS*/", "/*TINYFORMER_DATA*/",
                                     "/*TINYFORMER_ENGINE*/", "/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_MODEL*/",
                                     "/*TINYFORMER_ENGINE_STATUS*/"}) {
         CAPTURE(placeholder);
@@ -199,12 +200,13 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
         CHECK(count(js, placeholder) == 0);
         CHECK(count(engine_js, placeholder) == 0);
         CHECK(count(live, placeholder) == 0);
+        CHECK(count(study, placeholder) == 0);
     }
     CHECK(inside(html, "<style>", "</style>", "/*TINYFORMER_CSS*/"));
     CHECK(inside(html, "<script type=\"application/json\" id=\"tinyformer-data\">", "</script>", "/*TINYFORMER_DATA*/"));
     // The engine is inert text (engine.js runs it in a Web Worker, never in the page).
     CHECK(count(html, "<script type=\"text/plain\" id=\"tinyformer-engine\">\n/*TINYFORMER_ENGINE*/\n</script>") == 1);
-    for (const char* script : {"/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/"}) {
+    for (const char* script : {"/*TINYFORMER_ENGINE_JS*/", "/*TINYFORMER_JS*/", "/*TINYFORMER_LIVE_JS*/", "/*TINYFORMER_STUDY_JS*/"}) {
         CAPTURE(script);
         CHECK(count(html, std::string("<script>\n") + script + "\n</script>") == 1);
     }
@@ -218,16 +220,20 @@ TEST_CASE("explore page: each placeholder exactly once, alone on its line, in it
     CHECK(html.find("/*TINYFORMER_ENGINE_JS*/") < html.find("/*TINYFORMER_JS*/"));
     // live.js after page.js, whose renderer (window.tinyformerPage) it drives.
     CHECK(html.find("/*TINYFORMER_JS*/") < html.find("/*TINYFORMER_LIVE_JS*/"));
+    // study.js after live.js, whose inputs (the source and the target) it reads.
+    CHECK(html.find("/*TINYFORMER_LIVE_JS*/") < html.find("/*TINYFORMER_STUDY_JS*/"));
     // Raw text in <style> and <script> ends at the first "</style" or
     // "</script": the files must not contain them.
     CHECK(count(css, "</") == 0);
     CHECK(count(js, "</") == 0);
     CHECK(count(engine_js, "</") == 0);
     CHECK(count(live, "</") == 0);
+    CHECK(count(study, "</") == 0);
 }
 
 TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
-    for (const char* text : {kExplorePageHtml, kExplorePageCss, kExplorePageJs, kExplorePageEngineJs, kExplorePageLiveJs}) {
+    for (const char* text :
+         {kExplorePageHtml, kExplorePageCss, kExplorePageJs, kExplorePageEngineJs, kExplorePageLiveJs, kExplorePageStudyJs}) {
         const std::string s = text;
         CHECK(s.size() > 500);
         CHECK(s.size() < 60 * 1024);
@@ -237,7 +243,7 @@ TEST_CASE("explore page: the files are not empty and stay below 60 KB each") {
 TEST_CASE("explore page: no network reference in the HTML, CSS or JavaScript") {
     for (const auto& [name, text] : {std::pair{"page.html", kExplorePageHtml}, std::pair{"page.css", kExplorePageCss},
                                      std::pair{"page.js", kExplorePageJs}, std::pair{"engine.js", kExplorePageEngineJs},
-                                     std::pair{"live.js", kExplorePageLiveJs}}) {
+                                     std::pair{"live.js", kExplorePageLiveJs}, std::pair{"study.js", kExplorePageStudyJs}}) {
         CAPTURE(name);
         const auto found = network_references(text);
         for (const auto& reference : found) CAPTURE(reference);

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "tests/helpers.h"
+#include "tests/run_cli.h"
 
 #include "models/decoding.h"
 #include "models/study/interventions.h"
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -281,4 +283,162 @@ TEST_CASE("live: exact() writes each float32 as digits that read back as it, no 
         if (significant(written) > significant(reference)) ++longer;
     }
     CHECK(longer == 0);
+}
+
+// --- the study keys: "lens", "patch", "patch_cell" (docs/FORMAT.md section 4) ---
+
+TEST_CASE("live: each bad study key is one Error naming its field") {
+    Model model = load("reverse");
+    const json corrupted = {{"text", "hallo"}};
+    const std::vector<std::pair<json, std::string>> cases = {
+        {{{"text", "hello"}, {"lens", 5}}, "\"lens\" must be an object"},
+        {{{"text", "hello"}, {"lens", {{"top", 0}}}}, "\"lens.top\" must be a whole number in 1..100, got 0"},
+        {{{"text", "hello"}, {"lens", {{"top", "5"}}}}, "\"lens.top\" must be a whole number in 1..100"},
+        {{{"text", "hello"}, {"lens", {{"depth", 2}}}}, "unknown key \"lens.depth\""},
+        {{{"text", "hello"}, {"lens", {{"attribute", 7}}}}, "\"lens.attribute\" must be a string"},
+        {{{"text", "hello"}, {"lens", {{"attribute", "ab"}}}}, "\"lens.attribute\" must be one token"},
+        {{{"text", "hello"}, {"patch", json::array()}}, "\"patch\" must be an object"},
+        {{{"text", "hello"}, {"patch", json::object()}}, "\"patch\" needs \"corrupted\""},
+        {{{"text", "hello"}, {"patch", {{"corrupted", "hallo"}}}}, "\"patch.corrupted\" must be an object"},
+        {{{"text", "hello"}, {"patch", {{"corrupted", {{"text", "hallo"}, {"target", "x"}}}}}},
+         "unknown key \"patch.corrupted.target\""},
+        {{{"text", "hello"}, {"patch", {{"corrupted", json::object()}}}}, "give \"patch.corrupted\" as \"patch.corrupted.text\""},
+        {{{"text", "hello"}, {"patch", {{"corrupted", {{"text", "HALLO"}}}}}}, "request: \"patch.corrupted.text\": "},
+        {{{"text", "hello"}, {"patch", {{"corrupted", {{"ids", {99999}}}}}}}, "request: \"patch.corrupted.ids\": "},
+        {{{"text", "hello"}, {"patch", {{"corrupted", corrupted}, {"what", "neurons"}}}},
+         "\"patch.what\" must be \"resid\", \"attn_out\", \"mlp_out\" or \"head\", got \"neurons\""},
+        {{{"text", "hello"}, {"patch", {{"corrupted", corrupted}, {"row", "decoder.1.output"}}}}, "unknown key \"patch.row\""},
+        {{{"text", "hello"}, {"patch", {{"corrupted", {{"text", "hall"}}}}}}, "CLEAN has 5 tokens and CORRUPTED has 4"},
+        {{{"text", "hello"}, {"patch", {{"corrupted", {{"text", "hello"}}}}}}, "nothing to restore"},
+        {{{"text", "hello"}, {"patch_cell", {{"corrupted", corrupted}}}}, "\"patch_cell\" needs \"row\""},
+        {{{"text", "hello"}, {"patch_cell", {{"corrupted", corrupted}, {"row", 3}, {"position", 1}}}},
+         "\"patch_cell.row\" must be a string"},
+        {{{"text", "hello"}, {"patch_cell", {{"corrupted", corrupted}, {"row", "decoder.9.output"}, {"position", 1}}}},
+         "\"patch_cell.row\" must be one of the 6 rows of resid (src_embed.output .. decoder.1.output), got \"decoder.9.output\""},
+        {{{"text", "hello"}, {"patch_cell", {{"corrupted", corrupted}, {"row", "decoder.1.output"}, {"position", -1}}}},
+         "\"patch_cell.position\" must be a whole number in 0.."},
+        {{{"text", "hello"}, {"patch_cell", {{"corrupted", corrupted}, {"row", "encoder.0.output"}, {"position", 5}}}},
+         "position 5 is outside encoder.0.output's positions 0..4"},
+    };
+    for (const auto& [request, message] : cases) {
+        CAPTURE(request.dump());
+        CHECK_ERROR_CONTAINS(live_run(model, request, "reverse"), message.c_str());
+    }
+}
+
+namespace {
+
+// Every string, integer and structure of `actual` equal to `expected`'s; every
+// float within 1e-5 * max(1, |expected|): the CLI and this test run the same
+// code on the same ids, but in two processes whose OpenBLAS may choose another
+// kernel or split a product over another number of threads (seen: 1.1e-6 on a
+// residual norm of 43, 2.6e-8 relative, under OPENBLAS_CORETYPE=Prescott; 0 with
+// the machine's own kernel).
+void check_json_close(const json& actual, const json& expected, const std::string& where = "") {
+    CAPTURE(where);
+    if (expected.is_number_float() || actual.is_number_float()) {
+        REQUIRE(actual.is_number());
+        const double a = actual.get<double>(), b = expected.get<double>();
+        CHECK(std::fabs(a - b) <= 1e-5 * std::max(1.0, std::fabs(b)));
+        return;
+    }
+    if (expected.is_number() && actual.is_number()) {  // a parsed 3 is unsigned, a built one signed
+        CHECK(actual.get<int64_t>() == expected.get<int64_t>());
+        return;
+    }
+    REQUIRE(actual.type() == expected.type());
+    if (expected.is_object()) {
+        REQUIRE(actual.size() == expected.size());
+        for (const auto& [key, value] : expected.items()) {
+            REQUIRE(actual.contains(key));
+            check_json_close(actual.at(key), value, where + "." + key);
+        }
+    } else if (expected.is_array()) {
+        REQUIRE(actual.size() == expected.size());
+        for (size_t i = 0; i < expected.size(); ++i) check_json_close(actual[i], expected[i], where + "[" + std::to_string(i) + "]");
+    } else {
+        CHECK(actual == expected);
+    }
+}
+
+json cli_json(std::vector<std::string> args, const test_helpers::TempDirectory& dir) {
+    const std::string path = dir.file(args[0] + ".json");
+    args.insert(args.end(), {"--output", path});
+    test_helpers::run_tinyformer_ok(args);
+    return json::parse(test_helpers::read_file(path));
+}
+
+}  // namespace
+
+TEST_CASE("live: \"lens\" and \"patch\" are the CLI's lens and patch JSON of the same input and target") {
+    test_helpers::TempDirectory dir;
+    struct Case {
+        std::string model, clean, corrupted, target, what;
+    };
+    for (const Case& c : {Case{"reverse", "hello", "hallo", "", "attn_out"}, Case{"reverse", "hello", "hallo", "olleh", "head"},
+                          Case{"reverse-causal", "abc=", "abd=", "", "resid"}, Case{"dates", "thursday 3 may 1979", "thursday 3 may 1971", "", "mlp_out"}}) {
+        CAPTURE(c.model);
+        CAPTURE(c.target);
+        Model model = load(c.model);
+        json request = {{"text", c.clean}, {"lens", {{"top", 3}}}, {"patch", {{"corrupted", {{"text", c.corrupted}}}, {"what", c.what}}}};
+        std::vector<std::string> target;
+        if (!c.target.empty()) {
+            request["target"] = c.target;
+            target = {"--target", c.target};
+        }
+        const json result = live_run(model, request, c.model);
+        const std::string path = "data/models/" + c.model + ".safetensors";
+        std::vector<std::string> lens = {"lens", path, c.clean, "--top", "3"}, patch = {"patch", path, c.clean, c.corrupted, "--what", c.what};
+        lens.insert(lens.end(), target.begin(), target.end());
+        patch.insert(patch.end(), target.begin(), target.end());
+        check_json_close(result["lens"], cli_json(lens, dir));
+        check_json_close(result["patch"], cli_json(patch, dir));
+    }
+    // --attribute (a pre-LN model: reverse-causal's stack is pre-LN) as lens.attribute.
+    Model model = load("reverse-causal");
+    const json result = live_run(model, {{"text", "abc="}, {"lens", {{"attribute", "c"}}}}, "reverse-causal");
+    REQUIRE(result["lens"].contains("attribution"));
+    check_json_close(result["lens"], cli_json({"lens", "data/models/reverse-causal.safetensors", "abc=", "--attribute", "c"}, dir));
+}
+
+TEST_CASE("live: \"patch_cell\" is one cell of the grid, with the three runs' answer rows") {
+    for (const std::string name : {"reverse", "reverse-causal"}) {
+        CAPTURE(name);
+        Model model = load(name);
+        const bool decoder_only = name == "reverse-causal";
+        const json clean = decoder_only ? json("abc=") : json("hello");
+        const json corrupted = {{"text", decoder_only ? "abd=" : "hallo"}};
+        const json grid = live_run(model, {{"text", clean}, {"patch", {{"corrupted", corrupted}}}}, name)["patch"];
+        const std::vector<std::string> rows = grid["layers"].get<std::vector<std::string>>();
+        for (size_t r = 0; r < rows.size(); ++r)
+            for (size_t p = 0; p < grid["effect"][r].size(); ++p) {
+                CAPTURE(rows[r]);
+                CAPTURE(p);
+                const json cell = live_run(model,
+                                           {{"text", clean},
+                                            {"patch_cell", {{"corrupted", corrupted}, {"row", rows[r]}, {"position", p}}}},
+                                           name)["patch_cell"];
+                // The same patched run as the grid's: the same bits.
+                CHECK(cell["effect"] == grid["effect"][r][p]);
+                CHECK(cell["row"] == rows[r]);
+                CHECK(cell["position"] == p);
+                CHECK(cell["clean"]["logit_diff"] == grid["clean"]["logit_diff"]);
+                CHECK(cell["corrupted"]["logit_diff"] == grid["corrupted"]["logit_diff"]);
+                CHECK(cell["effect"].get<double>() ==
+                      (cell["logit_diff"].get<double>() - grid["corrupted"]["logit_diff"].get<double>()) /
+                          (grid["clean"]["logit_diff"].get<double>() - grid["corrupted"]["logit_diff"].get<double>()));
+                // Each run's top token at the answer row is its own answer: the argmax.
+                CHECK(cell["clean"]["top"][0]["token"] == grid["clean"]["answer"]);
+                CHECK(cell["corrupted"]["top"][0]["token"] == grid["corrupted"]["answer"]);
+                CHECK(cell["patched"]["top"].size() == 5);
+            }
+        // The last layer's stream at the answer row patched: the clean run's answer row, bit for bit.
+        const json last = live_run(model,
+                                   {{"text", clean},
+                                    {"patch_cell", {{"corrupted", corrupted}, {"row", rows.back()}, {"position", grid["answer_row"]}}}},
+                                   name)["patch_cell"];
+        CHECK(last["effect"] == 1.0);
+        CHECK(last["patched"] == last["clean"]);
+        CHECK(last["patched"] != last["corrupted"]);
+    }
 }

@@ -59,24 +59,6 @@ int64_t argmax(const float* logits, int64_t vocabulary) {
     return static_cast<int64_t>(std::max_element(logits, logits + vocabulary) - logits);
 }
 
-LensCell lens_cell(const float* logits, int64_t vocabulary, int64_t answer, int64_t top, const ModelText& text) {
-    const std::vector<double> p = probabilities(logits, vocabulary);
-    std::vector<int64_t> order(static_cast<size_t>(vocabulary));
-    std::iota(order.begin(), order.end(), 0);
-    const int64_t k = std::min(top, vocabulary);
-    // Ties keep the lower id first, as argmax does.
-    std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                      [&](int64_t a, int64_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-    LensCell cell;
-    for (int64_t i = 0; i < k; ++i) {
-        const int64_t id = order[static_cast<size_t>(i)];
-        cell.top.push_back({id, text.output_label(id), p[static_cast<size_t>(id)]});
-    }
-    cell.answer_rank = 1;
-    for (int64_t v = 0; v < vocabulary; ++v) cell.answer_rank += logits[v] > logits[answer];
-    cell.answer_probability = p[static_cast<size_t>(answer)];
-    return cell;
-}
 
 const char* norm_name(const LayerNorm* norm) {
     if (!norm) return "none";
@@ -188,6 +170,25 @@ Attribution attribute(Model& model, const RecordingHooks& recorded, const std::s
 }
 
 }  // namespace
+
+LensCell lens_cell(const float* logits, int64_t vocabulary, int64_t answer, int64_t top, const ModelText& text) {
+    const std::vector<double> p = probabilities(logits, vocabulary);
+    std::vector<int64_t> order(static_cast<size_t>(vocabulary));
+    std::iota(order.begin(), order.end(), 0);
+    const int64_t k = std::min(top, vocabulary);
+    // Ties keep the lower id first, as argmax does.
+    std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                      [&](int64_t a, int64_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    LensCell cell;
+    for (int64_t i = 0; i < k; ++i) {
+        const int64_t id = order[static_cast<size_t>(i)];
+        cell.top.push_back({id, text.output_label(id), p[static_cast<size_t>(id)]});
+    }
+    cell.answer_rank = 1;
+    for (int64_t v = 0; v < vocabulary; ++v) cell.answer_rank += logits[v] > logits[answer];
+    cell.answer_probability = p[static_cast<size_t>(answer)];
+    return cell;
+}
 
 LensReport logit_lens(Model& model, const std::vector<int64_t>& tokens, const LensOptions& options) {
     if (options.top < 1) fail("lens: top must be >= 1, got ", options.top);

@@ -38,6 +38,7 @@
 // attribution to give; attribute() refuses it, saying so.
 #pragma once
 
+#include "models/text.h"
 #include "models/transformer.h"
 
 #include <cstdint>
@@ -101,6 +102,11 @@ struct LensReport {
     std::vector<Tensor> layer_logits;         // the lens's logits per layer [1, n, V]; the last equals `logits`
     std::optional<Attribution> attribution;
 };
+
+// One logits row [vocabulary] as the lens reports it: the `top` most probable
+// tokens (ties: the lower id first, as argmax), and `answer`'s rank and
+// probability (softmax in double). Also the patch view's top tokens (tools/explore/live.h).
+LensCell lens_cell(const float* logits, int64_t vocabulary, int64_t answer, int64_t top, const ModelText& text);
 
 // The lens over the model's input tokens (framed by model_input) and the
 // target. Error for top < 1, a token to attribute outside the output

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace tinyformer {
 
@@ -140,16 +141,16 @@ double patch_effect(const PatchReport& report, double patched_logit_diff) {
     return (patched_logit_diff - report.corrupted.logit_diff) / (report.clean.logit_diff - report.corrupted.logit_diff);
 }
 
-PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_tokens,
+PatchExperiment prepare_patching(Model& model, const std::vector<int64_t>& clean_tokens,
                                  const std::vector<int64_t>& corrupted_tokens,
-                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what,
-                                 const BeforePatching& before_patching) {
+                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what) {
     if (model.config.arch == Architecture::EncoderOnly)
         fail("patch: an encoder_only model predicts no next token to patch an answer into");
     if (clean_tokens.size() != corrupted_tokens.size())
         fail("patch: CLEAN has ", clean_tokens.size(), " tokens and CORRUPTED has ", corrupted_tokens.size(),
              "; patching replaces one position by the same position, so both need the same length");
-    PatchReport report;
+    PatchExperiment experiment;
+    PatchReport& report = experiment.report;
     report.what = what;
     report.clean.input = model_input(model, clean_tokens);
     report.corrupted.input = model_input(model, corrupted_tokens);
@@ -172,9 +173,10 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
         report.corrupted.greedy = target_or_greedy(model, report.corrupted.input, std::nullopt);
     }
 
-    Activations clean;
-    const Tensor clean_logits = patched_pass(model, report.clean.input, report.target, nullptr, nullptr, &clean);
-    const Tensor corrupted_logits = patched_pass(model, report.corrupted.input, report.target, nullptr, nullptr, nullptr);
+    experiment.clean_logits = patched_pass(model, report.clean.input, report.target, nullptr, nullptr, &experiment.clean);
+    experiment.corrupted_logits = patched_pass(model, report.corrupted.input, report.target, nullptr, nullptr, nullptr);
+    const Tensor& clean_logits = experiment.clean_logits;
+    const Tensor& corrupted_logits = experiment.corrupted_logits;
     const int64_t first = model.encoder_decoder ? 0 : static_cast<int64_t>(report.clean.input.size()) - 1;
     int64_t row = first;
     while (row < clean_logits.dim(1) && argmax_row(clean_logits, row) == argmax_row(corrupted_logits, row)) ++row;
@@ -204,16 +206,33 @@ PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_
         for (int64_t id : report.target) report.positions.push_back(text.output_label(id));
     }
     report.rows = patch_rows(model, what);
+    return experiment;
+}
+
+Tensor patch_cell(Model& model, const PatchExperiment& experiment, const PatchRow& row, int64_t position) {
+    const PatchReport& report = experiment.report;
+    const auto positions = static_cast<int64_t>((row.source ? report.source_positions : report.positions).size());
+    if (position < 0 || position >= positions)
+        fail("patch: position ", position, " is outside ", row.name, "'s positions 0..", positions - 1);
+    const PatchSite site{row.point, row.head, {position}};
+    return patched_pass(model, report.corrupted.input, report.target, &experiment.clean, &site, nullptr);
+}
+
+PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_tokens,
+                                 const std::vector<int64_t>& corrupted_tokens,
+                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what,
+                                 const BeforePatching& before_patching) {
+    PatchExperiment experiment = prepare_patching(model, clean_tokens, corrupted_tokens, target, what);
+    PatchReport& report = experiment.report;
     for (const PatchRow& patch_row : report.rows)
         report.effect.emplace_back((patch_row.source ? report.source_positions : report.positions).size(), 0.0);
     if (before_patching) before_patching(report);
     for (size_t r = 0; r < report.rows.size(); ++r)
         for (size_t p = 0; p < report.effect[r].size(); ++p) {
-            const PatchSite site{report.rows[r].point, report.rows[r].head, {static_cast<int64_t>(p)}};
-            const Tensor logits = patched_pass(model, report.corrupted.input, report.target, &clean, &site, nullptr);
+            const Tensor logits = patch_cell(model, experiment, report.rows[r], static_cast<int64_t>(p));
             report.effect[r][p] = patch_effect(report, answer_logit_diff(report, logits));
         }
-    return report;
+    return std::move(report);
 }
 
 }  // namespace tinyformer

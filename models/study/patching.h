@@ -107,16 +107,36 @@ struct PatchReport {
     std::vector<std::vector<double>> effect;  // [rows][their stack's positions]
 };
 
+// The experiment before its grid: the checks, both runs and the answer. Its
+// report has everything but the effects (rows and position labels set,
+// effect empty); the clean run's activations and both runs' logits are kept
+// for the patched runs. Error for an encoder_only model, inputs of different
+// lengths (naming both), a given target outside the vocabulary, or when no
+// row's argmax differs (nothing to restore: LD_clean == LD_corrupted).
+struct PatchExperiment {
+    PatchReport report;
+    Activations clean;
+    Tensor clean_logits, corrupted_logits;  // [1, n, V], teacher-forced on report.target
+};
+PatchExperiment prepare_patching(Model& model, const std::vector<int64_t>& clean_tokens,
+                                 const std::vector<int64_t>& corrupted_tokens,
+                                 const std::optional<std::vector<int64_t>>& target, PatchWhat what);
+
+// One cell of the grid: the corrupted run again with `row`'s activation at
+// `position` (of the row's stack) replaced by the clean run's. Its logits
+// [1, n, V]; the cell's effect is patch_effect(report, answer_logit_diff(report, logits)).
+// Error for a position outside the row's stack.
+Tensor patch_cell(Model& model, const PatchExperiment& experiment, const PatchRow& row, int64_t position);
+
 // Called with the report once the answer, the rows and the positions are
 // known and every effect is still 0, before the patched runs: the caller's
 // chance to refuse early what it cannot use (`patch`: a picture too large to
 // write), instead of after rows x positions passes.
 using BeforePatching = std::function<void(const PatchReport&)>;
 
-// The experiment: checks, both runs, the answer, then one patched run per row
-// and position. Error for an encoder_only model, inputs of different lengths
-// (naming both), a given target outside the vocabulary, or when no row's
-// argmax differs (nothing to restore: LD_clean == LD_corrupted).
+// The whole experiment: prepare_patching, then (after before_patching, when
+// given) patch_cell for every row and position of the row's stack (the same
+// Errors as prepare_patching).
 PatchReport activation_patching(Model& model, const std::vector<int64_t>& clean_tokens,
                                  const std::vector<int64_t>& corrupted_tokens,
                                  const std::optional<std::vector<int64_t>>& target, PatchWhat what,

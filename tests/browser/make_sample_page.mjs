@@ -1,5 +1,5 @@
 // Builds explore pages from hand-made data, assembled from
-// tools/explore/page.{html,css,js} and live.js exactly as `tinyformer explore` does:
+// tools/explore/page.{html,css,js}, live.js and study.js exactly as `tinyformer explore` does:
 // each placeholder line replaced once, every `<` in the JSON written as `\u003c`.
 //
 //   node tests/browser/make_sample_page.mjs OUT.html [encdec|decoder|long|bidi]
@@ -24,9 +24,10 @@ export function assemblePage(data, dir = join(root, "tools", "explore")) {
   const css = readFileSync(join(dir, "page.css"), "utf8");
   const js = readFileSync(join(dir, "page.js"), "utf8");
   const live = readFileSync(join(dir, "live.js"), "utf8");
+  const study = readFileSync(join(dir, "study.js"), "utf8");
   const json = JSON.stringify(data).replaceAll("<", "\\u003c");
   let page = html;
-  for (const [placeholder, text] of [["/*TINYFORMER_CSS*/", css], ["/*TINYFORMER_JS*/", js], ["/*TINYFORMER_LIVE_JS*/", live], ["/*TINYFORMER_DATA*/", json]]) {
+  for (const [placeholder, text] of [["/*TINYFORMER_CSS*/", css], ["/*TINYFORMER_JS*/", js], ["/*TINYFORMER_LIVE_JS*/", live], ["/*TINYFORMER_STUDY_JS*/", study], ["/*TINYFORMER_DATA*/", json]]) {
     const at = page.indexOf(placeholder);
     if (at < 0 || page.indexOf(placeholder, at + 1) >= 0) throw new Error(placeholder + " must occur exactly once in page.html");
     page = page.slice(0, at) + text + page.slice(at + placeholder.length);

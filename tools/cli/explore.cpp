@@ -60,7 +60,14 @@ const char* kExploreHelp =
     "--unk reads a character of TEXT outside the vocabulary as <unk>, with a warning (as `run`).\n"
     "The page carries the engine too (built to WebAssembly, build/wasm/tinyformer-engine.js, found\n"
     "next to this program as wasm/tinyformer-engine.js) and the checkpoint, so its controls run\n"
-    "the model in the browser, still offline (window.tinyformer, docs/FORMAT.md section 4):\n"
+    "the model in the browser, still offline (window.tinyformer, docs/FORMAT.md section 4), and\n"
+    "it has two more views, run by that engine:\n"
+    "  patch view     type a corrupted input: activation patching's layers x positions grid of\n"
+    "                 effects (as `tinyformer patch`); click a cell to patch it alone and see the\n"
+    "                 answer's top tokens clean / corrupted / patched\n"
+    "  lens view      the logit lens: per layer and position the top token and its probability,\n"
+    "                 hover for the top K; the residual stream's norms (as `tinyformer lens`)\n"
+    "Flags:\n"
     "  --engine FILE.js  the engine file to embed instead of the one next to the program\n"
     "  --recorded   write the recorded page only: this pass's data, no engine, no checkpoint.\n"
     "               Also what is written, with one line on stderr saying why, when there is no\n"
@@ -234,6 +241,7 @@ std::string explore_page(const std::string& data_text, const LiveEngine& live) {
     std::string page = replaced_once(kExplorePageHtml, "/*TINYFORMER_CSS*/", kExplorePageCss);
     page = replaced_once(page, "/*TINYFORMER_JS*/", kExplorePageJs);
     page = replaced_once(page, "/*TINYFORMER_LIVE_JS*/", kExplorePageLiveJs);
+    page = replaced_once(page, "/*TINYFORMER_STUDY_JS*/", kExplorePageStudyJs);
     page = replaced_once(page, "/*TINYFORMER_ENGINE_JS*/", kExplorePageEngineJs);
     page = replaced_once(page, "/*TINYFORMER_ENGINE*/", live.engine);
     page = replaced_once(page, "/*TINYFORMER_MODEL*/", live.model_base64);

@@ -5,6 +5,7 @@
 #include "models/study/lens.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
+#include "tools/explore/study_json.h"
 #include "tools/pictures/heatmap.h"
 
 #include <nlohmann/json.hpp>
@@ -80,32 +81,6 @@ void print_report(std::FILE* out, const std::string& model_name, const LensRepor
                  token_for_table(a.label).c_str(), static_cast<long long>(a.position), a.norm.c_str(), a.scale);
     for (const AttributionPart& part : a.parts) std::fprintf(out, "  %-28s %10.4f\n", part.name.c_str(), part.logit);
     std::fprintf(out, "  %-28s %10.4f\n  %-28s %10.4f\n", "sum of the parts", a.sum, "the model's logit", a.logit);
-}
-
-nlohmann::json report_json(const std::string& model_name, const LensReport& report) {
-    nlohmann::json layers = nlohmann::json::array();
-    for (size_t l = 0; l < report.layers.size(); ++l) {
-        nlohmann::json positions = nlohmann::json::array();
-        for (const LensCell& cell : report.cells[l]) {
-            nlohmann::json top = nlohmann::json::array();
-            for (const LensToken& token : cell.top)
-                top.push_back({{"id", token.id}, {"token", token.label}, {"p", token.probability}});
-            positions.push_back({{"top", top}, {"answer_rank", cell.answer_rank}, {"answer_p", cell.answer_probability}});
-        }
-        layers.push_back({{"layer", report.layers[l]}, {"positions", positions}, {"norms", report.norms[l]}});
-    }
-    nlohmann::json result = {{"model", model_name}, {"text", report.text}, {"target", report.target},
-                             {"stack", report.stack}, {"tokens", report.tokens}, {"positions", report.positions},
-                             {"answers", report.answers}, {"answer_tokens", report.answer_labels},
-                             {"answer_position", report.answer_position}, {"layers", layers}};
-    if (report.attribution) {
-        const Attribution& a = *report.attribution;
-        nlohmann::json parts = nlohmann::json::array();
-        for (const AttributionPart& part : a.parts) parts.push_back({{"part", part.name}, {"logit", part.logit}});
-        result["attribution"] = {{"token", a.label}, {"id", a.token}, {"position", a.position}, {"logit", a.logit},
-                                 {"sum", a.sum}, {"norm", a.norm}, {"scale", a.scale}, {"parts", parts}};
-    }
-    return result;
 }
 
 HeatmapSpec panel(const std::string& title, const LensReport& report, const std::vector<float>& values) {
@@ -193,7 +168,7 @@ int lens_command(const Arguments& args) {
     const std::string model_name = std::filesystem::path(path).stem().string();
     const LensReport report = logit_lens(model, tokens, options);
     if (ends_with(".json")) {
-        write_file(output, report_json(model_name, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
+        write_file(output, lens_report_json(model_name, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
                    "lens");
     } else if (!output.empty()) {
         const HeatmapGrid grid = lens_picture(model_name, report);

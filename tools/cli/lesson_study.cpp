@@ -140,8 +140,10 @@ HeadCounts patch_heads(Model& model, const std::vector<Pair>& pairs) {
     for (const Pair& pair : pairs) {
         if (same_output(model, pair)) continue;
         const std::vector<int64_t> clean = text.encode_input(pair.clean);
-        const PatchReport report =
-            activation_patching(model, clean, text.encode_input(pair.corrupted), std::nullopt, PatchWhat::Head);
+        // Only the decoder's heads at the answer row: one patch_cell each, not the whole grid.
+        const PatchExperiment experiment =
+            prepare_patching(model, clean, text.encode_input(pair.corrupted), std::nullopt, PatchWhat::Head);
+        const PatchReport& report = experiment.report;
         ++counts.pairs;
         const AttentionRun run = attention_maps(model, clean, report.target);
         std::string top, most_attending;
@@ -149,7 +151,8 @@ HeadCounts patch_heads(Model& model, const std::vector<Pair>& pairs) {
         for (size_t r = 0; r < report.rows.size(); ++r) {
             const PatchRow& row = report.rows[r];
             if (row.source) continue;  // encoder heads act through the encoder's stream, patched above
-            const double effect = report.effect[r][static_cast<size_t>(report.answer_row)];
+            const double effect =
+                patch_effect(report, answer_logit_diff(report, patch_cell(model, experiment, row, report.answer_row)));
             if (effect > top_effect) top_effect = effect, top = row.name;
             if (row.point.find("cross_attn") == std::string::npos) continue;
             for (const AttentionMap& map : run.maps)

@@ -7,6 +7,7 @@
 #include "models/study/patching.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/terminal_text.h"
+#include "tools/explore/study_json.h"
 
 #include <nlohmann/json.hpp>
 
@@ -72,40 +73,6 @@ std::vector<int64_t> one_input(const ParsedArguments& parsed, size_t index, cons
     } catch (const Error& error) {  // which of the two inputs it is
         fail("patch: ", text ? (index == 1 ? "CLEAN" : "CORRUPTED") : ids_flag_name, ": ", error.message());
     }
-}
-
-nlohmann::json side_json(const ModelText& text, const std::vector<int64_t>& input, const PatchSide& side) {
-    nlohmann::json out = {{"input", text.decode_input(input)},
-                          {"input_ids", input},
-                          {"answer", text.output_label(side.answer)},
-                          {"answer_id", side.answer},
-                          {"logit_diff", side.logit_diff}};
-    if (!side.greedy.empty()) out["greedy"] = text.decode_output(side.greedy);
-    return out;
-}
-
-nlohmann::json report_json(const Model& model, const std::string& model_name, const PatchReport& report) {
-    const ModelText text(model);
-    nlohmann::json layers = nlohmann::json::array(), sources = nlohmann::json::array();
-    for (const PatchRow& row : report.rows) {
-        layers.push_back(row.name);
-        sources.push_back(row.source);
-    }
-    nlohmann::json out = {{"model", model_name},
-                          {"metric", "normalised_logit_diff"},
-                          {"clean", side_json(text, report.clean.input, report.clean)},
-                          {"corrupted", side_json(text, report.corrupted.input, report.corrupted)},
-                          {"target", text.decode_output(report.target)},
-                          {"answer_row", report.answer_row},
-                          {"what", patch_what_name(report.what)},
-                          {"layers", layers},
-                          {"positions", report.positions},
-                          {"effect", report.effect}};
-    if (model.encoder_decoder) {
-        out["source_positions"] = report.source_positions;
-        out["layer_source"] = sources;
-    }
-    return out;
 }
 
 void print_report(std::FILE* out, const Model& model, const std::string& model_name, const PatchReport& report) {
@@ -242,7 +209,7 @@ int patch_command(const Arguments& args) {
     const PatchReport report =
         activation_patching(model, clean, corrupted, target, what, picture ? BeforePatching(refuse_large_picture) : nullptr);
     if (json) {
-        write_file(output, report_json(model, model_name, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "patch");
+        write_file(output, patch_report_json(model, model_name, report).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "patch");
     } else if (picture) {
         refuse_large_picture(report);
         write_heatmap_grid_png(patch_picture(model, model_name, report, scale), output);

@@ -3,8 +3,11 @@
 #include "engine/io/json.h"
 #include "models/study/attention_maps.h"
 #include "models/study/interventions.h"
+#include "models/study/lens.h"
+#include "models/study/patching.h"
 #include "models/study/teacher_forcing.h"
 #include "tools/explore/explore_data.h"
+#include "tools/explore/study_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -110,8 +113,9 @@ Row parse_row(const json& object, const std::string& prefix, const Model& model,
     Row row;
     const bool has_text = object.contains("text"), has_ids = object.contains("ids");
     if (has_text == has_ids)
-        fail("request: give ", prefix.empty() ? "the input" : "the second row", " as \"", prefix, "text\" or as \"",
-             prefix, "ids\", ", has_text ? "not both" : "one of them");
+        fail("request: give ",
+             prefix.empty() ? "the input" : prefix == "second." ? "the second row" : "\"" + prefix.substr(0, prefix.size() - 1) + "\"",
+             " as \"", prefix, "text\" or as \"", prefix, "ids\", ", has_text ? "not both" : "one of them");
     if (has_text) {
         row.shown = string_field(object.at("text"), prefix + "text");
         row.tokens = about(prefix + "text", [&] { return text.encode_input(row.shown, unk); });
@@ -158,6 +162,74 @@ DecodeSettings parse_decode(const json& request) {
     if (mode == "beam") settings.beam = beam;
     if (mode == "sample") settings.sampling = sampling;
     return settings;
+}
+
+// --- the study keys: "lens", "patch", "patch_cell" (models/study/lens.h, patching.h) ---
+
+struct LensRequest {
+    int64_t top = 5;
+    std::optional<int64_t> attribute;
+};
+
+LensRequest parse_lens(const json& object, const ModelText& text) {
+    if (!object.is_object()) bad_field("lens", "an object", object);
+    refuse_unknown_keys(object, "lens", {"top", "attribute"});
+    LensRequest lens;
+    lens.top = integer_field(object, "top", "lens.top", 5, 1, 100);  // the CLI's --top 1..100
+    if (object.contains("attribute")) {
+        const std::string& token = string_field(object.at("attribute"), "lens.attribute");
+        const std::vector<int64_t> ids = about("lens.attribute", [&] { return text.encode_output(token); });
+        if (ids.size() != 1)
+            fail("request: \"lens.attribute\" must be one token of the output vocabulary; ", json_excerpt(object.at("attribute")),
+                 " is ", ids.size(), " tokens");
+        lens.attribute = ids[0];
+    }
+    return lens;
+}
+
+// "patch" and "patch_cell" share "corrupted" and "what"; the cell adds "row" and "position".
+struct PatchRequest {
+    std::vector<int64_t> corrupted;  // the user's tokens, framed by prepare_patching
+    PatchWhat what = PatchWhat::Resid;
+    std::string row;
+    int64_t position = 0;
+};
+
+PatchRequest parse_patch(const json& object, const std::string& key, const Model& model, const ModelText& text, bool unk) {
+    if (!object.is_object()) bad_field(key, "an object", object);
+    const bool cell = key == "patch_cell";
+    refuse_unknown_keys(object, key,
+                        cell ? std::set<std::string>{"corrupted", "what", "row", "position"}
+                             : std::set<std::string>{"corrupted", "what"});
+    PatchRequest patch;
+    if (!object.contains("corrupted")) fail("request: \"", key, "\" needs \"corrupted\": {\"text\": ...} or {\"ids\": [...]}");
+    const json& corrupted = object.at("corrupted");
+    if (!corrupted.is_object()) bad_field(key + ".corrupted", "an object", corrupted);
+    refuse_unknown_keys(corrupted, key + ".corrupted", {"text", "ids"});
+    patch.corrupted = parse_row(corrupted, key + ".corrupted.", model, text, unk).tokens;
+    if (object.contains("what")) {
+        const json& what = object.at("what");
+        if (!what.is_string() || (what != "resid" && what != "attn_out" && what != "mlp_out" && what != "head"))
+            bad_field(key + ".what", "\"resid\", \"attn_out\", \"mlp_out\" or \"head\"", what);
+        patch.what = parse_patch_what(what.get<std::string>());
+    }
+    if (cell) {
+        if (!object.contains("row") || !object.contains("position"))
+            fail("request: \"patch_cell\" needs \"row\" (a name of the patch's \"layers\") and \"position\"");
+        patch.row = string_field(object.at("row"), "patch_cell.row");
+        patch.position = integer_field(object, "position", "patch_cell.position", 0, 0, INT32_MAX);
+    }
+    return patch;
+}
+
+// The row named `name` of the experiment, or an Error naming the first and the last.
+const PatchRow& patch_row_named(const PatchExperiment& experiment, const std::string& name) {
+    const std::vector<PatchRow>& rows = experiment.report.rows;
+    for (const PatchRow& row : rows)
+        if (row.name == name) return row;
+    fail("request: \"patch_cell.row\" must be one of the ", rows.size(), " rows of ",
+         patch_what_name(experiment.report.what), " (", rows.front().name, " .. ", rows.back().name, "), got ",
+         json_excerpt(json(name)));
 }
 
 // --- the result's row fields ---
@@ -295,7 +367,7 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
     if (!request.is_object()) bad_field("(the request)", "a JSON object", request);
     refuse_unknown_keys(request, "",
                         {"text", "ids", "target", "target_ids", "unk", "second", "pad_side", "decode", "mask_overrides",
-                         "ablate"});
+                         "ablate", "lens", "patch", "patch_cell"});
     bool unk = false;
     if (request.contains("unk")) {
         if (!request.at("unk").is_boolean()) bad_field("unk", "true or false", request.at("unk"));
@@ -318,6 +390,11 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
         left = side.get<std::string>() == "left";
     }
     const DecodeSettings settings = parse_decode(request);
+    std::optional<LensRequest> lens;
+    if (request.contains("lens")) lens = parse_lens(request.at("lens"), text);
+    std::optional<PatchRequest> patch, cell;
+    if (request.contains("patch")) patch = parse_patch(request.at("patch"), "patch", model, text, unk);
+    if (request.contains("patch_cell")) cell = parse_patch(request.at("patch_cell"), "patch_cell", model, text, unk);
     // Both rows' decodings and passes are the intervened model's; the model is as it was after.
     const Interventions interventions = parse_interventions(request, "request");
     // A cell names one sequence's query and key positions; in the padded batch
@@ -402,6 +479,31 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
         result["forward_inputs"] = forward_inputs;
     }
     result["page"] = explore_data(model, run, decoding, model_name, first.shown, first.target_given);
+
+    // The study keys, on row 0 and the intervened model like every pass above.
+    // Their target is the CLI's, whatever "decode" asks: the given one, or none
+    // (then `tinyformer lens` reads the greedy output, or a decoder-only model
+    // without <eos> its input alone; `tinyformer patch` the clean greedy output,
+    // or a decoder-only model's next token).
+    const std::optional<std::vector<int64_t>> given_target =
+        first.target_given ? first.target : std::optional<std::vector<int64_t>>{};
+    if (lens) {
+        LensOptions options;
+        options.top = lens->top;
+        options.target = given_target;
+        options.attribute = lens->attribute;
+        result["lens"] = lens_report_json(model_name, logit_lens(model, first.tokens, options));
+    }
+    const std::optional<std::vector<int64_t>>& patch_target = given_target;
+    if (patch)
+        result["patch"] = patch_report_json(model, model_name,
+                                            activation_patching(model, first.tokens, patch->corrupted, patch_target, patch->what));
+    if (cell) {
+        const PatchExperiment experiment = prepare_patching(model, first.tokens, cell->corrupted, patch_target, cell->what);
+        const PatchRow& row = patch_row_named(experiment, cell->row);
+        const Tensor logits = patch_cell(model, experiment, row, cell->position);
+        result["patch_cell"] = patch_cell_json(model, experiment, row, cell->position, logits, 5);
+    }
     return result;
 }
 

@@ -21,8 +21,22 @@
 //       (0, 1], seed 0..2^53); max_new_tokens 1..2^20 (default: the model's,
 //       default_max_new_tokens). Settings of another mode are checked and
 //       unused; with a target the decode record is "none".
+//   "lens": {"top": 5, "attribute": "c"}   the logit lens (models/study/lens.h) of row 0,
+//       its target as `tinyformer lens`: the given one, or none (then the greedy
+//       output; a decoder-only model without <eos>: the input alone), whatever
+//       "decode" says; top 1..100 (default 5) as --top; attribute one output
+//       token, as --attribute
+//   "patch": {"corrupted": {"text"|"ids"}, "what": "resid"}   activation patching
+//       (models/study/patching.h): row 0 clean, "corrupted" its corruption (the
+//       same length); what "resid" (default) | "attn_out" | "mlp_out" | "head";
+//       the target as `tinyformer patch`: the given one, or none (then the
+//       clean greedy output; decoder-only: the next token), whatever "decode" says
+//   "patch_cell": {"corrupted", "what", "row": "decoder.1.output", "position": 3}
+//       one cell of that grid: "row" one of its "layers", "position" one of that
+//       row's stack's positions
 // Each row's target is decoded alone (B = 1), with the CLI's search and RNG
-// (models/decoding.h), so a seed gives `tinyformer run --seed`'s tokens.
+// (models/decoding.h), so a seed gives `tinyformer run --seed`'s tokens. The
+// study keys run after the page's pass, on the same intervened model.
 //
 // RESULT:
 //   "src_ids", "tgt_ids" (encoder_decoder) | "ids" and, prefix_lm, "prefix_len"
@@ -36,7 +50,12 @@
 //             positions' logits and weight rows are 0, "token_log_p" skips them)
 //   "page": the explore document (tools/explore/explore_data.h) of row 0's
 //           recorded pass (B = 1, unpadded), the "decoding" record included.
-// Every float goes through exact() (the float32 the engine computed).
+//   "lens": `tinyformer lens --output F.json`'s JSON (docs/FORMAT.md 4d), "patch":
+//           `tinyformer patch --output F.json`'s (4c), "patch_cell": the one patched
+//           run at the answer row (tools/explore/study_json.h: its effect, LD, and
+//           the clean, corrupted and patched runs' top 5 tokens), each when asked.
+// Every float of the pass goes through exact() (the float32 the engine
+// computed); the study results are the CLI's doubles.
 #pragma once
 
 #include "models/transformer.h"

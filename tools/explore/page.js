@@ -283,7 +283,7 @@
       button.classList.toggle("active", button.dataset.view === view);
       button.setAttribute("aria-pressed", button.dataset.view === view ? "true" : "false");
     }
-    $("#controls").classList.toggle("off", view === "model" || view === "decoding");
+    $("#controls").classList.toggle("off", view === "model" || view === "decoding" || view === "patch" || view === "lens");
     document.body.dataset.view = view;
   }
 
