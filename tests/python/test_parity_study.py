@@ -18,7 +18,12 @@ eps(z) = 1e-4 + 1e-4 |z| (z the reference's value). From it:
   eps of the reference's);
 - an attribution part (a linear function sum_d centre(part)_d dir_d of
   activations) within 2 eps(max |part_d|) sum_d |dir_d| + 1e-4 |part|; the
-  parts sum to the logit within lens.h's kAttributionTolerance on both sides.
+  parts sum to the logit within lens.h's kAttributionTolerance on both sides;
+  the model's logit there within eps(logit) (a logit, as above), and the frozen
+  scale s within 1e-4 s (a norm of elements each within eps: relative 1e-4 as
+  the stream's norm, whose sqrt(D) 1e-4 floor s never comes near);
+- a top-K list as long as the reference's, with the reference's token at each
+  place where that token's logit is clear of every other by 2 eps.
 The worst |difference| / bound per model and quantity is printed (<= 1 passes).
 The reference itself holds patching.h's three identities exactly, and its lens
 after the last layer is its logits bit for bit.
@@ -297,6 +302,12 @@ class StudyParity(unittest.TestCase):
                 if clear_of(row, top1, 2 * e):
                     self.assertEqual(cell["top"][0]["id"], top1, f"{where}: the lens's top token")
                     compared_top1 += 1
+                # The list itself: as long as the reference's, and at each place the reference's token
+                # wherever that token's logit is clear of every other (a near tie may swap two places).
+                self.assertEqual(len(cell["top"]), len(ref_cell["top"]), f"{where}: the top-K list's length")
+                for place, (ref_id, _) in enumerate(ref_cell["top"]):
+                    if clear_of(row, ref_id, 2 * e):
+                        self.assertEqual(cell["top"][place]["id"], ref_id, f"{where}: the top-K list's place {place}")
                 for listed in cell["top"]:      # each listed token's probability, wherever it ranks here
                     within(self, name, "lens top-K p", listed["p"], float(probabilities[listed["id"]]), 2 * e,
                            f"{where}, token {listed['id']}")

@@ -373,6 +373,8 @@ def activation_patching(model, clean_tokens, corrupted_tokens, what="resid", tar
     if len(clean_tokens) != len(corrupted_tokens):
         raise ValueError("patching needs inputs of the same length")
     clean_input, corrupted_input = model.frame(clean_tokens), model.frame(corrupted_tokens)
+    if len(clean_input) != len(corrupted_input):  # the prompt suffix added to one only ("abcd", "abc=")
+        raise ValueError("patching needs inputs of the same length as the model reads them")
     if target is None:
         target = model.greedy(clean_input) if model.encoder_decoder else []
 
