@@ -24,6 +24,7 @@
 //     top K tokens; with --attribute (reverse-causal, nanogpt-char: pre-LN),
 //     each part of the direct logit attribution, their sum and the logit within
 //     LOGITS_TOLERANCE;
+//   - the Lens tab opened while a grid runs runs the lens after it;
 //   - Stop ends a request asked and not yet run ("stopped before it ran") and a
 //     head grid running in the worker ("stopped: the run was ended before it
 //     finished"): the engine starts again, the last grid stays;
@@ -309,8 +310,17 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
         assert.ok(await page.evaluate(() => window.tinyformerStudy.patch.what), "the engine answers after Stop");
 
         // ---- Lens ----
+        // The Lens tab opened while a grid runs: the lens waits behind it (its status counting), then draws.
         const lens = cli(["lens", model, c.clean, ...targetArgs]);
-        await studied(page, () => showView(page, "lens"));
+        const runsBefore = await page.evaluate(() => Number(document.body.dataset.studyRuns || 0));
+        const waiting = await page.evaluate(() => {
+          document.querySelector("#patch-run").click();
+          document.querySelector('#tabs button[data-view="lens"]').click();
+          return document.querySelector("#lens-status").textContent;
+        });
+        assert.match(waiting, /^running\u2026/, "the Lens tab opened during a grid says nothing");
+        await page.waitForFunction((n) => Number(document.body.dataset.studyRuns || 0) >= n + 2, runsBefore, { timeout: 600000 });
+        await page.waitForSelector("#view-lens:not([hidden])");
         const table = await page.evaluate(() => ({
           status: document.querySelector("#lens-status").textContent,
           cells: Array.from(document.querySelectorAll("#lens-grid td[data-layer]")).map((td) => ({
