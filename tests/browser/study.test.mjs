@@ -265,6 +265,8 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
         assert.match(overlap.a.refusal, /a new grid is on its way/);
         assert.equal(overlap.a.cell, null, "the old grid's cell was drawn under the new grid");
         assert.equal(overlap.a.shown, "");
+        // The status counts the seconds from the first request on (live.js's counter).
+        assert.match(overlap.b.seen[0]?.status ?? "", /^running\u2026 \d+ s \(Stop ends it\)$/);
         const firstDone = overlap.b.seen.find((x) => /^done in/.test(x.status));
         assert.ok(firstDone, JSON.stringify(overlap.b.seen));
         assert.equal(firstDone.stopDisabled, false, "the cell's reply turned Stop off while the grid still ran");
