@@ -9,7 +9,8 @@
 //     data-value) equals `tinyformer patch MODEL CLEAN CORRUPTED --what W
 //     --output x.json` within the effect tolerance (below), with the same rows,
 //     positions and answers; a click on a cell shows that cell's effect (within
-//     the tolerance) and the three runs' top tokens: the clean and corrupted
+//     the tolerance, and the grid's own number for it exactly, also after the
+//     panel's target is edited) and the three runs' top tokens: the clean and corrupted
 //     runs' first tokens are their answers, and where the code makes it exact
 //     on the page's own engine (resid: the last layer's output patched at the
 //     answer row) the effect is exactly 1 and the patched run's top tokens,
@@ -194,7 +195,10 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
           if (expected.effect[last].length > expected.answer_row) picks.push({ r: last, p: expected.answer_row, v: expected.effect[last][expected.answer_row] });
           for (const pick of picks) {
             const selector = `#patch-grid td[data-row="${expected.layers[pick.r]}"][data-position="${pick.p}"]`;
+            // The panel's target edited after the grid: the cell is still its grid's experiment.
+            await page.evaluate(() => { document.querySelector("#live-target").value = "1"; });
             await studied(page, () => page.click(selector));
+            await page.evaluate((target) => { document.querySelector("#live-target").value = target; }, c.target);
             const cell = await page.evaluate(() => ({
               result: window.tinyformerStudy.cell,
               effectText: document.querySelector("#patch-cell .effect")?.textContent,
@@ -203,7 +207,9 @@ describe("the Patch and Lens views equal the CLI's patch and lens", () => {
               })),
               picked: Array.from(document.querySelectorAll("#patch-grid td.picked")).map((td) => [td.dataset.row, Number(td.dataset.position)]),
             }));
-            assert.ok(cell.result, `${what}: the click gave no cell`);
+            assert.ok(cell.result, `${what}: the click gave no cell (${await page.textContent("#patch-status")})`);
+            // The same patched run as the grid's, on the same engine: the same bits.
+            assert.equal(cell.result.effect, shown.report.effect[pick.r][pick.p]);
             assert.equal(cell.result.row, expected.layers[pick.r]);
             assert.equal(cell.result.position, pick.p);
             const bound = effectBound(expected, pick.v, cell.result.logit_diff);

@@ -38,9 +38,9 @@
     body.dataset.study = "ready";
   }
 
-  // One request of VIEW ("patch" or "lens"), built by BUILD on the live panel's row 0
-  // (live.js's rowRequest) without the page pass ("page": false: the views read only
-  // their own key). Requests queue in the engine, one after the other; the view's
+  // One request of VIEW ("patch" or "lens"), built by BUILD (on the live panel's row 0,
+  // live.js's rowRequest, or a cell on its grid's request) without the page pass
+  // ("page": false: the views read only their own key). Requests queue in the engine, one after the other; the view's
   // status counts the seconds while any of them runs, and its Stop stays on until
   // the last has finished. Stop is engine.js's stop(): it ends every request asked
   // of the engine (the live panel's too) and starts the engine again. Resolves to
@@ -54,7 +54,7 @@
     const status = $("#" + view + "-status"), stop = $("#" + view + "-stop");
     let request;
     try {
-      request = Object.assign(P.live.rowRequest(), build(), { page: false });
+      request = Object.assign(build(), { page: false });
     } catch (e) {
       status.textContent = message(e);
       return null;
@@ -94,7 +94,7 @@
   function patchRequest() {
     const corrupted = $("#patch-corrupted").value;
     if (corrupted === "") throw new Error("type a corrupted input with as many tokens as the input above");
-    return { patch: { corrupted: P.live.sourceOf(corrupted, "corrupted"), what: $("#patch-what").value } };
+    return Object.assign(P.live.rowRequest(), { patch: { corrupted: P.live.sourceOf(corrupted, "corrupted"), what: $("#patch-what").value } });
   }
   async function runPatch() {
     const serial = ++gridsAsked;
@@ -205,7 +205,7 @@
   async function runLens() {
     const serial = ++lensAsked;
     const done = await run(() => {
-      const request = {};
+      const request = P.live.rowRequest();
       const top = Number($("#lens-top").value);
       if (!Number.isInteger(top)) throw new Error("top: " + JSON.stringify($("#lens-top").value) + " is not a whole number");
       request.lens = { top };
