@@ -344,6 +344,8 @@ family_file = $(or $(FAMILY_FILE_$1),data/families/$1.safetensors)
 $(FAMILY_MODELS:%=build/browser/live-%.html): build/browser/live-%.html: build/tinyformer build/wasm/tinyformer-engine.js
 	@mkdir -p $(dir $@)
 	./build/tinyformer explore $(call family_file,$*) $(EXPLORE_ARGS_$*) --html $@
+# ... and each page is made again when its model file changes.
+$(foreach m,$(FAMILY_MODELS),$(eval build/browser/live-$(m).html: $(call family_file,$(m))))
 STUDY_PAGES := build/browser/live-reverse.html build/browser/live-dates.html build/browser/live-reverse-causal.html \
                $(FAMILY_MODELS:%=build/browser/live-%.html)
 build/browser/sample-%.html: tests/browser/make_sample_page.mjs $(EXPLORE_ASSETS)

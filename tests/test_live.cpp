@@ -306,7 +306,12 @@ TEST_CASE("live: each bad study key is one Error naming its field") {
         {{{"text", "hello"}, {"patch", {{"corrupted", {{"text", "HALLO"}}}}}}, "request: \"patch.corrupted.text\": "},
         {{{"text", "hello"}, {"patch", {{"corrupted", {{"ids", {99999}}}}}}}, "request: \"patch.corrupted.ids\": "},
         {{{"text", "hello"}, {"patch", {{"corrupted", corrupted}, {"what", "neurons"}}}},
-         "\"patch.what\" must be \"resid\", \"attn_out\", \"mlp_out\" or \"head\", got \"neurons\""},
+         "\"patch.what\": patch: --what must be resid, attn_out, mlp_out or head, got 'neurons'"},
+        {{{"text", "hello"}, {"patch", {{"corrupted", corrupted}, {"what", 2}}}}, "\"patch.what\" must be a string"},
+        {{{"text", "hello"}, {"lens", {{"attribute_id", 99}}}}, "\"lens.attribute_id\" must be a whole number in 0.."},
+        {{{"text", "hello"}, {"lens", {{"attribute", "a"}, {"attribute_id", 3}}}},
+         "give the token to attribute as \"lens.attribute\" or as \"lens.attribute_id\", not both"},
+        {{{"text", "hello"}, {"page", "no"}}, "\"page\" must be true or false, got \"no\""},
         {{{"text", "hello"}, {"patch", {{"corrupted", corrupted}, {"row", "decoder.1.output"}}}}, "unknown key \"patch.row\""},
         {{{"text", "hello"}, {"patch", {{"corrupted", {{"text", "hall"}}}}}}, "CLEAN has 5 tokens and CORRUPTED has 4"},
         {{{"text", "hello"}, {"patch", {{"corrupted", {{"text", "hello"}}}}}}, "nothing to restore"},
@@ -399,6 +404,35 @@ TEST_CASE("live: \"lens\" and \"patch\" are the CLI's lens and patch JSON of the
     const json result = live_run(model, {{"text", "abc="}, {"lens", {{"attribute", "c"}}}}, "reverse-causal");
     REQUIRE(result["lens"].contains("attribution"));
     check_json_close(result["lens"], cli_json({"lens", "data/models/reverse-causal.safetensors", "abc=", "--attribute", "c"}, dir));
+    // lens.attribute_id as --attribute-id (a model without a vocabulary has only ids).
+    const int64_t id = result["lens"]["attribution"]["id"].get<int64_t>();
+    const json by_id = live_run(model, {{"text", "abc="}, {"lens", {{"attribute_id", id}}}}, "reverse-causal");
+    CHECK(by_id["lens"] == result["lens"]);
+    check_json_close(by_id["lens"], cli_json({"lens", "data/models/reverse-causal.safetensors", "abc=", "--attribute-id",
+                                              std::to_string(id)}, dir));
+}
+
+TEST_CASE("live: \"page\": false answers the study keys alone, the same as with the page pass") {
+    Model model = load("reverse");
+    const json corrupted = {{"text", "hallo"}};
+    json request = {{"text", "hello"},
+                    {"lens", {{"top", 3}}},
+                    {"patch", {{"corrupted", corrupted}}},
+                    {"patch_cell", {{"corrupted", corrupted}, {"row", "decoder.1.output"}, {"position", 1}}}};
+    const json with_page = live_run(model, request, "reverse");
+    REQUIRE(with_page.contains("page"));
+    request["page"] = false;
+    const json alone = live_run(model, request, "reverse");
+    // No decoding, no recorded pass: none of the row fields, no "page".
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : alone.items()) keys.push_back(key);
+    CHECK(keys == std::vector<std::string>{"lens", "patch", "patch_cell"});
+    for (const std::string key : {"lens", "patch", "patch_cell"}) {
+        CAPTURE(key);
+        CHECK(alone[key] == with_page[key]);
+    }
+    request["page"] = true;
+    CHECK(live_run(model, request, "reverse") == with_page);
 }
 
 TEST_CASE("live: \"patch_cell\" is one cell of the grid, with the three runs' answer rows") {

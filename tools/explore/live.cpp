@@ -171,11 +171,17 @@ struct LensRequest {
     std::optional<int64_t> attribute;
 };
 
-LensRequest parse_lens(const json& object, const ModelText& text) {
+LensRequest parse_lens(const json& object, const Model& model, const ModelText& text) {
     if (!object.is_object()) bad_field("lens", "an object", object);
-    refuse_unknown_keys(object, "lens", {"top", "attribute"});
+    refuse_unknown_keys(object, "lens", {"top", "attribute", "attribute_id"});
     LensRequest lens;
     lens.top = integer_field(object, "top", "lens.top", 5, 1, 100);  // the CLI's --top 1..100
+    if (object.contains("attribute") && object.contains("attribute_id"))
+        fail("request: give the token to attribute as \"lens.attribute\" or as \"lens.attribute_id\", not both");
+    if (object.contains("attribute_id")) {  // as --attribute-id: an id of the output vocabulary
+        const int64_t V = model.encoder_decoder ? model.config.tgt_vocab_size : model.config.vocab_size;
+        lens.attribute = integer_field(object, "attribute_id", "lens.attribute_id", 0, 0, V - 1);
+    }
     if (object.contains("attribute")) {
         const std::string& token = string_field(object.at("attribute"), "lens.attribute");
         const std::vector<int64_t> ids = about("lens.attribute", [&] { return text.encode_output(token); });
@@ -208,10 +214,8 @@ PatchRequest parse_patch(const json& object, const std::string& key, const Model
     refuse_unknown_keys(corrupted, key + ".corrupted", {"text", "ids"});
     patch.corrupted = parse_row(corrupted, key + ".corrupted.", model, text, unk).tokens;
     if (object.contains("what")) {
-        const json& what = object.at("what");
-        if (!what.is_string() || (what != "resid" && what != "attn_out" && what != "mlp_out" && what != "head"))
-            bad_field(key + ".what", "\"resid\", \"attn_out\", \"mlp_out\" or \"head\"", what);
-        patch.what = parse_patch_what(what.get<std::string>());
+        const std::string& what = string_field(object.at("what"), key + ".what");
+        patch.what = about(key + ".what", [&] { return parse_patch_what(what); });
     }
     if (cell) {
         if (!object.contains("row") || !object.contains("position"))
@@ -361,50 +365,10 @@ void check_positions(const Model& model, int64_t length, const char* what) {
              model.config.max_len);
 }
 
-}  // namespace
-
-json live_run(Model& model, const json& request, const std::string& model_name) {
-    if (!request.is_object()) bad_field("(the request)", "a JSON object", request);
-    refuse_unknown_keys(request, "",
-                        {"text", "ids", "target", "target_ids", "unk", "second", "pad_side", "decode", "mask_overrides",
-                         "ablate", "lens", "patch", "patch_cell"});
-    bool unk = false;
-    if (request.contains("unk")) {
-        if (!request.at("unk").is_boolean()) bad_field("unk", "true or false", request.at("unk"));
-        unk = request.at("unk").get<bool>();
-    }
-    const ModelText text(model);
-    Row first = parse_row(request, "", model, text, unk);
-    std::optional<Row> second;
-    if (request.contains("second")) {
-        const json& object = request.at("second");
-        if (!object.is_object()) bad_field("second", "an object", object);
-        refuse_unknown_keys(object, "second", {"text", "ids", "target", "target_ids"});
-        second = parse_row(object, "second.", model, text, unk);
-    }
-    bool left = false;
-    if (request.contains("pad_side")) {
-        const json& side = request.at("pad_side");
-        if (!side.is_string() || (side.get<std::string>() != "right" && side.get<std::string>() != "left"))
-            bad_field("pad_side", "\"right\" or \"left\"", side);
-        left = side.get<std::string>() == "left";
-    }
-    const DecodeSettings settings = parse_decode(request);
-    std::optional<LensRequest> lens;
-    if (request.contains("lens")) lens = parse_lens(request.at("lens"), text);
-    std::optional<PatchRequest> patch, cell;
-    if (request.contains("patch")) patch = parse_patch(request.at("patch"), "patch", model, text, unk);
-    if (request.contains("patch_cell")) cell = parse_patch(request.at("patch_cell"), "patch_cell", model, text, unk);
-    // Both rows' decodings and passes are the intervened model's; the model is as it was after.
-    const Interventions interventions = parse_interventions(request, "request");
-    // A cell names one sequence's query and key positions; in the padded batch
-    // of two rows the shorter row's tokens sit at other slots (left padding)
-    // or beside padding keys an allowed cell would open (right padding).
-    if (second && !interventions.mask_overrides.empty())
-        fail("request: mask_overrides are cells of one input's own positions; give them without \"second\" "
-             "(a padded batch moves the second row's tokens to other slots); ablate works with both rows");
-    const AppliedInterventions applied(model, interventions);
-
+// The page pass: row 0 decoded and recorded (and row 1 with it, "second"): the row
+// fields, "forward_inputs", "second" and "page" of the RESULT (live.h).
+json page_pass_of(Model& model, const ModelText& text, Row& first, std::optional<Row>& second, bool left,
+                  const DecodeSettings& settings, const std::string& model_name) {
     // Row 0: decoded alone, then the one recorded pass the page shows.
     json decoding;
     decode_row(model, text, first, settings, &decoding);
@@ -479,6 +443,60 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
         result["forward_inputs"] = forward_inputs;
     }
     result["page"] = explore_data(model, run, decoding, model_name, first.shown, first.target_given);
+    return result;
+}
+
+}  // namespace
+
+json live_run(Model& model, const json& request, const std::string& model_name) {
+    if (!request.is_object()) bad_field("(the request)", "a JSON object", request);
+    refuse_unknown_keys(request, "",
+                        {"text", "ids", "target", "target_ids", "unk", "second", "pad_side", "decode", "mask_overrides",
+                         "ablate", "lens", "patch", "patch_cell", "page"});
+    bool unk = false;
+    if (request.contains("unk")) {
+        if (!request.at("unk").is_boolean()) bad_field("unk", "true or false", request.at("unk"));
+        unk = request.at("unk").get<bool>();
+    }
+    bool page_pass = true;
+    if (request.contains("page")) {
+        if (!request.at("page").is_boolean()) bad_field("page", "true or false", request.at("page"));
+        page_pass = request.at("page").get<bool>();
+    }
+    const ModelText text(model);
+    Row first = parse_row(request, "", model, text, unk);
+    std::optional<Row> second;
+    if (request.contains("second")) {
+        const json& object = request.at("second");
+        if (!object.is_object()) bad_field("second", "an object", object);
+        refuse_unknown_keys(object, "second", {"text", "ids", "target", "target_ids"});
+        second = parse_row(object, "second.", model, text, unk);
+    }
+    bool left = false;
+    if (request.contains("pad_side")) {
+        const json& side = request.at("pad_side");
+        if (!side.is_string() || (side.get<std::string>() != "right" && side.get<std::string>() != "left"))
+            bad_field("pad_side", "\"right\" or \"left\"", side);
+        left = side.get<std::string>() == "left";
+    }
+    const DecodeSettings settings = parse_decode(request);
+    std::optional<LensRequest> lens;
+    if (request.contains("lens")) lens = parse_lens(request.at("lens"), model, text);
+    std::optional<PatchRequest> patch, cell;
+    if (request.contains("patch")) patch = parse_patch(request.at("patch"), "patch", model, text, unk);
+    if (request.contains("patch_cell")) cell = parse_patch(request.at("patch_cell"), "patch_cell", model, text, unk);
+    // Both rows' decodings and passes are the intervened model's; the model is as it was after.
+    const Interventions interventions = parse_interventions(request, "request");
+    // A cell names one sequence's query and key positions; in the padded batch
+    // of two rows the shorter row's tokens sit at other slots (left padding)
+    // or beside padding keys an allowed cell would open (right padding).
+    if (second && !interventions.mask_overrides.empty())
+        fail("request: mask_overrides are cells of one input's own positions; give them without \"second\" "
+             "(a padded batch moves the second row's tokens to other slots); ablate works with both rows");
+    const AppliedInterventions applied(model, interventions);
+
+    // The page pass, unless "page": false (the Patch and Lens views read only their keys).
+    json result = page_pass ? page_pass_of(model, text, first, second, left, settings, model_name) : json::object();
 
     // The study keys, on row 0 and the intervened model like every pass above.
     // Their target is the CLI's, whatever "decode" asks: the given one, or none
@@ -494,12 +512,11 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
         options.attribute = lens->attribute;
         result["lens"] = lens_report_json(model_name, logit_lens(model, first.tokens, options));
     }
-    const std::optional<std::vector<int64_t>>& patch_target = given_target;
     if (patch)
         result["patch"] = patch_report_json(model, model_name,
-                                            activation_patching(model, first.tokens, patch->corrupted, patch_target, patch->what));
+                                            activation_patching(model, first.tokens, patch->corrupted, given_target, patch->what));
     if (cell) {
-        const PatchExperiment experiment = prepare_patching(model, first.tokens, cell->corrupted, patch_target, cell->what);
+        const PatchExperiment experiment = prepare_patching(model, first.tokens, cell->corrupted, given_target, cell->what);
         const PatchRow& row = patch_row_named(experiment, cell->row);
         const Tensor logits = patch_cell(model, experiment, row, cell->position);
         result["patch_cell"] = patch_cell_json(model, experiment, row, cell->position, logits, 5);

@@ -25,7 +25,7 @@
 //       its target as `tinyformer lens`: the given one, or none (then the greedy
 //       output; a decoder-only model without <eos>: the input alone), whatever
 //       "decode" says; top 1..100 (default 5) as --top; attribute one output
-//       token, as --attribute
+//       token, as --attribute, or "attribute_id" its id, as --attribute-id
 //   "patch": {"corrupted": {"text"|"ids"}, "what": "resid"}   activation patching
 //       (models/study/patching.h): row 0 clean, "corrupted" its corruption (the
 //       same length); what "resid" (default) | "attn_out" | "mlp_out" | "head";
@@ -34,6 +34,10 @@
 //   "patch_cell": {"corrupted", "what", "row": "decoder.1.output", "position": 3}
 //       one cell of that grid: "row" one of its "layers", "position" one of that
 //       row's stack's positions
+//   "page": true                           false: no page pass (no decoding, no recorded
+//       pass, no "page"): the result holds only the study keys asked for, the same
+//       numbers (the Patch and Lens views send it; "second", "pad_side" and
+//       "decode" are then checked and unused)
 // Each row's target is decoded alone (B = 1), with the CLI's search and RNG
 // (models/decoding.h), so a seed gives `tinyformer run --seed`'s tokens. The
 // study keys run after the page's pass, on the same intervened model.

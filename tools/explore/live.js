@@ -27,7 +27,7 @@
     body.dataset.live = "recorded";
     return;
   }
-  const { el, clear, fmt, shown, quoted, viridis, inkOn } = P;
+  const { el, clear, fmt, shown, quoted, viridis, inkOn, diverging, divergingInk } = P;
 
   // ---- the state of the interventions ----
   const live = {
@@ -135,13 +135,18 @@
   function sourceOf(text, what) {
     return $("#live-ids").checked ? { ids: parseIds(text, what + " ids") } : { text };
   }
-  function buildRequest() {
+  // The panel's input and target: a request's row 0 (study.js builds its requests on it too).
+  function rowRequest() {
     const request = sourceOf($("#live-source").value, "source");
     const target = $("#live-target").value;
     if (target !== "") {
       if ($("#live-ids").checked) request.target_ids = parseIds(target, "target ids");
       else request.target = target;
     }
+    return request;
+  }
+  function buildRequest() {
+    const request = rowRequest();
     request.decode = decodeSettings();
     const second = $("#live-second").value;
     if (second !== "") {
@@ -178,20 +183,25 @@
     }
   }
   const seconds = (ms) => (ms / 1000).toFixed(1) + " s";
+  // The status of a run: "running… N s" and then SUFFIX(), each second from STARTED
+  // (performance.now()) until the returned function is called.
+  function counting(status, started, suffix) {
+    const show = () => { status.textContent = "running\u2026 " + Math.round((performance.now() - started) / 1000) + " s" + suffix(); };
+    show();
+    const ticker = setInterval(show, 1000);
+    return () => clearInterval(ticker);
+  }
   async function runOnce() {
     const started = performance.now();
     body.dataset.live = "running";
     live.stopping = null;
     const stop = $("#live-stop");
     stop.disabled = typeof live.engine.stop !== "function";
-    $("#live-status").textContent = "running\u2026";
-    const ticker = setInterval(() => {
-      $("#live-status").textContent = "running\u2026 " + Math.round((performance.now() - started) / 1000) + " s" + (stop.disabled ? "" : " (Stop or Escape ends it)");
-    }, 1000);
+    const done = counting($("#live-status"), started, () => (stop.disabled ? "" : " (Stop or Escape ends it)"));
     try {
       await runRequests(started);
     } finally {
-      clearInterval(ticker);
+      done();
       stop.disabled = true;
     }
   }
@@ -401,8 +411,8 @@
           title: "q" + q + " \u2192 k" + k + ": " + (o.diff ? "difference " : "weight ") + fmt(w, 6) + (pad ? " (padding)" : masked ? " (masked)" : "") };
         if (!pad && !masked) {
           if (o.diff) {
-            const t = Math.max(-1, Math.min(1, w / (o.scale || 1)));
-            attrs.style = { background: t >= 0 ? "rgba(178,24,43," + Math.abs(t) + ")" : "rgba(33,102,172," + Math.abs(t) + ")", color: Math.abs(t) > 0.6 ? "#fff" : "#141414" };
+            const t = (1 + w / (o.scale || 1)) / 2;  // -scale .. scale -> 0 .. 1, white at 0
+            attrs.style = { background: diverging(t), color: divergingInk(t) };
           } else {
             attrs.style = { background: viridis(w), color: inkOn(w) };
           }
@@ -525,6 +535,8 @@
     if (event.key !== "Enter" || panel.contains(event.target) || tag === "BUTTON" || tag === "A" || tag === "SELECT" || tag === "INPUT" || tag === "TEXTAREA") return;
     if (live.engine) { event.preventDefault(); runAll(); }
   });
+  // For study.js (the Patch and Lens views): the same row 0 and the same seconds counter.
+  P.live = { sourceOf, rowRequest, counting };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 })();

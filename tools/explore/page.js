@@ -51,6 +51,24 @@
   function inkOn(t) {
     return t > 0.6 ? "#141414" : "#ffffff";
   }
+  // The diverging palette of the PNG pictures (tools/pictures/heatmap.cpp diverging()):
+  // blue (t = 0) through near-white (t = 0.5) to red (t = 1), each half a straight line.
+  // diverging(t) is the CSS colour, divergingInk(t) the text on it.
+  const BLUE = [33, 102, 172], WHITE = [247, 247, 247], RED = [178, 24, 43];
+  function divergingRgb(t) {
+    if (!Number.isFinite(t)) return WHITE;
+    const x = Math.min(1, Math.max(0, t));
+    const [from, to, u] = x < 0.5 ? [BLUE, WHITE, x * 2] : [WHITE, RED, (x - 0.5) * 2];
+    return from.map((a, i) => Math.round(a + (to[i] - a) * u));
+  }
+  function diverging(t) {
+    const c = divergingRgb(t);
+    return "rgb(" + c[0] + "," + c[1] + "," + c[2] + ")";
+  }
+  function divergingInk(t) {
+    const c = divergingRgb(t);
+    return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] < 140 ? "#ffffff" : "#141414";
+  }
   // Masked and padded cells are hatched as in the PNG pictures (tools/pictures/heatmap.cpp):
   // light grey with black lines 2 px wide every 8 px, "/" for masked, "/" and "\" for padding.
   const HATCH_BG = "rgb(240,240,240)"; // kMaskedColour, kPaddingColour
@@ -114,6 +132,10 @@
     let s = Number(x.toPrecision(p)).toString();
     if (s.startsWith("-")) s = "\u2212" + s.slice(1);
     return s;
+  }
+  // A fixed number of decimals (the grids' cells and the top-token tables), with a real minus sign.
+  function fixed(x, digits) {
+    return Number.isFinite(x) ? x.toFixed(digits).replace(/^-/, "\u2212") : fmt(x);
   }
   // Agreement of the page's recomputation with the engine's number: relative
   // 1e-4, against the larger of the two or `scale` (the size of the terms that
@@ -916,7 +938,7 @@
   window.tinyformerPage = {
     setData, hooks, state, select, showView, refreshControls: () => { if (attentions.length) renderControls(); },
     data: () => data, current, attentions: () => attentions,
-    el, clear, append, fmt, shown, quoted, iso, viridis, inkOn, headColour,
+    el, clear, append, fmt, fixed, shown, quoted, iso, viridis, inkOn, diverging, divergingInk, headColour,
   };
   document.body.dataset.renderMs = String(Math.round(performance.now()));
   document.body.dataset.ready = "true";

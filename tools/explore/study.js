@@ -1,8 +1,10 @@
 // tinyformer explore, study: the Patch and Lens views (issue #34), on the
 // engine in the page. Plain JavaScript, no framework, no network. Each view
 // builds one request for window.tinyformer.run (docs/FORMAT.md section 4, the
-// keys "patch", "patch_cell" and "lens") from the live panel's input and
-// target, and draws the result: the same JSON as `tinyformer patch --output
+// keys "patch", "patch_cell" and "lens", with "page": false) from the live
+// panel's input and target (live.js's rowRequest, window.tinyformerPage.live),
+// without the panel's interventions (as the CLI's patch and lens), and draws
+// the result: the same JSON as `tinyformer patch --output
 // F.json` and `tinyformer lens --output F.json` (sections 4c and 4d).
 // Everything the model or the user wrote goes into the page as text (never as
 // HTML), bidi-isolated by page.js's shown().
@@ -13,10 +15,10 @@
   "use strict";
   const P = window.tinyformerPage;
   const $ = (selector) => document.querySelector(selector);
-  if (!P || !$("#view-patch") || !$("#view-lens")) return;
-  const { el, clear, fmt, shown, viridis, inkOn } = P;
+  if (!P || !P.live || !$("#view-patch") || !$("#view-lens")) return;
+  const { el, clear, fmt, fixed, shown, viridis, inkOn, diverging, divergingInk } = P;
   const body = document.body;
-  const study = { patch: null, patchRequest: null, cell: null, lens: null };
+  const study = { patch: null, patchRequest: null, patchSerial: 0, cell: null, lens: null };
   window.tinyformerStudy = study;
   const message = (e) => (e && e.message ? e.message : String(e));
 
@@ -36,89 +38,75 @@
     body.dataset.study = "ready";
   }
 
-  // The live panel's input and target (live.js's fields), as the request's row 0.
-  function parseIds(text, what) {
-    const parts = text.split(/[\s,]+/).filter(Boolean);
-    if (!parts.length) throw new Error(what + ": no ids (write them as 5,17,3)");
-    return parts.map((p) => {
-      if (!/^[+-]?\d+$/.test(p)) throw new Error(what + ": " + JSON.stringify(p) + " is not a whole number");
-      return Number(p);
-    });
+  // One request of VIEW ("patch" or "lens"), built by BUILD (on the live panel's row 0,
+  // live.js's rowRequest, or a cell on its grid's request) without the page pass
+  // ("page": false: the views read only their own key). Requests queue in the engine, one after the other; the view's
+  // status counts the seconds while any of them runs, and its Stop stays on until
+  // the last has finished. Stop is engine.js's stop(): it ends every request asked
+  // of the engine (the live panel's too) and starts the engine again. Resolves to
+  // {request, result}, or null on an error or a stop.
+  const active = { patch: 0, lens: 0 };
+  const counters = { patch: null, lens: null };
+  function settled() {
+    body.dataset.study = active.patch + active.lens ? "running" : body.dataset.studyLast || "ready";
   }
-  const idsMode = () => Boolean($("#live-ids") && $("#live-ids").checked);
-  function rowOf(text, what) {
-    return idsMode() ? { ids: parseIds(text, what) } : { text };
-  }
-  function baseRequest() {
-    const request = rowOf($("#live-source").value, "source");
-    const target = $("#live-target").value;
-    if (target !== "") {
-      if (idsMode()) request.target_ids = parseIds(target, "target ids");
-      else request.target = target;
-    }
-    return request;
-  }
-
-  // One request of VIEW ("patch" or "lens"); its status line says what happens and
-  // its Stop ends it (engine.js's stop(): the engine starts again). Resolves to
-  // {request, result}, or null on an error.
   async function run(build, view) {
     const status = $("#" + view + "-status"), stop = $("#" + view + "-stop");
     let request;
     try {
-      request = build();
+      request = Object.assign(build(), { page: false });
     } catch (e) {
       status.textContent = message(e);
       return null;
     }
-    status.textContent = "running\u2026 (Stop ends it)";
-    body.dataset.study = "running";
-    stop.disabled = typeof window.tinyformer.stop !== "function";
     const started = performance.now();
+    if (!active[view]++) {
+      stop.disabled = typeof window.tinyformer.stop !== "function";
+      counters[view] = P.live.counting(status, started, () => (stop.disabled ? "" : " (Stop ends it)"));
+    }
+    body.dataset.study = "running";
+    let outcome = "ready", done = null;
     try {
-      const result = await window.tinyformer.run(request);
+      done = { request, result: await window.tinyformer.run(request) };
       status.textContent = "done in " + ((performance.now() - started) / 1000).toFixed(1) + " s";
-      body.dataset.study = "ready";
-      return { request, result };
     } catch (e) {
-      status.textContent = "error: " + message(e);
-      body.dataset.study = "error";
-      return null;
+      const words = e && e.name === "AbortError" ? message(e) + "; the view shows the last result" : "error: " + message(e);
+      status.textContent = words;
+      outcome = e && e.name === "AbortError" ? "stopped" : "error";
     } finally {
-      stop.disabled = true;
+      if (!--active[view]) {
+        counters[view]();
+        stop.disabled = true;
+      }
+      body.dataset.studyLast = outcome;
+      settled();
       body.dataset.studyRuns = String(Number(body.dataset.studyRuns || 0) + 1);
     }
+    return done;
   }
-
-  // ---- colours ----
-  // The diverging palette of the PNG pictures (tools/pictures/heatmap.cpp diverging()):
-  // blue (t = 0) through near-white (t = 0.5) to red (t = 1), each half a straight line.
-  const BLUE = [33, 102, 172], WHITE = [247, 247, 247], RED = [178, 24, 43];
-  function diverging(t) {
-    if (!Number.isFinite(t)) return WHITE;
-    t = Math.min(1, Math.max(0, t));
-    const [from, to, u] = t < 0.5 ? [BLUE, WHITE, t * 2] : [WHITE, RED, (t - 0.5) * 2];
-    return from.map((a, i) => Math.round(a + (to[i] - a) * u));
-  }
-  const rgb = (c) => "rgb(" + c[0] + "," + c[1] + "," + c[2] + ")";
-  const inkOnRgb = (c) => (0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2] < 140 ? "#ffffff" : "#141414");
-  const fixed = (x, digits) => (Number.isFinite(x) ? x.toFixed(digits).replace(/^-/, "\u2212") : "NaN");
 
   // ---- the Patch view ----
+  // Grids are numbered as they are asked for: a grid's reply is drawn only if no
+  // later grid was asked, and a cell's only if its grid is still the one drawn and
+  // no other grid was asked since the click (the cell of an old grid must not be
+  // shown under a new one). While a grid is on its way, clicks on cells wait for it.
+  let gridsAsked = 0;
   function patchRequest() {
     const corrupted = $("#patch-corrupted").value;
     if (corrupted === "") throw new Error("type a corrupted input with as many tokens as the input above");
-    return { corrupted: rowOf(corrupted, "corrupted ids"), what: $("#patch-what").value };
+    return Object.assign(P.live.rowRequest(), { patch: { corrupted: P.live.sourceOf(corrupted, "corrupted"), what: $("#patch-what").value } });
   }
   async function runPatch() {
-    const done = await run(() => {
-      const request = baseRequest();
-      request.patch = patchRequest();
-      return request;
-    }, "patch");
-    if (!done) return;
+    const serial = ++gridsAsked;
+    const done = await run(patchRequest, "patch");
+    if (serial !== gridsAsked) return;  // a later grid was asked for: this one is not drawn
+    if (!done) {
+      gridsAsked = study.patchSerial;   // no new grid: the one drawn stays clickable
+      return;
+    }
     study.patch = done.result.patch;
     study.patchRequest = done.request;
+    study.patchSerial = serial;
     study.cell = null;
     clear($("#patch-cell"));
     renderPatch();
@@ -152,12 +140,12 @@
       table.appendChild(el("tr", null, [el("th", { text: "patched activation" }), ...labels.map((label, i) => el("th", { title: "position " + i, text: shown(label) }))]));
       for (const r of rows) {
         const cells = p.effect[r].map((v, i) => {
-          const colour = diverging((v + largest) / (2 * largest));
+          const t = (v + largest) / (2 * largest);
           return el("td", {
             "data-row": p.layers[r], "data-position": i, "data-value": String(v),
             class: study.cell && study.cell.row === p.layers[r] && study.cell.position === i ? "picked" : null,
             title: p.layers[r] + " at position " + i + " (" + shown(labels[i]) + "): effect " + fmt(v, 6) + "; click to patch it alone",
-            style: { background: rgb(colour), color: inkOnRgb(colour) },
+            style: { background: diverging(t), color: divergingInk(t) },
             text: fixed(v, 2),
             onclick: () => runCell(p.layers[r], i),
           });
@@ -169,14 +157,20 @@
   }
 
   async function runCell(row, position) {
-    if (!study.patchRequest) return;
+    const grid = study.patchSerial, asked = study.patchRequest;
+    if (!asked) return;
+    if (gridsAsked !== grid) {
+      $("#patch-status").textContent = "a new grid is on its way: click a cell once it is drawn";
+      return;
+    }
     const done = await run(() => {
-      const request = Object.assign({}, study.patchRequest);
+      const request = Object.assign({}, asked);
       delete request.patch;
-      request.patch_cell = Object.assign({}, study.patchRequest.patch, { row, position });
+      request.patch_cell = Object.assign({}, asked.patch, { row, position });
       return request;
     }, "patch");
     if (!done) return;
+    if (study.patchSerial !== grid || gridsAsked !== grid) return;  // its grid is gone (or going): not shown
     study.cell = done.result.patch_cell;
     renderPatch();
     renderCell();
@@ -207,17 +201,24 @@
   }
 
   // ---- the Lens view ----
+  let lensAsked = 0;
   async function runLens() {
+    const serial = ++lensAsked;
     const done = await run(() => {
-      const request = baseRequest();
+      const request = P.live.rowRequest();
       const top = Number($("#lens-top").value);
       if (!Number.isInteger(top)) throw new Error("top: " + JSON.stringify($("#lens-top").value) + " is not a whole number");
       request.lens = { top };
+      // The ids box ticked: the token to attribute as an id, as `lens --attribute-id` (a model without a vocabulary).
       const attribute = $("#lens-attribute").value;
-      if (attribute !== "") request.lens.attribute = attribute;
+      if (attribute !== "" && $("#live-ids").checked) {
+        const ids = P.live.sourceOf(attribute, "attribute").ids;
+        if (ids.length !== 1) throw new Error("attribute: one token id, got " + ids.length);
+        request.lens.attribute_id = ids[0];
+      } else if (attribute !== "") request.lens.attribute = attribute;
       return request;
     }, "lens");
-    if (!done) return;
+    if (!done || serial !== lensAsked) return;  // a later lens was asked for: only its table is drawn
     study.lens = done.result.lens;
     renderLens();
   }
@@ -293,6 +294,7 @@
   for (const view of ["patch", "lens"]) $("#" + view + "-stop").addEventListener("click", () => window.tinyformer.stop());
   for (const id of ["#lens-top", "#lens-attribute"]) $(id).addEventListener("keydown", (event) => { if (event.key === "Enter") runLens(); });
   // The lens runs by itself the first time its tab opens.
-  $('#tabs button[data-view="lens"]').addEventListener("click", () => { if (!study.lens && body.dataset.study && body.dataset.study !== "running") runLens(); });
+  // (While a patch runs it waits in the engine's queue behind it, its status counting.)
+  $('#tabs button[data-view="lens"]').addEventListener("click", () => { if (!study.lens && body.dataset.study && !active.lens) runLens(); });
   start();
 })();
