@@ -66,6 +66,13 @@ describe(`a model that never stops (${file})`, () => {
 
   test("the page answers while a generation runs; Stop ends it in words; the next request equals native", async () => {
     assert.equal(await page.isDisabled("#live-stop"), true, "Stop is off while nothing runs");
+    // A result for the views to keep when the generation is stopped: "abc", 4 new tokens, run to the end
+    // (without it the kept result was whichever keystroke's run had finished first: none, on a busy machine).
+    await page.fill("#live-max-new", "4");
+    await page.fill("#live-source", "abc");
+    await page.press("#live-source", "Enter");
+    assert.equal(await until(page, "ready", "error"), "ready", await page.textContent("#live-error"));
+    await page.waitForFunction(() => window.tinyformer.last && window.tinyformer.last.target_ids.length === 4);
     await startEndless(page);
     assert.equal(await page.isDisabled("#live-stop"), false, "Stop is on while a request runs");
     assert.equal(await page.evaluate(() => window.tinyformer.running), true);
