@@ -93,15 +93,15 @@ bool read_input_line(std::string& line) {
 // A blank line is an error naming it: it is more likely a mistake than an
 // empty input, and skipping it would shift every later output against its
 // input line.
-void refuse_blank_line(const std::string& line, size_t number) {
-    if (line.empty()) fail("standard input line ", number, " is blank; give one input per line, no blank lines");
+std::string blank_line_error(size_t number) {
+    return text_of("standard input line ", number, " is blank; give one input per line, no blank lines");
 }
 
 // One input per line of standard input, all read before any is decoded.
 std::vector<std::string> read_stdin_lines() {
     std::vector<std::string> lines;
     for (std::string line; read_input_line(line);) {
-        refuse_blank_line(line, lines.size() + 1);
+        if (line.empty()) fail(blank_line_error(lines.size() + 1));
         lines.push_back(line);
     }
     if (lines.empty()) fail("standard input has no lines; give TEXT, --ids or one input per line on standard input");
@@ -291,9 +291,13 @@ int run_interactive(const Model& model, const ModelText& text, const RunChoices&
     for (size_t number = 1;; ++number) {
         if (terminal) std::fputs("> ", stderr);
         if (!read_input_line(line)) break;
+        if (line.empty()) {
+            print_error(blank_line_error(number));
+            failed = true;
+            continue;
+        }
         OutputLines lines(model, text, choices, 1, false);
         try {
-            refuse_blank_line(line, number);
             std::vector<std::string> warnings;
             const std::vector<int64_t> tokens = text_tokens(text, line, choices.unk, "run", warnings);
             const std::vector<int64_t> input = prepared_input(model, text, tokens, choices, warnings);
