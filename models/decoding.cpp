@@ -21,17 +21,6 @@ int64_t argmax(const float* values, int64_t n) {
 
 }  // namespace
 
-std::string window_refusal(const Model& model) {
-    const ModelConfig& config = model.config;
-    if (config.pos_encoding == PositionalEncoding::Learned) return "its learned positions have no row past it";
-    if (config.pos_encoding == PositionalEncoding::Sinusoidal)
-        return "its sinusoidal positions are a table of max_len rows, none past it";
-    if (model.encoder_decoder) return "an encoder_decoder model's target starts at <bos>, which a window would cut";
-    if (config.attention == SelfAttentionKind::PrefixLm)
-        return "a prefix_lm model's prompt is its bidirectional prefix, which a window would cut";
-    return "";
-}
-
 void refuse_inputs_without_room(const Model& model, const std::vector<std::vector<int64_t>>& inputs, bool slide_window) {
     if (slide_window) return;  // the window keeps the last max_len tokens: there is always a next position
     const int64_t max_len = model.config.max_len;
@@ -117,20 +106,14 @@ Generation decode_rows(const Model& model, const std::vector<std::vector<int64_t
             const size_t b = static_cast<size_t>(active[r]);
             const int64_t token = choose(row, V, b);
             result.log_probs[b] += row[token] - log_sum_exp(row, V);  // log_softmax(row)[token]
-            if (token == eos) {
-                end_row(b, StopReason::Eos);
-                continue;
+            if (token != eos) {
+                result.tokens[b].push_back(token);
+                if (options.on_token) options.on_token(b, token);
             }
-            result.tokens[b].push_back(token);
-            if (options.on_token) options.on_token(b, token);
             const bool full_length = !options.slide_window && stepper->length(static_cast<int64_t>(r)) + 1 >= max_len;
             const bool enough = limit > 0 && static_cast<int64_t>(result.tokens[b].size()) >= limit;
-            if (enough) {  // the tokens asked for, whether or not max_len is reached too
-                end_row(b, StopReason::MaxNewTokens);
-                continue;
-            }
-            if (full_length) {
-                end_row(b, StopReason::MaxLen);
+            if (token == eos || enough || full_length) {  // the tokens asked for count as such even at max_len
+                end_row(b, token == eos ? StopReason::Eos : enough ? StopReason::MaxNewTokens : StopReason::MaxLen);
                 continue;
             }
             keep.push_back(static_cast<int64_t>(r));

@@ -13,20 +13,14 @@
 // sequence fills the model's max_len positions, or after max_new_tokens;
 // Generation::stops says which (StopReason).
 //
-// Past max_len (GenerationOptions::slide_window, `run --max-new-tokens`): a
-// decoder_only causal model whose positions are rotary, ALiBi or none goes
-// on in a sliding window, as nanoGPT's generate crops its input
-// (idx[:, -block_size:]): each step's logits are those of a fresh pass on
-// the row's last max_len tokens, at positions 0..max_len-1. Rotary keys are
-// turned by their position and every later layer's keys depend on the
-// earlier positions, so the KV cache cannot just drop its oldest rows (the
-// kept keys would still hold what the dropped tokens put in them): once a
-// row is longer than max_len, every step recomputes the window (a pass of
-// max_len tokens a step, allocating as a prompt's pass does). Learned and
-// sinusoidal positions are tables of max_len rows with no row past them, an
-// encoder_decoder's target starts at <bos> and a prefix_lm's prompt is its
-// bidirectional prefix, which a window would cut: those models stop at
-// max_len (window_refusal says why).
+// Past max_len (GenerationOptions::slide_window) a decoder_only causal model
+// with rotary, ALiBi or no positions goes on in a sliding window, as
+// nanoGPT's generate crops (idx[:, -block_size:]): each step's logits are a
+// fresh pass on the row's last max_len tokens at positions 0..max_len-1. The
+// cache cannot just drop its oldest rows (later layers' kept keys hold what
+// the dropped tokens put in them), so each such step is a whole pass, which
+// allocates as a prompt's pass does. Other models stop at max_len
+// (window_refusal, models/stepper.h, says why).
 // A model without an eos_id (a nanoGPT model has none) never stops by
 // itself: max_new_tokens decides, and its default is smaller for it
 // (default_max_new_tokens).
@@ -85,7 +79,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <vector>
 
 namespace tinyformer {
@@ -105,10 +98,6 @@ int64_t default_max_new_tokens(const Model& model);
 // model's max_len positions filled (and no window slides past them).
 enum class StopReason { Eos, MaxNewTokens, MaxLen };
 
-// Empty when the model can slide a window past max_len (above); else why not,
-// as the end of a sentence: "its learned positions have no row past it".
-std::string window_refusal(const Model& model);
-
 struct GenerationOptions {
     StepMode mode = StepMode::KvCache;
     // At most this many new tokens per row, and never past max_len.
@@ -119,13 +108,9 @@ struct GenerationOptions {
     // Called after every step that extends the sequences (e.g. to count
     // what a step allocates, as the decode benchmark does); none by default.
     std::function<void()> after_step;
-    // Past max_len, a sliding window (above) instead of a stop; Error when
-    // window_refusal(model) says the model has none.
-    bool slide_window = false;
-    // greedy_decode and sample_decode: called with (input row, token) for
-    // every generated token as soon as it is chosen (<eos> excepted), and
-    // with (input row, why) when that row ends. Beam search calls neither:
-    // its best hypothesis is known only at the end.
+    bool slide_window = false;  // past max_len (above); Error for a model window_refusal refuses
+    // Greedy and sampling (not beam search, whose best is known at the end):
+    // (input row, token) as each token is chosen (not <eos>), (row, why) as a row ends.
     std::function<void(size_t, int64_t)> on_token;
     std::function<void(size_t, StopReason)> on_row_end;
 };

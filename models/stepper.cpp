@@ -1,7 +1,6 @@
 #include "models/stepper.h"
 
 #include "engine/ops.h"
-#include "models/decoding.h"
 #include "models/mask_policy.h"
 
 #include <algorithm>
@@ -161,7 +160,8 @@ public:
     void append(const std::vector<int64_t>& tokens) override {
         for (size_t b = 0; b < sequences_.size(); ++b) sequences_[b].push_back(tokens[b]);
         if (mode_ != StepMode::KvCache) return;
-        if (window_ && past_max_len()) {  // a fresh pass on every row's window: the cache starts again
+        const auto past = [&](const auto& row) { return static_cast<int64_t>(row.size()) > model_.config().max_len; };
+        if (window_ && std::any_of(sequences_.begin(), sequences_.end(), past)) {  // a fresh pass on each window
             cache_ = StackCache();
             cache_padding_.clear();
             slot_positions_.clear();
@@ -203,12 +203,6 @@ private:
             rows.emplace_back(sequence.end() - static_cast<std::ptrdiff_t>(std::min(sequence.size(), max_len)),
                               sequence.end());
         return rows;
-    }
-
-    bool past_max_len() const {
-        for (const auto& sequence : sequences_)
-            if (static_cast<int64_t>(sequence.size()) > model_.config().max_len) return true;
-        return false;
     }
 
     // KV cache: the prompts (or with a window, the rows' windows) in one
@@ -294,6 +288,17 @@ private:
 };
 
 }  // namespace
+
+std::string window_refusal(const Model& model) {
+    const ModelConfig& config = model.config;
+    if (config.pos_encoding == PositionalEncoding::Learned) return "its learned positions have no row past it";
+    if (config.pos_encoding == PositionalEncoding::Sinusoidal)
+        return "its sinusoidal positions are a table of max_len rows, none past it";
+    if (model.encoder_decoder) return "an encoder_decoder model's target starts at <bos>, which a window would cut";
+    if (config.attention == SelfAttentionKind::PrefixLm)
+        return "a prefix_lm model's prompt is its bidirectional prefix, which a window would cut";
+    return "";
+}
 
 int64_t reserved_new_tokens(const Model& model, int64_t max_new_tokens) {
     const int64_t max_len = model.config.max_len;
