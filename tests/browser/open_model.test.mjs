@@ -12,7 +12,11 @@
 //     name) is refused with the CLI's own message for that file, as text
 //     (`tinyformer run NAME` in the file's folder prints it after
 //     "tinyformer: error: "), and the model before keeps running;
-//   - no request leaves the page, no console error, nothing typed or named runs.
+//   - no request leaves the page, no console error, nothing typed or named runs;
+//   - real sizes: a stories15M-shaped (llama2.c form, 61 MB) and a
+//     GPT-2-124M-shaped (498 MB) checkpoint with random weights, made here by
+//     random_model.mjs (never committed), open in a fresh page without weights
+//     and give forward's numbers on a short input (two decoded tokens).
 // The load time and the engine's memory after each open are printed (measured,
 // not asserted).
 import { after, before, describe, test } from "node:test";
@@ -23,6 +27,7 @@ import { dirname, basename } from "node:path";
 import { launch, openPage } from "./browser.mjs";
 import { LOGITS_TOLERANCE, TINYFORMER, TOLERANCE, compareResult, describeChecks, nativeForward, nativeRun, scratchFile } from "./native.mjs";
 import { DecidedCount, disagreement, greedyDecided, predictingRows } from "./margin.mjs";
+import { GPT2_124M, STORIES15M, gpt2Shaped, llamaShaped, writeRandomModel } from "./random_model.mjs";
 
 const MODELS = [
   { name: "reverse", file: "data/models/reverse.safetensors", inputs: ["hello", "attention"], how: "input" },
@@ -175,6 +180,40 @@ describe("the page without weights", () => {
     assert.deepEqual(requests, []);
     assert.deepEqual(opened.errors, []);
   });
+});
+
+describe("real-size checkpoints with random weights, opened in the page", () => {
+  for (const [name, make] of [["stories15M-shaped", () => llamaShaped(STORIES15M)], ["gpt2-124M-shaped", () => gpt2Shaped(GPT2_124M)]]) {
+    test(name, async () => {
+      const file = scratchFile(`${name}.safetensors`);
+      const bytes = writeRandomModel(file, make());
+      const opened = await openPage(browser, pageFile);
+      try {
+        const { page } = opened;
+        await page.waitForFunction(() => document.body.dataset.live === "no-model", null, { timeout: 10000 });
+        const result = await openModel(page, file, "input");
+        assert.equal(result.state, "opened", `${name}: ${result.error}`);
+        measured.push(`${name}: ${bytes} bytes opened in ${result.ms} ms (wall, load ${loadAverage()}); ` +
+          `the engine's memory then ${result.info.memory_bytes} bytes (${(result.info.memory_bytes / bytes).toFixed(2)}x the file)`);
+        // Three characters of the made-up vocabulary, two tokens decoded: forward's numbers.
+        const text = "\u4e00\u4e01\u4e03";
+        const started = Date.now();
+        const answer = await page.evaluate((text) => window.tinyformer.run({ text, decode: { mode: "greedy", max_new_tokens: 2 } })
+          .then((r) => ({ ok: true, r }), (e) => ({ ok: false, error: e.message })), text);
+        assert.ok(answer.ok, answer.error);
+        measured.push(`${name}: one request (3 tokens, 2 decoded, the page's JSON) ${Date.now() - started} ms (wall)`);
+        const comparison = compareResult(answer.r, nativeForward(file, answer.r.forward_inputs), 0, answer.r.forward_inputs);
+        const [logits, ...weights] = comparison.checks;
+        assert.ok(logits.worst <= LOGITS_TOLERANCE, `${name}: logits: ${describeChecks(comparison)}`);
+        for (const c of weights) assert.ok(c.worst <= TOLERANCE, `${name}: ${c.name}: ${describeChecks(comparison)}`);
+        assert.equal(answer.r.target_ids.length, 2);
+        assert.deepEqual(opened.blocked, []);
+        assert.deepEqual(opened.errors, []);
+      } finally {
+        await opened.context.close();
+      }
+    });
+  }
 });
 
 function loadAverage() {
