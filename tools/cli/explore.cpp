@@ -271,7 +271,9 @@ LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_p
     if (!error && model_size > kLiveCheckpointLimit) {
         char size[32];
         std::snprintf(size, sizeof size, "%.1f", static_cast<double>(model_size) / (1024.0 * 1024.0));
-        why_recorded = std::string("the checkpoint is ") + size + " MiB, above the 64 MiB a live page embeds";
+        why_recorded = std::string("the checkpoint is ") + size +
+                       " MiB, above the 64 MiB a live page embeds (--no-embed writes the live page without it: open "
+                       "the checkpoint in the page)";
         return recorded("this page is recorded: " + why_recorded);
     }
     LiveEngine live;

@@ -124,7 +124,7 @@
     body.dataset.open = "opening";
     $("#open-status").textContent = "";
     // The file's name is the reader's: only ever text.
-    $("#live-status").textContent = "opening " + JSON.stringify(String(file.name)) + " (" + mib(file.size) + ")\u2026";
+    $("#live-status").textContent = "opening " + quoted(String(file.name)) + " (" + mib(file.size) + ")\u2026";
     try {
       const info = await engine.open(file);
       const ms = Math.round(performance.now() - started);
@@ -136,7 +136,7 @@
       P.setData({ format: "tinyformer-explore/1", model: { name: info.name, arch: info.arch }, input: null,
         sequences: {}, ids: {}, padding: {}, attentions: [], decoding: { mode: "none", steps: [], hypotheses: [] } });
       if (!hadModel) enable(engine);
-      $("#open-status").textContent = "opened " + info.name + " (" + info.arch + ") in " + ms + " ms; the engine's memory: " + mib(info.memory_bytes);
+      $("#open-status").textContent = "opened " + shown(String(info.name)) + " (" + info.arch + ") in " + ms + " ms; the engine's memory: " + mib(info.memory_bytes);
       body.dataset.opened = String(Number(body.dataset.opened || 0) + 1);
       body.dataset.open = "opened";
       if ($("#live-source").value !== "") {
