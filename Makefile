@@ -357,6 +357,7 @@ test-browser: deps-browser deps-wasm
 	@$(MAKE) --no-print-directory $(if $(EXPLORE_PAGES),,$(TOY_PAGES) $(SAMPLE_PAGES)) $(LIVE_ENGINE_PAGES) $(STUDY_PAGES)
 	EXPLORE_PAGES="$(or $(EXPLORE_PAGES),$(TOY_PAGES) $(SAMPLE_PAGES))" LIVE_PAGES="$(LIVE_PAGES)" node --test --test-concurrency=1 tests/browser/explore.test.mjs tests/browser/positions.test.mjs tests/browser/live_page.test.mjs
 	LIVE_ENGINE_PAGES="$(LIVE_ENGINE_PAGES)" STUDY_PAGES="$(STUDY_PAGES)" node --test --test-concurrency=1 tests/browser/live_engine.test.mjs tests/browser/live_worker.test.mjs tests/browser/study.test.mjs
+	node --test --test-concurrency=1 tests/browser/decoding_stop.test.mjs tests/browser/open_model.test.mjs
 
 # The page benchmark (measured, never asserted): each live page's size, load
 # to interactive and recompute time in headless chromium, against the native

@@ -21,7 +21,8 @@ int64_t argmax(const float* values, int64_t n) {
 
 }  // namespace
 
-void refuse_inputs_without_room(const Model& model, const std::vector<std::vector<int64_t>>& inputs) {
+void refuse_inputs_without_room(const Model& model, const std::vector<std::vector<int64_t>>& inputs, bool slide_window) {
+    if (slide_window) return;  // the window keeps the last max_len tokens: there is always a next position
     const int64_t max_len = model.config.max_len;
     for (size_t b = 0; b < inputs.size(); ++b) {
         // The positions a row holds before its first step: the prompt, or <bos>.
@@ -72,13 +73,18 @@ Generation decode_rows(const Model& model, const std::vector<std::vector<int64_t
                        const GenerationOptions& options, Choose&& choose) {
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
     const int64_t limit = new_token_limit(model, options);
-    refuse_inputs_without_room(model, inputs);  // before the prompts' pass
+    refuse_inputs_without_room(model, inputs, options.slide_window);  // before the prompts' pass
     const int64_t reserved = reserved_new_tokens(model, limit);
-    std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options.mode, reserved);
+    std::unique_ptr<Stepper> stepper = make_stepper(model, inputs, options.mode, reserved, options.slide_window);
     Generation result;
     result.tokens.resize(inputs.size());
     for (auto& tokens : result.tokens) tokens.reserve(static_cast<size_t>(reserved));
     result.log_probs.assign(inputs.size(), 0.0);
+    result.stops.assign(inputs.size(), StopReason::Eos);
+    const auto end_row = [&](size_t b, StopReason why) {
+        result.stops[b] = why;
+        if (options.on_row_end) options.on_row_end(b, why);
+    };
     std::vector<int64_t> active(inputs.size());  // stepper row -> input row
     for (size_t b = 0; b < inputs.size(); ++b) active[b] = static_cast<int64_t>(b);
 
@@ -100,11 +106,16 @@ Generation decode_rows(const Model& model, const std::vector<std::vector<int64_t
             const size_t b = static_cast<size_t>(active[r]);
             const int64_t token = choose(row, V, b);
             result.log_probs[b] += row[token] - log_sum_exp(row, V);  // log_softmax(row)[token]
-            if (token == eos) continue;
-            result.tokens[b].push_back(token);
-            const bool full_length = stepper->length(static_cast<int64_t>(r)) + 1 >= max_len;
+            if (token != eos) {
+                result.tokens[b].push_back(token);
+                if (options.on_token) options.on_token(b, token);
+            }
+            const bool full_length = !options.slide_window && stepper->length(static_cast<int64_t>(r)) + 1 >= max_len;
             const bool enough = limit > 0 && static_cast<int64_t>(result.tokens[b].size()) >= limit;
-            if (full_length || enough) continue;
+            if (token == eos || enough || full_length) {  // the tokens asked for count as such even at max_len
+                end_row(b, token == eos ? StopReason::Eos : enough ? StopReason::MaxNewTokens : StopReason::MaxLen);
+                continue;
+            }
             keep.push_back(static_cast<int64_t>(r));
             tokens.push_back(token);
         }
@@ -225,8 +236,9 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
     if (width < 1) fail("beam_search: width must be >= 1, got ", width);
     const int64_t eos = eos_of(model), max_len = model.config.max_len;
     const int64_t limit = new_token_limit(model, options);
-    refuse_inputs_without_room(model, {input});  // before the prompt's pass
-    std::unique_ptr<Stepper> stepper = make_stepper(model, {input}, options.mode, /*new_positions=*/0);
+    refuse_inputs_without_room(model, {input}, options.slide_window);  // before the prompt's pass
+    std::unique_ptr<Stepper> stepper =
+        make_stepper(model, {input}, options.mode, /*new_positions=*/0, options.slide_window);
 
     struct Alive {
         std::vector<int64_t> tokens;
@@ -259,7 +271,8 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
             if (static_cast<int64_t>(next.size()) == width) break;
             const Alive& parent = alive[static_cast<size_t>(c.parent)];
             if (c.token == eos) {
-                ended.push_back({parent.tokens, c.log_prob, score_of(c.log_prob, parent.tokens.size() + 1)});
+                ended.push_back({parent.tokens, c.log_prob, score_of(c.log_prob, parent.tokens.size() + 1),
+                                 StopReason::Eos});
                 continue;
             }
             Alive grown{parent.tokens, c.log_prob};
@@ -270,9 +283,12 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
         }
         if (static_cast<int64_t>(ended.size()) >= width || next.empty()) break;
         const int64_t length = stepper->length(parents[0]) + 1;  // every hypothesis grows in step
+        const bool full_length = !options.slide_window && length >= max_len;
         const bool enough = limit > 0 && static_cast<int64_t>(next[0].tokens.size()) >= limit;
-        if (length >= max_len || enough) {  // out of positions: the alive ones end here
-            for (const Alive& h : next) ended.push_back({h.tokens, h.log_prob, score_of(h.log_prob, h.tokens.size())});
+        if (full_length || enough) {  // out of tokens or positions: the alive ones end here
+            const StopReason why = enough ? StopReason::MaxNewTokens : StopReason::MaxLen;
+            for (const Alive& h : next)
+                ended.push_back({h.tokens, h.log_prob, score_of(h.log_prob, h.tokens.size()), why});
             break;
         }
         alive = std::move(next);
@@ -285,6 +301,7 @@ Generation beam_search(const Model& model, const std::vector<int64_t>& input, in
     Generation result;
     result.tokens = {best.tokens};
     result.log_probs = {best.log_prob};
+    result.stops = {best.stop};
     result.hypotheses = ended;
     std::stable_sort(result.hypotheses.begin(), result.hypotheses.end(),
                      [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });

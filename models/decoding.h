@@ -10,7 +10,17 @@
 //                    the whole prompt as the bidirectional prefix)
 // Output: the generated tokens of each row, without <bos> and <eos>.
 // Generation stops at <eos> (when the config has an eos_id), when the
-// sequence fills the model's max_len positions, or after max_new_tokens.
+// sequence fills the model's max_len positions, or after max_new_tokens;
+// Generation::stops says which (StopReason).
+//
+// Past max_len (GenerationOptions::slide_window) a decoder_only causal model
+// with rotary, ALiBi or no positions goes on in a sliding window, as
+// nanoGPT's generate crops (idx[:, -block_size:]): each step's logits are a
+// fresh pass on the row's last max_len tokens at positions 0..max_len-1. The
+// cache cannot just drop its oldest rows (later layers' kept keys hold what
+// the dropped tokens put in them), so each such step is a whole pass, which
+// allocates as a prompt's pass does. Other models stop at max_len
+// (window_refusal, models/stepper.h, says why).
 // A model without an eos_id (a nanoGPT model has none) never stops by
 // itself: max_new_tokens decides, and its default is smaller for it
 // (default_max_new_tokens).
@@ -84,6 +94,10 @@ constexpr int64_t kMaxNewTokensWithEos = 1024;
 constexpr int64_t kMaxNewTokensWithoutEos = 64;
 int64_t default_max_new_tokens(const Model& model);
 
+// Why a generation ended: <eos> chosen, max_new_tokens reached, or the
+// model's max_len positions filled (and no window slides past them).
+enum class StopReason { Eos, MaxNewTokens, MaxLen };
+
 struct GenerationOptions {
     StepMode mode = StepMode::KvCache;
     // At most this many new tokens per row, and never past max_len.
@@ -94,6 +108,11 @@ struct GenerationOptions {
     // Called after every step that extends the sequences (e.g. to count
     // what a step allocates, as the decode benchmark does); none by default.
     std::function<void()> after_step;
+    bool slide_window = false;  // past max_len (above); Error for a model window_refusal refuses
+    // Greedy and sampling (not beam search, whose best is known at the end):
+    // (input row, token) as each token is chosen (not <eos>), (row, why) as a row ends.
+    std::function<void(size_t, int64_t)> on_token;
+    std::function<void(size_t, StopReason)> on_row_end;
 };
 
 // One finished beam-search hypothesis: its tokens (without <bos> / <eos>),
@@ -101,11 +120,13 @@ struct GenerationOptions {
 struct Hypothesis {
     std::vector<int64_t> tokens;
     double log_prob = 0.0, score = 0.0;
+    StopReason stop = StopReason::Eos;
 };
 
 struct Generation {
     std::vector<std::vector<int64_t>> tokens;  // per row, without <bos> / <eos>
     std::vector<double> log_probs;             // per row: sum of log p of the chosen tokens (incl. <eos>)
+    std::vector<StopReason> stops;             // per row: why it ended (beam search: the best hypothesis)
     std::vector<Tensor> step_logits;           // with record_logits: one [B, V] per step
     std::vector<Hypothesis> hypotheses;        // beam search: every ended hypothesis, best score first
 };
@@ -114,8 +135,10 @@ struct Generation {
 // a decoder-only prompt already holding max_len tokens or more (an
 // encoder-decoder's target starts as <bos>, one position, so only max_len 1
 // leaves it none). The message names the input (its index when there are
-// several), its length and max_len. greedy_decode and beam_search ask it first.
-void refuse_inputs_without_room(const Model& model, const std::vector<std::vector<int64_t>>& inputs);
+// several), its length and max_len. greedy_decode and beam_search ask it
+// first; with a sliding window (slide_window) every prompt has room.
+void refuse_inputs_without_room(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
+                                bool slide_window = false);
 
 // The limit options.max_new_tokens means for `model`: its default resolved
 // (kModelDefault), else the value itself (0: none but max_len). Error for

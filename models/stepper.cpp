@@ -125,8 +125,8 @@ private:
 class SingleStackStepper : public Stepper {
 public:
     SingleStackStepper(const SingleStackModel& model, const std::vector<std::vector<int64_t>>& prompts, StepMode mode,
-                       int64_t new_positions)
-        : model_(model), mode_(mode), new_positions_(new_positions), sequences_(prompts) {
+                       int64_t new_positions, bool slide_window)
+        : model_(model), mode_(mode), new_positions_(new_positions), window_(slide_window), sequences_(prompts) {
         const ModelConfig& config = model.config();
         if (config.attention == SelfAttentionKind::Bidirectional)
             fail("decode: an encoder_only model sees every position at once and cannot generate text");
@@ -136,7 +136,7 @@ public:
         }
         for (auto& sequence : sequences_) sequence.reserve(sequence.size() + static_cast<size_t>(new_positions));
         if (mode_ == StepMode::KvCache) {
-            run_prompts();
+            run_prompts(windows());
             const int64_t layers = static_cast<int64_t>(cache_.layers.size());
             for (KVCache& layer : cache_.layers)  // room reserved up front: a step allocates nothing
                 layer.reserve(layer.batch(),
@@ -148,17 +148,26 @@ public:
     Tensor next_logits() override {
         if (mode_ == StepMode::KvCache) return logits_;
         Padding padding;
-        const TokenIds ids = pad_rows(sequences_, pad_id_of(model_.config()), &padding);
+        const std::vector<std::vector<int64_t>> rows = windows();
+        const TokenIds ids = pad_rows(rows, pad_id_of(model_.config()), &padding);
         const bool prefix_lm = model_.config().attention == SelfAttentionKind::PrefixLm;
         const Tensor logits = model_.forward(ids, padding, prefix_lm ? prompt_lengths_ : std::vector<int64_t>{});
         std::vector<int64_t> last;
-        for (const auto& sequence : sequences_) last.push_back(static_cast<int64_t>(sequence.size()) - 1);
+        for (const auto& row : rows) last.push_back(static_cast<int64_t>(row.size()) - 1);
         return logits_at(logits, last);
     }
 
     void append(const std::vector<int64_t>& tokens) override {
         for (size_t b = 0; b < sequences_.size(); ++b) sequences_[b].push_back(tokens[b]);
         if (mode_ != StepMode::KvCache) return;
+        const auto past = [&](const auto& row) { return static_cast<int64_t>(row.size()) > model_.config().max_len; };
+        if (window_ && std::any_of(sequences_.begin(), sequences_.end(), past)) {  // a fresh pass on each window
+            cache_ = StackCache();
+            cache_padding_.clear();
+            slot_positions_.clear();
+            run_prompts(windows());
+            return;
+        }
         // One new position per row, at that row's own next position; it sees
         // every cached key except the padding slots of shorter prompts.
         const int64_t B = static_cast<int64_t>(sequences_.size());
@@ -185,10 +194,24 @@ public:
     int64_t length(int64_t b) const override { return static_cast<int64_t>(sequences_[static_cast<size_t>(b)].size()); }
 
 private:
-    // KV cache: the prompts once, right-padded together, with the model's mask.
-    void run_prompts() {
+    // A row's last max_len tokens with a sliding window, else the row as it is.
+    std::vector<std::vector<int64_t>> windows() const {
+        if (!window_) return sequences_;
+        const auto max_len = static_cast<size_t>(model_.config().max_len);
+        std::vector<std::vector<int64_t>> rows;
+        for (const auto& sequence : sequences_)
+            rows.emplace_back(sequence.end() - static_cast<std::ptrdiff_t>(std::min(sequence.size(), max_len)),
+                              sequence.end());
+        return rows;
+    }
+
+    // KV cache: the prompts (or with a window, the rows' windows) in one
+    // pass, right-padded together, with the model's mask, from position 0.
+    void run_prompts(const std::vector<std::vector<int64_t>>& rows) {
+        std::vector<int64_t> lengths;
+        for (const auto& row : rows) lengths.push_back(static_cast<int64_t>(row.size()));
         Padding padding;
-        const TokenIds ids = pad_rows(sequences_, pad_id_of(model_.config()), &padding);
+        const TokenIds ids = pad_rows(rows, pad_id_of(model_.config()), &padding);
         // The prompts' pass, as forward() checks its own: its mask (with ALiBi, a
         // [B,H,P,P] bias) is made before any layer runs, so it is checked first.
         refuse_pass_beyond_memory("prefill", model_.config(), ids.batch, ids.length, ids.length,
@@ -204,12 +227,12 @@ private:
         const Tensor logits = model_.forward_step(ids, std::vector<int64_t>(sequences_.size(), 0), mask, padding,
                                                   cache_);  // [B, P, V]
         std::vector<int64_t> last;
-        for (int64_t length : prompt_lengths_) last.push_back(length - 1);
+        for (int64_t length : lengths) last.push_back(length - 1);
         logits_ = logits_at(logits, last);
-        for (size_t b = 0; b < sequences_.size(); ++b) {
+        for (size_t b = 0; b < rows.size(); ++b) {
             std::vector<uint8_t> flags(static_cast<size_t>(ids.length), 0);
             flags.reserve(static_cast<size_t>(ids.length + new_positions_));  // one more flag per step
-            for (int64_t t = prompt_lengths_[b]; t < ids.length; ++t) flags[static_cast<size_t>(t)] = 1;
+            for (int64_t t = lengths[b]; t < ids.length; ++t) flags[static_cast<size_t>(t)] = 1;
             cache_padding_.push_back(std::move(flags));
             if (alibi()) {  // slot t holds the prompt's token t (padding slots too: blocked anyway)
                 std::vector<int64_t> positions(static_cast<size_t>(ids.length));
@@ -249,6 +272,7 @@ private:
     const SingleStackModel& model_;
     StepMode mode_;
     int64_t new_positions_;
+    bool window_;  // a sliding window past max_len (make_stepper)
     std::vector<std::vector<int64_t>> sequences_;
     std::vector<int64_t> prompt_lengths_;
     std::vector<std::vector<uint8_t>> cache_padding_;  // per row: 1 where a cache slot is prompt padding
@@ -265,6 +289,17 @@ private:
 
 }  // namespace
 
+std::string window_refusal(const Model& model) {
+    const ModelConfig& config = model.config;
+    if (config.pos_encoding == PositionalEncoding::Learned) return "its learned positions have no row past it";
+    if (config.pos_encoding == PositionalEncoding::Sinusoidal)
+        return "its sinusoidal positions are a table of max_len rows, none past it";
+    if (model.encoder_decoder) return "an encoder_decoder model's target starts at <bos>, which a window would cut";
+    if (config.attention == SelfAttentionKind::PrefixLm)
+        return "a prefix_lm model's prompt is its bidirectional prefix, which a window would cut";
+    return "";
+}
+
 int64_t reserved_new_tokens(const Model& model, int64_t max_new_tokens) {
     const int64_t max_len = model.config.max_len;
     const int64_t most = max_new_tokens > 0 ? std::min(max_new_tokens, max_len) : max_len;
@@ -272,13 +307,15 @@ int64_t reserved_new_tokens(const Model& model, int64_t max_new_tokens) {
 }
 
 std::unique_ptr<Stepper> make_stepper(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
-                                      StepMode mode, int64_t new_positions) {
+                                      StepMode mode, int64_t new_positions, bool slide_window) {
     if (inputs.empty()) fail("decode: no input sequences");
     const int64_t max_len = model.config.max_len;
+    if (slide_window && !window_refusal(model).empty())
+        fail("decode: the model cannot slide a window past its max_len of ", max_len, ": ", window_refusal(model));
     if (model.encoder_decoder)  // <bos> and the new tokens
         return std::make_unique<EncoderDecoderStepper>(*model.encoder_decoder, inputs, mode,
                                                        std::min(1 + new_positions, max_len));
-    return std::make_unique<SingleStackStepper>(*model.single_stack, inputs, mode, new_positions);
+    return std::make_unique<SingleStackStepper>(*model.single_stack, inputs, mode, new_positions, slide_window);
 }
 
 }  // namespace tinyformer

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace tinyformer {
@@ -50,9 +51,15 @@ public:
 // none; beam search reorders its caches at every step, which would copy
 // reserved room each time). Error when there are no inputs, an input is
 // empty, the model cannot generate (encoder_only) or, for encoder_decoder,
-// has no bos_id.
+// has no bos_id. With `slide_window` (models/decoding.h) a row's logits are
+// those of its last max_len tokens at positions 0..max_len-1 (length(b)
+// still counts every token); Error when window_refusal refuses the model.
 std::unique_ptr<Stepper> make_stepper(const Model& model, const std::vector<std::vector<int64_t>>& inputs,
-                                      StepMode mode, int64_t new_positions);
+                                      StepMode mode, int64_t new_positions, bool slide_window = false);
+
+// Empty when the model can slide a window past max_len (models/decoding.h),
+// else why not, as the end of a sentence: "its learned positions have no row past it".
+std::string window_refusal(const Model& model);
 
 // How many new tokens the buffers of a decoding (KV caches, token vectors)
 // get room for when it starts, so that its steps allocate nothing: the most

@@ -49,11 +49,16 @@ std::vector<int64_t> ModelText::encode_output(const std::string& text) const {
 
 namespace {
 
+void decode_piece_with(const std::optional<Tokenizer>& tokenizer, const std::vector<int64_t>& ids, size_t i,
+                       std::string& out) {
+    if (tokenizer) return tokenizer->decode_piece(ids, i, out);
+    out.append(i ? "," : "").append(std::to_string(ids.at(i)));  // no vocabulary: the ids, "5,17,3"
+}
+
 std::string decode_with(const std::optional<Tokenizer>& tokenizer, const std::vector<int64_t>& ids) {
-    if (tokenizer) return tokenizer->decode(ids);
-    std::string list;
-    for (int64_t id : ids) list.append(list.empty() ? "" : ",").append(std::to_string(id));
-    return list;
+    std::string text;
+    for (size_t i = 0; i < ids.size(); ++i) decode_piece_with(tokenizer, ids, i, text);
+    return text;
 }
 
 }  // namespace
@@ -62,11 +67,15 @@ std::string ModelText::decode_input(const std::vector<int64_t>& ids) const { ret
 
 std::string ModelText::decode_output(const std::vector<int64_t>& ids) const { return decode_with(output_, ids); }
 
+void ModelText::decode_output_piece(const std::vector<int64_t>& ids, size_t i, std::string& out) const {
+    decode_piece_with(output_, ids, i, out);
+}
+
 std::string ModelText::input_label(int64_t id) const { return input_ ? input_->label(id) : id_label(id); }
 
 std::string ModelText::output_label(int64_t id) const { return output_ ? output_->label(id) : id_label(id); }
 
-std::vector<int64_t> model_input(const Model& model, std::vector<int64_t> tokens) {
+std::vector<int64_t> framed_input(const Model& model, std::vector<int64_t> tokens) {
     const ModelConfig& config = model.config;
     check_ids(tokens, input_vocabulary_size(config), "input");
     if (config.arch == Architecture::DecoderOnly) {
@@ -81,6 +90,12 @@ std::vector<int64_t> model_input(const Model& model, std::vector<int64_t> tokens
     if (tokens.empty())
         fail("the input is empty; ", config.arch == Architecture::DecoderOnly ? "a decoder_only model without bos_id" : "the encoder",
              " needs at least one token");
+    return tokens;
+}
+
+std::vector<int64_t> model_input(const Model& model, std::vector<int64_t> tokens) {
+    const ModelConfig& config = model.config;
+    tokens = framed_input(model, std::move(tokens));
     const auto length = static_cast<int64_t>(tokens.size());
     // With no positional encoding max_len bounds nothing (docs/FORMAT.md);
     // the forward pass's memory check still applies.

@@ -41,6 +41,10 @@ public:
     // Tokens as text; as ids "5,17,3" for a model without a vocabulary.
     std::string decode_input(const std::vector<int64_t>& ids) const;
     std::string decode_output(const std::vector<int64_t>& ids) const;
+    // Appends the text output token ids[i] adds to decode_output(ids[0..i])
+    // (Tokenizer::decode_piece; ",17" after the first id without a vocabulary):
+    // an output shown a token at a time, as it is generated.
+    void decode_output_piece(const std::vector<int64_t>& ids, size_t i, std::string& out) const;
     std::string input_label(int64_t id) const;
     std::string output_label(int64_t id) const;
     const Tokenizer* output_tokenizer() const { return output_ ? &*output_ : nullptr; }
@@ -53,6 +57,9 @@ private:
 // token id outside the input vocabulary, an empty input where the model
 // needs one, or more positions than the model's max_len.
 std::vector<int64_t> model_input(const Model& model, std::vector<int64_t> tokens);
+// model_input without its max_len check: the framed input of any length
+// (`run` cuts a decoder-only prompt longer than max_len from the left).
+std::vector<int64_t> framed_input(const Model& model, std::vector<int64_t> tokens);
 
 // The decoder's tokens for a target: <bos> + target when the config has a
 // bos_id, else the target as it is. Error for ids outside the output

@@ -670,8 +670,9 @@ const std::vector<BadInput> kCommandLine = {
     {"run on a text longer than the model's max_len", [](const TempDirectory&) {
          return std::vector<std::string>{"run", kReverse, "abc", std::string(40, 'x')}; },
      1, {"input \"xxxxxxxxxx", "an input of 40 tokens is longer than the model's max_len of 32"}},
-    {"run on a prompt longer than a decoder-only model's max_len", [](const TempDirectory&) {
-         return std::vector<std::string>{"run", "data/models/reverse-prefixlm.safetensors", std::string(50, 'x') + "="}; },
+    {"run --no-truncate on a prompt longer than a decoder-only model's max_len", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", "data/models/reverse-prefixlm.safetensors", std::string(50, 'x') + "=",
+                                         "--no-truncate"}; },
      1, {"input \"xxxxxxxxxx", "an input of 52 tokens (with <bos> and the prompt suffix) is longer than the model's max_len of 40"}},
     {"run on a model without a vocabulary", [](const TempDirectory&) { return std::vector<std::string>{"run", kModel, "abc"}; },
      1, {"has no vocabulary", "cannot read text; give token ids (--ids)"}},
@@ -1638,12 +1639,13 @@ const std::vector<TimedBadInput> kBeforeTheWork = {
     {{"trace on 60 000 --ids of a model without positions whose max_len is 8: refused before decoding", [](const TempDirectory& d) {
          return std::vector<std::string>{"trace", kNoPositionModel, "--ids", many_ids(60000), "--output", d.file("t.safetensors")}; },
       1, {"decode: the input (60001 tokens) already fills max_len = 8 positions; nothing is left to generate"}}, 10},
-    {{"run on a prompt that fills the decoder-only model's max_len, named by its text", [](const TempDirectory&) {
-         return std::vector<std::string>{"run", "data/models/reverse-prefixlm.safetensors", std::string(38, 'a')}; },
+    {{"run --no-truncate on a prompt that fills the decoder-only model's max_len, named by its text", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", "data/models/reverse-prefixlm.safetensors", std::string(38, 'a'),
+                                         "--no-truncate"}; },
       1, {"input \"aaaaaaaaaa", "decode: the input (40 tokens) already fills max_len = 40 positions"}}, 10},
-    {{"run --beam 2 on a prompt that fills max_len, on standard input line 2", [](const TempDirectory& d) {
+    {{"run --beam 2 --no-truncate on a prompt that fills max_len, on standard input line 2", [](const TempDirectory& d) {
          std::ofstream(d.file("lines.txt")) << "abc\n" << std::string(38, 'a') << "\n";
-         return std::vector<std::string>{"run", "data/models/reverse-causal.safetensors", "--beam", "2"}; },
+         return std::vector<std::string>{"run", "data/models/reverse-causal.safetensors", "--beam", "2", "--no-truncate"}; },
       1, {"standard input line 2: decode: the input (40 tokens) already fills max_len = 40 positions"}, "lines.txt"}, 10},
     // Before: 135 s and 7.05 GB decoding a continuation, then this refusal at the recorded pass.
     {{"attention on 60 000 --ids: its pictures alone would be too large, refused before decoding", [](const TempDirectory& d) {

@@ -184,3 +184,50 @@ TEST_CASE("explore --beam lists the hypotheses, best first, and follows the best
     for (size_t i = 1; i < hypotheses.size(); ++i) CHECK(hypotheses[i]["score"].get<double>() <= hypotheses[i - 1]["score"].get<double>());
     CHECK(data["input"]["target"] == "olleh");
 }
+
+// The decoding record says why the decoding ended, and its steps hold only
+// chosen tokens: <eos> is a step only when it was chosen. Each case's
+// expected stop follows from the lengths given (never from the page).
+TEST_CASE("explore's decoding says why it stopped (eos, max_new_tokens, max_len) and lists no unchosen <eos>") {
+    TempDirectory dir;
+    const auto stop_of = [](const json& data) {  // (a missing "stop" is a failure, not a crash)
+        REQUIRE(data["decoding"].contains("stop"));
+        return data["decoding"]["stop"];
+    };
+    const auto check_greedy_steps = [](const json& steps) {
+        for (const json& step : steps) {  // greedy: each chosen token is its step's most likely one
+            CHECK(step["chosen"] == step["candidates"][0]["id"]);
+            CHECK(step["chosen_p"] == step["candidates"][0]["p"]);
+        }
+    };
+    SUBCASE("eos: reverse on \"hello\" chooses <eos> after the five letters") {
+        const json data = explore(dir, {"data/models/reverse.safetensors", "hello"});
+        CHECK(stop_of(data) == "eos");
+        REQUIRE(data["decoding"]["steps"].size() == 6);
+        CHECK(data["decoding"]["steps"][5]["chosen_token"] == "<eos>");
+        check_greedy_steps(data["decoding"]["steps"]);
+    }
+    SUBCASE("max_new_tokens: reverse on \"hello\" cut after 3 tokens shows 3 steps, no <eos>") {
+        const json data = explore(dir, {"data/models/reverse.safetensors", "hello", "--max-new-tokens", "3"});
+        CHECK(stop_of(data) == "max_new_tokens");
+        CHECK(data["decoding"]["max_new_tokens"] == 3);
+        CHECK(data["input"]["target"] == "oll");
+        REQUIRE(data["decoding"]["steps"].size() == 3);
+        for (const json& step : data["decoding"]["steps"]) CHECK(step["chosen_token"] != "<eos>");
+        check_greedy_steps(data["decoding"]["steps"]);
+    }
+    SUBCASE("max_len: reverse-causal (max_len 40) on 30 letters has 8 positions left, fills them, no <eos>") {
+        // <bos> + 30 letters + "=" is 32 tokens of the 40: 8 generated tokens fill max_len.
+        const json data = explore(dir, {"data/models/reverse-causal.safetensors", "abcdefghijklmnopqrstuvwxyzabcd"});
+        CHECK(stop_of(data) == "max_len");
+        REQUIRE(data["decoding"]["steps"].size() == 8);
+        CHECK(data["sequences"]["source"].size() == 40);
+        for (const json& step : data["decoding"]["steps"]) CHECK(step["chosen_token"] != "<eos>");
+        check_greedy_steps(data["decoding"]["steps"]);
+    }
+    SUBCASE("a given target decodes nothing: no stop") {
+        const json data = explore(dir, {"data/models/reverse.safetensors", "hello", "--target", "olleh"});
+        CHECK(data["decoding"]["mode"] == "none");
+        CHECK(stop_of(data) == nullptr);
+    }
+}

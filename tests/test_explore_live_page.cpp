@@ -116,3 +116,61 @@ TEST_CASE("explore live page: the page limit counts the engine and the checkpoin
     CHECK(live.err.find("above the limit of 1 MiB") != std::string::npos);
     run_tinyformer_ok({"explore", kReverse, "abc", "--recorded", "--max-page-mb", "1", "--html", dir.file("p.html")});
 }
+
+TEST_CASE("explore live page without weights: --html alone, and --no-embed with a model's pass") {
+    TempDirectory dir;
+    write_text(dir.file("engine.js"), kFakeEngine);
+    const std::string status_open = "<script type=\"application/json\" id=\"tinyformer-engine-status\">";
+    const std::string model_open = "<script type=\"application/octet-stream\" id=\"tinyformer-model\">";
+    const std::string data_open = "<script type=\"application/json\" id=\"tinyformer-data\">";
+
+    // No MODEL: the engine, no checkpoint, no pass.
+    run_tinyformer_ok({"explore", "--engine", dir.file("engine.js"), "--html", dir.file("empty.html")});
+    const std::string empty = read_file(dir.file("empty.html"));
+    CHECK(empty.find(kFakeEngine) != std::string::npos);
+    CHECK(trimmed(element(empty, model_open)).empty());
+    CHECK(trimmed(element(empty, status_open)) == R"({"live":true,"model_file":null,"recorded_model":null})");
+    const std::string data = trimmed(element(empty, data_open));
+    CHECK(data.find(R"("model":null)") != std::string::npos);
+    CHECK(data.find(R"("attentions":[])") != std::string::npos);
+    CHECK(empty.find("id=\"open-model\"") != std::string::npos);
+
+    // --no-embed: the pass as usual (the same data as the embedded page's), the engine, no checkpoint.
+    run_tinyformer_ok({"explore", kReverse, "abc", "--no-embed", "--engine", dir.file("engine.js"), "--html", dir.file("n.html")});
+    run_tinyformer_ok({"explore", kReverse, "abc", "--engine", dir.file("engine.js"), "--html", dir.file("e.html")});
+    const std::string no_embed = read_file(dir.file("n.html")), embedded = read_file(dir.file("e.html"));
+    CHECK(trimmed(element(no_embed, model_open)).empty());
+    CHECK(from_base64(element(embedded, model_open)) == read_file(kReverse));
+    CHECK(trimmed(element(no_embed, status_open)) == R"({"live":true,"model_file":null,"recorded_model":"reverse.safetensors"})");
+    CHECK(element(no_embed, data_open) == element(embedded, data_open));
+    // Below the 1 MiB the embedded page needs (test above): the checkpoint is not in it.
+    run_tinyformer_ok({"explore", kReverse, "abc", "--no-embed", "--engine", dir.file("engine.js"), "--max-page-mb", "1",
+                       "--html", dir.file("n1.html")});
+}
+
+TEST_CASE("explore live page without weights: what it refuses") {
+    TempDirectory dir;
+    write_text(dir.file("engine.js"), kFakeEngine);
+    // Flags about a pass need a model (usage, exit 2), and nothing is written.
+    for (const std::string flag : {"--beam", "--ids", "--target", "--json", "--max-new-tokens"}) {
+        CAPTURE(flag);
+        const CliRun run = run_tinyformer({"explore", flag, "3", "--engine", dir.file("engine.js"), "--html", dir.file("p.html")});
+        CHECK(run.status == 2);
+        CHECK(run.err.find("explore: " + flag + " is about the pass of a model") != std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(dir.file("p.html")));
+    }
+    const CliRun recorded = run_tinyformer({"explore", "--recorded", "--html", dir.file("p.html")});
+    CHECK(recorded.status == 2);
+    // --no-embed still needs TEXT (the pass the page shows).
+    const CliRun no_text = run_tinyformer({"explore", kReverse, "--no-embed", "--engine", dir.file("engine.js"), "--html", dir.file("p.html")});
+    CHECK(no_text.status != 0);
+    CHECK_FALSE(std::filesystem::exists(dir.file("p.html")));
+    const CliRun both = run_tinyformer({"explore", kReverse, "abc", "--no-embed", "--recorded", "--html", dir.file("p.html")});
+    CHECK(both.status == 2);
+    CHECK(both.err.find("--no-embed") != std::string::npos);
+    // Without an engine there is no page to write: an error, not a recorded page of nothing.
+    const CliRun no_engine = run_tinyformer({"explore", "--engine", dir.file("none.js"), "--html", dir.file("p.html")});
+    CHECK(no_engine.status == 1);
+    CHECK(no_engine.err.find("does not exist") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("p.html")));
+}

@@ -35,6 +35,17 @@ size_t first_invalid_utf8(std::string_view text) {
     return std::string_view::npos;
 }
 
+size_t utf8_unfinished_tail(std::string_view text) {
+    // A character is at most 4 bytes: only the last 3 can be an unfinished one.
+    for (size_t back = 1; back <= 3 && back <= text.size(); ++back) {
+        const auto byte = static_cast<unsigned char>(text[text.size() - back]);
+        if ((byte & 0xC0) == 0x80) continue;  // a continuation byte: look further back for its lead
+        const size_t needs = byte >= 0xC2 && byte <= 0xDF ? 2 : byte >= 0xE0 && byte <= 0xEF ? 3 : byte >= 0xF0 && byte <= 0xF4 ? 4 : 0;
+        return needs > back ? text.size() - back : text.size();
+    }
+    return text.size();
+}
+
 bool shown_escaped(char32_t c) {
     return (c >= 0x80 && c <= 0x9F) || c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
            (c >= 0x2066 && c <= 0x2069);

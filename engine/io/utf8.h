@@ -25,6 +25,17 @@ Utf8Character utf8_character(std::string_view text, size_t at);
 // std::string_view::npos when all of `text` is valid UTF-8.
 size_t first_invalid_utf8(std::string_view text);
 
+// Where the bytes that may still become a character start: the offset of
+// a last lead byte (C2..F4) followed by fewer continuation bytes than its
+// character needs (and nothing else), else text.size(). Text that arrives
+// in pieces (run's tokens, each shown as soon as it is known: a token may
+// end in the middle of a character) is shown up to this offset and the
+// rest held for the next piece; held bytes that never complete are shown at
+// the end as show_text shows them, \xNN each. Since show_text decides each
+// character from its own bytes only, showing the pieces so cut gives the
+// same text as showing the whole at once.
+size_t utf8_unfinished_tail(std::string_view text);
+
 // Text shown as it is, and yet safe (docs/FORMAT.md section 6):
 //   - valid UTF-8 is kept: é, €, CJK, emoji, combining marks;
 //   - a newline and a tab as the caller chooses (NewlinesAndTabs below):

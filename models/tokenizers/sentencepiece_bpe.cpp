@@ -333,19 +333,21 @@ std::vector<int64_t> SentencePieceBpe::encode_reference(std::string_view text, i
 
 std::string SentencePieceBpe::decode(const std::vector<int64_t>& ids) const {
     std::string text;
-    for (size_t i = 0; i < ids.size(); ++i) {
-        const int64_t id = ids[i];
-        if (id == bos_id_) continue;  // BOS is no text
-        const int byte = byte_of_piece_[static_cast<size_t>(id)];
-        if (byte >= 0) {
-            text.push_back(static_cast<char>(byte));
-            continue;
-        }
-        std::string_view piece = pieces_[static_cast<size_t>(id)];
-        if (i > 0 && ids[i - 1] == bos_id_ && !piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
-        text.append(piece);
-    }
+    for (size_t i = 0; i < ids.size(); ++i) decode_piece(ids, i, text);
     return text;
+}
+
+void SentencePieceBpe::decode_piece(const std::vector<int64_t>& ids, size_t i, std::string& out) const {
+    const int64_t id = ids[i];
+    if (id == bos_id_) return;  // BOS is no text
+    const int byte = byte_of_piece_[static_cast<size_t>(id)];
+    if (byte >= 0) {
+        out.push_back(static_cast<char>(byte));
+        return;
+    }
+    std::string_view piece = pieces_[static_cast<size_t>(id)];
+    if (i > 0 && ids[i - 1] == bos_id_ && !piece.empty() && piece.front() == ' ') piece.remove_prefix(1);
+    out.append(piece);
 }
 
 std::string SentencePieceBpe::label(int64_t id) const {

@@ -131,6 +131,8 @@ public:
 
     // Ids -> text (the rules above). Ids must be in range (the caller's check).
     std::string decode(const std::vector<int64_t>& ids) const;
+    // Appends the text ids[i] adds (decode is this for each i, joined).
+    void decode_piece(const std::vector<int64_t>& ids, size_t i, std::string& out) const;
     std::string label(int64_t id) const;
 
 private:

@@ -251,21 +251,23 @@ std::vector<int64_t> Tokenizer::encode_words(const std::string& text, bool exact
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
-    if (kind_ == TokenizerKind::SentencePieceBpe) {
-        for (int64_t id : ids) token(id);  // the range check
-        return spm_->decode(ids);
-    }
     std::string text;
-    for (int64_t id : ids) {
-        if (kind_ == TokenizerKind::Whitespace && !text.empty()) text += ' ';
-        if (kind_ == TokenizerKind::Gpt2Bpe) {
-            token(id);  // the range check
-            text += bpe_->bytes(id);
-        } else {
-            text += token(id);
-        }
-    }
+    for (size_t i = 0; i < ids.size(); ++i) decode_piece(ids, i, text);
     return text;
+}
+
+void Tokenizer::decode_piece(const std::vector<int64_t>& ids, size_t i, std::string& out) const {
+    const int64_t id = ids.at(i);
+    token(id);  // the range check
+    switch (kind_) {
+    case TokenizerKind::SentencePieceBpe: spm_->decode_piece(ids, i, out); return;
+    case TokenizerKind::Gpt2Bpe: out += bpe_->bytes(id); return;
+    case TokenizerKind::Whitespace:
+        if (i > 0) out += ' ';  // the words joined with single spaces (no token is empty)
+        out += token(id);
+        return;
+    case TokenizerKind::Char: out += token(id); return;
+    }
 }
 
 std::string Tokenizer::label(int64_t id) const {

@@ -107,6 +107,10 @@ public:
     // suffix is read this way). Error naming the first that is not.
     std::vector<int64_t> encode_exactly(const std::string& text) const;
     std::string decode(const std::vector<int64_t>& ids) const;
+    // Appends to `out` the text ids[i] adds to decode(ids[0..i]): decode(ids)
+    // is these pieces for i = 0, 1, ... joined (decode is that loop), so text
+    // made a token at a time is the same text. Error for an id out of range.
+    void decode_piece(const std::vector<int64_t>& ids, size_t i, std::string& out) const;
     const std::string& token(int64_t id) const;
     // The token as a view shows it (above); Error for an id outside the vocabulary.
     std::string label(int64_t id) const;

@@ -7,6 +7,7 @@
 #include "engine/error.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tinyformer::cli {
@@ -17,6 +18,11 @@ public:
 };
 
 using Arguments = std::vector<std::string>;
+
+// "tinyformer: error: MESSAGE" on stderr, one line (the terminal text rule,
+// at most 2000 bytes of the message), allocating nothing: how main reports a
+// failed command, and `run --interactive` a failed line before the next one.
+void print_error(std::string_view message);
 
 int lesson_command(const Arguments& args);
 int forward_command(const Arguments& args);

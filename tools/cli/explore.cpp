@@ -38,8 +38,9 @@ const char* kExploreHelp =
     "usage: tinyformer explore MODEL.safetensors (TEXT | --ids 5,17,3) [--target TEXT | --target-ids 4,9]\n"
     "                          [--beam K | --temperature T --top-k K --top-p P --seed S]\n"
     "                          [--max-new-tokens N] --html FILE.html [--json FILE.json] [--unk]\n"
-    "                          [--max-page-mb N] [--engine FILE.js | --recorded] [--overrides FILE.json]\n"
-    "                          [--block ...] [--allow ...] [--ablate ...]\n"
+    "                          [--max-page-mb N] [--engine FILE.js | --recorded | --no-embed]\n"
+    "                          [--overrides FILE.json] [--block ...] [--allow ...] [--ablate ...]\n"
+    "       tinyformer explore --html FILE.html [--engine FILE.js] [--max-page-mb N]\n"
     "\n"
     "Runs the model once on TEXT (teacher-forced on its greedy output, its best beam with\n"
     "--beam K, a sampled continuation with the sampling flags, or --target) and writes ONE\n"
@@ -53,7 +54,8 @@ const char* kExploreHelp =
     "  step view      one head and one query: q, every k, q.k, / sqrt(Dk), + mask, minus the row\n"
     "                 maximum, exp, / sum, the weights, the weighted sum of v (this head's z)\n"
     "  decoding view  which search made the tokens (greedy, beam or sample with its settings and\n"
-    "                 seed), each generated step's top-5 next tokens, the chosen path (beams with --beam)\n"
+    "                 seed), each generated step's top-5 next tokens, the chosen path (beams with --beam),\n"
+    "                 and why it stopped: <eos> chosen, max new tokens reached, or max_len filled\n"
     "Every number is the engine's, from the trace of the pass (tinyformer trace). Keys: arrows\n"
     "move between heads (left/right) and layers (up/down). The data is also in the page as\n"
     "JSON (<script id=\"tinyformer-data\">, docs/FORMAT.md section 4); --json writes it alone.\n"
@@ -74,10 +76,19 @@ const char* kExploreHelp =
     "  --recorded   write the recorded page only: this pass's data, no engine, no checkpoint.\n"
     "               Also what is written, with one line on stderr saying why, when there is no\n"
     "               engine file next to the program or the checkpoint is above 64 MiB\n"
+    "  --no-embed   the live page without the checkpoint: it shows this pass (MODEL and TEXT\n"
+    "               are still needed) and runs once the reader opens a model in it\n"
     "  --max-page-mb N  refuse a page above N MiB (default 8: a bigger page opens slowly, if\n"
     "                 at all; the engine and the checkpoint count): before the pass when the\n"
     "                 lengths already show it, else once the page is made; a refused page\n"
     "                 writes nothing (and no --json file either)\n"
+    "Without MODEL (only --html, --engine, --max-page-mb): the live page without weights or a\n"
+    "pass. Both pages have an \"Open model\" button and take a .safetensors file dropped on them\n"
+    "(read in the browser from disk, no request), checked by the same loader as the CLI's,\n"
+    "with the same error in words; every live page has the button (a toy page starts with\n"
+    "its own model). The page's engine holds the weights once in its memory, which grows\n"
+    "to 2 GiB (WebAssembly, 32-bit); loading takes about twice the file (a GPT-2-124M-shaped\n"
+    "checkpoint of 475 MiB: 989 MiB), so a float32 checkpoint up to about 900 MiB opens\n"
     "The decoding (none with --target, which excludes the flags below) stops at <eos>, at the\n"
     "model's max_len positions or after N new tokens; as in `tinyformer run`:\n";
 
@@ -208,12 +219,51 @@ bool contains_nocase(const std::string& text, const std::string& lower) {
 // A recorded page, and the line that says why (printed once the page is written).
 LiveEngine recorded(const std::string& reason) { return {"", "", {{"live", false}, {"reason", reason}}}; }
 
+// The engine file's text, checked: it goes inside <script> as it is, so text
+// that would end or confuse the element is refused.
+std::string engine_text(const std::string& engine_path) {
+    std::string engine = file_bytes(engine_path, "the engine file", kLiveCheckpointLimit);
+    if (contains_nocase(engine, "</script") || engine.find("<!--") != std::string::npos)
+        fail("explore: the engine file '", engine_path, "' holds \"</script\" or \"<!--\", which would end its ",
+             "<script> element; it is not an engine tinyformer built");
+    return engine;
+}
+
+// The engine file to embed: --engine's, else the one next to the program
+// ("" when there is none there).
+std::string engine_path_of(const ParsedArguments& parsed) {
+    const std::string path = parsed.has("--engine") ? parsed.value("--engine") : engine_next_to_program();
+    std::error_code error;
+    if (!parsed.has("--engine") && (path.empty() || !std::filesystem::is_regular_file(path, error))) return "";
+    return path;
+}
+
+// The live page without a checkpoint (no MODEL, or --no-embed): the engine
+// only; the reader opens a model in the page. recorded_model: the file the
+// page's pass is of ("" for none). Error without an engine file: such a page
+// would be nothing at all.
+LiveEngine engine_without_weights(const ParsedArguments& parsed, const std::string& recorded_model) {
+    const std::string engine_path = engine_path_of(parsed);
+    if (engine_path.empty())
+        fail("explore: a page without the checkpoint needs the engine, and there is no engine file ",
+             engine_next_to_program().empty() ? std::string("next to the program") : engine_next_to_program(),
+             " (make wasm builds it; or give --engine FILE.js)");
+    LiveEngine live;
+    live.engine = engine_text(engine_path);
+    live.status = {{"live", true}, {"model_file", nullptr},
+                   {"recorded_model", recorded_model.empty() ? json(nullptr) : json(recorded_model)}};
+    return live;
+}
+
 LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_path, std::string& why_recorded) {
     if (parsed.has("--recorded")) return recorded("this page was written with --recorded: it holds no engine");
-    const std::string engine_path = parsed.has("--engine") ? parsed.value("--engine") : engine_next_to_program();
+    const std::string file_name = std::filesystem::path(model_path).stem().string() + ".safetensors";
+    if (parsed.has("--no-embed")) return engine_without_weights(parsed, file_name);
+    const std::string engine_path = engine_path_of(parsed);
     std::error_code error;
-    if (!parsed.has("--engine") && (engine_path.empty() || !std::filesystem::is_regular_file(engine_path, error))) {
-        why_recorded = "no engine file " + (engine_path.empty() ? std::string("next to the program") : engine_path) +
+    if (engine_path.empty()) {
+        const std::string next = engine_next_to_program();
+        why_recorded = "no engine file " + (next.empty() ? std::string("next to the program") : next) +
                        " (make wasm builds it)";
         return recorded("this page is recorded: there was " + why_recorded + " when it was written");
     }
@@ -221,18 +271,32 @@ LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_p
     if (!error && model_size > kLiveCheckpointLimit) {
         char size[32];
         std::snprintf(size, sizeof size, "%.1f", static_cast<double>(model_size) / (1024.0 * 1024.0));
-        why_recorded = std::string("the checkpoint is ") + size + " MiB, above the 64 MiB a live page embeds";
+        why_recorded = std::string("the checkpoint is ") + size +
+                       " MiB, above the 64 MiB a live page embeds (--no-embed writes the live page without it: open "
+                       "the checkpoint in the page)";
         return recorded("this page is recorded: " + why_recorded);
     }
     LiveEngine live;
-    live.engine = file_bytes(engine_path, "the engine file", kLiveCheckpointLimit);
-    // The engine goes inside <script> as it is: text that would end or confuse the element is refused.
-    if (contains_nocase(live.engine, "</script") || live.engine.find("<!--") != std::string::npos)
-        fail("explore: the engine file '", engine_path, "' holds \"</script\" or \"<!--\", which would end its ",
-             "<script> element; it is not an engine tinyformer built");
+    live.engine = engine_text(engine_path);
     live.model_base64 = base64(file_bytes(model_path, "the checkpoint", kLiveCheckpointLimit));
-    live.status = {{"live", true}, {"model_file", std::filesystem::path(model_path).stem().string() + ".safetensors"}};
+    live.status = {{"live", true}, {"model_file", file_name}};
     return live;
+}
+
+// The document of a page without a pass (docs/FORMAT.md section 4): no
+// model, no input, no attention call; the page fills it from the engine
+// once the reader has opened a model and run an input.
+json empty_document() {
+    return {{"format", "tinyformer-explore/1"},
+            {"model", nullptr},
+            {"input", nullptr},
+            {"sequences", json::object()},
+            {"ids", json::object()},
+            {"padding", json::object()},
+            {"attentions", json::array()},
+            {"decoding",
+             {{"mode", "none"}, {"beam", 1}, {"max_new_tokens", nullptr}, {"sampling", nullptr}, {"stop", nullptr},
+              {"steps", json::array()}, {"hypotheses", json::array()}}}};
 }
 
 // --- the page: tools/explore/page.html with its CSS, script and data in place ---
@@ -269,6 +333,29 @@ void write_explore(const ParsedArguments& parsed, const std::string& html_path, 
     if (!streamed) std::printf("%s\n", terminal_text(html_path).c_str());
 }
 
+// `explore --html FILE` without MODEL: the live page without weights or a
+// pass. Only --engine and --max-page-mb shape it: any other flag is about a
+// pass, which needs a model.
+int explore_without_model(const ParsedArguments& parsed, const std::set<std::string>& flags, const std::string& html_path) {
+    for (const std::string& flag : flags)
+        if (parsed.has(flag) && flag != "--html" && flag != "--engine" && flag != "--max-page-mb" && flag != "--no-embed")
+            throw UsageError("explore: " + flag + " is about the pass of a model: give MODEL and TEXT, or only --html " +
+                             "(and --engine, --max-page-mb) for the page without a model");
+    const int64_t page_limit_mib = parsed.integer("--max-page-mb", 8, 1, 1 << 20);
+    check_outputs("explore", {}, {html_path});
+    const LiveEngine live = engine_without_weights(parsed, "");
+    const std::string data_text = empty_document().dump();
+    const std::string page = explore_page(data_text, live);
+    const double mib = static_cast<double>(page.size()) / (1024.0 * 1024.0);
+    if (mib > static_cast<double>(page_limit_mib))
+        fail("explore: the page without a model would be ", text_of(static_cast<int64_t>(std::ceil(mib))), " MiB, above the limit of ",
+             page_limit_mib, " MiB; nothing was written; give --max-page-mb ", static_cast<int64_t>(std::ceil(mib)), " to write it");
+    write_explore(parsed, html_path, data_text, page);
+    std::fprintf(stderr, "tinyformer explore: the page without a model (open one in it); %.1f KiB\n",
+                 static_cast<double>(page.size()) / 1024.0);
+    return 0;
+}
+
 }  // namespace
 
 // Parse, refuse what the lengths already show, decode, run the one recorded
@@ -278,15 +365,23 @@ int explore_command(const Arguments& args) {
                                          "--engine"};
     value_flags.insert(generation_flag_names().begin(), generation_flag_names().end());
     value_flags.insert(intervention_flag_names().begin(), intervention_flag_names().end());
-    const ParsedArguments parsed(args, value_flags, {"--unk", "--recorded"}, "explore");
+    const std::set<std::string> switches = {"--unk", "--recorded", "--no-embed"};
+    const ParsedArguments parsed(args, value_flags, switches, "explore");
     if (parsed.help()) {
         std::printf("%s%s%s%s", kExploreHelp, kGenerationFlagsHelp, kExploreHelpInterventions, kInterventionFlagsHelp);
         return 0;
     }
-    if (parsed.positional().empty() || parsed.positional().size() > 2)
+    if (parsed.positional().size() > 2)
         throw UsageError("explore: expected MODEL and TEXT, or MODEL and --ids (see 'tinyformer explore --help')");
     const std::string& html_path = parsed.value("--html");
     if (!html_path.ends_with(".html") && !is_stream_output(html_path)) throw UsageError("explore: --html must name a .html file, got '" + html_path + "'");
+    if (parsed.positional().empty()) {
+        std::set<std::string> flags = value_flags;
+        flags.insert(switches.begin(), switches.end());
+        return explore_without_model(parsed, flags, html_path);
+    }
+    if (parsed.has("--no-embed") && parsed.has("--recorded"))
+        throw UsageError("explore: --recorded writes a page without an engine, --no-embed one with it; give one, not both");
     const int64_t beam = parsed.integer("--beam", 1, 1, 64);
     const GenerationFlags generation = generation_flags(parsed, beam, "explore");
     const int64_t page_limit_mib = parsed.integer("--max-page-mb", 8, 1, 1 << 20);
@@ -328,7 +423,7 @@ int explore_command(const Arguments& args) {
     json decoding = decode_target(model, text, input, DecodeSettings{beam, generation.sampling, generation.options}, target);
     if (target) refuse_before_pass(static_cast<int64_t>(target->size()));
     const AttentionRun run = attention_maps(model, tokens, target, Trace::Detail::Everything);
-    decoding["steps"] = decoding_steps(model, run, text);
+    decoding["steps"] = decoding_steps(model, run, text, decoding);
 
     const std::string shown = parsed.has("--ids") ? parsed.value("--ids") : parsed.positional()[1];
     json data = explore_data(model, run, decoding, std::filesystem::path(path).stem().string(), shown, target_given);

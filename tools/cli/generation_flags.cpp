@@ -12,7 +12,8 @@ const std::set<std::string>& generation_flag_names() {
 }
 
 const char* kGenerationFlagsHelp =
-    "  --max-new-tokens N  generate at most N tokens, never past the model's max_len (default:\n"
+    "  --max-new-tokens N  generate at most N tokens, never past the model's max_len (run: past\n"
+    "               it in a sliding window where the model's positions allow one) (default:\n"
     "               1024 for a model with an eos_id, which stops by itself: a ceiling, since a\n"
     "               file's config could ask for 16M steps; 64 for a model without one, a nanoGPT\n"
     "               model say, whose every continuation runs to this limit)\n"

@@ -1,6 +1,8 @@
 // The generation flags `run` and `explore` share: how many tokens, and which
 // search makes them (models/decoding.h):
 //   --max-new-tokens N  at most N new tokens, never past the model's max_len
+//                       (run: past it in a sliding window where the model's
+//                       positions allow one, GenerationOptions::slide_window)
 //                       (default: 1024 for a model with an eos_id, 64 for
 //                       one without, default_max_new_tokens)
 //   --temperature T     sampling: softmax(logits / T), T > 0

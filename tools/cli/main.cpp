@@ -95,6 +95,8 @@ int dispatch(const Arguments& args) {
     throw UsageError("unknown command '" + args[0] + "' (see 'tinyformer --help')");
 }
 
+}  // namespace
+
 // The error line, printed as one line whatever the message holds: a tensor
 // name or a config value comes from the file, an input from the user, so the
 // message is written by the terminal text rule (tools/cli/terminal_text.h:
@@ -111,7 +113,6 @@ void print_error(std::string_view message) {
     std::fputc('\n', stderr);
 }
 
-}  // namespace
 }  // namespace tinyformer::cli
 
 int main(int argc, char** argv) {

@@ -50,4 +50,18 @@ size_t write_terminal_text(std::FILE* out, std::string_view text, size_t max_byt
     return show_text(text, max_bytes, [&](const char* piece, size_t length) { std::fwrite(piece, 1, length, out); });
 }
 
+void TerminalStream::show(size_t bytes) {
+    show_text(std::string_view(held_).substr(0, bytes), bytes,
+              [&](const char* piece, size_t length) { std::fwrite(piece, 1, length, out_); }, newlines_and_tabs_);
+    held_.erase(0, bytes);
+    std::fflush(out_);
+}
+
+void TerminalStream::write(std::string_view piece) {
+    held_.append(piece);
+    show(utf8_unfinished_tail(held_));
+}
+
+void TerminalStream::finish() { show(held_.size()); }
+
 }  // namespace tinyformer::cli

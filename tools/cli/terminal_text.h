@@ -31,6 +31,27 @@ std::string terminal_text(std::string_view text, NewlinesAndTabs newlines_and_ta
 // and returns how many bytes of `text` that was.
 size_t write_terminal_text(std::FILE* out, std::string_view text, size_t max_bytes = SIZE_MAX);
 
+// Text that arrives in pieces (run's output, a token at a time) written to
+// `out` by the rule above as soon as it is known, flushed after each piece:
+// the whole characters at once, the bytes of a character a piece leaves
+// unfinished held until the next piece completes it (engine/io/utf8.h,
+// utf8_unfinished_tail), so that a character is never printed half. What
+// reaches `out` is byte for byte terminal_text(all the pieces joined).
+class TerminalStream {
+public:
+    TerminalStream(std::FILE* out, NewlinesAndTabs newlines_and_tabs) : out_(out), newlines_and_tabs_(newlines_and_tabs) {}
+    void write(std::string_view piece);
+    // The held bytes (each \xNN: they never became a character), flushed; the next write starts a new text.
+    void finish();
+
+private:
+    void show(size_t bytes);
+
+    std::FILE* out_;
+    NewlinesAndTabs newlines_and_tabs_;
+    std::string held_;
+};
+
 // A token for a table: terminal text, and a one-character token in quotes
 // ('a', 'é', '\x1b') so that a space or a digit reads as a token; a longer
 // one (<eos>, a word) as it is.

@@ -4,7 +4,18 @@
 //            WebAssembly module instantiated and the checkpoint embedded in
 //            <script type="application/octet-stream" id="tinyformer-model">
 //            (base64) written to the module's in-memory file system and
-//            loaded; rejects with the reason on a recorded page (no engine)
+//            loaded; on a page without weights (`explore --html F` without a
+//            model, or --no-embed) once open() has loaded the first model;
+//            rejects with the reason on a recorded page (no engine)
+//   open(f)  loads the checkpoint in the File (or Blob) f the user chose or
+//            dropped: a Promise of info once the engine holds it, or rejected
+//            with the engine's one line (the CLI's loader and its words); the
+//            model loaded before stays until f has loaded, and stays when f
+//            is refused. The bytes never pass through the page: the File (a
+//            handle) goes to the worker, which reads it, writes it to the
+//            module's file system, loads it into the module's memory and
+//            deletes the file, so the weights are held once.
+//   embedded true when the page holds its checkpoint (false: open() gives one)
 //   run(r)   a Promise of the RESULT of request r; calls run one after the
 //            other, never together; rejects with an Error whose message is the
 //            engine's one line (name "AbortError" when stop() ended it)
@@ -12,8 +23,9 @@
 //            AbortError) and starts the engine again; a Promise of info once
 //            the fresh engine is ready (at once when nothing runs)
 //   running  true from a request's start to its end
-//   info     {name, arch, blas_description} of the loaded model and the
-//            engine's matrix product (null until ready)
+//   info     {name, arch, blas_description, memory_bytes} of the loaded model
+//            and the engine's matrix product, and the module's memory after
+//            the load (null until ready)
 //   last     the last RESULT (null until one), for tests
 //
 // Off the main thread: the engine runs in a dedicated Web Worker, so a long
@@ -28,14 +40,15 @@
 // (the page's own, same origin even from file://) is the worker's script.
 (function () {
   "use strict";
-  const api = { ready: null, run: null, stop: null, running: false, info: null, last: null };
+  const api = { ready: null, open: null, run: null, stop: null, running: false, info: null, last: null, embedded: false };
   window.tinyformer = api;
 
   // The worker's code, run inside the worker after the engine's glue (so
   // TinyformerEngine and TinyformerEngineWasmGzip are its globals). It reads
   // nothing of this file around it: its text alone goes into the Blob.
-  // Messages in: {kind: "load", model: base64, path} once, then {kind: "run",
+  // Messages in: {kind: "load", model: base64 | null, file: File | null, path} once, then {kind: "run",
   // request: JSON text}, one at a time. Messages out: {kind: "loaded", reply}
+  // (and memory: the module's memory in bytes after it)
   // or {kind: "failed", error} for the load; {kind: "reply", reply} for a run,
   // or {kind: "failed", error} when the module itself broke (it is not used again).
   // A reply is the engine's JSON text: {"ok":true,"result":...} | {"ok":false,"error":"..."}.
@@ -83,14 +96,26 @@
         return {}; // the exports arrive through receive
       };
       module = await Promise.race([TinyformerEngine({ print: () => {}, printErr: () => {}, instantiateWasm }), failure]);
-      module.FS.writeFile(message.path, base64Bytes(message.model));
-      return call("tinyformer_load", message.path);
+      // The checkpoint's bytes: the user's File read here (the page never holds
+      // them), or the embedded base64. canOwn: the file system keeps this very
+      // array (no copy); the engine then reads it into the module's memory and
+      // the file is deleted, so the array is dropped and the weights are held
+      // once, in the module. path: the file's own name in the file system's
+      // current folder "/", so the engine's words name it as the CLI's do
+      // when run beside it.
+      const bytes = message.file ? new Uint8Array(await message.file.arrayBuffer()) : base64Bytes(message.model);
+      module.FS.writeFile(message.path, bytes, { canOwn: true });
+      try {
+        return call("tinyformer_load", message.path);
+      } finally {
+        module.FS.unlink(message.path);
+      }
     }
 
     self.onmessage = (event) => {
       const message = event.data;
       if (message.kind === "load") {
-        load(message).then((reply) => self.postMessage({ kind: "loaded", reply }),
+        load(message).then((reply) => self.postMessage({ kind: "loaded", reply, memory: module.HEAP8.length }),
           (error) => self.postMessage({ kind: "failed", error: String(error && error.message ? error.message : error) }));
       } else if (message.kind === "run") {
         let reply;
@@ -134,7 +159,8 @@
   // engine: {worker, started: Promise of info, pending: {resolve, reject} of the
   // request it runs, or null}.
   let engine = null;
-  let workerUrl = null, modelText = "", modelPath = "";
+  // The checkpoint each fresh engine loads: the embedded base64 text, or the File opened.
+  let workerUrl = null, modelText = "", modelFile = null, modelPath = "";
 
   function startEngine() {
     const worker = new Worker(workerUrl);
@@ -156,7 +182,7 @@
       const message = event.data;
       if (message.kind === "loaded") {
         try {
-          loaded(answer(message.reply));
+          loaded(Object.assign(answer(message.reply), { memory_bytes: message.memory }));
         } catch (error) {
           broken(error);
         }
@@ -172,10 +198,19 @@
       event.preventDefault();
       broken(new Error("the engine's worker failed: " + (event.message || "no reason given")));
     };
-    worker.postMessage({ kind: "load", model: modelText, path: modelPath });
+    worker.postMessage({ kind: "load", model: modelFile ? null : modelText, file: modelFile, path: modelPath });
     engine = current;
     return current;
   }
+
+  // The name a checkpoint gets in the module's file system: the file's own
+  // name when it is one plain name (a File's name never holds "/"; NUL and a
+  // name the file system cannot hold are refused there), else a fixed one.
+  function fileName(name) {
+    const text = String(name || "");
+    return text && text !== "." && text !== ".." && text.length <= 200 && !/[\/\0]/.test(text) ? text : "model.safetensors";
+  }
+  let firstOpened = null;
 
   const status = statusOfPage();
   if (!status.live) {
@@ -185,14 +220,20 @@
   } else {
     const glue = document.getElementById("tinyformer-engine");
     const model = document.getElementById("tinyformer-model");
-    modelText = model ? model.textContent : "";
-    modelPath = "/" + status.model_file;
+    modelText = model ? model.textContent.trim() : "";
     workerUrl = URL.createObjectURL(new Blob([glue ? glue.textContent : "", "\n;(", engineWorker.toString(), ")();\n"],
       { type: "text/javascript" }));
-    try {
-      api.ready = startEngine().started.then((info) => { api.info = info; return info; });
-    } catch (error) {
-      api.ready = Promise.reject(new Error("this browser refused the engine's worker: " + error.message));
+    api.embedded = Boolean(status.model_file && modelText);
+    if (api.embedded) {
+      modelPath = fileName(status.model_file);
+      try {
+        api.ready = startEngine().started.then((info) => { api.info = info; return info; });
+      } catch (error) {
+        api.ready = Promise.reject(new Error("this browser refused the engine's worker: " + error.message));
+      }
+    } else {
+      // No weights in the page: ready once the user's first model has loaded.
+      api.ready = new Promise((resolve) => { firstOpened = resolve; });
     }
   }
   api.ready.catch(() => {}); // a recorded page's rejection is read by whoever asks, not reported
@@ -207,7 +248,10 @@
   let queue = Promise.resolve();
   api.run = function (request) {
     const madeAfter = stops;
-    const work = queue.then(() => api.ready).then(() => {
+    const work = queue.then(() => {
+      if (firstOpened) throw new Error("no model is open: open a .safetensors file (Open model, or drop one on the page)");
+      return api.ready;
+    }).then(() => {
       if (stops !== madeAfter) throw stopped("stopped before it ran");
       const text = JSON.stringify(request);
       if (text === undefined) throw new Error("request: expected a JSON object");
@@ -230,6 +274,36 @@
     }, (error) => {
       api.running = false;
       throw error;
+    });
+    queue = work.catch(() => {});
+    return work;
+  };
+
+  api.open = function (file) {
+    const work = queue.then(() => {
+      if (!status.live || !workerUrl) return api.ready.then(() => { throw new Error("this page has no engine to open a model in"); });
+      if (!file || typeof file.arrayBuffer !== "function") throw new Error("open: expected a file (a File or Blob)");
+      // The model loaded before keeps running until this one has loaded: a refused file changes nothing.
+      const before = { engine, modelText, modelFile, modelPath };
+      modelFile = file;
+      modelPath = fileName(file.name);
+      const current = startEngine();
+      return current.started.then((info) => {
+        if (before.engine) before.engine.worker.terminate();
+        modelText = "";
+        api.embedded = false;
+        api.info = info;
+        api.last = null;
+        if (firstOpened) {
+          firstOpened(info);
+          firstOpened = null;
+        }
+        return info;
+      }, (error) => {
+        current.worker.terminate();
+        ({ engine, modelText, modelFile, modelPath } = before);
+        throw error;
+      });
     });
     queue = work.catch(() => {});
     return work;

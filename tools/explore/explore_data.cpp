@@ -108,6 +108,15 @@ std::string group_of(const AttentionMap& map) {
 
 }  // namespace
 
+const char* stop_name(StopReason why) {
+    switch (why) {
+        case StopReason::Eos: return "eos";
+        case StopReason::MaxNewTokens: return "max_new_tokens";
+        case StopReason::MaxLen: return "max_len";
+    }
+    return "eos";
+}
+
 json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) {
     const std::string& name = map.name;
     const bool decoder_queries = map.stack == "decoder";
@@ -138,11 +147,14 @@ json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) 
 
 // Each step along the decoded (or given) path: the top-5 next tokens of the
 // pass's logits at the position that predicts it, and the token taken.
-json decoding_steps(const Model& model, const AttentionRun& run, const ModelText& text) {
+json decoding_steps(const Model& model, const AttentionRun& run, const ModelText& text, const json& decoding) {
     json steps = json::array();
     if (run.pass.first_prediction < 0) return steps;
     std::vector<int64_t> chosen = run.target;
-    if (model.config.eos_id >= 0) chosen.push_back(model.config.eos_id);
+    // <eos> is a step only when it was chosen: a decoding cut by max_new_tokens
+    // or max_len never chose it (its p there is whatever the model gave it).
+    const bool eos_chosen = !decoding.contains("stop") || decoding["stop"].is_null() || decoding["stop"] == "eos";
+    if (model.config.eos_id >= 0 && eos_chosen) chosen.push_back(model.config.eos_id);
     const int64_t V = run.pass.logits.dim(2), rows = run.pass.logits.dim(1);
     for (size_t t = 0; t < chosen.size(); ++t) {
         const int64_t row = run.pass.first_prediction + static_cast<int64_t>(t);
@@ -182,6 +194,7 @@ json decode_target(const Model& model, const ModelText& text, const std::vector<
                      {"beam", beam},
                      {"max_new_tokens", decodes ? json(new_token_limit(model, generation.options)) : json(nullptr)},
                      {"sampling", decodes ? sampling : json(nullptr)},
+                     {"stop", nullptr},
                      {"hypotheses", json::array()}};
     if (!decodes) return decoding;
     if (model.encoder_decoder && model.config.bos_id < 0)
@@ -196,10 +209,13 @@ json decode_target(const Model& model, const ModelText& text, const std::vector<
             decoding["hypotheses"].push_back({{"tokens", labels}, {"log_p", h.log_prob}, {"score", h.score}, {"best", i == 0}});
         }
         target = generated.tokens[0];
-    } else if (generation.sampling) {
-        target = sample_decode(model, {input}, *generation.sampling, generation.options).tokens[0];
+        decoding["stop"] = stop_name(generated.stops[0]);
     } else {
-        target = greedy_decode(model, {input}, generation.options).tokens[0];
+        const Generation generated = generation.sampling
+                                         ? sample_decode(model, {input}, *generation.sampling, generation.options)
+                                         : greedy_decode(model, {input}, generation.options);
+        target = generated.tokens[0];
+        decoding["stop"] = stop_name(generated.stops[0]);
     }
     return decoding;
 }

@@ -51,15 +51,23 @@ struct DecodeSettings {
 };
 
 // The document's "decoding" record (without "steps"). When `target` is
-// empty (and the model generates), decodes one and sets `target` to it;
+// empty (and the model generates), decodes one, sets `target` to it and
+// the record's "stop" to why it ended (stop_name; null when nothing decodes);
 // `input` is the model's input (model_input). Error for an encoder-decoder
 // model without bos_id (it cannot start a target).
 nlohmann::json decode_target(const Model& model, const ModelText& text, const std::vector<int64_t>& input,
                              const DecodeSettings& settings, std::optional<std::vector<int64_t>>& target);
 
-// Each step along the target, then <eos>: the top-5 next tokens of the
-// pass's logits at the row that predicts it, and the token taken.
-nlohmann::json decoding_steps(const Model& model, const AttentionRun& run, const ModelText& text);
+// Why a decoding ended, as the "decoding" record's "stop" names it: "eos",
+// "max_new_tokens" or "max_len".
+const char* stop_name(StopReason why);
+
+// Each step along the target, then <eos> when the decoding chose it (its
+// record's "stop" is "eos", or null: a given target): the top-5 next tokens
+// of the pass's logits at the row that predicts it, and the token taken.
+// decoding: the record decode_target made.
+nlohmann::json decoding_steps(const Model& model, const AttentionRun& run, const ModelText& text,
+                              const nlohmann::json& decoding);
 
 // The whole document. model_name: the model's name as the page shows it
 // (the file's stem); shown: the input as the user gave it (text, or ids

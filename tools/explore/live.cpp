@@ -373,7 +373,7 @@ json page_pass_of(Model& model, const ModelText& text, Row& first, std::optional
     json decoding;
     decode_row(model, text, first, settings, &decoding);
     const AttentionRun run = attention_maps(model, first.tokens, first.target, Trace::Detail::Everything);
-    decoding["steps"] = decoding_steps(model, run, text);
+    decoding["steps"] = decoding_steps(model, run, text, decoding);
     const std::vector<std::string> calls = call_names(run);
     const bool prefix_lm = !model.encoder_decoder && model.config.attention == SelfAttentionKind::PrefixLm;
 

@@ -4,6 +4,11 @@
 // awaits the result and gives result.page (the same explore document the page
 // was written with) to page.js's setData, which renders every view again.
 // A recorded page (no engine in it) says so in one line; its controls stay off.
+// Every page with the engine has "Open model" (and takes a .safetensors file
+// dropped on it): engine.open(file) loads it in the engine, the views are
+// emptied for the new model, and the input in the box (if any) runs on it.
+// A page written without weights starts there, its controls off until a
+// model is open.
 //
 // What the controls compute (the lesson's words):
 // - a matrix cell click overrides that call's mask at (query, key): a blocked
@@ -41,7 +46,8 @@
     forced: null,
     compare: null, compareError: "",
   };
-  const controls = () => Array.from(panel.querySelectorAll("input, select, button"));
+  // The run controls (not the Open model row, which works before any model is open).
+  const controls = () => Array.from(panel.querySelectorAll("input, select, button")).filter((c) => !c.closest("#open-row"));
   const message = (e) => (e && e.message ? e.message : String(e));
 
   function recorded(reason) {
@@ -57,9 +63,100 @@
       recorded("it was written without the engine (no WebAssembly engine next to the binary, or --recorded)");
       return;
     }
+    if (typeof engine.open === "function" && !engine.embedded) {
+      // No weights in the page: the reader opens a model first.
+      waitForModel(engine);
+      return;
+    }
     body.dataset.live = "loading";
     $("#live-status").textContent = "loading the engine\u2026";
-    Promise.resolve(engine.ready).then(() => enable(engine), (e) => recorded(message(e)));
+    Promise.resolve(engine.ready).then(() => { enable(engine); offerOpen(engine); }, (e) => recorded(message(e)));
+  }
+
+  // ---- Open model: a .safetensors file from disk, by the button or dropped on the page ----
+  function waitForModel(engine) {
+    for (const c of controls()) c.disabled = true;
+    body.dataset.live = "no-model";
+    const d = P.data();
+    const was = d.input && d.model && d.model.name !== undefined ? " (this page's pass is of " + String(d.model.name) + ".safetensors)" : "";
+    $("#live-status").textContent = "no model is open" + was + ": Open model, or drop a .safetensors file on the page";
+    offerOpen(engine);
+  }
+  function offerOpen(engine) {
+    const row = $("#open-row"), button = $("#open-model"), input = $("#open-file");
+    if (!row || !button || !input || typeof engine.open !== "function") return;
+    row.hidden = false;
+    button.disabled = false;
+    button.addEventListener("click", () => input.click());
+    input.addEventListener("change", () => {
+      const files = input.files;
+      if (files && files.length) openFile(engine, files[0]);
+      input.value = "";  // the same file chosen again opens again
+    });
+    // A file dropped anywhere on the page is opened (the browser would otherwise open it in place of the page).
+    const wantsFiles = (event) => event.dataTransfer && Array.from(event.dataTransfer.types || []).includes("Files");
+    document.addEventListener("dragover", (event) => {
+      if (!wantsFiles(event)) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "copy";
+    });
+    document.addEventListener("drop", (event) => {
+      if (!wantsFiles(event)) return;
+      event.preventDefault();
+      const files = event.dataTransfer.files;
+      if (!files || !files.length) return;
+      if (files.length > 1) {
+        $("#live-error").textContent = "drop one model file at a time (" + files.length + " were dropped)";
+        return;
+      }
+      openFile(engine, files[0]);
+    });
+  }
+  let opening = false;
+  async function openFile(engine, file) {
+    if (opening || live.running) {
+      $("#live-error").textContent = "wait for the " + (opening ? "model being opened" : "run") + " to end before opening another model";
+      return;
+    }
+    opening = true;
+    const started = performance.now();
+    const hadModel = Boolean(live.engine);
+    body.dataset.open = "opening";
+    $("#open-status").textContent = "";
+    // The file's name is the reader's: only ever text.
+    $("#live-status").textContent = "opening " + quoted(String(file.name)) + " (" + mib(file.size) + ")\u2026";
+    try {
+      const info = await engine.open(file);
+      const ms = Math.round(performance.now() - started);
+      live.overrides = {};
+      live.ablate = [];
+      Object.assign(live, { result: null, baseline: null, forced: null, compare: null, compareError: "" });
+      $("#live-error").textContent = "";
+      // The views are of the model before: emptied until an input runs on this one.
+      P.setData({ format: "tinyformer-explore/1", model: { name: info.name, arch: info.arch }, input: null,
+        sequences: {}, ids: {}, padding: {}, attentions: [], decoding: { mode: "none", steps: [], hypotheses: [] } });
+      if (!hadModel) enable(engine);
+      $("#open-status").textContent = "opened " + shown(String(info.name)) + " (" + info.arch + ") in " + ms + " ms; the engine's memory: " + mib(info.memory_bytes);
+      body.dataset.opened = String(Number(body.dataset.opened || 0) + 1);
+      body.dataset.open = "opened";
+      if ($("#live-source").value !== "") {
+        runAll();
+      } else {
+        $("#live-status").textContent = "ready: type an input and press Enter";
+        body.dataset.live = "ready";
+      }
+    } catch (e) {
+      $("#live-error").textContent = message(e);
+      $("#open-status").textContent = "not opened: " + (hadModel ? "the model before is still the one running" : "no model is open");
+      if (!hadModel) $("#live-status").textContent = "no model is open: Open model, or drop a .safetensors file on the page";
+      body.dataset.open = "refused";
+    } finally {
+      opening = false;
+      body.dataset.opens = String(Number(body.dataset.opens || 0) + 1);  // for tests: opens finished
+    }
+  }
+  function mib(bytes) {
+    return Number.isFinite(bytes) ? (bytes / (1024 * 1024)).toFixed(1) + " MiB" : "unknown";
   }
 
   function enable(engine) {

@@ -311,7 +311,9 @@
 
   // ---- header ----
   function renderHeader() {
-    const parts = [model.name, model.arch, "D=" + model.d_model, "H=" + model.nhead, "dk=" + model.head_dim];
+    // A page without a model (explore --html F alone) has none of these until one is opened.
+    const parts = [model.name === undefined || model.name === null ? "(no model open)" : model.name, model.arch];
+    if (model.d_model !== undefined) parts.push("D=" + model.d_model, "H=" + model.nhead, "dk=" + model.head_dim);
     if (model.norm_first !== undefined) parts.push(model.norm_first ? "pre-LN" : "post-LN");
     if (model.attention) parts.push(model.attention + " mask");
     const summary = clear($("#model-summary"));
@@ -827,6 +829,17 @@
     return "Greedy decoding" + limit;
   }
 
+  // Why the decoding ended (the record's "stop", models/decoding.h's StopReason).
+  // Only "eos" has an <eos> step: a decoding cut short never chose it.
+  function stopText(d) {
+    if (d.stop === "eos") return "Stopped: the model chose <eos>.";
+    if (d.stop === "max_new_tokens")
+      return "Stopped: " + (d.max_new_tokens ? d.max_new_tokens + " new tokens" : "the new-token limit") +
+        " reached (max new tokens); the model did not choose <eos>.";
+    if (d.stop === "max_len") return "Stopped: the sequence filled the model's max_len positions; the model did not choose <eos>.";
+    return "";
+  }
+
   function renderDecoding() {
     const root = clear($("#decoding-body"));
     const d = data.decoding || { mode: "none", steps: [] };
@@ -840,6 +853,7 @@
         const c = (s.candidates || []).find((x) => x.id === s.chosen);
         return c ? c.token : s.chosen_token !== undefined ? s.chosen_token : "#" + s.chosen;
       });
+      if (stopText(d)) root.appendChild(el("p", { class: "note", id: "decoding-stop", text: stopText(d) }));
       root.appendChild(el("p", { class: "path", id: "decoding-path" }, ["chosen path: "].concat(path.map((t) => el("span", { class: "tok chosen", text: shown(String(t)) })))));
       const table = el("table", { class: "numbers decoding", id: "decoding-steps" });
       // A sampled token can lie outside the top 5: it gets a cell of its own, in a "drawn" column.

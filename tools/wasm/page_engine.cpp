@@ -3,7 +3,9 @@
 // `make build/wasm/tinyformer-engine.js`, docs/BUILDING.md).
 //
 //   tinyformer_load(path)         loads the checkpoint at `path` (engine.js
-//                                 writes the page's embedded one to MEMFS first)
+//                                 writes the page's embedded one, or the file
+//                                 the reader opened, to MEMFS first, and
+//                                 deletes it after: the model holds the weights)
 //   tinyformer_run(request_json)  one request -> one result (tools/explore/live.h)
 //
 // Both return a JSON text, {"ok":true,"result":...} or {"ok":false,"error":"one
@@ -38,11 +40,13 @@ const char* failed(const std::string& message) {
     return answered({{"ok", false}, {"error", tinyformer::shown_text(message)}});
 }
 
-// The checkpoint's name as the page shows it: the file name without folders and ".safetensors".
+// The checkpoint's name as the page shows it: the file name without folders
+// and ".safetensors", a control character or bidi override in it (a file the
+// reader opened may be named anything) shown as \xNN or \u{XXXX}.
 std::string stem(std::string path) {
     path = path.substr(path.find_last_of('/') + 1);
     if (path.ends_with(".safetensors")) path.resize(path.size() - std::string(".safetensors").size());
-    return path;
+    return tinyformer::shown_text(path);
 }
 
 template <typename Work>
