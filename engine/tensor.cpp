@@ -44,6 +44,14 @@ Tensor::Tensor(Shape shape, std::vector<float> values) : shape_(std::move(shape)
         fail("Tensor: shape ", shape_string(shape_), " needs ", count, " values, got ", values_.size());
 }
 
+Tensor Tensor::in_place(Shape shape, const float* data, std::shared_ptr<const void> owner) {
+    Tensor t;
+    t.shape_ = std::move(shape);
+    const int64_t count = checked_numel(t.shape_, "Tensor::in_place");
+    t.values_ = FloatBuffer::view(data, static_cast<size_t>(count), std::move(owner));
+    return t;
+}
+
 int64_t Tensor::dim(int64_t axis) const {
     int64_t r = rank();
     if (axis < -r || axis >= r)
@@ -93,6 +101,7 @@ ConstMatrixView Tensor::matrix(int64_t leading) const {
 }
 
 MatrixView Tensor::matrix(int64_t leading) {
+    data();  // a tensor read in place is copied first: a MatrixView may be written through
     ConstMatrixView view = static_cast<const Tensor&>(*this).matrix(leading);
     return {const_cast<float*>(view.data), view.rows, view.cols, view.stride};
 }
