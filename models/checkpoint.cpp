@@ -145,10 +145,10 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
 
 }  // namespace
 
-Checkpoint Checkpoint::open(const std::string& path) {
+Checkpoint Checkpoint::open(const std::string& path, FileReading reading) {
     Checkpoint checkpoint;
     refuse_other_model_files(path);  // a llama2.c .bin, a torch file, a model folder, ...: named, with its converter
-    checkpoint.file_ = SafetensorsFile::read(path);
+    checkpoint.file_ = SafetensorsFile::read(path, reading);
     const auto& metadata = checkpoint.file_.metadata();
     auto config = metadata.find("config");
     if (config == metadata.end()) refuse_safetensors_without_config(path, checkpoint.file_);

@@ -45,7 +45,8 @@ struct TextMetadata {
 
 class Checkpoint {
 public:
-    static Checkpoint open(const std::string& path);
+    // Mapped, the F32 weights read in place (engine/io/safetensors.h), unless `reading` says Copied.
+    static Checkpoint open(const std::string& path, FileReading reading = default_file_reading());
 
     const ModelConfig& config() const { return config_; }
     const TextMetadata& text() const { return text_; }
