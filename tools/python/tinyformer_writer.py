@@ -317,8 +317,10 @@ def _write(path, arch, config, named, parts, meta, dtype):
     """Write the file; remember float32 copies of `parts` (the stock modules) for
     check(). parts=None (a family converter's output): nothing is remembered."""
     storage = _storage(named, dtype)
-    tensors = _stored_tensors(named, storage)
+    # The snapshot first: the stored tensors may be the modules' own (no copy),
+    # and check() must compare the file with the modules as they were given.
     snapshot = _snapshot(parts, storage) if parts is not None else None
+    tensors = _stored_tensors(named, storage)
     metadata = {"config": json.dumps(config, sort_keys=True, separators=(",", ":")), **meta}
     path = str(path)
     parts = st.encode_parts(tensors, metadata)   # the tensors' own memory, written part by part
