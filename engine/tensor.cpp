@@ -46,9 +46,8 @@ Tensor::Tensor(Shape shape, std::vector<float> values) : shape_(std::move(shape)
 
 Tensor Tensor::in_place(Shape shape, const float* data, std::shared_ptr<const void> owner) {
     Tensor t;
+    t.values_ = FloatBuffer::view(data, static_cast<size_t>(checked_numel(shape, "Tensor::in_place")), std::move(owner));
     t.shape_ = std::move(shape);
-    const int64_t count = checked_numel(t.shape_, "Tensor::in_place");
-    t.values_ = FloatBuffer::view(data, static_cast<size_t>(count), std::move(owner));
     return t;
 }
 
@@ -101,9 +100,8 @@ ConstMatrixView Tensor::matrix(int64_t leading) const {
 }
 
 MatrixView Tensor::matrix(int64_t leading) {
-    data();  // a tensor read in place is copied first: a MatrixView may be written through
-    ConstMatrixView view = static_cast<const Tensor&>(*this).matrix(leading);
-    return {const_cast<float*>(view.data), view.rows, view.cols, view.stride};
+    const ConstMatrixView view = static_cast<const Tensor&>(*this).matrix(leading);  // checks; data() copies in_place
+    return {data() + leading * view.rows * view.cols, view.rows, view.cols, view.stride};
 }
 
 bool Tensor::all_finite() const {

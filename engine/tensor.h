@@ -1,10 +1,7 @@
 // Tensor — contiguous, row-major float32 with a shape of rank 1..4, last axis
 // contiguous, axes in NumPy/PyTorch order. Value semantics: copying a Tensor
 // copies its numbers. The numbers live in a FloatBuffer (engine/memory/float_buffer.h),
-// whose memory is recycled from tensor to tensor — or, for a weight read in
-// place from a mapped checkpoint (Tensor::in_place), in the file's mapped
-// bytes: such a tensor is only read; copying it shares them, and the first
-// non-const access (data(), at(), matrix()) copies them into memory of its own.
+// whose memory is recycled from tensor to tensor, or views a mapped file (in_place).
 //
 // The dimension vocabulary used everywhere (code, comments, tests, messages):
 //   B  batch                     H   attention heads
@@ -25,7 +22,6 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
-#include <memory>
 #include <vector>
 
 namespace tinyformer {
@@ -118,10 +114,9 @@ public:
     static Tensor filled(Shape shape, float value);
     // A tensor of the given shape holding `values` (row-major; sizes must agree).
     Tensor(Shape shape, std::vector<float> values);
-    // A tensor of the given shape reading its numbers at `data` (read-only
-    // memory, e.g. a mapped file) without a copy; `owner` keeps them alive.
+    // Reads `data` (read-only: a mapped file's bytes) where it lies, `owner` keeping it alive;
+    // copies share it, and the first non-const access (data(), at(), matrix()) copies it.
     static Tensor in_place(Shape shape, const float* data, std::shared_ptr<const void> owner);
-    // True while the numbers are read in place (not yet copied by a non-const access).
     bool is_in_place() const { return values_.is_view(); }
 
     const Shape& shape() const { return shape_; }
@@ -133,7 +128,6 @@ public:
 
     float* data() { return values_.data(); }  // a tensor read in place is copied first
     const float* data() const { return values_.data(); }
-    // A copy of the numbers, row-major (for tests and comparisons).
     std::vector<float> values() const { return {values_.begin(), values_.end()}; }
 
     // Checked element access: t.at({b, l, s}). Throws Error naming the index.

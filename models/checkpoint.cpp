@@ -5,7 +5,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <utility>
 
 namespace tinyformer {
 
@@ -168,14 +167,11 @@ Tensor Checkpoint::take(const std::string& name, const Shape& expected) {
     if (stored.shape != expected)
         fail(file_.path(), ": tensor '", name, "' has shape ", shape_string(stored.shape), "; expected ",
              shape_string(expected));
-    Tensor tensor = file_.read_float(name);
-    // Read through a const pointer: a tensor read in place (the mapped file's
-    // bytes) is checked where it lies, not copied.
-    const float* values = std::as_const(tensor).data();
+    const Tensor tensor = file_.read_float(name);  // const: a tensor read in place is checked where it lies
     for (int64_t i = 0; i < tensor.numel(); ++i)
-        if (!std::isfinite(values[i]))
+        if (!std::isfinite(tensor.data()[i]))
             fail(file_.path(), ": tensor '", name, "' holds a non-finite value (",
-                 std::isnan(values[i]) ? "NaN" : values[i] > 0 ? "inf" : "-inf", ") at flat index ", i);
+                 std::isnan(tensor.data()[i]) ? "NaN" : tensor.data()[i] > 0 ? "inf" : "-inf", ") at flat index ", i);
     taken_.insert(name);
     return tensor;
 }

@@ -45,7 +45,6 @@ struct TextMetadata {
 
 class Checkpoint {
 public:
-    // Mapped, the F32 weights read in place (engine/io/safetensors.h), unless `reading` says Copied.
     static Checkpoint open(const std::string& path, FileReading reading = default_file_reading());
 
     const ModelConfig& config() const { return config_; }

@@ -183,8 +183,6 @@ struct Model {
     std::unique_ptr<EncoderDecoderModel> encoder_decoder;
     std::unique_ptr<SingleStackModel> single_stack;
 
-    // The weights read in place from the mapped file where they can be
-    // (FileReading, engine/io/safetensors.h); FileReading::Copied copies them all.
     static Model load(const std::string& path, FileReading reading = default_file_reading());
 
     // The loaded model's, whichever it is.

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -217,8 +218,8 @@ TEST_CASE("Unaligned F32 and F16 tensors are converted into memory of their own 
     CHECK(logits(shifted, FileReading::Mapped, inputs).values() ==
           logits(original, FileReading::Mapped, inputs).values());
     // Four more: aligned again, read in place.
-    CHECK(SafetensorsFile::read(with_padded_header(dir, "realigned.safetensors", original, 4)).reads_in_place(
-        "embed.weight"));
+    CHECK(SafetensorsFile::read(with_padded_header(dir, "realigned.safetensors", original, 4), FileReading::Mapped)
+              .reads_in_place("embed.weight"));
 
     // F16: widened into memory of its own, whatever its alignment.
     const std::string header = R"({"h":{"dtype":"F16","shape":[3],"data_offsets":[0,6]}}  )";  // 8 + 56 bytes
@@ -245,4 +246,20 @@ TEST_CASE("A checkpoint truncated before loading is refused by name, mapped, bef
     const std::string path = dir.file("truncated.safetensors");
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 4096);
     CHECK_ERROR_CONTAINS(Model::load(path, FileReading::Mapped), path.c_str(), "is the file truncated?");
+}
+
+TEST_CASE("TINYFORMER_MMAP=off (any case) reads checkpoints by copy; unset or another value maps them") {
+    const char* before = std::getenv("TINYFORMER_MMAP");
+    const std::string saved = before ? before : "";
+    ::setenv("TINYFORMER_MMAP", "off", 1);
+    CHECK(default_file_reading() == FileReading::Copied);
+    CHECK_FALSE(Model::load(kDecoderOnly + ".model.safetensors").single_stack->head_parts().weight.is_in_place());
+    ::setenv("TINYFORMER_MMAP", "OFF", 1);
+    CHECK(default_file_reading() == FileReading::Copied);
+    ::setenv("TINYFORMER_MMAP", "on", 1);
+    CHECK(default_file_reading() == FileReading::Mapped);
+    ::unsetenv("TINYFORMER_MMAP");
+    CHECK(default_file_reading() == FileReading::Mapped);
+    CHECK(Model::load(kDecoderOnly + ".model.safetensors").single_stack->head_parts().weight.is_in_place());
+    if (before) ::setenv("TINYFORMER_MMAP", saved.c_str(), 1);
 }

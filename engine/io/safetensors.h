@@ -27,8 +27,8 @@
 // Reading in place: a file is mapped read-only (engine/io/mapped_file.h), not
 // copied, and read_float returns an F32 tensor whose bytes lie 4-byte aligned
 // in the file (its offset in the file, 8 + header length + begin, a multiple
-// of 4; the writers here and in tools/python pad the header to 8 bytes so all
-// are) as a Tensor that reads the mapped bytes where they are
+// of 4; tools/python/safetensors_io.py pads the header to 8 bytes and stores
+// the widest dtypes first, so all its F32 tensors are) as a Tensor that reads the mapped bytes where they are
 // (Tensor::in_place; the mapping lives as long as any such tensor). F16 and
 // BF16 tensors, and unaligned F32 ones, are converted into memory of their
 // own, as before. The sizes are checked against the file's size (taken once,
