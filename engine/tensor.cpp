@@ -44,6 +44,13 @@ Tensor::Tensor(Shape shape, std::vector<float> values) : shape_(std::move(shape)
         fail("Tensor: shape ", shape_string(shape_), " needs ", count, " values, got ", values_.size());
 }
 
+Tensor Tensor::in_place(Shape shape, const float* data, std::shared_ptr<const void> owner) {
+    Tensor t;
+    t.values_ = FloatBuffer::view(data, static_cast<size_t>(checked_numel(shape, "Tensor::in_place")), std::move(owner));
+    t.shape_ = std::move(shape);
+    return t;
+}
+
 int64_t Tensor::dim(int64_t axis) const {
     int64_t r = rank();
     if (axis < -r || axis >= r)
@@ -93,8 +100,8 @@ ConstMatrixView Tensor::matrix(int64_t leading) const {
 }
 
 MatrixView Tensor::matrix(int64_t leading) {
-    ConstMatrixView view = static_cast<const Tensor&>(*this).matrix(leading);
-    return {const_cast<float*>(view.data), view.rows, view.cols, view.stride};
+    const ConstMatrixView view = static_cast<const Tensor&>(*this).matrix(leading);  // checks; data() copies in_place
+    return {data() + leading * view.rows * view.cols, view.rows, view.cols, view.stride};
 }
 
 bool Tensor::all_finite() const {

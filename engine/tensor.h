@@ -1,7 +1,7 @@
 // Tensor — contiguous, row-major float32 with a shape of rank 1..4, last axis
 // contiguous, axes in NumPy/PyTorch order. Value semantics: copying a Tensor
 // copies its numbers. The numbers live in a FloatBuffer (engine/memory/float_buffer.h),
-// whose memory is recycled from tensor to tensor.
+// whose memory is recycled from tensor to tensor, or views a mapped file (in_place).
 //
 // The dimension vocabulary used everywhere (code, comments, tests, messages):
 //   B  batch                     H   attention heads
@@ -114,6 +114,10 @@ public:
     static Tensor filled(Shape shape, float value);
     // A tensor of the given shape holding `values` (row-major; sizes must agree).
     Tensor(Shape shape, std::vector<float> values);
+    // Reads `data` (read-only: a mapped file's bytes) where it lies, `owner` keeping it alive;
+    // copies share it, and the first non-const access (data(), at(), matrix()) copies it.
+    static Tensor in_place(Shape shape, const float* data, std::shared_ptr<const void> owner);
+    bool is_in_place() const { return values_.is_view(); }
 
     const Shape& shape() const { return shape_; }
     int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
@@ -122,9 +126,9 @@ public:
     int64_t dim(int64_t axis) const;
     int64_t numel() const { return static_cast<int64_t>(values_.size()); }
 
-    float* data() { return values_.data(); }
+    float* data() { return values_.data(); }  // a tensor read in place is copied first
     const float* data() const { return values_.data(); }
-    const std::vector<float>& values() const { return values_.vector(); }
+    std::vector<float> values() const { return {values_.begin(), values_.end()}; }
 
     // Checked element access: t.at({b, l, s}). Throws Error naming the index.
     float& at(std::initializer_list<int64_t> index);

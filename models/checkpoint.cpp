@@ -1,7 +1,7 @@
 #include "models/checkpoint.h"
 
+#include "engine/io/foreign_files.h"
 #include "engine/io/json.h"
-#include "models/foreign_files.h"
 
 #include <charconv>
 #include <cmath>
@@ -144,10 +144,10 @@ TextMetadata read_text_metadata(const std::string& path, const std::map<std::str
 
 }  // namespace
 
-Checkpoint Checkpoint::open(const std::string& path) {
+Checkpoint Checkpoint::open(const std::string& path, FileReading reading) {
     Checkpoint checkpoint;
     refuse_other_model_files(path);  // a llama2.c .bin, a torch file, a model folder, ...: named, with its converter
-    checkpoint.file_ = SafetensorsFile::read(path);
+    checkpoint.file_ = SafetensorsFile::read(path, reading);
     const auto& metadata = checkpoint.file_.metadata();
     auto config = metadata.find("config");
     if (config == metadata.end()) refuse_safetensors_without_config(path, checkpoint.file_);
@@ -167,7 +167,7 @@ Tensor Checkpoint::take(const std::string& name, const Shape& expected) {
     if (stored.shape != expected)
         fail(file_.path(), ": tensor '", name, "' has shape ", shape_string(stored.shape), "; expected ",
              shape_string(expected));
-    Tensor tensor = file_.read_float(name);
+    const Tensor tensor = file_.read_float(name);  // const: a tensor read in place is checked where it lies
     for (int64_t i = 0; i < tensor.numel(); ++i)
         if (!std::isfinite(tensor.data()[i]))
             fail(file_.path(), ": tensor '", name, "' holds a non-finite value (",

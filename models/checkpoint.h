@@ -45,7 +45,7 @@ struct TextMetadata {
 
 class Checkpoint {
 public:
-    static Checkpoint open(const std::string& path);
+    static Checkpoint open(const std::string& path, FileReading reading = default_file_reading());
 
     const ModelConfig& config() const { return config_; }
     const TextMetadata& text() const { return text_; }

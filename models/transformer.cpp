@@ -444,8 +444,8 @@ HookScope::HookScope(Model& model, const Hooks* hooks) : model_(model), previous
 
 HookScope::~HookScope() { model_.set_hooks(previous_); }
 
-Model Model::load(const std::string& path) {
-    Checkpoint checkpoint = Checkpoint::open(path);
+Model Model::load(const std::string& path, FileReading reading) {
+    Checkpoint checkpoint = Checkpoint::open(path, reading);
     Model model;
     model.config = checkpoint.config();
     model.text = checkpoint.text();

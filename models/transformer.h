@@ -183,7 +183,7 @@ struct Model {
     std::unique_ptr<EncoderDecoderModel> encoder_decoder;
     std::unique_ptr<SingleStackModel> single_stack;
 
-    static Model load(const std::string& path);
+    static Model load(const std::string& path, FileReading reading = default_file_reading());
 
     // The loaded model's, whichever it is.
     std::vector<NamedAttentionCall> attention_calls() const;

@@ -1125,7 +1125,7 @@ std::vector<BadInput> run_and_info(const std::vector<BadFile>& files) {
 
 // clang-format off
 // ---- files that are not a checkpoint: named, with the command that converts them ----
-// (models/foreign_files.h). Each file is built here, and goes through run,
+// (engine/io/foreign_files.h). Each file is built here, and goes through run,
 // info and explore: the one loader (Checkpoint::open) names it for all.
 
 // llama2.c's legacy (v0) model.bin: 7 int32 (dim 8, hidden_dim 16, 1 layer,

@@ -3,15 +3,18 @@
 #include "engine/io/output_file.h"
 
 #include "engine/io/json.h"
+#include "engine/io/mapped_file.h"
 #include "engine/memory/available.h"
 #include "engine/io/utf8.h"
 #include "engine/bit_cast.h"
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -293,12 +296,42 @@ bool could_be_safetensors(uint64_t file_size, std::span<const uint8_t> start) {
            (start[8] == '{' || is_json_space(start[8]));
 }
 
-SafetensorsFile SafetensorsFile::read(const std::string& path) {
+FileReading default_file_reading() {
+    if (!kMappingAvailable) return FileReading::Copied;
+    const char* value = std::getenv("TINYFORMER_MMAP");
+    if (!value) return FileReading::Mapped;
+    std::string text = value;
+    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+    return text == "off" ? FileReading::Copied : FileReading::Mapped;
+}
+
+SafetensorsFile SafetensorsFile::read(const std::string& path, FileReading reading) {
     std::error_code error;
     const auto status = std::filesystem::status(path, error);
     if (error || !std::filesystem::exists(status)) fail(path, ": no such file");
     if (std::filesystem::is_directory(status)) fail(path, ": is a directory, expected a .safetensors file");
     if (!std::filesystem::is_regular_file(status)) fail(path, ": not a regular file");
+    SafetensorsFile file;
+    file.path_ = path;
+
+    if (reading == FileReading::Mapped) {
+        // Every check below reads the mapping only below the size the open
+        // file had when mapped: parse_header refuses any tensor ending past it
+        // before a tensor's byte is read.
+        auto mapped = std::make_shared<const MappedFile>(path);
+        const std::span<const uint8_t> bytes = mapped->bytes();
+        refuse_other_formats(path, bytes.size(), bytes.first(std::min<size_t>(bytes.size(), kSniffBytes)));
+        const uint64_t header_length = checked_header_length(path, bytes.size(), bytes.data());
+        file.mapped_ = true;
+        file.data_offset_ = 8 + header_length;
+        file.parse_header(std::string(bytes.begin() + 8, bytes.begin() + static_cast<ptrdiff_t>(file.data_offset_)),
+                          bytes.size() - file.data_offset_);
+        file.file_bytes_ = bytes;
+        file.data_ = bytes.subspan(file.data_offset_);
+        file.storage_ = std::move(mapped);
+        return file;
+    }
+
     const uint64_t file_size = std::filesystem::file_size(path, error);
     if (error) fail(path, ": cannot read its size: ", error.message());
     std::ifstream in(path, std::ios::binary);
@@ -312,12 +345,13 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
     std::string header_text(header_length, '\0');
     read_exactly(in, reinterpret_cast<uint8_t*>(header_text.data()), header_length, path);
 
-    SafetensorsFile file;
-    file.path_ = path;
+    file.data_offset_ = 8 + header_length;
     const uint64_t data_size = file_size - 8 - header_length;
-    file.parse_header(header_text, data_size);  // checks the memory before data_ is allocated
-    file.data_.resize(data_size);
-    read_exactly(in, file.data_.data(), data_size, path);
+    file.parse_header(header_text, data_size);  // checks the memory before the data is allocated
+    auto data = std::make_shared<std::vector<uint8_t>>(data_size);
+    read_exactly(in, data->data(), data_size, path);
+    file.data_ = *data;
+    file.storage_ = std::move(data);
     return file;
 }
 
@@ -326,9 +360,13 @@ SafetensorsFile SafetensorsFile::from_bytes(const std::string& name, std::span<c
     const uint64_t header_length = checked_header_length(name, bytes.size(), bytes.data());
     SafetensorsFile file;
     file.path_ = name;
+    file.data_offset_ = 8 + header_length;
     file.parse_header(std::string(bytes.begin() + 8, bytes.begin() + 8 + static_cast<ptrdiff_t>(header_length)),
                       bytes.size() - 8 - header_length);
-    file.data_.assign(bytes.begin() + 8 + static_cast<ptrdiff_t>(header_length), bytes.end());
+    auto data = std::make_shared<std::vector<uint8_t>>(bytes.begin() + 8 + static_cast<ptrdiff_t>(header_length),
+                                                       bytes.end());
+    file.data_ = *data;
+    file.storage_ = std::move(data);
     return file;
 }
 
@@ -417,10 +455,12 @@ void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data
         fail(path, ": the data section has ", data_size, " bytes but the tensors cover ", covered);
 
     // What reading will allocate, checked before allocating it: the data
-    // section, and every float tensor again as the float32 Tensor it becomes.
+    // section (read, or mapped: its pages become resident as they are read),
+    // and every float tensor that becomes a float32 Tensor of its own (not
+    // those read in place).
     uint64_t float32_bytes = 0;
     for (const auto& [name, stored] : tensors_)
-        if (stored.dtype == "F32" || stored.dtype == "F16" || stored.dtype == "BF16")
+        if ((stored.dtype == "F32" || stored.dtype == "F16" || stored.dtype == "BF16") && !in_place(stored))
             float32_bytes += (stored.end - stored.begin) / dtype_size(stored.dtype) * 4;
     const double needed = static_cast<double>(data_size) + static_cast<double>(float32_bytes);
     require_available(needed, text_of(path, ": reading it needs ", data_size + float32_bytes, " bytes of memory (",
@@ -435,10 +475,20 @@ const StoredTensor& SafetensorsFile::info(const std::string& name) const {
 
 const uint8_t* SafetensorsFile::bytes_of(const std::string& name) const { return data_.data() + info(name).begin; }
 
+// An F32 tensor of a mapped file whose bytes start 4-byte aligned: a mapping
+// starts on a page boundary, so the address is aligned when the offset in the
+// file is. An empty tensor has no bytes to read in place.
+bool SafetensorsFile::in_place(const StoredTensor& stored) const {
+    return mapped_ && stored.dtype == "F32" && stored.end > stored.begin &&
+           (data_offset_ + stored.begin) % alignof(float) == 0;
+}
+
 Tensor SafetensorsFile::read_float(const std::string& name) const {
     const StoredTensor& stored = info(name);
     if (stored.shape.empty() || stored.shape.size() > 4)
         fail(path_, ": tensor '", name, "' has shape ", shape_string(stored.shape), "; expected rank 1..4");
+    if (in_place(stored))  // no copy: the tensor reads the mapped bytes, and keeps the mapping alive
+        return Tensor::in_place(stored.shape, reinterpret_cast<const float*>(bytes_of(name)), storage_);
     Tensor tensor(stored.shape);
     const uint8_t* bytes = bytes_of(name);
     const int64_t count = tensor.numel();

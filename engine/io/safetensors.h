@@ -24,12 +24,26 @@
 // rule: the data must be indexed entirely), and a byte count that does not
 // match dtype x shape. The file is read once.
 //
+// Reading in place: a file is mapped read-only (engine/io/mapped_file.h), not
+// copied, and read_float returns an F32 tensor whose bytes lie 4-byte aligned
+// in the file (its offset in the file, 8 + header length + begin, a multiple
+// of 4; tools/python/safetensors_io.py pads the header to 8 bytes and stores
+// the widest dtypes first, so all its F32 tensors are) as a Tensor that reads the mapped bytes where they are
+// (Tensor::in_place; the mapping lives as long as any such tensor). F16 and
+// BF16 tensors, and unaligned F32 ones, are converted into memory of their
+// own, as before. The sizes are checked against the file's size (taken once,
+// from the open file) before any tensor's byte is touched. FileReading::Copied
+// reads the whole file into memory instead and copies every tensor: the
+// WebAssembly build (no mmap), TINYFORMER_MMAP=off (an A/B switch, as
+// TINYFORMER_POOL=off), and the tests that compare both ways.
+//
 // Memory: before allocating anything for the data, reading adds up what the
-// file will take — its data section, plus every F32 / F16 / BF16 tensor as
-// the float32 Tensor that read_float (and so every model loader) makes of it,
-// which for F16 / BF16 includes the widening — and refuses, naming both
-// numbers, when that is more than available_memory_bytes(). So reading a
-// file never allocates more than its size plus the model's declared weights,
+// file will take — its data section (mapped or read), plus every F32 / F16 /
+// BF16 tensor that read_float converts into a float32 Tensor of its own, which
+// for F16 / BF16 includes the widening (a tensor read in place takes no more)
+// — and refuses, naming both numbers, when that is more than
+// available_memory_bytes(). So reading a file never allocates more than its
+// size plus the model's declared weights,
 // plus the parsed JSON header, which parse_json (engine/io/json.h) bounds by
 // kParsedJsonBytesPerByte per header byte and checks before parsing; and
 // arrays and objects in the header nest at most 3 deep, as the format needs.
@@ -49,6 +63,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,7 +81,7 @@ constexpr const char* kNotSafetensorsHint =
     "tools/python/tinyformer_export.py";
 
 // How many first bytes of a file are enough to tell what it is (the checks
-// below, and models/foreign_files.h naming other model files).
+// below, and engine/io/foreign_files.h naming other model files).
 constexpr uint64_t kSniffBytes = 256;
 
 // True when a file of `file_size` bytes whose first bytes are `start` (up to
@@ -92,9 +107,16 @@ struct IntTensor {
     std::vector<int64_t> values;
 };
 
+// How SafetensorsFile::read holds a file: mapped, its F32 tensors read in
+// place where aligned; or copied into memory, every tensor copied again.
+enum class FileReading { Mapped, Copied };
+// Mapped, unless the platform has no mmap (WebAssembly) or the process was
+// started with TINYFORMER_MMAP=off (any case): then Copied.
+FileReading default_file_reading();
+
 class SafetensorsFile {
 public:
-    static SafetensorsFile read(const std::string& path);
+    static SafetensorsFile read(const std::string& path, FileReading reading = default_file_reading());
     // The same checks on a file's bytes already in memory; `name` stands for
     // the path in messages. (The fuzz harnesses feed the parser this way.)
     static SafetensorsFile from_bytes(const std::string& name, std::span<const uint8_t> bytes);
@@ -105,8 +127,12 @@ public:
     bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
     const StoredTensor& info(const std::string& name) const;
 
-    // F32, or F16 / BF16 widened to F32. Rank 1..4.
+    // F32, or F16 / BF16 widened to F32. Rank 1..4. An aligned F32 tensor of
+    // a mapped file is read in place (reads_in_place); any other is copied.
     Tensor read_float(const std::string& name) const;
+    bool reads_in_place(const std::string& name) const { return in_place(info(name)); }
+    // The whole file's mapped bytes; empty when the file is not mapped.
+    std::span<const uint8_t> mapped_bytes() const { return mapped_ ? file_bytes_ : std::span<const uint8_t>(); }
     // I64 or I32.
     IntTensor read_int(const std::string& name) const;
     // BOOL or U8 holding only 0 and 1.
@@ -115,11 +141,16 @@ public:
 private:
     void parse_header(const std::string& header_text, uint64_t data_size);
     const uint8_t* bytes_of(const std::string& name) const;
+    bool in_place(const StoredTensor& stored) const;
 
     std::string path_;
     std::map<std::string, std::string> metadata_;
     std::map<std::string, StoredTensor> tensors_;
-    std::vector<uint8_t> data_;  // the data section, after the header
+    std::shared_ptr<const void> storage_;   // owns the bytes: a MappedFile, or a std::vector<uint8_t>
+    std::span<const uint8_t> file_bytes_;   // the whole file, in storage_
+    std::span<const uint8_t> data_;         // its data section, after the header
+    uint64_t data_offset_ = 0;              // where the data section starts in the file: 8 + header length
+    bool mapped_ = false;
 };
 
 // One tensor to write: dtype, shape and its raw little-endian bytes.

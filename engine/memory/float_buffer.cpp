@@ -1,7 +1,10 @@
 #include "engine/memory/float_buffer.h"
 
+#include "engine/error.h"
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cctype>
 #include <cstdlib>
@@ -125,19 +128,43 @@ void give_back(std::vector<float>& values) {
     p.kept[c][p.count[c]++] = std::move(values);
 }
 
+std::atomic<uint64_t> views_copied{0};
+
 }  // namespace
 
 FloatBuffer::FloatBuffer(size_t count) : values_(take(count)) {}
 
-FloatBuffer::FloatBuffer(const FloatBuffer& other) : values_(take(other.size())) {
+FloatBuffer::FloatBuffer(const FloatBuffer& other)
+    : view_(other.view_), view_size_(other.view_size_), owner_(other.owner_) {  // a view: the same view
+    if (view_) return;
+    values_ = take(other.size());
     std::copy(other.begin(), other.end(), values_.begin());
+}
+
+FloatBuffer::FloatBuffer(FloatBuffer&& other) noexcept
+    : values_(std::move(other.values_)), view_(other.view_), view_size_(other.view_size_),
+      owner_(std::move(other.owner_)) {
+    other.values_ = std::vector<float>();  // moved from: empty, as a moved-from std::vector
+    other.view_ = nullptr;
+    other.view_size_ = 0;
 }
 
 FloatBuffer& FloatBuffer::operator=(const FloatBuffer& other) {
     if (this == &other) return *this;
-    if (size() != other.size()) {
+    if (other.view_) {  // the same view; this buffer's own memory goes back
+        give_back(values_);
+        values_ = std::vector<float>();
+        view_ = other.view_;
+        view_size_ = other.view_size_;
+        owner_ = other.owner_;
+        return *this;
+    }
+    if (view_ || values_.size() != other.size()) {
         give_back(values_);
         values_ = take(other.size());
+        view_ = nullptr;
+        view_size_ = 0;
+        owner_.reset();
     }
     std::copy(other.begin(), other.end(), values_.begin());
     return *this;
@@ -147,9 +174,44 @@ FloatBuffer& FloatBuffer::operator=(FloatBuffer&& other) noexcept {
     if (this == &other) return *this;
     give_back(values_);
     values_ = std::move(other.values_);
+    view_ = other.view_;
+    view_size_ = other.view_size_;
+    owner_ = std::move(other.owner_);
     other.values_ = std::vector<float>();  // moved from: empty, as a moved-from std::vector
+    other.view_ = nullptr;
+    other.view_size_ = 0;
     return *this;
 }
+
+FloatBuffer FloatBuffer::view(const float* data, size_t count, std::shared_ptr<const void> owner) {
+    FloatBuffer buffer;
+    if (count == 0) return buffer;
+    if (!data || !owner) fail("FloatBuffer::view: a view needs its numbers and their owner");
+    buffer.view_ = data;
+    buffer.view_size_ = count;
+    buffer.owner_ = std::move(owner);
+    return buffer;
+}
+
+float* FloatBuffer::own() {
+    if (view_) {
+        std::vector<float> copy = take(view_size_);
+        std::copy(view_, view_ + view_size_, copy.begin());
+        values_ = std::move(copy);
+        view_ = nullptr;
+        view_size_ = 0;
+        owner_.reset();
+        ++views_copied;
+    }
+    return values_.data();
+}
+
+const std::vector<float>& FloatBuffer::vector() const {
+    if (view_) fail("FloatBuffer::vector: a view has no vector of its own");
+    return values_;
+}
+
+uint64_t float_buffer_views_copied() { return views_copied.load(); }
 
 FloatBuffer::~FloatBuffer() { give_back(values_); }
 

@@ -19,6 +19,14 @@
 //                      full (kPerClass buffers per class; over kPoolBytes in
 //                      all, larger kept buffers are freed to make room)
 //
+// A view (FloatBuffer::view) holds no memory of its own: it reads `count`
+// floats of read-only memory that its owner keeps alive — a checkpoint's
+// mapped file (engine/io/safetensors.h), whose float32 weights are read in
+// place. A copy of a view is the same view (both only read); the first
+// non-const access (data(), begin(), end()) copies the numbers into a buffer
+// of its own first, so nothing is ever written through a view: the mapped
+// memory is PROT_READ, and a write there would end the process.
+//
 // A buffer taken from the pool is zeroed: no number of an earlier tensor is
 // ever seen. Sanitizer builds (ASan) keep no pool, so that a use after free
 // is still caught at the first use; nor does a process started with
@@ -27,6 +35,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,23 +52,39 @@ public:
     explicit FloatBuffer(size_t count);  // count zeros
     explicit FloatBuffer(std::vector<float> values) : values_(std::move(values)) {}
     FloatBuffer(const FloatBuffer& other);
-    FloatBuffer(FloatBuffer&& other) noexcept = default;
+    FloatBuffer(FloatBuffer&& other) noexcept;
     FloatBuffer& operator=(const FloatBuffer& other);
     FloatBuffer& operator=(FloatBuffer&& other) noexcept;
     ~FloatBuffer();
 
-    size_t size() const { return values_.size(); }
-    float* data() { return values_.data(); }
-    const float* data() const { return values_.data(); }
-    float* begin() { return values_.data(); }
-    float* end() { return values_.data() + values_.size(); }
-    const float* begin() const { return values_.data(); }
-    const float* end() const { return values_.data() + values_.size(); }
-    const std::vector<float>& vector() const { return values_; }
+    // `count` floats at `data`, read in place; `owner` keeps them alive (and
+    // unchanged) for as long as any view of them lives. count 0 is an empty buffer.
+    static FloatBuffer view(const float* data, size_t count, std::shared_ptr<const void> owner);
+    bool is_view() const { return view_ != nullptr; }
+
+    size_t size() const { return view_ ? view_size_ : values_.size(); }
+    float* data() { return own(); }  // a view is copied first: the caller may write
+    const float* data() const { return view_ ? view_ : values_.data(); }
+    float* begin() { return own(); }
+    float* end() { return own() + values_.size(); }
+    const float* begin() const { return data(); }
+    const float* end() const { return data() + size(); }
+    // The numbers of a buffer of its own (Error for a view): for tests of the pool.
+    const std::vector<float>& vector() const;
 
 private:
+    float* own();  // copies a view's numbers into a buffer of its own; returns them
+
     std::vector<float> values_;
+    const float* view_ = nullptr;  // a view's numbers (values_ is then empty)
+    size_t view_size_ = 0;
+    std::shared_ptr<const void> owner_;  // keeps a view's memory alive
 };
+
+// How many views this process has copied into buffers of their own (a
+// non-const access to a view). Loading a model and running it copies none:
+// tests/test_safetensors.cpp checks it.
+uint64_t float_buffer_views_copied();
 
 // False in sanitizer builds, which keep no pool, and when TINYFORMER_POOL=off
 // (any case; another value keeps the pool) at the first buffer. Fixed for the process.

@@ -59,7 +59,8 @@ void print_usage(std::FILE* out) {
                  "\nEnvironment (A/B switches; 'tinyformer version' shows what runs):\n"
                  "  TINYFORMER_BLAS=keep       keep OpenBLAS's own core\n"
                  "  TINYFORMER_KERNELS=NAME    reference | auto | baseline | avx2 | avx512 row kernels\n"
-                 "  TINYFORMER_POOL=off        no buffer pool\n");
+                 "  TINYFORMER_POOL=off        no buffer pool\n"
+                 "  TINYFORMER_MMAP=off        checkpoints read into memory and copied, not mapped\n");
 }
 
 int dispatch(const Arguments& args) {
@@ -78,7 +79,9 @@ int dispatch(const Arguments& args) {
                         "  TINYFORMER_BLAS=keep       keep OpenBLAS's own core (no restart with a better one)\n"
                         "  TINYFORMER_KERNELS=NAME    the row kernels: reference (the plain formulas, "
                         "engine/ops.cpp), baseline, avx2, avx512, or auto (the best this CPU runs; the default)\n"
-                        "  TINYFORMER_POOL=off        no buffer pool: every tensor's memory from the heap\n");
+                        "  TINYFORMER_POOL=off        no buffer pool: every tensor's memory from the heap\n"
+                        "  TINYFORMER_MMAP=off        checkpoints read into memory with every tensor copied, instead "
+                        "of mapped with their aligned F32 weights read in place (engine/io/safetensors.h)\n");
             return 0;
         }
         if (args.size() > 1) throw UsageError("version takes no arguments");

@@ -4,7 +4,7 @@ tinyformer_export.py asks here when `--from FAMILY FILE` fails: a file of
 another family is then named as what it is, with the `--from` that reads it
 (a llama2.c ckpt.pt given as nanogpt, a Hugging Face folder given as nanogpt,
 a .bin given as llama2c, ...). The engine names the same files the same way
-when they are given to `tinyformer run` (models/foreign_files.h):
+when they are given to `tinyformer run` (engine/io/foreign_files.h):
 
     a folder with config.json         Hugging Face (model_type "gpt2": --from hf-gpt2 FOLDER)
     "24ka" + version 1 / 2            llama2.c export.py's model.bin (v1 float32; v2 int8, not read)

@@ -2,7 +2,7 @@
 docs/FORMAT.md, the same as the C++ side's). Standard library only.
 
     check_outputs([("--out", out)], inputs=[("--from-state-dict", state)])   # before any work
-    write_bytes(path, data)
+    write_bytes(path, data)          # data: bytes, or a list of bytes-like parts written in turn
     write_text(path, text)
 
 What happens to an output PATH:
@@ -275,13 +275,24 @@ def _write_stream(shown, path, data, fd_number=None):
                 raise OutputError(_terminal(shown))
             if fd_number is None and not _is_stream(os.fstat(fd)):    # replaced since it was checked
                 raise OutputError(f"{shown}: cannot write: it is no longer a FIFO or character device")
-            f.write(data)
+            _write_parts(f, data)
     except OSError as e:
         raise OutputError(f"{shown}: cannot write: {e.strerror or e}") from None
 
 
+def _write_parts(f, data):
+    """Write bytes, or each bytes-like part of a list in turn: a large file (a
+    converted checkpoint) is written from its tensors' own memory, never
+    joined into one more copy of itself first."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        f.write(data)
+        return
+    for part in data:
+        f.write(part)
+
+
 def write_bytes(path, data, inputs=()):
-    """Write `data` (bytes) to `path` by the rule above. `path`: PATH or
+    """Write `data` (bytes, or a list of bytes-like parts) to `path` by the rule above. `path`: PATH or
     (label, PATH); `inputs`: the command's inputs, refused as outputs (see
     check_outputs)."""
     check_outputs([path], inputs)
@@ -298,7 +309,7 @@ def write_bytes(path, data, inputs=()):
                 fd, cleanup.path = tempfile.mkstemp(dir=folder, prefix=f".{name}.tmp-")
             with os.fdopen(fd, "wb") as f:
                 os.fchmod(f.fileno(), 0o666 & ~_umask())
-                f.write(data)
+                _write_parts(f, data)
                 f.flush()
                 os.fsync(f.fileno())
             with _SignalsHeld():

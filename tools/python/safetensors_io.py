@@ -110,6 +110,14 @@ def _to_stored(name, value):
 def encode(tensors, metadata=None):
     """Serialize to bytes. tensors: {name: numpy array or torch tensor};
     metadata: {str: str} or None (then no "__metadata__" entry)."""
+    return b"".join(encode_parts(tensors, metadata))
+
+
+def encode_parts(tensors, metadata=None):
+    """encode's bytes as a list of parts: the length and header, then each
+    tensor's bytes as a view of its own memory (no copy for a contiguous
+    little-endian array or CPU tensor). safe_write.write_bytes writes such a
+    list part by part, so writing a file holds no second copy of its tensors."""
     stored = {}
     for name, value in tensors.items():
         if not isinstance(name, str) or not name or name == "__metadata__":
@@ -135,14 +143,14 @@ def encode(tensors, metadata=None):
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode("ascii")
     text += b" " * ((-(8 + len(text))) % 8)
     parts = [struct.pack("<Q", len(text)), text]
-    parts += [stored[name][1].tobytes() for name in layout]
-    return b"".join(parts)
+    parts += [memoryview(stored[name][1].reshape(-1)).cast("B") for name in layout]
+    return parts
 
 
 def write(path, tensors, metadata=None, inputs=()):
     """Write a safetensors file by tools/python/safe_write.py's rule (path: PATH or
     (label, PATH); an input of `inputs` is never overwritten)."""
-    safe_write.write_bytes(path, encode(tensors, metadata), inputs)
+    safe_write.write_bytes(path, encode_parts(tensors, metadata), inputs)
 
 
 def _object_pairs(pairs):

@@ -274,14 +274,16 @@ def _storage(tensors, dtype):
 
 
 def _stored_tensors(named, storage):
-    """{FORMAT name: tensor in the storage dtype}, each its own copy (tied weights
-    are written once per name: FORMAT has no aliases)."""
+    """{FORMAT name: tensor in the storage dtype}: the tensor itself when it is
+    already a contiguous CPU tensor of that dtype (it is only read, while the
+    file is written: no second copy of the model), else a converted copy. Tied
+    weights are written once per name: FORMAT has no aliases."""
     out = {}
     for name, p in named.items():
         t = p.detach().to("cpu")
         if not torch.isfinite(t.float()).all():
             _refuse(name, _Desc("a tensor with NaN or inf"), "tinyformer refuses non-finite weights")
-        stored = t.to(STORAGE[storage]).clone().contiguous()
+        stored = t.to(STORAGE[storage]).contiguous()
         if not torch.isfinite(stored.float()).all():
             _refuse(name, _Desc(f"max |w| {float(t.float().abs().max()):.4g}"), f"overflows in {storage}")
         out[name] = stored
@@ -315,15 +317,19 @@ def _write(path, arch, config, named, parts, meta, dtype):
     """Write the file; remember float32 copies of `parts` (the stock modules) for
     check(). parts=None (a family converter's output): nothing is remembered."""
     storage = _storage(named, dtype)
-    tensors = _stored_tensors(named, storage)
+    # The snapshot first: the stored tensors may be the modules' own (no copy),
+    # and check() must compare the file with the modules as they were given.
     snapshot = _snapshot(parts, storage) if parts is not None else None
+    tensors = _stored_tensors(named, storage)
     metadata = {"config": json.dumps(config, sort_keys=True, separators=(",", ":")), **meta}
     path = str(path)
-    data = st.encode(tensors, metadata)
-    safe_write.write_bytes(path, data)
+    parts = st.encode_parts(tensors, metadata)   # the tensors' own memory, written part by part
+    safe_write.write_bytes(path, parts)
     if snapshot is not None:
-        _REGISTRY[os.path.realpath(path)] = {"sha256": hashlib.sha256(data).hexdigest(), "arch": arch,
-                                             "parts": snapshot}
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part)
+        _REGISTRY[os.path.realpath(path)] = {"sha256": digest.hexdigest(), "arch": arch, "parts": snapshot}
     else:
         _REGISTRY.pop(os.path.realpath(path), None)
     return config

@@ -502,8 +502,8 @@ def _reference(converted, cfg):
         return None
     model = GPT2LMHead(config)
     up = _gpt.to_upstream(converted.tensors, c["num_layers"], c["tie_embeddings"])
-    up = {k: (v.t().contiguous() if k.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")) else v)
-          for k, v in up.items()}
+    # Transposed views, not copies: load_state_dict copies them into the model's own parameters.
+    up = {k: (v.t() if k.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")) else v) for k, v in up.items()}
     model.load_state_dict(up, strict=True)
     return model.eval()
 

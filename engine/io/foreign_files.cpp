@@ -1,4 +1,4 @@
-#include "models/foreign_files.h"
+#include "engine/io/foreign_files.h"
 
 #include "engine/error.h"
 #include "engine/io/safetensors.h"
