@@ -60,6 +60,8 @@ int64_t new_token_limit(const Model& model, const GenerationOptions& options) {
     if (options.max_new_tokens < 0)
         fail("decode: max_new_tokens must be >= 0 (0: up to max_len) or GenerationOptions::kModelDefault, got ",
              options.max_new_tokens);
+    if (options.slide_window && options.max_new_tokens == 0)  // no max_len to stop at: only <eos> would end a row
+        fail("decode: a sliding window needs max_new_tokens >= 1 (0 means up to max_len, which a window passes)");
     return options.max_new_tokens;
 }
 

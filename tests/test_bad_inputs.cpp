@@ -674,6 +674,10 @@ const std::vector<BadInput> kCommandLine = {
          return std::vector<std::string>{"run", "data/models/reverse-prefixlm.safetensors", std::string(50, 'x') + "=",
                                          "--no-truncate"}; },
      1, {"input \"xxxxxxxxxx", "an input of 52 tokens (with <bos> and the prompt suffix) is longer than the model's max_len of 40"}},
+    {"run --no-truncate --max-new-tokens on a model without positions: the window does not cut the prompt", [](const TempDirectory&) {
+         return std::vector<std::string>{"run", kNoPositionModel, "--ids", "3,3,3,3,3,3,3,3,3,3", "--no-truncate",
+                                         "--max-new-tokens", "3"}; },
+     1, {"run: the input (11 tokens) is longer than the model's max_len of 8 positions, and --no-truncate keeps it whole"}},
     {"run on a model without a vocabulary", [](const TempDirectory&) { return std::vector<std::string>{"run", kModel, "abc"}; },
      1, {"has no vocabulary", "cannot read text; give token ids (--ids)"}},
     {"eval with an unknown task", [](const TempDirectory&) {

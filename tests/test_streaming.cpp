@@ -176,6 +176,15 @@ std::vector<float> fresh_last_logits(const Model& model, const std::vector<int64
 
 }  // namespace
 
+TEST_CASE("A sliding window needs a token limit: 0 (up to max_len) would end a row only at <eos>") {
+    const Model model = decoding_cases::load_case("do_pre_relu_none_leftpad");
+    GenerationOptions options;
+    options.slide_window = true;
+    options.max_new_tokens = 0;
+    CHECK_THROWS_WITH(greedy_decode(model, decoding_cases::inputs_for(model), options),
+                      doctest::Contains("a sliding window needs max_new_tokens >= 1"));
+}
+
 TEST_CASE("Past max_len a sliding window's logits are a fresh pass on the row's last max_len tokens") {
     // Rotary (grouped-query attention), ALiBi, no positions: random weights that
     // rarely choose <eos>, so the rows run far past max_len.

@@ -66,7 +66,10 @@ public:
     float* data() { return own(); }  // a view is copied first: the caller may write
     const float* data() const { return view_ ? view_ : values_.data(); }
     float* begin() { return own(); }
-    float* end() { return own() + values_.size(); }
+    float* end() {
+        float* first = own();  // first: own() turns a view into values_ (the sum's operands are unordered)
+        return first + values_.size();
+    }
     const float* begin() const { return data(); }
     const float* end() const { return data() + size(); }
     // The numbers of a buffer of its own (Error for a view): for tests of the pool.

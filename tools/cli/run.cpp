@@ -156,6 +156,11 @@ std::vector<int64_t> prepared_input(const Model& model, const ModelText& text, c
     if (model.encoder_decoder || choices.no_truncate) {
         std::vector<int64_t> input = model_input(model, tokens);
         refuse_inputs_without_room(model, {input}, choices.generation.options.slide_window);
+        // A window also slides over a prompt, and a model without positions has no max_len rule of
+        // its own: --no-truncate refuses here what would otherwise be cut.
+        if (!model.encoder_decoder && static_cast<int64_t>(input.size()) > room)
+            fail("run: the input (", input.size(), " tokens) is longer than the model's max_len of ", room,
+                 " positions, and --no-truncate keeps it whole: refused");
         warn_if_long(model, static_cast<int64_t>(tokens.size()), "run", warnings);
         return input;
     }
