@@ -1,7 +1,7 @@
 // Tensor — contiguous, row-major float32 with a shape of rank 1..4, last axis
 // contiguous, axes in NumPy/PyTorch order. Value semantics: copying a Tensor
 // copies its numbers. The numbers live in a FloatBuffer (engine/memory/float_buffer.h),
-// whose memory is recycled from tensor to tensor, or views a mapped file (in_place).
+// whose memory is recycled from tensor to tensor, or views a checkpoint's bytes (in_place).
 //
 // The dimension vocabulary used everywhere (code, comments, tests, messages):
 //   B  batch                     H   attention heads
@@ -114,7 +114,7 @@ public:
     static Tensor filled(Shape shape, float value);
     // A tensor of the given shape holding `values` (row-major; sizes must agree).
     Tensor(Shape shape, std::vector<float> values);
-    // Reads `data` (read-only: a mapped file's bytes) where it lies, `owner` keeping it alive;
+    // Reads `data` (read-only: a checkpoint's bytes, mapped or read) where it lies, `owner` keeping it alive;
     // copies share it, and the first non-const access (data(), at(), matrix()) copies it.
     static Tensor in_place(Shape shape, const float* data, std::shared_ptr<const void> owner);
     bool is_in_place() const { return values_.is_view(); }

@@ -106,15 +106,52 @@ TEST_CASE("explore live page: an engine file that would end its <script> is refu
     }
 }
 
-TEST_CASE("explore live page: the page limit counts the engine and the checkpoint") {
+TEST_CASE("explore live page: a checkpoint that carries the page over the limit is left out, the page stays live") {
     TempDirectory dir;
     write_text(dir.file("engine.js"), kFakeEngine);
+    const std::string model_open = "<script type=\"application/octet-stream\" id=\"tinyformer-model\">";
+    const std::string status_open = "<script type=\"application/json\" id=\"tinyformer-engine-status\">";
     // The checkpoint is 966072 bytes, 1288096 as base64: above 1 MiB with it, about 0.27 MiB without.
     const CliRun live = run_tinyformer({"explore", kReverse, "abc", "--engine", dir.file("engine.js"), "--max-page-mb", "1",
                                         "--html", dir.file("p.html")});
-    CHECK(live.status == 1);
-    CHECK(live.err.find("above the limit of 1 MiB") != std::string::npos);
+    CHECK(live.status == 0);
+    CHECK(live.err.find("tinyformer explore: the page with the checkpoint would be 1.") == 0);
+    CHECK(live.err.find(" MiB, above the limit of 1 MiB (--max-page-mb): the page is live without it (open "
+                        "reverse.safetensors in it: Open model, or drop the file on the page)\n") != std::string::npos);
+    const std::string page = read_file(dir.file("p.html"));
+    CHECK(trimmed(element(page, model_open)).empty());
+    CHECK(trimmed(element(page, status_open)) == R"({"live":true,"model_file":null,"recorded_model":"reverse.safetensors"})");
+    CHECK(page.size() < (size_t{1} << 20));
+    // With room for it, the checkpoint is in the page, and nothing is said.
+    const CliRun roomy = run_tinyformer({"explore", kReverse, "abc", "--engine", dir.file("engine.js"), "--max-page-mb", "2",
+                                         "--html", dir.file("p2.html")});
+    CHECK(roomy.status == 0);
+    CHECK(roomy.err.find("the page is live without it") == std::string::npos);
+    CHECK_FALSE(trimmed(element(read_file(dir.file("p2.html")), model_open)).empty());
+    // A page too large without the checkpoint too is still refused, naming the limit (test_bad_inputs.cpp's rows).
     run_tinyformer_ok({"explore", kReverse, "abc", "--recorded", "--max-page-mb", "1", "--html", dir.file("p.html")});
+}
+
+TEST_CASE("explore live page: a checkpoint above 64 MiB is never embedded, whatever --max-page-mb allows") {
+    TempDirectory dir;
+    write_text(dir.file("engine.js"), kFakeEngine);
+    // reverse's checkpoint with 65 MiB of spaces after its header's JSON (allowed padding): the same model, 65.9 MiB.
+    const std::string bytes = read_file(kReverse);
+    uint64_t length = 0;
+    for (int i = 7; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
+    const std::string header = bytes.substr(8, length) + std::string(size_t{65} << 20, ' ');
+    std::string big;
+    for (int i = 0; i < 8; ++i) big.push_back(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
+    write_text(dir.file("big.safetensors"), big + header + bytes.substr(8 + length));
+    const CliRun run = run_tinyformer({"explore", dir.file("big.safetensors"), "abc", "--engine", dir.file("engine.js"),
+                                       "--max-page-mb", "1000", "--html", dir.file("p.html")});
+    CHECK(run.status == 0);
+    CHECK(run.err.find("tinyformer explore: the checkpoint is 65.9 MiB, above the 64 MiB a page embeds: the page is live "
+                       "without it (open big.safetensors in it: Open model, or drop the file on the page)\n") == 0);
+    const std::string page = read_file(dir.file("p.html"));
+    CHECK(trimmed(element(page, "<script type=\"application/octet-stream\" id=\"tinyformer-model\">")).empty());
+    CHECK(page.find(R"({"live":true,"model_file":null,"recorded_model":"big.safetensors"})") != std::string::npos);
+    CHECK(page.size() < (size_t{1} << 20));
 }
 
 TEST_CASE("explore live page without weights: --html alone, and --no-embed with a model's pass") {

@@ -476,3 +476,88 @@ TEST_CASE("live: \"patch_cell\" is one cell of the grid, with the three runs' an
         CHECK(last["patched"] != last["corrupted"]);
     }
 }
+
+namespace {
+
+// A result made with FloatArrays, each {"f32": offset, "shape": [...]} read back from `values`
+// as the plain result writes it (nested arrays of exact() numbers): independent of the writer,
+// which never reads a reference back.
+json resolved(const json& value, const std::vector<float>& values, int* references) {
+    if (value.is_object() && value.size() == 2 && value.contains("f32") && value.contains("shape")) {
+        ++*references;
+        const auto offset = value["f32"].get<size_t>();
+        const std::vector<size_t> shape = value["shape"].get<std::vector<size_t>>();
+        std::function<json(size_t, size_t)> nested = [&](size_t axis, size_t at) {
+            json out = json::array();
+            size_t inner = 1;
+            for (size_t a = axis + 1; a < shape.size(); ++a) inner *= shape[a];
+            for (size_t i = 0; i < shape[axis]; ++i) {
+                if (axis + 1 == shape.size()) {
+                    if (at + i >= values.size()) FAIL("a reference past the buffer's ", values.size(), " floats");
+                    out.push_back(exact(values[at + i]));
+                } else {
+                    out.push_back(nested(axis + 1, at + i * inner));
+                }
+            }
+            return out;
+        };
+        return nested(0, offset);
+    }
+    json out = value;
+    if (value.is_object() || value.is_array())
+        for (auto& [key, item] : value.items()) (value.is_object() ? out[key] : out[std::stoul(key)]) = resolved(item, values, references);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("live: with FloatArrays (the page's engine) the big arrays are references into one float buffer, the same numbers") {
+    struct Case {
+        std::string model;
+        json request;
+        int references;  // logits, weights per call and row; q k v scores weights z (+ bias / q k unrotated) per call
+    };
+    const std::vector<Case> cases = {
+        {"reverse", {{"text", "hello"}}, 1 + 6 + 6 * 6},                                          // 6 calls
+        {"reverse", {{"text", "hello"}, {"second", {{"text", "ab"}}}}, 2 * (1 + 6) + 6 * 6},     // two rows' fields
+        {"reverse-rotary", {{"text", "abc"}, {"decode", {{"max_new_tokens", 3}}}}, 0},            // counted below
+        {"reverse-alibi", {{"text", "abc"}, {"target", "cba"}}, 0},
+        {"reverse-prefixlm", {{"text", "abc"}}, 0},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.model);
+        CAPTURE(c.request.dump());
+        Model model = load(c.model);
+        const json plain = live_run(model, c.request, c.model);
+        FloatArrays arrays;
+        const json referring = live_run(model, c.request, c.model, &arrays);
+        CHECK(referring.dump().size() * 4 < plain.dump().size());  // the numbers are most of the text
+        CHECK(referring["logits"].contains("f32"));
+        CHECK(referring["page"]["attentions"][0]["weights"]["shape"] ==
+              json::array({model.config.nhead, plain["page"]["attentions"][0]["weights"][0].size(),
+                           plain["page"]["attentions"][0]["weights"][0][0].size()}));
+        int references = 0;
+        CHECK(resolved(referring, arrays.values, &references) == plain);
+        const size_t calls = plain["page"]["attentions"].size();
+        const size_t rows = plain.contains("second") ? 2 : 1;
+        size_t extra = 0;
+        for (const json& a : plain["page"]["attentions"]) extra += a.contains("bias") + a.contains("q_unrotated") + a.contains("k_unrotated");
+        CHECK(references == static_cast<int>(rows * (1 + calls) + calls * 6 + extra));
+        if (c.references) CHECK(references == c.references);
+        if (c.model == "reverse-rotary") CHECK(extra == 2 * calls);
+        if (c.model == "reverse-alibi") CHECK(extra == calls);
+        // Every float is in the buffer once: no two references overlap, none is left over.
+        size_t floats = 0;
+        std::function<void(const json&)> count = [&](const json& v) {
+            if (v.is_object() && v.contains("f32")) {
+                size_t n = 1;
+                for (const json& d : v["shape"]) n *= d.get<size_t>();
+                floats += n;
+            } else if (v.is_structured()) {
+                for (const json& item : v) count(item);
+            }
+        };
+        count(referring);
+        CHECK(floats == arrays.values.size());
+    }
+}

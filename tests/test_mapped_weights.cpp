@@ -4,11 +4,14 @@
 // the one the header gives, inside a mapping of that very file in
 // /proc/self/maps —, loading and running a model copies none of them, and the
 // numbers are the copying path's bit for bit: every committed model gives the
-// same logits read in place as copied (FileReading::Copied, what the
-// WebAssembly build and TINYFORMER_MMAP=off use). Unaligned F32 and F16
-// tensors are converted into memory of their own and still load.
+// same logits read in place as copied (FileReading::Copied, what
+// TINYFORMER_MMAP=off uses). FileReading::Read (the WebAssembly build: no mmap)
+// reads the data once into memory and its aligned F32 tensors in place there,
+// with the same numbers. Unaligned F32 and F16 tensors are converted into
+// memory of their own and still load.
 #include "engine/io/safetensors.h"
 #include "engine/memory/float_buffer.h"
+#include "models/decoding.h"
 #include "models/study/forward.h"
 #include "models/transformer.h"
 #include "tests/helpers.h"
@@ -129,6 +132,36 @@ TEST_CASE("An aligned F32 tensor of a mapped file is read in place: its address 
     CHECK(in_place > 10);
 }
 
+TEST_CASE("FileReading::Read (WebAssembly's) reads the data section once and its aligned F32 tensors in place there") {
+    const std::string path = kDecoderOnly + ".model.safetensors";
+    const std::string bytes = test_helpers::read_file(path);
+    const uint64_t data_start = 8 + header_length_of(bytes);
+    const SafetensorsFile file = SafetensorsFile::read(path, FileReading::Read);
+    CHECK(file.mapped_bytes().empty());  // read, not mapped
+    int in_place = 0;
+    for (const auto& [name, stored] : file.tensors()) {
+        CAPTURE(name);
+        if (stored.dtype != "F32" || stored.end == stored.begin) continue;
+        REQUIRE(stored.begin % 4 == 0);
+        CHECK(file.reads_in_place(name));
+        const Tensor tensor = file.read_float(name);
+        CHECK(tensor.is_in_place());
+        CHECK_FALSE(inside_a_mapping_of(path, tensor.data(), stored.end - stored.begin));
+        CHECK(std::memcmp(tensor.data(), bytes.data() + data_start + stored.begin, stored.end - stored.begin) == 0);
+        const Tensor again = file.read_float(name);
+        CHECK(std::as_const(again).data() == std::as_const(tensor).data());
+        ++in_place;
+    }
+    CHECK(in_place > 10);
+    // One buffer: two tensors' views lie as far apart as the header's offsets say.
+    const auto& [first_name, first] = *file.tensors().begin();
+    const auto& [last_name, last] = *file.tensors().rbegin();
+    REQUIRE((first.dtype == "F32" && last.dtype == "F32"));
+    const Tensor first_tensor = file.read_float(first_name), last_tensor = file.read_float(last_name);
+    CHECK(first_tensor.data() + (static_cast<int64_t>(last.begin) - static_cast<int64_t>(first.begin)) / 4 ==
+          last_tensor.data());
+}
+
 TEST_CASE("A tensor read in place outlives its file object, and writing a copy of it copies the numbers first") {
     const std::string path = kDecoderOnly + ".model.safetensors";
     const std::string bytes_before = test_helpers::read_file(path);
@@ -168,13 +201,32 @@ TEST_CASE("Loading a model and running it copies no weight read in place, and th
     CHECK(inside_a_mapping_of(path, embedding.data(), static_cast<size_t>(embedding.numel()) * 4));
     const Tensor mapped = run_forward(model, inputs, false).at("logits");
     CHECK(float_buffer_views_copied() == before);
+    // Decoding too: the KV cache's steps, greedy and sampled, and beam search read the weights, never write them.
+    GenerationOptions options;
+    options.max_new_tokens = 6;
+    const Generation greedy = greedy_decode(model, {{1, 2, 3}}, options);
+    Sampling sampling;
+    sampling.seed = 7;
+    const Generation sampled = sample_decode(model, {{1, 2, 3}}, sampling, options);
+    const Generation beams = beam_search(model, {1, 2, 3}, 3, 1.0, options);
+    CHECK(float_buffer_views_copied() == before);
 
     const Model copied = Model::load(path, FileReading::Copied);
     CHECK_FALSE(copied.single_stack->head_parts().weight.is_in_place());
     CHECK(run_forward(copied, inputs, false).at("logits").values() == mapped.values());
+    CHECK(greedy_decode(copied, {{1, 2, 3}}, options).tokens == greedy.tokens);
+    CHECK(sample_decode(copied, {{1, 2, 3}}, sampling, options).tokens == sampled.tokens);
+    CHECK(beam_search(copied, {1, 2, 3}, 3, 1.0, options).tokens == beams.tokens);
+
+    const uint64_t before_read = float_buffer_views_copied();
+    const Model read = Model::load(path, FileReading::Read);
+    CHECK(read.single_stack->head_parts().weight.is_in_place());
+    CHECK(run_forward(read, inputs, false).at("logits").values() == mapped.values());
+    CHECK(greedy_decode(read, {{1, 2, 3}}, options).tokens == greedy.tokens);
+    CHECK(float_buffer_views_copied() == before_read);
 }
 
-TEST_CASE("Every committed model gives the same logits read in place as copied, bit for bit") {
+TEST_CASE("Every committed model gives the same logits read in place (mapped or Read) as copied, bit for bit") {
     TempDirectory dir;
     std::vector<std::pair<std::string, std::string>> cases;  // model, inputs
     for (const auto& entry : std::filesystem::directory_iterator("data/reference")) {
@@ -195,9 +247,12 @@ TEST_CASE("Every committed model gives the same logits read in place as copied, 
         const uint64_t before = float_buffer_views_copied();
         const Tensor mapped = logits(model, FileReading::Mapped, inputs);
         CHECK(float_buffer_views_copied() == before);
+        const Tensor read = logits(model, FileReading::Read, inputs);
+        CHECK(float_buffer_views_copied() == before);
         const Tensor copied = logits(model, FileReading::Copied, inputs);
         CHECK(mapped.shape() == copied.shape());
         CHECK(mapped.values() == copied.values());
+        CHECK(read.values() == copied.values());
     }
 }
 

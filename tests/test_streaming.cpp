@@ -296,6 +296,40 @@ std::string read_line(int fd, int seconds = 300) {
 
 }  // namespace
 
+// Reads exactly `count` bytes (fewer when the stream ends or nothing comes for `seconds`).
+static std::string read_bytes(int fd, size_t count, int seconds = 300) {
+    std::string out;
+    while (out.size() < count) {
+        pollfd ready{fd, POLLIN, 0};
+        if (poll(&ready, 1, seconds * 1000) <= 0) break;
+        char buffer[256];
+        const ssize_t got = read(fd, buffer, std::min(sizeof buffer, count - out.size()));
+        if (got <= 0) break;
+        out.append(buffer, static_cast<size_t>(got));
+    }
+    return out;
+}
+
+TEST_CASE("run writes its first tokens while a generation of 2^20 tokens has just begun") {
+    const std::string model = "data/families/llama2c-tiny/llama2c-tiny.safetensors";  // rotary: the window slides on
+    // The first 8 tokens alone, as a run of 8 prints them (greedy: the long run starts with the same 8).
+    std::string first = run_tinyformer_ok({"run", model, "--max-new-tokens", "8", "--escape", "one hundred and six,"}).out;
+    REQUIRE(first.size() > 1);
+    REQUIRE(first.back() == '\n');
+    first.pop_back();
+    std::signal(SIGPIPE, SIG_IGN);
+    const Child child = spawn({"run", model, "--max-new-tokens", std::to_string(1 << 20), "--escape", "one hundred and six,"});
+    close(child.in);
+    // Those bytes arrive while the process is far from done: 2^20 tokens take minutes, not the microseconds
+    // between this read and the check below.
+    CHECK(read_bytes(child.out, first.size(), 60) == first);
+    int status = 0;
+    CHECK(waitpid(child.pid, &status, WNOHANG) == 0);  // still generating
+    kill(child.pid, SIGKILL);
+    REQUIRE(waitpid(child.pid, &status, 0) == child.pid);
+    close(child.out);
+}
+
 TEST_CASE("run --interactive prints an answer while the process still waits for the next line") {
     const std::string model = "data/families/llama2c-tiny/llama2c-tiny.safetensors";  // rotary: the window slides
     const std::vector<std::string> args = {"run", model, "--max-new-tokens", "150", "--escape"};

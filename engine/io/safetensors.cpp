@@ -297,12 +297,12 @@ bool could_be_safetensors(uint64_t file_size, std::span<const uint8_t> start) {
 }
 
 FileReading default_file_reading() {
-    if (!kMappingAvailable) return FileReading::Copied;
+    const FileReading fallback = kMappingAvailable ? FileReading::Mapped : FileReading::Read;
     const char* value = std::getenv("TINYFORMER_MMAP");
-    if (!value) return FileReading::Mapped;
+    if (!value) return fallback;
     std::string text = value;
     std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-    return text == "off" ? FileReading::Copied : FileReading::Mapped;
+    return text == "off" ? FileReading::Copied : fallback;
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path, FileReading reading) {
@@ -322,7 +322,7 @@ SafetensorsFile SafetensorsFile::read(const std::string& path, FileReading readi
         const std::span<const uint8_t> bytes = mapped->bytes();
         refuse_other_formats(path, bytes.size(), bytes.first(std::min<size_t>(bytes.size(), kSniffBytes)));
         const uint64_t header_length = checked_header_length(path, bytes.size(), bytes.data());
-        file.mapped_ = true;
+        file.mapped_ = file.views_ = true;
         file.data_offset_ = 8 + header_length;
         file.parse_header(std::string(bytes.begin() + 8, bytes.begin() + static_cast<ptrdiff_t>(file.data_offset_)),
                           bytes.size() - file.data_offset_);
@@ -346,10 +346,12 @@ SafetensorsFile SafetensorsFile::read(const std::string& path, FileReading readi
     read_exactly(in, reinterpret_cast<uint8_t*>(header_text.data()), header_length, path);
 
     file.data_offset_ = 8 + header_length;
+    file.views_ = reading == FileReading::Read;
     const uint64_t data_size = file_size - 8 - header_length;
     file.parse_header(header_text, data_size);  // checks the memory before the data is allocated
     auto data = std::make_shared<std::vector<uint8_t>>(data_size);
     read_exactly(in, data->data(), data_size, path);
+    if (reinterpret_cast<uintptr_t>(data->data()) % alignof(float) != 0) file.views_ = false;  // (operator new aligns it)
     file.data_ = *data;
     file.storage_ = std::move(data);
     return file;
@@ -475,19 +477,22 @@ const StoredTensor& SafetensorsFile::info(const std::string& name) const {
 
 const uint8_t* SafetensorsFile::bytes_of(const std::string& name) const { return data_.data() + info(name).begin; }
 
-// An F32 tensor of a mapped file whose bytes start 4-byte aligned: a mapping
-// starts on a page boundary, so the address is aligned when the offset in the
-// file is. An empty tensor has no bytes to read in place.
+// An F32 tensor whose bytes start 4-byte aligned, of a file mapped or Read: a
+// mapping starts on a page boundary, so the address is aligned when the offset
+// in the file is; the data section Read into memory starts where operator new
+// put it (aligned for any float), so when the offset in the data section is.
+// An empty tensor has no bytes to read in place.
+static_assert(__STDCPP_DEFAULT_NEW_ALIGNMENT__ % alignof(float) == 0);
 bool SafetensorsFile::in_place(const StoredTensor& stored) const {
-    return mapped_ && stored.dtype == "F32" && stored.end > stored.begin &&
-           (data_offset_ + stored.begin) % alignof(float) == 0;
+    const uint64_t offset = mapped_ ? data_offset_ + stored.begin : stored.begin;
+    return views_ && stored.dtype == "F32" && stored.end > stored.begin && offset % alignof(float) == 0;
 }
 
 Tensor SafetensorsFile::read_float(const std::string& name) const {
     const StoredTensor& stored = info(name);
     if (stored.shape.empty() || stored.shape.size() > 4)
         fail(path_, ": tensor '", name, "' has shape ", shape_string(stored.shape), "; expected rank 1..4");
-    if (in_place(stored))  // no copy: the tensor reads the mapped bytes, and keeps the mapping alive
+    if (in_place(stored))  // no copy: the tensor reads the file's bytes, and keeps them (storage_) alive
         return Tensor::in_place(stored.shape, reinterpret_cast<const float*>(bytes_of(name)), storage_);
     Tensor tensor(stored.shape);
     const uint8_t* bytes = bytes_of(name);

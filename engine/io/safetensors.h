@@ -32,10 +32,13 @@
 // (Tensor::in_place; the mapping lives as long as any such tensor). F16 and
 // BF16 tensors, and unaligned F32 ones, are converted into memory of their
 // own, as before. The sizes are checked against the file's size (taken once,
-// from the open file) before any tensor's byte is touched. FileReading::Copied
-// reads the whole file into memory instead and copies every tensor: the
-// WebAssembly build (no mmap), TINYFORMER_MMAP=off (an A/B switch, as
-// TINYFORMER_POOL=off), and the tests that compare both ways.
+// from the open file) before any tensor's byte is touched. FileReading::Read
+// reads the data section into memory once and reads its F32 tensors in place
+// there the same way (aligned: the offset in the data section a multiple of
+// 4): the WebAssembly build, which has no mmap, so that the page's memory
+// holds the weights once. FileReading::Copied reads the whole file into memory
+// and copies every tensor: TINYFORMER_MMAP=off (an A/B switch, as
+// TINYFORMER_POOL=off), and the tests that compare the ways.
 //
 // Memory: before allocating anything for the data, reading adds up what the
 // file will take — its data section (mapped or read), plus every F32 / F16 /
@@ -108,10 +111,11 @@ struct IntTensor {
 };
 
 // How SafetensorsFile::read holds a file: mapped, its F32 tensors read in
-// place where aligned; or copied into memory, every tensor copied again.
-enum class FileReading { Mapped, Copied };
-// Mapped, unless the platform has no mmap (WebAssembly) or the process was
-// started with TINYFORMER_MMAP=off (any case): then Copied.
+// place where aligned; read into memory once, its F32 tensors read in place
+// there where aligned; or read into memory, every tensor copied again.
+enum class FileReading { Mapped, Read, Copied };
+// Mapped; Read where the platform has no mmap (WebAssembly); Copied when the
+// process was started with TINYFORMER_MMAP=off (any case).
 FileReading default_file_reading();
 
 class SafetensorsFile {
@@ -128,7 +132,7 @@ public:
     const StoredTensor& info(const std::string& name) const;
 
     // F32, or F16 / BF16 widened to F32. Rank 1..4. An aligned F32 tensor of
-    // a mapped file is read in place (reads_in_place); any other is copied.
+    // a file mapped or Read is read in place (reads_in_place); any other is copied.
     Tensor read_float(const std::string& name) const;
     bool reads_in_place(const std::string& name) const { return in_place(info(name)); }
     // The whole file's mapped bytes; empty when the file is not mapped.
@@ -151,6 +155,7 @@ private:
     std::span<const uint8_t> data_;         // its data section, after the header
     uint64_t data_offset_ = 0;              // where the data section starts in the file: 8 + header length
     bool mapped_ = false;
+    bool views_ = false;                    // F32 tensors may be read in place (Mapped, Read)
 };
 
 // One tensor to write: dtype, shape and its raw little-endian bytes.

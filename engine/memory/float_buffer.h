@@ -21,11 +21,12 @@
 //
 // A view (FloatBuffer::view) holds no memory of its own: it reads `count`
 // floats of read-only memory that its owner keeps alive — a checkpoint's
-// mapped file (engine/io/safetensors.h), whose float32 weights are read in
-// place. A copy of a view is the same view (both only read); the first
-// non-const access (data(), begin(), end()) copies the numbers into a buffer
-// of its own first, so nothing is ever written through a view: the mapped
-// memory is PROT_READ, and a write there would end the process.
+// mapped file, or its data read into memory once (WebAssembly; engine/io/
+// safetensors.h), whose float32 weights are read in place. A copy of a view is
+// the same view (both only read); the first non-const access (data(), begin(),
+// end()) copies the numbers into a buffer of its own first, so nothing is ever
+// written through a view: mapped memory is PROT_READ, and a write there would
+// end the process.
 //
 // A buffer taken from the pool is zeroed: no number of an earlier tensor is
 // ever seen. Sanitizer builds (ASan) keep no pool, so that a use after free

@@ -11,7 +11,15 @@
 // page (Enter in #live-source to document.body.dataset.live "ready", views
 // re-rendered), and one fixed request in the page against the native engine on
 // the same request (`tinyformer-bench live MODEL REQUEST.json`), with the ratio.
-// Then the main thread during a long generation: on a model that never stops
+// Then real sizes (the recompute budgets of docs/PERFORMANCE.md): a
+// stories15M-shaped and a GPT-2-124M-shaped checkpoint with random weights
+// (random_model.mjs, made here in a temporary folder and deleted after)
+// opened in the page without weights (`tinyformer explore --html F`): a
+// keystroke to redrawn views with one decoded token (Enter in #live-source,
+// max tokens 1: the views of the typed input and its next token), and each
+// decoded token: the same keystroke with max tokens 65, less the one with 1,
+// over 64 (what each further token adds, its share of the recorded pass
+// included). Then the main thread during a long generation: on a model that never stops
 // (tests/browser/endless_model.mjs, made here), window.tinyformer.run of N
 // greedy tokens while a 10 ms heartbeat (setInterval) and a long-task
 // observer run in the page: the run's time, the longest gap between two
@@ -20,13 +28,18 @@
 // engine ready.
 //   node tests/browser/bench_live.mjs --long   the long generation only (BENCH_LONG_TOKENS=256,1024: the lengths;
 //                                              BENCH_LONG_PAGE=FILE.html: another page of that model, e.g. an older build's)
+//   node tests/browser/bench_live.mjs --real   the real sizes only
+// The last lines say whether the three budgets are met: toys < 50 ms a
+// recompute; stories15M-shaped < 300 ms a keystroke and < 100 ms a decoded
+// token; GPT-2-124M-shaped < 1 s a decoded token.
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, statSync, writeFileSync, mkdtempSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync, mkdtempSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import { launch } from "./browser.mjs";
+import { launch, openPage } from "./browser.mjs";
 import { endlessPage } from "./endless_model.mjs";
+import { GPT2_124M, STORIES15M, gpt2Shaped, llamaShaped, writeRandomModel } from "./random_model.mjs";
 
 const RECOMPUTES = Number(process.env.BENCH_RECOMPUTES || 30);
 const LOADS = 5;
@@ -35,9 +48,11 @@ const BENCH = "build/tinyformer-bench";
 const MODELS = ["reverse", "sort", "reverse-prefixlm", "reverse-causal", "dates", "reverse-rotary", "reverse-alibi"];
 
 const LONG_TOKENS = (process.env.BENCH_LONG_TOKENS || "256,1024").split(",").map(Number);
-const longOnly = process.argv[2] === "--long";
-const pages = longOnly ? [] : process.argv.slice(2);
-if (!pages.length && !longOnly) pages.push(...MODELS.map((name) => `build/browser/live-${name}.html`));
+const longOnly = process.argv[2] === "--long", realOnly = process.argv[2] === "--real";
+const pages = longOnly || realOnly ? [] : process.argv.slice(2);
+if (!pages.length && !longOnly && !realOnly) pages.push(...MODELS.map((name) => `build/browser/live-${name}.html`));
+// The budgets, each {what, target, ms} once measured (printed at the end).
+const budgets = [];
 
 function modelOf(page) {
   const name = basename(page, ".html").replace(/^live-/, "");
@@ -219,6 +234,7 @@ for (const file of pages) {
   await engineRecomputes(page, inputs.slice(0, 2).map((text) => ({ text, decode })));  // warm-up
   const times = await engineRecomputes(page, inputs.slice(2).map((text) => ({ text, decode })));
   const busy = busyShare(before, cpuSample());
+  budgets.push({ what: `toy ${name}: a recompute (engine)`, target: TARGET_RECOMPUTE_MS, ms: median(times) });
   console.log(`  recompute (engine)     ${ms(median(times))} median, ${ms(Math.min(...times))} min, ${ms(Math.max(...times))} max ` +
     `over ${times.length} texts; ${against(median(times), TARGET_RECOMPUTE_MS, ms)}; machine busy ${(busy * 100).toFixed(0)}%`);
 
@@ -314,6 +330,84 @@ async function longGeneration(browser) {
   await context.close();
 }
 
-await longGeneration(browser);
+// ---- real sizes: checkpoints opened in the page without weights ----
+
+const REAL = [
+  { name: "stories15M-shaped", make: () => llamaShaped(STORIES15M), keystroke: 300, token: 100 },
+  { name: "gpt2-124M-shaped", make: () => gpt2Shaped(GPT2_124M), keystroke: null, token: 1000 },
+];
+const REAL_KEYSTROKES = Number(process.env.BENCH_REAL_KEYSTROKES || 7), REAL_LONG = 65;
+
+// A text of n characters of the random models' vocabulary (CJK from U+4E00), new for each seed.
+const cjk = (n, seed) => Array.from({ length: n }, (_, i) => String.fromCodePoint(0x4e00 + ((seed * 7919 + i * 104729) % 20000))).join("");
+
+async function realSizes(browser) {
+  const folder = mkdtempSync(join(tmpdir(), "tinyformer-bench-real-"));
+  const pageFile = join(folder, "no-model.html");
+  execFileSync("build/tinyformer", ["explore", "--html", pageFile], { stdio: "pipe" });
+  for (const real of REAL) {
+    const file = join(folder, `${real.name}.safetensors`);
+    const bytes = writeRandomModel(file, real.make());
+    console.log(`\n== ${real.name}: random weights, ${(bytes / 1048576).toFixed(1)} MiB, opened in ${pageFile} ==`);
+    const { context, page } = await openPage(browser, pageFile);
+    try {
+      await page.waitForFunction(() => document.body.dataset.live === "no-model", null, { timeout: 10000 });
+      const started = Date.now();
+      await page.setInputFiles("#open-file", file);
+      await page.waitForFunction(() => Number(document.body.dataset.opens) > 0, null, { timeout: 300000 });
+      const state = await page.evaluate(() => ({ open: document.body.dataset.open, error: document.getElementById("live-error").textContent,
+        memory: window.tinyformer.info && window.tinyformer.info.memory_bytes }));
+      if (state.open !== "opened") { console.log(`  not opened: ${state.error}`); continue; }
+      console.log(`  open                   ${Date.now() - started} ms (wall); the engine's memory then ${(state.memory / 1048576).toFixed(0)} MiB (${(state.memory / bytes).toFixed(2)}x the file)`);
+      const keystrokes = async (maxNew, count, seed) => {
+        await page.fill("#live-max-new", String(maxNew));
+        const times = [];
+        for (let i = 0; i < count; ++i) {
+          const typed = await typedRecompute(page, cjk(3 + ((seed + i) % 6), seed + i));
+          if (typed.state !== "ready") throw new Error(`the page said ${typed.state}: ${await page.textContent("#live-error")}`);
+          times.push(typed.ms);
+        }
+        return times;
+      };
+      const before = cpuSample();
+      await keystrokes(1, 1, 0);  // warm-up
+      const one = await keystrokes(1, REAL_KEYSTROKES, 1);
+      const long = await keystrokes(REAL_LONG, 3, 100);
+      const busy = busyShare(before, cpuSample());
+      const perToken = (median(long) - median(one)) / (REAL_LONG - 1);
+      console.log(`  keystroke to views, 1 token decoded      ${ms(median(one))} median of ${one.length} (${one.map((t) => t.toFixed(0)).join(", ")} ms)` +
+        (real.keystroke ? `, ${against(median(one), real.keystroke, ms)}` : ""));
+      console.log(`  keystroke to views, ${REAL_LONG} tokens decoded     ${ms(median(long))} median of ${long.length} (${long.map((t) => t.toFixed(0)).join(", ")} ms)`);
+      console.log(`  each decoded token     ${ms(perToken)} ((${REAL_LONG} tokens - 1 token) / ${REAL_LONG - 1}), ${against(perToken, real.token, ms)}; ` +
+        `machine busy ${(busy * 100).toFixed(0)}%, load ${loadavg()[0].toFixed(2)}`);
+      if (real.keystroke) budgets.push({ what: `${real.name}: a keystroke to redrawn views`, target: real.keystroke, ms: median(one) });
+      budgets.push({ what: `${real.name}: each decoded token`, target: real.token, ms: perToken });
+    } catch (error) {
+      console.log(`  not measured: ${String(error.message).split("\n")[0]}`);
+      budgets.push({ what: `${real.name}: not measured`, target: 0, ms: NaN });
+    } finally {
+      await context.close();
+      rmSync(file, { force: true });
+    }
+  }
+  rmSync(folder, { recursive: true, force: true });
+}
+
+if (!longOnly) await realSizes(browser);
+if (!realOnly) await longGeneration(browser);
+if (budgets.length) {
+  console.log("\nthe recompute budgets (docs/PERFORMANCE.md):");
+  for (const b of budgets)
+    console.log(`  ${b.what.padEnd(52)} ${Number.isNaN(b.ms) ? "-" : ms(b.ms)}${b.target ? ` / ${ms(b.target)}: ${b.ms <= b.target ? "met" : "NOT met"}` : ""}`);
+  const toys = budgets.filter((b) => b.what.startsWith("toy "));
+  const worstToy = toys.length ? Math.max(...toys.map((b) => b.ms)) : NaN;
+  const rows = [["toys < 50 ms a recompute", toys.length ? worstToy <= TARGET_RECOMPUTE_MS : null]];
+  for (const real of REAL) {
+    const mine = budgets.filter((b) => b.what.startsWith(real.name + ":"));
+    rows.push([`${real.name} ${real.keystroke ? `< ${real.keystroke} ms a keystroke, ` : ""}< ${real.token} ms a token`,
+      mine.length ? mine.every((b) => b.ms <= b.target) : null]);
+  }
+  for (const [what, met] of rows) console.log(`  budget: ${what}: ${met === null ? "not measured" : met ? "met" : "NOT met"}`);
+}
 console.log(`\nload average at the end: ${loadavg().map((v) => v.toFixed(2)).join(" ")}`);
 await browser.close();

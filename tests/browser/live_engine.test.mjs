@@ -182,6 +182,14 @@ for (const file of pages) {
         checkTokens(count, `greedy tokens of ${JSON.stringify(text)}`, typed.last, nativeRun(model, text));
       }
       assertEnoughDecided(count, 1, `${name}, typed greedy inputs`);
+      // The big arrays came as Float32Array rows over one buffer (docs/FORMAT.md "The big arrays"), not as JSON numbers.
+      const kinds = await opened.page.evaluate(() => {
+        const r = window.tinyformer.last, a = r.page.attentions[0], call = Object.keys(r.weights)[0];
+        const rows = [r.logits[0], r.weights[call][0][0], a.q[0], a.k[0], a.v[0], a.scores[0][0], a.weights[0][0], a.z[0]];
+        return { typed: rows.map((x) => x instanceof Float32Array), buffers: new Set(rows.map((x) => x.buffer)).size,
+          outer: Array.isArray(r.logits) && Array.isArray(a.weights[0]) };
+      });
+      assert.deepEqual(kinds, { typed: Array(8).fill(true), buffers: 1, outer: true });
     });
 
     test("teacher-forced target and ids input equal native forward", async () => {

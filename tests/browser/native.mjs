@@ -164,6 +164,16 @@ export function nativeTokenize(model, text) {
 
 // ---- comparing ----
 
+// A RESULT's arrays are nested Arrays whose last level is an Array (the
+// recorded page's JSON) or a Float32Array (the page's engine: docs/FORMAT.md
+// "The big arrays"; playwright hands typed arrays over as typed arrays).
+const isList = (x) => Array.isArray(x) || ArrayBuffer.isView(x);
+function flatten(x, out = []) {
+  if (isList(x)) for (const item of x) flatten(item, out);
+  else out.push(x);
+  return out;
+}
+
 // The nested array ACTUAL (the page's numbers) against EXPECTED ({shape, data}
 // from forward, optionally one batch ROW of it), skipping the queries that
 // SKIP (an array of 0/1 per query position, the row's padding mask) marks: at
@@ -175,8 +185,8 @@ export function nativeTokenize(model, text) {
 // max |a - b| (Infinity for a NaN or shapes that differ).
 export function compareArrays(actual, expected, row = null, skip = null, queryAxis = 0) {
   const actualShape = [];
-  for (let level = actual; Array.isArray(level); level = level[0]) actualShape.push(level.length);
-  const values = actual.flat(Infinity);
+  for (let level = actual; isList(level); level = level[0]) actualShape.push(level.length);
+  const values = flatten(actual);
   let expectedShape = expected.shape, data = expected.data;
   if (row !== null) {
     const size = expectedShape.slice(1).reduce((a, b) => a * b, 1);

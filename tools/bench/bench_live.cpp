@@ -3,7 +3,9 @@
 // does in the page: encode, decode, the teacher-forced pass, the page's data)
 // N times (default 30) on one request and prints the median, so the page
 // benchmark (tests/browser/bench_live.mjs, make bench-page) can set the wasm
-// engine's time beside the native one on the same pass. Measured, never asserted.
+// engine's time beside the native one on the same pass: as the page's engine
+// (tools/wasm/page_engine.cpp) does it, the big arrays into FloatArrays and the
+// rest written as JSON text. Measured, never asserted.
 #include "engine/error.h"
 #include "engine/io/json.h"
 #include "models/transformer.h"
@@ -30,12 +32,14 @@ void run_live_command(const std::string& model_path, const std::string& request_
     std::printf("  cpu           %s\n", cpu_model().c_str());
     std::printf("live_run on %s, request %s, %lld runs after one warm-up\n", model_path.c_str(),
                 request.dump().c_str(), static_cast<long long>(runs));
-    live_run(model, request, model_path);  // warm-up: the buffer pool, the caches
+    FloatArrays arrays;
+    live_run(model, request, model_path, &arrays);  // warm-up: the buffer pool, the caches
     std::vector<double> times;
     const OtherLoad load;
     for (int64_t i = 0; i < runs; ++i) {
         const auto start = Clock::now();
-        const nlohmann::json result = live_run(model, request, model_path);
+        arrays.values.clear();
+        const std::string text = live_run(model, request, model_path, &arrays).dump();
         times.push_back(seconds_since(start) * 1000.0);
     }
     std::printf("  median %.3f ms (min %.3f, max %.3f); other processes' load %s\n", median(times),

@@ -75,9 +75,10 @@ const char* kExploreHelp =
     "  --engine FILE.js  the engine file to embed instead of the one next to the program\n"
     "  --recorded   write the recorded page only: this pass's data, no engine, no checkpoint.\n"
     "               Also what is written, with one line on stderr saying why, when there is no\n"
-    "               engine file next to the program or the checkpoint is above 64 MiB\n"
+    "               engine file next to the program\n"
     "  --no-embed   the live page without the checkpoint: it shows this pass (MODEL and TEXT\n"
-    "               are still needed) and runs once the reader opens a model in it\n"
+    "               are still needed) and runs once the reader opens a model in it. Also what\n"
+    "               is written, with one line on stderr, for a checkpoint above 64 MiB\n"
     "  --max-page-mb N  refuse a page above N MiB (default 8: a bigger page opens slowly, if\n"
     "                 at all; the engine and the checkpoint count): before the pass when the\n"
     "                 lengths already show it, else once the page is made; a refused page\n"
@@ -87,8 +88,8 @@ const char* kExploreHelp =
     "(read in the browser from disk, no request), checked by the same loader as the CLI's,\n"
     "with the same error in words; every live page has the button (a toy page starts with\n"
     "its own model). The page's engine holds the weights once in its memory, which grows\n"
-    "to 2 GiB (WebAssembly, 32-bit); loading takes about twice the file (a GPT-2-124M-shaped\n"
-    "checkpoint of 475 MiB: 989 MiB), so a float32 checkpoint up to about 900 MiB opens\n"
+    "to 2 GiB (WebAssembly, 32-bit); a model takes about its file's size there (a GPT-2-124M-\n"
+    "shaped checkpoint of 475 MiB: 577 MiB), so a float32 checkpoint up to about 1.6 GiB opens\n"
     "The decoding (none with --target, which excludes the flags below) stops at <eos>, at the\n"
     "model's max_len positions or after N new tokens; as in `tinyformer run`:\n";
 
@@ -255,7 +256,12 @@ LiveEngine engine_without_weights(const ParsedArguments& parsed, const std::stri
     return live;
 }
 
-LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_path, std::string& why_recorded) {
+// The live page for MODEL: with its checkpoint embedded; without it (and a
+// `note` saying so) when --no-embed asks or the checkpoint is above 64 MiB;
+// recorded (and `why_recorded` saying why) with --recorded or without an
+// engine file.
+LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_path, std::string& why_recorded,
+                       std::string& note) {
     if (parsed.has("--recorded")) return recorded("this page was written with --recorded: it holds no engine");
     const std::string file_name = std::filesystem::path(model_path).stem().string() + ".safetensors";
     if (parsed.has("--no-embed")) return engine_without_weights(parsed, file_name);
@@ -271,10 +277,9 @@ LiveEngine live_engine(const ParsedArguments& parsed, const std::string& model_p
     if (!error && model_size > kLiveCheckpointLimit) {
         char size[32];
         std::snprintf(size, sizeof size, "%.1f", static_cast<double>(model_size) / (1024.0 * 1024.0));
-        why_recorded = std::string("the checkpoint is ") + size +
-                       " MiB, above the 64 MiB a live page embeds (--no-embed writes the live page without it: open "
-                       "the checkpoint in the page)";
-        return recorded("this page is recorded: " + why_recorded);
+        note = std::string("the checkpoint is ") + size + " MiB, above the 64 MiB a page embeds: the page is live " +
+               "without it (open " + file_name + " in it: Open model, or drop the file on the page)";
+        return engine_without_weights(parsed, file_name);
     }
     LiveEngine live;
     live.engine = engine_text(engine_path);
@@ -396,7 +401,23 @@ int explore_command(const Arguments& args) {
     const AppliedInterventions applied(model, interventions);  // the decoding and the recorded pass are intervened
     const ModelText text(model);
     std::string why_recorded;  // set when a live page was asked for but a recorded one is written
-    const LiveEngine live = live_engine(parsed, path, why_recorded);
+    std::string note;          // set when the checkpoint is left out of the page
+    LiveEngine live = live_engine(parsed, path, why_recorded, note);
+    // A checkpoint that alone carries the page over --max-page-mb is left out
+    // (the page is live without it) rather than the page refused.
+    auto leave_out_checkpoint_for = [&](double page_bytes) {
+        const double limit = static_cast<double>(page_limit_mib) * 1024.0 * 1024.0;
+        const auto embedded = static_cast<double>(live.model_base64.size());
+        if (embedded == 0 || page_bytes <= limit || page_bytes - embedded > limit) return false;
+        char size[32];
+        std::snprintf(size, sizeof size, "%.1f", page_bytes / (1024.0 * 1024.0));
+        const std::string file_name = std::filesystem::path(path).stem().string() + ".safetensors";
+        note = text_of("the page with the checkpoint would be ", size, " MiB, above the limit of ", page_limit_mib,
+                       " MiB (--max-page-mb): the page is live without it (open ", file_name,
+                       " in it: Open model, or drop the file on the page)");
+        live = engine_without_weights(parsed, file_name);
+        return true;
+    };
     const std::vector<int64_t> tokens = input_tokens(parsed, 1, model, "explore");
     std::optional<std::vector<int64_t>> target = target_tokens(parsed, model, "explore");
     const bool target_given = target.has_value();
@@ -412,8 +433,9 @@ int explore_command(const Arguments& args) {
     const std::vector<int64_t> input = model_input(model, tokens);
     const std::string named = input_name(parsed, static_cast<int64_t>(tokens.size()));
     auto refuse_before_pass = [&](int64_t target_length) {
-        refuse_large_page(page_bytes_at_least(model, static_cast<int64_t>(input.size()), target_length, live.bytes()), true,
-                          page_limit_mib, named, target_length);
+        auto at_least = [&] { return page_bytes_at_least(model, static_cast<int64_t>(input.size()), target_length, live.bytes()); };
+        leave_out_checkpoint_for(at_least());
+        refuse_large_page(at_least(), true, page_limit_mib, named, target_length);
         refuse_teacher_forced_beyond_memory(model, input, target_length);
     };
     if (!target && model.config.arch != Architecture::EncoderOnly)
@@ -430,11 +452,13 @@ int explore_command(const Arguments& args) {
     // The page starts from them: its live controls keep them until reset.
     if (!interventions.empty()) data["interventions"] = interventions_json(interventions);
     const std::string data_text = data.dump(-1, ' ', false, json::error_handler_t::replace);
-    const std::string page = explore_page(data_text, live);
+    std::string page = explore_page(data_text, live);
+    if (leave_out_checkpoint_for(static_cast<double>(page.size()))) page = explore_page(data_text, live);
     refuse_large_page(static_cast<double>(page.size()), false, page_limit_mib, named, static_cast<int64_t>(run.target.size()));
     write_explore(parsed, html_path, data_text, page);
     if (!why_recorded.empty())
         std::fprintf(stderr, "tinyformer explore: a recorded page (no engine): %s\n", terminal_text(why_recorded).c_str());
+    if (!note.empty()) std::fprintf(stderr, "tinyformer explore: %s\n", terminal_text(note).c_str());
     std::fprintf(stderr, "tinyformer explore: %s -> %s; %zu attention calls, %.1f KiB\n", terminal_text(shown).c_str(),
                  terminal_text(run.output).c_str(), run.maps.size(), static_cast<double>(page.size()) / 1024.0);
     return 0;

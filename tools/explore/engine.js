@@ -27,6 +27,10 @@
 //            and the engine's matrix product, and the module's memory after
 //            the load (null until ready)
 //   last     the last RESULT (null until one), for tests
+// A RESULT's big arrays (logits, weights, q, k, v, scores, z: docs/FORMAT.md
+// section 4, "The big arrays") come from the engine as one Float32Array beside
+// its JSON text, never as decimals: in the RESULT each is nested arrays whose
+// last level is a Float32Array view of it (rows read as result.logits[t][v]).
 //
 // Off the main thread: the engine runs in a dedicated Web Worker, so a long
 // generation (a model that never emits <eos> decodes up to max_new_tokens)
@@ -49,7 +53,8 @@
   // Messages in: {kind: "load", model: base64 | null, file: File | null, path} once, then {kind: "run",
   // request: JSON text}, one at a time. Messages out: {kind: "loaded", reply}
   // (and memory: the module's memory in bytes after it)
-  // or {kind: "failed", error} for the load; {kind: "reply", reply} for a run,
+  // or {kind: "failed", error} for the load; {kind: "reply", reply, floats} for a run
+  // (floats: a copy of the result's big arrays, a Float32Array handed over, not copied again),
   // or {kind: "failed", error} when the module itself broke (it is not used again).
   // A reply is the engine's JSON text: {"ok":true,"result":...} | {"ok":false,"error":"..."}.
   function engineWorker() {
@@ -128,7 +133,11 @@
           self.postMessage({ kind: "failed", error: "the engine stopped: " + what + "; the next request starts it again" });
           return;
         }
-        self.postMessage({ kind: "reply", reply });
+        // The result's arrays, copied out of the module's memory (the next request reuses it).
+        // (>>> 0: the module's pointers and sizes are unsigned 32-bit numbers.)
+        const count = reply.startsWith('{"ok":true') ? module._tinyformer_float_count() >>> 0 : 0;
+        const floats = new Float32Array(module.HEAP8.buffer, count ? module._tinyformer_floats() >>> 0 : 0, count).slice();
+        self.postMessage({ kind: "reply", reply, floats }, [floats.buffer]);
       }
     };
   }
@@ -142,11 +151,32 @@
     }
   }
 
-  // The engine's answer {"ok":true,"result":...} | {"ok":false,"error":"..."}.
-  function answer(text) {
+  // The engine's answer {"ok":true,"result":...} | {"ok":false,"error":"..."},
+  // its references to the big arrays {"f32": offset, "shape": [...]} read in FLOATS.
+  function answer(text, floats) {
     const reply = JSON.parse(text);
     if (!reply.ok) throw new Error(reply.error);
-    return reply.result;
+    return floats ? withArrays(reply.result, floats) : reply.result;
+  }
+  // Each {"f32": offset, "shape": [n, ..., m]} in VALUE becomes nested arrays of
+  // Float32Array rows of m, views of FLOATS from offset (no number is copied).
+  function withArrays(value, floats) {
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; ++i) value[i] = withArrays(value[i], floats);
+    } else if (value !== null && typeof value === "object") {
+      if (typeof value.f32 === "number" && Array.isArray(value.shape) && Object.keys(value).length === 2)
+        return nested(floats, value.f32, value.shape);
+      for (const key of Object.keys(value)) value[key] = withArrays(value[key], floats);
+    }
+    return value;
+  }
+  function nested(floats, offset, shape) {
+    if (shape.length === 1) {
+      if (offset + shape[0] > floats.length) throw new Error("the engine's result points past its arrays");
+      return floats.subarray(offset, offset + shape[0]);
+    }
+    const inner = shape.slice(1), size = inner.reduce((a, b) => a * b, 1);
+    return Array.from({ length: shape[0] }, (_, i) => nested(floats, offset + i * size, inner));
   }
 
   function stopped(what) {
@@ -189,7 +219,7 @@
       } else if (message.kind === "reply" && current.pending) {
         const pending = current.pending;
         current.pending = null;
-        pending.resolve(message.reply);
+        pending.resolve(message);
       } else if (message.kind === "failed") {
         broken(new Error(message.error));
       }
@@ -266,9 +296,9 @@
           current.worker.postMessage({ kind: "run", request: text });
         });
       });
-    }).then((reply) => {
+    }).then((message) => {
       api.running = false;
-      const result = answer(reply);
+      const result = answer(message.reply, message.floats);
       api.last = result;
       return result;
     }, (error) => {

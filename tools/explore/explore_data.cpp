@@ -68,10 +68,19 @@ double exact(float value) {
     return std::signbit(value) ? -*magnitude : *magnitude;
 }
 
-// Row r of a [1, R, C] (or [1, H, R, C] with h) tensor as a JSON array of arrays.
-json matrix(const Tensor& t, int64_t h) {
+json FloatArrays::add(const float* data, const std::vector<int64_t>& shape) {
+    int64_t count = 1;
+    for (int64_t n : shape) count *= n;
+    const auto offset = static_cast<int64_t>(values.size());
+    values.insert(values.end(), data, data + count);
+    return {{"f32", offset}, {"shape", shape}};
+}
+
+// Matrix h of a [..., R, C] tensor as a JSON array of R arrays of C numbers.
+json matrix(const Tensor& t, int64_t h, FloatArrays* arrays) {
     const int64_t rows = t.dim(-2), cols = t.dim(-1);
     const float* base = t.data() + h * rows * cols;
+    if (arrays) return arrays->add(base, {rows, cols});
     json out = json::array();
     for (int64_t r = 0; r < rows; ++r) {
         json row = json::array();
@@ -81,9 +90,11 @@ json matrix(const Tensor& t, int64_t h) {
     return out;
 }
 
-json per_head(const Tensor& t) {  // [1, H, L, S] -> [H][L][S]
+json per_head(const Tensor& t, FloatArrays* arrays, int64_t b) {  // [B, H, L, S] -> row b's [H][L][S]
+    const int64_t H = t.dim(1), L = t.dim(2), S = t.dim(3);
+    if (arrays) return arrays->add(t.data() + b * H * L * S, {H, L, S});
     json out = json::array();
-    for (int64_t h = 0; h < t.dim(1); ++h) out.push_back(matrix(t, h));
+    for (int64_t h = 0; h < H; ++h) out.push_back(matrix(t, b * H + h));
     return out;
 }
 
@@ -117,7 +128,7 @@ const char* stop_name(StopReason why) {
     return "eos";
 }
 
-json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) {
+json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads, FloatArrays* arrays) {
     const std::string& name = map.name;
     const bool decoder_queries = map.stack == "decoder";
     const bool decoder_keys = map.stack == "decoder" && map.kind == "self";
@@ -131,17 +142,17 @@ json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads) 
             {"mask_name", map.mask_name},
             {"mask", mask_matrix(trace.masks().at(name + ".mask"))},
             {"dk", trace.tensor(name + ".q").dim(2) / heads},
-            {"q", matrix(trace.tensor(name + ".q"))},
-            {"k", matrix(trace.tensor(name + ".k"))},
-            {"v", matrix(trace.tensor(name + ".v"))},
-            {"scores", per_head(trace.tensor(name + ".scores"))},
-            {"weights", per_head(trace.tensor(name + ".weights"))},
-            {"z", matrix(trace.tensor(name + ".z"))}};
+            {"q", matrix(trace.tensor(name + ".q"), 0, arrays)},
+            {"k", matrix(trace.tensor(name + ".k"), 0, arrays)},
+            {"v", matrix(trace.tensor(name + ".v"), 0, arrays)},
+            {"scores", per_head(trace.tensor(name + ".scores"), arrays)},
+            {"weights", per_head(trace.tensor(name + ".weights"), arrays)},
+            {"z", matrix(trace.tensor(name + ".z"), 0, arrays)}};
     // Only when the pass recorded them: the mask's additive term (ALiBi), per
     // head, and q and k before rotation (rotary), docs/FORMAT.md section 4.
-    if (trace.has(name + ".bias")) out["bias"] = per_head(trace.tensor(name + ".bias"));
+    if (trace.has(name + ".bias")) out["bias"] = per_head(trace.tensor(name + ".bias"), arrays);
     for (const char* unrotated : {"q_unrotated", "k_unrotated"})
-        if (trace.has(name + "." + unrotated)) out[unrotated] = matrix(trace.tensor(name + "." + unrotated));
+        if (trace.has(name + "." + unrotated)) out[unrotated] = matrix(trace.tensor(name + "." + unrotated), 0, arrays);
     return out;
 }
 
@@ -221,10 +232,10 @@ json decode_target(const Model& model, const ModelText& text, const std::vector<
 }
 
 json explore_data(const Model& model, const AttentionRun& run, const json& decoding, const std::string& model_name,
-                  const std::string& shown, bool target_given) {
+                  const std::string& shown, bool target_given, FloatArrays* arrays) {
     const ModelConfig& config = model.config;
     json attentions = json::array();
-    for (const AttentionMap& map : run.maps) attentions.push_back(attention_json(map, run.trace, config.nhead));
+    for (const AttentionMap& map : run.maps) attentions.push_back(attention_json(map, run.trace, config.nhead, arrays));
     json sequences = {{"source", run.source_tokens}};
     json ids = {{"source", model.encoder_decoder ? run.pass.input : run.pass.decoder}};
     json padding = {{"source", std::vector<bool>(run.source_tokens.size(), false)}};

@@ -32,15 +32,28 @@ namespace tinyformer {
 // nlohmann writes it as those digits.
 double exact(float value);
 
-// A [1, R, C] tensor (or head h of a [1, H, R, C] one) as R arrays of C
-// numbers, and a [1, H, L, S] tensor as [H][L][S].
-nlohmann::json matrix(const Tensor& t, int64_t h = 0);
-nlohmann::json per_head(const Tensor& t);
+// The big float arrays of a live result, kept out of its JSON text
+// (docs/FORMAT.md section 4, "The big arrays"): each array's values are
+// appended to `values`, and the JSON holds {"f32": offset, "shape": [R, C]}
+// (or [H, L, S]) in its place. The page reads them as Float32Arrays over the
+// module's memory: no decimal is written or parsed. A recorded page has none.
+struct FloatArrays {
+    std::vector<float> values;
+    // Appends count = product(shape) floats from data; returns the reference.
+    nlohmann::json add(const float* data, const std::vector<int64_t>& shape);
+};
+
+// A [1, R, C] tensor (or matrix h of a [B, H, R, C] one) as R arrays of C
+// numbers, and the H matrices of batch row b of a [B, H, L, S] tensor as
+// [H][L][S]. With `arrays`, the numbers go there and the JSON is the reference.
+nlohmann::json matrix(const Tensor& t, int64_t h = 0, FloatArrays* arrays = nullptr);
+nlohmann::json per_head(const Tensor& t, FloatArrays* arrays = nullptr, int64_t b = 0);
 
 // One attention call of the recorded pass (B = 1): name, stack, layer,
 // group, mask, q, k, v, scores, weights, z (and bias, q_unrotated,
-// k_unrotated when recorded). heads: the model's H.
-nlohmann::json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads);
+// k_unrotated when recorded). heads: the model's H; arrays: as matrix's.
+nlohmann::json attention_json(const AttentionMap& map, const Trace& trace, int64_t heads,
+                              FloatArrays* arrays = nullptr);
 
 // The search that makes a target: beam > 1 is beam search, else sampling
 // when `sampling` is set, else greedy; options.max_new_tokens limits it.
@@ -71,8 +84,10 @@ nlohmann::json decoding_steps(const Model& model, const AttentionRun& run, const
 
 // The whole document. model_name: the model's name as the page shows it
 // (the file's stem); shown: the input as the user gave it (text, or ids
-// "5,17,3"); target_given: the target was given, not decoded.
+// "5,17,3"); target_given: the target was given, not decoded; arrays: as
+// matrix's (the live engine's result; a recorded page writes every number).
 nlohmann::json explore_data(const Model& model, const AttentionRun& run, const nlohmann::json& decoding,
-                            const std::string& model_name, const std::string& shown, bool target_given);
+                            const std::string& model_name, const std::string& shown, bool target_given,
+                            FloatArrays* arrays = nullptr);
 
 }  // namespace tinyformer

@@ -269,7 +269,7 @@ json token_log_p(const Model& model, const Tensor& logits, const Row& row, const
 
 json row_fields(const Model& model, const ModelText& text, const Row& row, const RowPlace& place,
                 const std::vector<int64_t>& source, const std::vector<int64_t>& decoder, const Tensor& logits,
-                const Trace& trace, const std::vector<std::string>& calls, int64_t prefix_len) {
+                const Trace& trace, const std::vector<std::string>& calls, int64_t prefix_len, FloatArrays* arrays) {
     json out;
     if (model.encoder_decoder) {
         out["src_ids"] = source;
@@ -280,15 +280,9 @@ json row_fields(const Model& model, const ModelText& text, const Row& row, const
     }
     out["text"] = text.decode_output(*row.target);
     out["target_ids"] = *row.target;
-    out["logits"] = matrix(logits, place.batch_row);
+    out["logits"] = matrix(logits, place.batch_row, arrays);
     json weights = json::object();
-    const int64_t H = model.config.nhead;
-    for (const std::string& call : calls) {
-        const Tensor& w = trace.tensor(call + ".weights");  // [B, H, L, S]
-        json heads = json::array();
-        for (int64_t h = 0; h < H; ++h) heads.push_back(matrix(w, place.batch_row * H + h));
-        weights[call] = heads;
-    }
+    for (const std::string& call : calls) weights[call] = per_head(trace.tensor(call + ".weights"), arrays, place.batch_row);
     out["weights"] = weights;
     out["token_log_p"] = token_log_p(model, logits, row, place);
     double sum = 0;
@@ -368,7 +362,7 @@ void check_positions(const Model& model, int64_t length, const char* what) {
 // The page pass: row 0 decoded and recorded (and row 1 with it, "second"): the row
 // fields, "forward_inputs", "second" and "page" of the RESULT (live.h).
 json page_pass_of(Model& model, const ModelText& text, Row& first, std::optional<Row>& second, bool left,
-                  const DecodeSettings& settings, const std::string& model_name) {
+                  const DecodeSettings& settings, const std::string& model_name, FloatArrays* arrays) {
     // Row 0: decoded alone, then the one recorded pass the page shows.
     json decoding;
     decode_row(model, text, first, settings, &decoding);
@@ -381,7 +375,7 @@ json page_pass_of(Model& model, const ModelText& text, Row& first, std::optional
     if (!second) {
         const std::vector<int64_t>& source = model.encoder_decoder ? run.pass.input : std::vector<int64_t>{};
         const auto prefix = static_cast<int64_t>(first.input.size());
-        result = row_fields(model, text, first, {}, source, run.pass.decoder, run.pass.logits, run.trace, calls, prefix);
+        result = row_fields(model, text, first, {}, source, run.pass.decoder, run.pass.logits, run.trace, calls, prefix, arrays);
         if (model.encoder_decoder)
             result["forward_inputs"] = {{"src_ids", json::array({run.pass.input})},
                                         {"tgt_ids", json::array({run.pass.decoder})}};
@@ -436,19 +430,19 @@ json page_pass_of(Model& model, const ModelText& text, Row& first, std::optional
                                         model.encoder_decoder ? id_rows(source.ids)[i].get<std::vector<int64_t>>()
                                                               : std::vector<int64_t>{},
                                         ids.get<std::vector<int64_t>>(), logits, trace, calls,
-                                        prefix_lm ? prefixes[i] : 0));
+                                        prefix_lm ? prefixes[i] : 0, arrays));
         }
         result = fields[0];
         result["second"] = fields[1];
         result["forward_inputs"] = forward_inputs;
     }
-    result["page"] = explore_data(model, run, decoding, model_name, first.shown, first.target_given);
+    result["page"] = explore_data(model, run, decoding, model_name, first.shown, first.target_given, arrays);
     return result;
 }
 
 }  // namespace
 
-json live_run(Model& model, const json& request, const std::string& model_name) {
+json live_run(Model& model, const json& request, const std::string& model_name, FloatArrays* arrays) {
     if (!request.is_object()) bad_field("(the request)", "a JSON object", request);
     refuse_unknown_keys(request, "",
                         {"text", "ids", "target", "target_ids", "unk", "second", "pad_side", "decode", "mask_overrides",
@@ -496,7 +490,7 @@ json live_run(Model& model, const json& request, const std::string& model_name) 
     const AppliedInterventions applied(model, interventions);
 
     // The page pass, unless "page": false (the Patch and Lens views read only their keys).
-    json result = page_pass ? page_pass_of(model, text, first, second, left, settings, model_name) : json::object();
+    json result = page_pass ? page_pass_of(model, text, first, second, left, settings, model_name, arrays) : json::object();
 
     // The study keys, on row 0 and the intervened model like every pass above.
     // Their target is the CLI's, whatever "decode" asks: the given one, or none

@@ -59,10 +59,15 @@
 //           run at the answer row (tools/explore/study_json.h: its effect, LD, and
 //           the clean, corrupted and patched runs' top 5 tokens), each when asked.
 // Every float of the pass goes through exact() (the float32 the engine
-// computed); the study results are the CLI's doubles.
+// computed); the study results are the CLI's doubles. With `arrays` (the
+// page's engine), every [T][V], [L][D] and [H][L][S] array of the pass is
+// put there instead and the JSON holds its reference {"f32": offset,
+// "shape": [...]} (tools/explore/explore_data.h FloatArrays): the same
+// float32 values, none of them written as a decimal.
 #pragma once
 
 #include "models/transformer.h"
+#include "tools/explore/explore_data.h"
 
 #include <nlohmann/json.hpp>
 
@@ -72,6 +77,7 @@ namespace tinyformer {
 
 // Error (one line naming the field) for a bad request: a wrong type, a
 // value out of range, an unknown key, tokens outside the vocabulary or too long.
-nlohmann::json live_run(Model& model, const nlohmann::json& request, const std::string& model_name);
+nlohmann::json live_run(Model& model, const nlohmann::json& request, const std::string& model_name,
+                        FloatArrays* arrays = nullptr);
 
 }  // namespace tinyformer

@@ -594,7 +594,8 @@
         "] (queries \u00d7 keys); inputs of the same length give matrices of the same shape." }));
       return;
     }
-    const diffOf = (hh) => wb[hh].map((row, q) => row.map((x, k) => x - wa[hh][q][k]));
+    // Plain Arrays in double (a live result's rows are Float32Arrays: their map() would round each difference to float32).
+    const diffOf = (hh) => Array.from(wb[hh], (row, q) => Array.from(row, (x, k) => x - wa[hh][q][k]));
     const diff = diffOf(h);
     const largest = Math.max(1e-9, ...diff.flat().map(Math.abs));
     wrap.appendChild(mini(diff, { id: "live-compare-diff", caption: "difference (compared \u2212 this), largest |d| " + fmt(largest, 3), diff: true, scale: largest, qTokens: a.qTokens, kTokens: a.kTokens }));

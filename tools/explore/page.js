@@ -242,8 +242,9 @@
   function padLabel(token, pad) {
     return shown(token) + (pad && !/pad/i.test(token) ? " (pad)" : "");
   }
+  // Head h's dk numbers of a row, as a plain Array (a live result's rows are Float32Arrays, whose map() would keep float32).
   function headSlice(vector, h, dk) {
-    return vector.slice(h * dk, (h + 1) * dk);
+    return Array.from(vector.slice(h * dk, (h + 1) * dk));
   }
   // The K/V head query head h reads: h / (H / Hkv), Hkv = the width of k / dk (GQA; Hkv = H otherwise).
   function kvHead(a, h) {

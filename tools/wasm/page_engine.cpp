@@ -6,10 +6,14 @@
 //                                 writes the page's embedded one, or the file
 //                                 the reader opened, to MEMFS first, and
 //                                 deletes it after: the model holds the weights)
-//   tinyformer_run(request_json)  one request -> one result (tools/explore/live.h)
+//   tinyformer_run(request_json)  one request -> one result (tools/explore/live.h),
+//                                 its big arrays kept apart (FloatArrays)
+//   tinyformer_floats(), tinyformer_float_count()   where those arrays' floats
+//                                 are in the module's memory, and how many
 //
 // Both return a JSON text, {"ok":true,"result":...} or {"ok":false,"error":"one
-// line"}, valid until the next call; nothing is thrown across the boundary.
+// line"}, valid (with the floats) until the next call; nothing is thrown
+// across the boundary.
 #include "engine/io/json.h"
 #include "engine/io/utf8.h"
 #include "engine/matmul.h"
@@ -27,6 +31,7 @@ using json = nlohmann::json;
 std::unique_ptr<tinyformer::Model> loaded_model;
 std::string loaded_name;
 std::string answer;  // the text the last call returned
+tinyformer::FloatArrays floats;  // the last result's big arrays ({"f32": offset, "shape"} in its JSON)
 
 const char* answered(const json& value) {
     answer = value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -87,8 +92,13 @@ const char* tinyformer_run(const char* request_json) {
         if (!loaded_model) return failed("no model is loaded (tinyformer_load first)");
         // A request is the page's own JSON, but is still read under parse_json's limits.
         const json request = tinyformer::parse_json(request_json, 8, "the request");
-        return answered({{"ok", true}, {"result", tinyformer::live_run(*loaded_model, request, loaded_name)}});
+        floats.values.clear();
+        return answered({{"ok", true}, {"result", tinyformer::live_run(*loaded_model, request, loaded_name, &floats)}});
     });
 }
+
+const float* tinyformer_floats() { return floats.values.data(); }
+
+size_t tinyformer_float_count() { return floats.values.size(); }
 
 }  // extern "C"
