@@ -414,7 +414,7 @@ WASM_LIB_SRC := $(LIB_SRC) $(EXPLORE_SRC) tools/wasm/page_engine.cpp
 WASM_OBJ     := $(WASM_LIB_SRC:%.cpp=build/wasm/%.o)
 WASM_LINK    := -sMODULARIZE=1 -sEXPORT_NAME=TinyformerEngine -sALLOW_MEMORY_GROWTH=1 \
                 -sFORCE_FILESYSTEM=1 -sENVIRONMENT=web,worker,node \
-                -sEXPORTED_FUNCTIONS=_tinyformer_load,_tinyformer_run,_tinyformer_floats,_tinyformer_float_count,_malloc,_free \
+                -sEXPORTED_FUNCTIONS=_tinyformer_load,_tinyformer_run,_tinyformer_array_count,_tinyformer_array,_tinyformer_array_size,_malloc,_free \
                 -sEXPORTED_RUNTIME_METHODS=ccall,cwrap,FS,lengthBytesUTF8,stringToUTF8
 
 # Build build/wasm/tinyformer-engine.js (and what it needs) only.

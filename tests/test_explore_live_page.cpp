@@ -115,7 +115,7 @@ TEST_CASE("explore live page: a checkpoint that carries the page over the limit 
     const CliRun live = run_tinyformer({"explore", kReverse, "abc", "--engine", dir.file("engine.js"), "--max-page-mb", "1",
                                         "--html", dir.file("p.html")});
     CHECK(live.status == 0);
-    CHECK(live.err.find("tinyformer explore: the page with the checkpoint would be 1.") == 0);
+    CHECK(live.err.find("tinyformer explore: the page with the checkpoint would be at least 1.") == 0);
     CHECK(live.err.find(" MiB, above the limit of 1 MiB (--max-page-mb): the page is live without it (open "
                         "reverse.safetensors in it: Open model, or drop the file on the page)\n") != std::string::npos);
     const std::string page = read_file(dir.file("p.html"));
@@ -128,8 +128,14 @@ TEST_CASE("explore live page: a checkpoint that carries the page over the limit 
     CHECK(roomy.status == 0);
     CHECK(roomy.err.find("the page is live without it") == std::string::npos);
     CHECK_FALSE(trimmed(element(read_file(dir.file("p2.html")), model_open)).empty());
-    // A page too large without the checkpoint too is still refused, naming the limit (test_bad_inputs.cpp's rows).
-    run_tinyformer_ok({"explore", kReverse, "abc", "--recorded", "--max-page-mb", "1", "--html", dir.file("p.html")});
+    // A page too large without the checkpoint too is refused, naming the size with the checkpoint (nothing written).
+    const std::string long_input(30, 'a');  // 30 positions and 30 targets: a recorded page of 1.10 MiB, above 1 MiB without it
+    const CliRun large = run_tinyformer({"explore", kReverse, long_input, "--target", long_input, "--engine",
+                                         dir.file("engine.js"), "--max-page-mb", "1", "--html", dir.file("large.html")});
+    CHECK(large.status == 1);
+    CHECK(large.err.find("MiB, above the limit of 1 MiB; nothing was written; give --max-page-mb") != std::string::npos);
+    CHECK(large.err.find("the page is live without it") == std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("large.html")));
 }
 
 TEST_CASE("explore live page: a checkpoint above 64 MiB is never embedded, whatever --max-page-mb allows") {

@@ -479,7 +479,7 @@ TEST_CASE("live: \"patch_cell\" is one cell of the grid, with the three runs' an
 
 namespace {
 
-// A result made with FloatArrays, each {"f32": offset, "shape": [...]} read back from `values`
+// A result made with FloatArrays, each {"f32": offset, "shape": [...]} read back from `values` (joined())
 // as the plain result writes it (nested arrays of exact() numbers): independent of the writer,
 // which never reads a reference back.
 json resolved(const json& value, const std::vector<float>& values, int* references) {
@@ -537,7 +537,9 @@ TEST_CASE("live: with FloatArrays (the page's engine) the big arrays are referen
               json::array({model.config.nhead, plain["page"]["attentions"][0]["weights"][0].size(),
                            plain["page"]["attentions"][0]["weights"][0][0].size()}));
         int references = 0;
-        CHECK(resolved(referring, arrays.values, &references) == plain);
+        const std::vector<float> values = arrays.joined();
+        CHECK(values.size() == static_cast<size_t>(arrays.count));
+        CHECK(resolved(referring, values, &references) == plain);
         const size_t calls = plain["page"]["attentions"].size();
         const size_t rows = plain.contains("second") ? 2 : 1;
         size_t extra = 0;
@@ -558,6 +560,6 @@ TEST_CASE("live: with FloatArrays (the page's engine) the big arrays are referen
             }
         };
         count(referring);
-        CHECK(floats == arrays.values.size());
+        CHECK(floats == values.size());
     }
 }

@@ -96,6 +96,35 @@ TEST_CASE("TerminalStream prints text cut anywhere into pieces as terminal_text 
     }
 }
 
+TEST_CASE("TerminalStream hands each whole character to the pipe at once, not when a buffer fills or the file closes") {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    std::FILE* out = fdopen(fds[1], "w");
+    REQUIRE(out);
+    REQUIRE(std::setvbuf(out, nullptr, _IOFBF, 1 << 16) == 0);  // fully buffered, as stdout into a pipe is
+    // What the pipe holds now, without waiting.
+    auto ready = [&] {
+        std::string got;
+        char buffer[64];
+        pollfd poll_fd{fds[0], POLLIN, 0};
+        while (poll(&poll_fd, 1, 0) > 0 && (poll_fd.revents & POLLIN)) {
+            const ssize_t n = read(fds[0], buffer, sizeof buffer);
+            if (n <= 0) break;
+            got.append(buffer, static_cast<size_t>(n));
+        }
+        return got;
+    };
+    cli::TerminalStream stream(out, NewlinesAndTabs::Escaped);
+    stream.write("ab");
+    CHECK(ready() == "ab");
+    stream.write("\xc3");  // the first byte of é: held until the character is whole
+    CHECK(ready() == "");
+    stream.write("\xa9" "c");
+    CHECK(ready() == "\xc3\xa9" "c");
+    std::fclose(out);
+    close(fds[0]);
+}
+
 TEST_CASE("The decoding calls on_token with each token as it is chosen, before the next step") {
     const Model model = decoding_cases::load_case("do_pre_gelu_learned_pad");
     const auto inputs = decoding_cases::inputs_for(model);

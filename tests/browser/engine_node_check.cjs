@@ -26,11 +26,17 @@ const wasmBinary = require("zlib").gunzipSync(Buffer.from(wasmGzip, "base64"));
 
 const [model, ...texts] = process.argv.slice(2);
 Promise.all([TinyformerEngine({ print() {}, printErr() {}, wasmBinary }), import("./margin.mjs"), import("./native.mjs")])
-  .then(([engine, { greedyDecided, predictingRows, disagreement }, { LOGITS_TOLERANCE, compareResult, nativeForward, nativeRun }]) => {
+  .then(([engine, { greedyDecided, predictingRows, disagreement }, { LOGITS_TOLERANCE, compareResult, nativeForward, nativeRun, withFloats }]) => {
+  // A run's big arrays (docs/FORMAT.md "The big arrays"), copied out of the module one after another.
+  const floats = () => {
+    const parts = Array.from({ length: engine._tinyformer_array_count() >>> 0 }, (_, i) =>
+      Float32Array.from(new Float32Array(engine.HEAP8.buffer, engine._tinyformer_array(i) >>> 0, engine._tinyformer_array_size(i) >>> 0)));
+    return parts.flatMap((part) => Array.from(part));
+  };
   const call = (name, arg) => {
     const reply = JSON.parse(engine.ccall(name, "string", ["string"], [arg]));
     if (!reply.ok) throw new Error(reply.error);
-    return reply.result;
+    return name === "tinyformer_run" ? withFloats(reply.result, floats()) : reply.result;
   };
   engine.FS.writeFile("/" + path.basename(model), fs.readFileSync(model));
   call("tinyformer_load", "/" + path.basename(model));

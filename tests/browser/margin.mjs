@@ -127,7 +127,7 @@ export function sampledDecided(rows, decode) {
     let drawn = 0, before = 0;
     while (drawn + 1 < q.length && !(u < before + q[drawn])) before += q[drawn++];
     const token = order[drawn];
-    const nearest = Math.min(...row.map((x, i) => (i === token ? Infinity : Math.abs(x - row[token]))));
+    const nearest = Math.min(...Array.from(row, (x, i) => (i === token ? Infinity : Math.abs(x - row[token]))));  // (a page row may be a Float32Array: its map would round to float32)
     const margin = Math.min(u - before, before + q[drawn] - u);
     result.smallestMargin = Math.min(result.smallestMargin, margin);
     if (!(margin > slack && nearest > 2 * b && sameKept)) break;

@@ -174,6 +174,25 @@ function flatten(x, out = []) {
   return out;
 }
 
+// A result of the engine's C entry point read outside the page (node): each
+// {"f32": offset, "shape": [...]} replaced by nested plain Arrays of the
+// floats it names in FLOATS (docs/FORMAT.md "The big arrays"), written here
+// from that text, apart from the page's own reader in engine.js.
+export function withFloats(value, floats) {
+  if (Array.isArray(value)) return value.map((item) => withFloats(item, floats));
+  if (value === null || typeof value !== "object") return value;
+  if (Object.keys(value).length === 2 && "f32" in value && "shape" in value) {
+    const build = (offset, shape) => {
+      const inner = shape.slice(1).reduce((a, b) => a * b, 1);
+      return Array.from({ length: shape[0] }, (_, i) => (shape.length === 1 ? floats[offset + i] : build(offset + i * inner, shape.slice(1))));
+    };
+    const size = value.shape.reduce((a, b) => a * b, 1);
+    if (value.f32 + size > floats.length) throw new Error(`a reference past the ${floats.length} floats`);
+    return build(value.f32, value.shape);
+  }
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, withFloats(item, floats)]));
+}
+
 // The nested array ACTUAL (the page's numbers) against EXPECTED ({shape, data}
 // from forward, optionally one batch ROW of it), skipping the queries that
 // SKIP (an array of 0/1 per query position, the row's padding mask) marks: at

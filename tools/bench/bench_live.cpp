@@ -38,7 +38,7 @@ void run_live_command(const std::string& model_path, const std::string& request_
     const OtherLoad load;
     for (int64_t i = 0; i < runs; ++i) {
         const auto start = Clock::now();
-        arrays.values.clear();
+        arrays = {};
         const std::string text = live_run(model, request, model_path, &arrays).dump();
         times.push_back(seconds_since(start) * 1000.0);
     }

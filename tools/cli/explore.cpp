@@ -78,11 +78,13 @@ const char* kExploreHelp =
     "               engine file next to the program\n"
     "  --no-embed   the live page without the checkpoint: it shows this pass (MODEL and TEXT\n"
     "               are still needed) and runs once the reader opens a model in it. Also what\n"
-    "               is written, with one line on stderr, for a checkpoint above 64 MiB\n"
+    "               is written, with one line on stderr, for a checkpoint above 64 MiB or one\n"
+    "               that alone would carry the page over --max-page-mb\n"
     "  --max-page-mb N  refuse a page above N MiB (default 8: a bigger page opens slowly, if\n"
     "                 at all; the engine and the checkpoint count): before the pass when the\n"
     "                 lengths already show it, else once the page is made; a refused page\n"
-    "                 writes nothing (and no --json file either)\n"
+    "                 writes nothing (and no --json file either). A checkpoint that alone\n"
+    "                 carries the page over N is left out instead (the page stays live)\n"
     "Without MODEL (only --html, --engine, --max-page-mb): the live page without weights or a\n"
     "pass. Both pages have an \"Open model\" button and take a .safetensors file dropped on them\n"
     "(read in the browser from disk, no request), checked by the same loader as the CLI's,\n"
@@ -405,14 +407,14 @@ int explore_command(const Arguments& args) {
     LiveEngine live = live_engine(parsed, path, why_recorded, note);
     // A checkpoint that alone carries the page over --max-page-mb is left out
     // (the page is live without it) rather than the page refused.
-    auto leave_out_checkpoint_for = [&](double page_bytes) {
+    auto leave_out_checkpoint_for = [&](double page_bytes, bool at_least) {
         const double limit = static_cast<double>(page_limit_mib) * 1024.0 * 1024.0;
         const auto embedded = static_cast<double>(live.model_base64.size());
         if (embedded == 0 || page_bytes <= limit || page_bytes - embedded > limit) return false;
         char size[32];
         std::snprintf(size, sizeof size, "%.1f", page_bytes / (1024.0 * 1024.0));
         const std::string file_name = std::filesystem::path(path).stem().string() + ".safetensors";
-        note = text_of("the page with the checkpoint would be ", size, " MiB, above the limit of ", page_limit_mib,
+        note = text_of("the page with the checkpoint would be ", at_least ? "at least " : "", size, " MiB, above the limit of ", page_limit_mib,
                        " MiB (--max-page-mb): the page is live without it (open ", file_name,
                        " in it: Open model, or drop the file on the page)");
         live = engine_without_weights(parsed, file_name);
@@ -434,7 +436,7 @@ int explore_command(const Arguments& args) {
     const std::string named = input_name(parsed, static_cast<int64_t>(tokens.size()));
     auto refuse_before_pass = [&](int64_t target_length) {
         auto at_least = [&] { return page_bytes_at_least(model, static_cast<int64_t>(input.size()), target_length, live.bytes()); };
-        leave_out_checkpoint_for(at_least());
+        leave_out_checkpoint_for(at_least(), true);
         refuse_large_page(at_least(), true, page_limit_mib, named, target_length);
         refuse_teacher_forced_beyond_memory(model, input, target_length);
     };
@@ -453,7 +455,7 @@ int explore_command(const Arguments& args) {
     if (!interventions.empty()) data["interventions"] = interventions_json(interventions);
     const std::string data_text = data.dump(-1, ' ', false, json::error_handler_t::replace);
     std::string page = explore_page(data_text, live);
-    if (leave_out_checkpoint_for(static_cast<double>(page.size()))) page = explore_page(data_text, live);
+    if (leave_out_checkpoint_for(static_cast<double>(page.size()), false)) page = explore_page(data_text, live);
     refuse_large_page(static_cast<double>(page.size()), false, page_limit_mib, named, static_cast<int64_t>(run.target.size()));
     write_explore(parsed, html_path, data_text, page);
     if (!why_recorded.empty())

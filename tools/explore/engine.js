@@ -83,6 +83,23 @@
       }
     }
 
+    // The last result's big arrays copied out of the module's memory, one
+    // after another, into one Float32Array (the module frees them at its next
+    // request). (>>> 0: the module's pointers and sizes are unsigned 32-bit.)
+    function resultArrays(reply) {
+      if (!reply.startsWith('{"ok":true')) return new Float32Array(0);
+      const count = module._tinyformer_array_count() >>> 0;
+      let total = 0;
+      for (let i = 0; i < count; ++i) total += module._tinyformer_array_size(i) >>> 0;
+      const floats = new Float32Array(total);
+      for (let i = 0, offset = 0; i < count; ++i) {
+        const size = module._tinyformer_array_size(i) >>> 0;
+        floats.set(new Float32Array(module.HEAP8.buffer, module._tinyformer_array(i) >>> 0, size), offset);
+        offset += size;
+      }
+      return floats;
+    }
+
     // The module's bytes (base64 -> gzip -> wasm), instantiated; the model
     // written to its file system and loaded. A module that does not unpack or
     // instantiate fails the load (through the race) instead of leaving it pending.
@@ -133,10 +150,7 @@
           self.postMessage({ kind: "failed", error: "the engine stopped: " + what + "; the next request starts it again" });
           return;
         }
-        // The result's arrays, copied out of the module's memory (the next request reuses it).
-        // (>>> 0: the module's pointers and sizes are unsigned 32-bit numbers.)
-        const count = reply.startsWith('{"ok":true') ? module._tinyformer_float_count() >>> 0 : 0;
-        const floats = new Float32Array(module.HEAP8.buffer, count ? module._tinyformer_floats() >>> 0 : 0, count).slice();
+        const floats = resultArrays(reply);
         self.postMessage({ kind: "reply", reply, floats }, [floats.buffer]);
       }
     };

@@ -69,11 +69,19 @@ double exact(float value) {
 }
 
 json FloatArrays::add(const float* data, const std::vector<int64_t>& shape) {
-    int64_t count = 1;
-    for (int64_t n : shape) count *= n;
-    const auto offset = static_cast<int64_t>(values.size());
-    values.insert(values.end(), data, data + count);
+    int64_t size = 1;
+    for (int64_t n : shape) size *= n;
+    arrays.emplace_back(data, data + size);
+    const int64_t offset = count;
+    count += size;
     return {{"f32", offset}, {"shape", shape}};
+}
+
+std::vector<float> FloatArrays::joined() const {
+    std::vector<float> out;
+    out.reserve(static_cast<size_t>(count));
+    for (const std::vector<float>& array : arrays) out.insert(out.end(), array.begin(), array.end());
+    return out;
 }
 
 // Matrix h of a [..., R, C] tensor as a JSON array of R arrays of C numbers.

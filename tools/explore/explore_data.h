@@ -33,14 +33,19 @@ namespace tinyformer {
 double exact(float value);
 
 // The big float arrays of a live result, kept out of its JSON text
-// (docs/FORMAT.md section 4, "The big arrays"): each array's values are
-// appended to `values`, and the JSON holds {"f32": offset, "shape": [R, C]}
-// (or [H, L, S]) in its place. The page reads them as Float32Arrays over the
-// module's memory: no decimal is written or parsed. A recorded page has none.
+// (docs/FORMAT.md section 4, "The big arrays"): the JSON holds {"f32":
+// offset, "shape": [R, C]} (or [H, L, S]) in each one's place, offset counting
+// the floats of the arrays before it. The page copies them into one
+// Float32Array: no decimal is written or parsed. Each array is kept in memory
+// of its own, of its exact size (one growing buffer would hold up to twice
+// them while it grows). A recorded page has none.
 struct FloatArrays {
-    std::vector<float> values;
-    // Appends count = product(shape) floats from data; returns the reference.
+    std::vector<std::vector<float>> arrays;  // in the order added
+    int64_t count = 0;                       // the floats of all of them: the next one's offset
+    // Keeps a copy of the product(shape) floats at data; returns the reference.
     nlohmann::json add(const float* data, const std::vector<int64_t>& shape);
+    // All of them, one after another: the buffer the references point into.
+    std::vector<float> joined() const;
 };
 
 // A [1, R, C] tensor (or matrix h of a [B, H, R, C] one) as R arrays of C

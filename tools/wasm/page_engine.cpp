@@ -8,8 +8,11 @@
 //                                 deletes it after: the model holds the weights)
 //   tinyformer_run(request_json)  one request -> one result (tools/explore/live.h),
 //                                 its big arrays kept apart (FloatArrays)
-//   tinyformer_floats(), tinyformer_float_count()   where those arrays' floats
-//                                 are in the module's memory, and how many
+//   tinyformer_array_count(), tinyformer_array(i), tinyformer_array_size(i)
+//                                 those arrays: how many, where array i's floats
+//                                 are in the module's memory, and how many (the
+//                                 page copies them one after another into one
+//                                 Float32Array, the buffer the references count in)
 //
 // Both return a JSON text, {"ok":true,"result":...} or {"ok":false,"error":"one
 // line"}, valid (with the floats) until the next call; nothing is thrown
@@ -92,13 +95,16 @@ const char* tinyformer_run(const char* request_json) {
         if (!loaded_model) return failed("no model is loaded (tinyformer_load first)");
         // A request is the page's own JSON, but is still read under parse_json's limits.
         const json request = tinyformer::parse_json(request_json, 8, "the request");
-        floats.values.clear();
+        floats = {};  // the last result's arrays freed (the next result's take their place)
         return answered({{"ok", true}, {"result", tinyformer::live_run(*loaded_model, request, loaded_name, &floats)}});
     });
 }
 
-const float* tinyformer_floats() { return floats.values.data(); }
+size_t tinyformer_array_count() { return floats.arrays.size(); }
 
-size_t tinyformer_float_count() { return floats.values.size(); }
+// Array i's floats (i below the count; else none).
+const float* tinyformer_array(size_t i) { return i < floats.arrays.size() ? floats.arrays[i].data() : nullptr; }
+
+size_t tinyformer_array_size(size_t i) { return i < floats.arrays.size() ? floats.arrays[i].size() : 0; }
 
 }  // extern "C"
