@@ -3,6 +3,7 @@
 
 - the reference module check() compares with is built only when it is asked
   for: a conversion with --no-check never builds it (no second copy of the model);
+- the input file is mapped: the converted tensors are views of it, not copies;
 - each output tensor is made (contiguous, in the storage dtype) block by block
   as it is written, and the file is byte for byte the one written from whole
   contiguous copies;
@@ -137,6 +138,17 @@ class TensorsAreMadeWhenWritten(Case):
         for name in views:
             want = converted.tensors[name].to(torch.bfloat16).float().numpy()
             self.assertTrue((tensors[name] == want).all(), name)
+
+
+class TheInputIsMapped(Case):
+    def test_every_reader_gives_views_of_the_mapped_file(self):
+        for what, converted in [("hf-gpt2 model.safetensors", hf_gpt2.convert_hf_gpt2(str(FAMILIES / "gpt2-tiny"))),
+                                ("llama2c model.bin", llama.convert_llama2c_bin(str(LLAMA / "model.bin"))),
+                                ("llama2c ckpt.pt", llama.convert_llama2c_checkpoint(str(LLAMA / "ckpt.pt"))),
+                                ("nanoGPT ckpt.pt", CONVERSIONS[0][3]())]:
+            with self.subTest(what):
+                mapped = [name for name, t in converted.tensors.items() if torch_file.mapping_of(t) is not None]
+                self.assertEqual(sorted(mapped), sorted(converted.tensors), "tensors copied out of the file")
 
 
 class MappedPagesAreGivenBack(Case):

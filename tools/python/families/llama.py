@@ -58,6 +58,7 @@ from torch.nn import functional as F
 
 from . import (Converted, check_reference_tables, check_state_dict, layer_count, load_weights,
                rename_to_upstream, tensors_by_name)
+import torch_file  # noqa: E402  (file_map: model.bin mapped)
 from torch_file import load_torch_file   # the one reader of PyTorch files (tools/python, on the path as for families)
 
 ROPE_THETA = 10000.0
@@ -701,13 +702,14 @@ def read_llama2c_bin(path):
                          f"{f['n_kv_heads']}, vocab_size {f['vocab_size']}, max_seq_len {f['max_seq_len']}, "
                          f"{'shared' if shared else 'own'} classifier) needs {expected}: {what}")
     layout = _layout(version, f, shared)         # now at most size / 4 entries (each holds >= 1 float)
-    data = np.fromfile(path, dtype="<f4", offset=offset, count=floats)
-    if data.size != floats:
+    buf = torch_file.file_map(path)              # mapped: the tensors are views of the file, read as used
+    if len(buf) != expected:
         raise ValueError(f"{where}: the file changed while it was read")
+    data = np.frombuffer(buf, dtype="<f4", offset=offset, count=floats)
     tensors, at = {}, 0
     for name, shape in layout:
         n = math.prod(shape)
-        tensors[name] = torch.from_numpy(data[at:at + n].astype(np.float32).reshape(shape))
+        tensors[name] = torch.from_numpy(data[at:at + n].astype(np.float32, copy=False).reshape(shape))
         at += n
     return version, f, shared, tensors
 
