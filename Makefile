@@ -224,6 +224,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_position_schemes.py
 	/usr/bin/python3 tests/python/test_converter_bounds.py
 	/usr/bin/python3 tests/python/test_wrong_from.py
+	/usr/bin/python3 tests/python/test_converter_memory.py
 	@for t in tests/python/test_parity_*.py; do \
 	  [ -e "$$t" ] || continue; echo "/usr/bin/python3 $$t"; /usr/bin/python3 "$$t" || exit 1; done
 

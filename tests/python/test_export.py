@@ -265,11 +265,11 @@ class CheckCatchesWrongExports(Temp, unittest.TestCase):
                 patch_config(cfg)
             return cfg
 
-        def stored_tensors(named, storage):
-            out = original_stored(named, storage)
+        def stored_tensors(named, storage):       # the tensors the writer stores (made as it writes them)
+            named = {k: v.detach().clone() for k, v in named.items()}
             if patch_tensors:
-                patch_tensors(out)
-            return out
+                patch_tensors(named)
+            return original_stored(named, storage)
 
         te._base_config, tinyformer_writer._stored_tensors = base_config, stored_tensors
         try:

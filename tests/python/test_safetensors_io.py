@@ -2,8 +2,9 @@
 """Tests of tools/python/safetensors_io.py's reader: it reads or refuses every header
 of tests/safetensors_headers.json exactly as the table says, the same table
 engine/io/safetensors.cpp is tested on (tests/test_safetensors.cpp), so the two
-readers follow one rule (docs/FORMAT.md section 1, "The header").
-Standard library and numpy only (no torch):
+readers follow one rule (docs/FORMAT.md section 1, "The header"); and its
+writer's Streamed tensors (made piece by piece as they are written) give the
+bytes of the eager write. Standard library and numpy only (no torch):
 
     /usr/bin/python3 tests/python/test_safetensors_io.py      # from anywhere
 """
@@ -13,6 +14,8 @@ import struct
 import sys
 import unittest
 from pathlib import Path
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools" / "python"
@@ -112,6 +115,67 @@ class MetadataJson(unittest.TestCase):
     def test_a_good_config_reads_as_json(self):
         self.assertEqual(st.metadata_json({"config": '{"d_model": 16, "nested": {"a": [1, 2]}}'}, "config"),
                          {"d_model": 16, "nested": {"a": [1, 2]}})
+
+
+class StreamedTensors(unittest.TestCase):
+    """A Streamed tensor is made piece by piece while the file is written, and
+    the file is byte for byte the one written from the whole array."""
+
+    def setUp(self):
+        self.source = np.arange(6 * 10, dtype=np.float32).reshape(6, 10) * 0.5 - 7
+        self.t = self.source.T                    # [10, 6], not contiguous: made row block by row block
+        self.other = np.arange(5, dtype=np.float64)
+        self.events = []
+
+    def streamed(self, rows=3, dtype="F32", shape=None):
+        def blocks():
+            for start in range(0, self.t.shape[0], rows):
+                self.events.append(("piece", start))
+                yield self.t[start:start + rows]
+        return st.Streamed(dtype, shape or self.t.shape, blocks, done=lambda: self.events.append(("done",)))
+
+    def test_the_streamed_file_is_the_eager_one(self):
+        eager = st.encode({"t": np.ascontiguousarray(self.t), "x": self.other}, {"k": "v"})
+        for rows in (1, 3, 4, 10):
+            with self.subTest(rows=rows):
+                self.events.clear()
+                self.assertEqual(st.encode({"t": self.streamed(rows), "x": self.other}, {"k": "v"}), eager)
+                pieces = [e for e in self.events if e[0] == "piece"]
+                self.assertEqual(len(pieces), -(-10 // rows))
+                self.assertEqual(self.events[-1], ("done",), "done() runs after the last piece")
+        tensors, metadata = st.decode(eager)
+        self.assertTrue(np.array_equal(tensors["t"], self.t))
+
+    def test_pieces_are_made_only_when_written(self):
+        parts = st.encode_parts({"t": self.streamed()}, None)
+        self.assertEqual(self.events, [], "nothing is made before the writer asks")
+        header = [next(parts), next(parts)]
+        self.assertEqual(self.events, [], "the header needs no piece")
+        self.assertIn(b'"shape":[10,6]', header[1])
+        next(parts)
+        self.assertEqual(self.events, [("piece", 0)], "one piece at a time")
+        list(parts)
+        self.assertEqual(self.events[-1], ("done",))
+
+    def test_pieces_that_do_not_make_the_declared_bytes_are_refused(self):
+        with self.assertRaisesRegex(ValueError, r"tensor 't': its pieces hold 240 bytes, its shape \[10, 7\] 280"):
+            st.encode({"t": self.streamed(shape=[10, 7])})
+        with self.assertRaisesRegex(ValueError, r"tensor 't': a piece of dtype F32, declared F16"):
+            st.encode({"t": self.streamed(dtype="F16")})
+        with self.assertRaisesRegex(ValueError, "Streamed: dtype 'F33'"):
+            st.Streamed("F33", [1], list)
+
+
+class Views(unittest.TestCase):
+    def test_views_are_the_bytes_themselves_and_decode_copies(self):
+        buf = bytearray(st.encode({"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.ones(3, np.float64)}))
+        whole = np.frombuffer(buf, dtype=np.uint8)
+        views, _ = st.views(buf)
+        copies, _ = st.decode(buf)
+        for name in ("a", "b"):
+            self.assertTrue(np.array_equal(views[name], copies[name]))
+            self.assertTrue(np.shares_memory(views[name], whole), f"{name} is a view of the bytes")
+            self.assertFalse(np.shares_memory(copies[name], whole), f"decode copies {name}")
 
 
 if __name__ == "__main__":

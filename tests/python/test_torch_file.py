@@ -183,6 +183,80 @@ class WhatTorchSaveWrites(Case):
             self.assertTrue(np.isfinite(t.array).all() or t.dtype == "bool", name)
 
 
+def resident_kb(address):
+    """The resident size (kB, /proc/self/smaps "Rss") of the mapping holding `address`."""
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                low, high = (int(x, 16) for x in head.split("-"))
+                inside = low <= address < high
+            elif inside and head == "Rss:":
+                return int(line.split()[1])
+    raise AssertionError(f"no mapping holds address {address:#x}")
+
+
+class Mapped(Case):
+    """read() maps the file: a stored member's tensors are views of the mapping
+    (no copy), its pages leave the resident memory once read (the CRC) and once
+    released, and the values stay readable."""
+
+    def aligned_archive(self, name, data, compress=zipfile.ZIP_STORED):
+        """{"w": float32 tensor of `data`'s bytes}, its member starting at a multiple
+        of 64 in the file (as torch.save aligns it; zipfile does not by itself)."""
+        path = self.p(name)
+        numel = len(data) // 4
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("archive/data.pkl", pkl(one_entry("w", tensor("0", numel, 0, [numel], [1]))))
+            info = zipfile.ZipInfo("archive/data/0")
+            info.compress_type = compress
+            start = z.fp.tell() + 30 + len(info.filename) + 4     # after the local header and a 4-byte extra head
+            pad = -start % 64
+            info.extra = struct.pack("<HH", 0x4B50, pad) + bytes(pad)   # an extra field nothing reads: padding
+            z.writestr(info, data)
+        return path
+
+    def test_a_stored_tensor_is_a_view_of_the_mapped_file(self):
+        data = np.arange(1000, dtype="<f4").tobytes()
+        path = self.aligned_archive("a.pt", data)
+        w = torch_file.read(path)["w"]
+        found = torch_file.mapping_of(w.array)
+        self.assertIsNotNone(found, "the tensor is a copy, not a view of the mapping")
+        mapping, start, end = found
+        with open(path, "rb") as f:
+            raw = f.read()
+        self.assertEqual(raw[start:end], data, "the view is at the member's place in the file")
+        self.assertTrue(np.shares_memory(w.array, np.frombuffer(mapping, dtype=np.uint8)))
+        self.assertEqual(w.array.tolist(), list(range(1000)))
+
+    def test_a_deflated_tensor_is_in_memory(self):
+        path = self.aligned_archive("d.pt", np.arange(1000, dtype="<f4").tobytes(), compress=zipfile.ZIP_DEFLATED)
+        w = torch_file.read(path)["w"]
+        self.assertIsNone(torch_file.mapping_of(w.array))
+        self.assertEqual(w.array.tolist(), list(range(1000)))
+
+    def test_pages_leave_the_resident_memory_after_the_crc_and_after_release(self):
+        if not os.path.exists("/proc/self/smaps"):
+            self.skipTest("no /proc/self/smaps")
+        n = 2 << 20                                          # 8 MiB of float32
+        values = np.arange(n, dtype="<f4")
+        w = torch_file.read(self.aligned_archive("big.pt", values.tobytes()))["w"]
+        address = w.array.ctypes.data
+        self.assertLess(resident_kb(address), 1024, "the CRC read every page; they should be given back")
+        self.assertEqual(float(w.array.sum(dtype=np.float64)), float(values.sum(dtype=np.float64)))
+        self.assertGreater(resident_kb(address), 7 * 1024, "summing the tensor maps its pages in")
+        torch_file.release(w.array)
+        self.assertLess(resident_kb(address), 1024, "release() gives the tensor's pages back")
+        self.assertTrue(np.array_equal(w.array, values), "the values are read again from the file")
+
+    def test_release_leaves_a_tensor_outside_every_mapping_alone(self):
+        kept = np.arange(10, dtype=np.float32)
+        self.assertIsNone(torch_file.mapping_of(kept))
+        torch_file.release(kept)
+        self.assertEqual(kept.tolist(), list(range(10)))
+
+
 class PlainData(unittest.TestCase):
     def test_every_protocol_reads_back_what_pickle_wrote(self):
         # the expected values are the objects themselves, written by Python's pickle

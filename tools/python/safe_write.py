@@ -2,7 +2,7 @@
 docs/FORMAT.md, the same as the C++ side's). Standard library only.
 
     check_outputs([("--out", out)], inputs=[("--from-state-dict", state)])   # before any work
-    write_bytes(path, data)          # data: bytes, or a list of bytes-like parts written in turn
+    write_bytes(path, data)          # data: bytes, or an iterable of bytes-like parts written in turn
     write_text(path, text)
 
 What happens to an output PATH:
@@ -281,9 +281,10 @@ def _write_stream(shown, path, data, fd_number=None):
 
 
 def _write_parts(f, data):
-    """Write bytes, or each bytes-like part of a list in turn: a large file (a
-    converted checkpoint) is written from its tensors' own memory, never
-    joined into one more copy of itself first."""
+    """Write bytes, or each bytes-like part of an iterable in turn (a list, or a
+    generator making each part as it is written): a large file (a converted
+    checkpoint) is written from its tensors' own memory, never joined into one
+    more copy of itself first."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         f.write(data)
         return
@@ -292,7 +293,7 @@ def _write_parts(f, data):
 
 
 def write_bytes(path, data, inputs=()):
-    """Write `data` (bytes, or a list of bytes-like parts) to `path` by the rule above. `path`: PATH or
+    """Write `data` (bytes, or an iterable of bytes-like parts) to `path` by the rule above. `path`: PATH or
     (label, PATH); `inputs`: the command's inputs, refused as outputs (see
     check_outputs)."""
     check_outputs([path], inputs)

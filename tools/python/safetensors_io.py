@@ -26,12 +26,16 @@ outside the file — and raises ValueError naming the rule or the tensor at faul
 
 Usage:
     write("x.safetensors", {"w": np.zeros((2, 3), np.float32)}, {"k": "v"})
+    write("x.safetensors", {"w": Streamed("F32", [4, 3], lambda: (a.T[i:i + 2] for i in (0, 2)))})
     tensors, metadata = read("x.safetensors")           # BF16 widened to float32
-    header, metadata, data_start = read_header("x.safetensors")
+    tensors, metadata = views(mapped_bytes)             # numpy views of the bytes, no copy
+    header, metadata, data_start = read_header("x.safetensors")    # the header alone is read
 """
 
 import json
+import mmap
 import os
+import stat
 import struct
 import sys
 
@@ -113,16 +117,55 @@ def encode(tensors, metadata=None):
     return b"".join(encode_parts(tensors, metadata))
 
 
+class Streamed:
+    """A tensor made when it is written: `dtype` (a DTYPES name), `shape`, and
+    `blocks()`, an iterable of the tensor's consecutive pieces (numpy arrays or
+    torch tensors of that dtype, e.g. row blocks of a transposed view), each
+    made as it is written and let go after; `done()` (optional) runs once the
+    last piece is written (tinyformer_writer: give the source's pages back)."""
+
+    def __init__(self, dtype, shape, blocks, done=None):
+        if dtype not in DTYPES:
+            raise ValueError(f"Streamed: dtype {dtype!r}, expected one of {', '.join(DTYPES)}")
+        self.dtype, self.shape, self.blocks, self.done = dtype, [int(n) for n in shape], blocks, done
+
+    @property
+    def nbytes(self):
+        n = DTYPES[self.dtype].itemsize
+        for d in self.shape:
+            n *= d
+        return n
+
+
+def _streamed_parts(name, value):
+    """The bytes of a Streamed, piece by piece; it must make exactly its declared bytes."""
+    written = 0
+    for block in value.blocks():
+        dtype, arr = _to_stored(name, block)
+        if dtype != value.dtype:
+            raise ValueError(f"tensor {name!r}: a piece of dtype {dtype}, declared {value.dtype}")
+        written += arr.nbytes
+        yield memoryview(arr.reshape(-1)).cast("B")
+    if written != value.nbytes:
+        raise ValueError(f"tensor {name!r}: its pieces hold {written} bytes, its shape {value.shape} "
+                         f"{value.nbytes}")
+    if value.done is not None:
+        value.done()
+
+
 def encode_parts(tensors, metadata=None):
-    """encode's bytes as a list of parts: the length and header, then each
+    """encode's bytes as an iterator of parts: the length and header, then each
     tensor's bytes as a view of its own memory (no copy for a contiguous
-    little-endian array or CPU tensor). safe_write.write_bytes writes such a
-    list part by part, so writing a file holds no second copy of its tensors."""
+    little-endian array or CPU tensor), or a Streamed's pieces, each made when
+    it is written. safe_write.write_bytes writes them part by part, so writing a
+    file holds no second copy of its tensors. The header (every name, dtype and
+    shape) is made before the first part is given; a tensor that cannot be
+    stored is refused then, before anything is written."""
     stored = {}
     for name, value in tensors.items():
         if not isinstance(name, str) or not name or name == "__metadata__":
             raise ValueError(f"bad tensor name {name!r}")
-        stored[name] = _to_stored(name, value)
+        stored[name] = (value.dtype, value) if isinstance(value, Streamed) else _to_stored(name, value)
     layout = sorted(stored, key=lambda n: (-DTYPES[stored[n][0]].itemsize, n))
     header = {}
     if metadata is not None:
@@ -134,7 +177,7 @@ def encode_parts(tensors, metadata=None):
     entries = {}
     for name in layout:
         dtype, arr = stored[name]
-        size = arr.size * arr.itemsize
+        size = arr.nbytes
         entries[name] = {"dtype": dtype, "shape": [int(d) for d in arr.shape],
                          "data_offsets": [offset, offset + size]}
         offset += size
@@ -142,9 +185,17 @@ def encode_parts(tensors, metadata=None):
         header[name] = entries[name]
     text = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode("ascii")
     text += b" " * ((-(8 + len(text))) % 8)
-    parts = [struct.pack("<Q", len(text)), text]
-    parts += [memoryview(stored[name][1].reshape(-1)).cast("B") for name in layout]
-    return parts
+    return _parts([struct.pack("<Q", len(text)), text], layout, stored)
+
+
+def _parts(head, layout, stored):
+    yield from head
+    for name in layout:
+        value = stored[name][1]
+        if isinstance(value, Streamed):
+            yield from _streamed_parts(name, value)
+        else:
+            yield memoryview(value.reshape(-1)).cast("B")
 
 
 def write(path, tensors, metadata=None, inputs=()):
@@ -274,15 +325,28 @@ def parse_header(buf):
     return {k: header[k] for k in sorted(header)}, metadata, 8 + n
 
 
+def file_view(f):
+    """The bytes of the open file `f`: a read-only mapping when it is a regular,
+    non-empty file (only the pages used are read: parse_header reads the header
+    alone, not the tensors), else its bytes read."""
+    info = os.fstat(f.fileno())
+    if stat.S_ISREG(info.st_mode) and info.st_size > 0:
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError):
+            pass                  # a file system that cannot map: read it
+    return f.read()
+
+
 def read_header(path):
-    """(tensor entries sorted by name, metadata, data start) of a file."""
+    """(tensor entries sorted by name, metadata, data start) of a file, every
+    rule of the header checked against the file's length; no tensor is read."""
     with open(path, "rb") as f:
-        return parse_header(f.read())
+        return parse_header(file_view(f))
 
 
-def decode(buf, widen_bf16=True):
-    """(tensors, metadata) from bytes; BF16 is widened to float32 unless
-    widen_bf16=False (then its raw uint16 bit patterns are returned)."""
+def _arrays(buf, widen_bf16):
+    """(tensors as numpy views of buf (BF16 widened: a new array), metadata)."""
     entries, metadata, start = parse_header(buf)
     tensors = {}
     for name, e in entries.items():
@@ -291,8 +355,24 @@ def decode(buf, widen_bf16=True):
                             offset=start + begin).reshape(e["shape"])
         if e["dtype"] == "BF16" and widen_bf16:
             arr = bf16_bits_to_f32(arr)
-        tensors[name] = arr.copy()
+        tensors[name] = arr
     return tensors, metadata
+
+
+def decode(buf, widen_bf16=True):
+    """(tensors, metadata) from bytes; BF16 is widened to float32 unless
+    widen_bf16=False (then its raw uint16 bit patterns are returned)."""
+    tensors, metadata = _arrays(buf, widen_bf16)
+    return {name: arr.copy() for name, arr in tensors.items()}, metadata
+
+
+def views(buf, widen_bf16=True):
+    """decode without the copies: each tensor a numpy view of `buf` (a mapped
+    file's tensors then take no memory until read), but a BF16 one widened and
+    one not aligned to its element size (a file this module did not write),
+    which are copies."""
+    tensors, metadata = _arrays(buf, widen_bf16)
+    return {name: arr if arr.flags.aligned else arr.copy() for name, arr in tensors.items()}, metadata
 
 
 def read(path, widen_bf16=True):

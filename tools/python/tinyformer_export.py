@@ -1287,9 +1287,9 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
     if named is not None:
         raise ValueError(named)
     with open(path, "rb") as f:
-        raw = f.read()
+        raw = st.file_view(f)            # mapped: the tensors are read only when stock modules are built from them
     try:
-        tensors, metadata = st.decode(raw)
+        _, metadata, _ = st.parse_header(raw)
     except ValueError as e:              # safetensors_io names the rule, not the file
         raise ValueError(f"{path}: not a safetensors file ({e})") from None
     if "config" not in metadata:
@@ -1313,6 +1313,7 @@ def check(path, reference=None, *, n_batches=3, seed=0, verbose=False):
                                  f"{entry['arch']} modules; the file has changed since")
             ref = _StockParts(entry["parts"], source)
         else:
+            tensors, _ = st.decode(raw)
             _sizes_held(path, tensors, cfg)
             try:
                 ref = _StockParts(_modules_from_file(tensors, cfg), "stock modules rebuilt from the file")
@@ -2104,7 +2105,7 @@ def _main_check(path, args, against, reference=None, reference_text=None, conver
             if not os.path.isfile(path):
                 raise OSError(f"--check {path}: no such file")
             try:
-                cfg = st.metadata_json(st.read(path)[1], "config")
+                cfg = st.metadata_json(st.read_header(path)[1], "config")
             except (KeyError, ValueError) as e:
                 raise ValueError(f"{path}: not a tinyformer checkpoint ({e})") from None
             ref = _reference_for(reference, cfg)
@@ -2328,10 +2329,15 @@ def _main_from(ap, args):
             print(f"tinyformer_export: error: {_input_error(source, e)}", file=sys.stderr)
             return 1
         return _main_check(args.out, args, None, reference, text, unverified=unverified)
-    if converted.reference is None:
+    try:
+        reference = converted.reference     # built here, only for the check: --no-check never holds it
+    except (ValueError, OSError) as e:
+        print(f"tinyformer_export: error: {_one_line(_with_flag(str(e)))}", file=sys.stderr)
+        return 1
+    if reference is None:
         print(f"not checked: the {family} converter gave no module to compare with", file=status)
         return 0
-    return _main_check(args.out, args, None, converted.reference,
+    return _main_check(args.out, args, None, reference,
                        f"this project's {family} module holding {source}'s weights", converted, family)
 
 

@@ -32,6 +32,7 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import safe_write  # noqa: E402
 import safetensors_io as st  # noqa: E402
+import torch_file  # noqa: E402  (release: a written tensor's mapped pages)
 
 __all__ = ["write_converted", "check_vocabulary", "check_merges", "is_special_token", "GPT2_BYTE_CHARACTERS",
            "FORMAT_TAG", "TOKENIZERS", "CONVERTED_TOKENIZERS", "STORAGE", "MAX_SIZE", "SIZE_KEYS"]
@@ -273,21 +274,63 @@ def _storage(tensors, dtype):
     return names[next(iter(by_dtype))] if by_dtype else "F32"
 
 
+BLOCK_BYTES = 16 << 20     # a tensor is checked and written in row blocks of about this many bytes
+
+
+def _row_blocks(t):
+    """`t` in consecutive blocks of whole rows (along its first dimension), each
+    about BLOCK_BYTES: a transposed view becomes contiguous one block at a time,
+    never as a whole second copy. A tensor of fewer than 2 dimensions is one block."""
+    if t.dim() < 2 or t.shape[0] == 0:
+        yield t
+        return
+    row = max(1, t[0].numel() * t.element_size())
+    step = max(1, BLOCK_BYTES // row)
+    for start in range(0, t.shape[0], step):
+        yield t[start:start + step]
+
+
 def _stored_tensors(named, storage):
-    """{FORMAT name: tensor in the storage dtype}: the tensor itself when it is
-    already a contiguous CPU tensor of that dtype (it is only read, while the
-    file is written: no second copy of the model), else a converted copy. Tied
-    weights are written once per name: FORMAT has no aliases."""
+    """{FORMAT name: safetensors_io.Streamed}: each tensor is checked now (finite,
+    and finite in the storage dtype), block by block, and made in the storage
+    dtype only when it is written (_row_blocks: the tensor itself when it is
+    already a contiguous CPU tensor of that dtype, else a converted block at a
+    time): the file is written from the inputs with about one block held, not a
+    second copy of the model. Once a tensor is checked and once it is written,
+    the pages it was read from in a mapped file are given back
+    (torch_file.release). Tied weights are written once per name: FORMAT has no
+    aliases."""
     out = {}
+    dtype = STORAGE[storage]
+    for p in named.values():       # what the converter read (a tie compared, a table checked) goes first
+        torch_file.release(p.detach())
     for name, p in named.items():
         t = p.detach().to("cpu")
-        if not torch.isfinite(t.float()).all():
-            _refuse(name, _Desc("a tensor with NaN or inf"), "tinyformer refuses non-finite weights")
-        stored = t.to(STORAGE[storage]).contiguous()
-        if not torch.isfinite(stored.float()).all():
-            _refuse(name, _Desc(f"max |w| {float(t.float().abs().max()):.4g}"), f"overflows in {storage}")
-        out[name] = stored
+        for block in _row_blocks(t):
+            if not torch.isfinite(block.float()).all():
+                _refuse(name, _Desc("a tensor with NaN or inf"), "tinyformer refuses non-finite weights")
+            if block.dtype != dtype and not torch.isfinite(block.to(dtype).float()).all():
+                _refuse(name, _Desc(f"max |w| {float(t.float().abs().max()):.4g}"), f"overflows in {storage}")
+            _release_block(block)
+        torch_file.release(t)
+        out[name] = st.Streamed(storage, t.shape, lambda t=t: _pieces(t, dtype), done=lambda t=t: torch_file.release(t))
     return out
+
+
+def _release_block(block):
+    """A contiguous block's mapped pages, given back once it is used (its rows
+    are consecutive bytes of the file). A block of a transposed view spans the
+    whole source: its pages go when the whole tensor is done."""
+    if block.is_contiguous():
+        torch_file.release(block)
+
+
+def _pieces(t, dtype):
+    """`t` in the storage dtype, one row block at a time; a block's pages are
+    given back when the writer asks for the next one (it has written this one)."""
+    for block in _row_blocks(t):
+        yield block.to(dtype)
+        _release_block(block)
 
 
 def _snapshot(parts, storage):
@@ -323,12 +366,18 @@ def _write(path, arch, config, named, parts, meta, dtype):
     tensors = _stored_tensors(named, storage)
     metadata = {"config": json.dumps(config, sort_keys=True, separators=(",", ":")), **meta}
     path = str(path)
-    parts = st.encode_parts(tensors, metadata)   # the tensors' own memory, written part by part
-    safe_write.write_bytes(path, parts)
-    if snapshot is not None:
-        digest = hashlib.sha256()
+    digest = hashlib.sha256()
+
+    def hashed(parts):             # the digest check() compares, taken as the parts are written
         for part in parts:
             digest.update(part)
+            yield part
+
+    parts = st.encode_parts(tensors, metadata)      # each tensor made as it is written
+    safe_write.write_bytes(path, hashed(parts) if snapshot is not None else parts)
+    for t in named.values():       # every tensor is written: nothing of a mapped input needs to stay resident
+        torch_file.release(t.detach(), whole=True)
+    if snapshot is not None:
         _REGISTRY[os.path.realpath(path)] = {"sha256": digest.hexdigest(), "arch": arch, "parts": snapshot}
     else:
         _REGISTRY.pop(os.path.realpath(path), None)

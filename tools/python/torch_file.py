@@ -50,7 +50,25 @@ Every cost is bounded by the file's size N (docs/BAD_INPUT.md):
     obj = read("ckpt.pt", "nanoGPT checkpoint")    # tensors are StoredTensor (numpy)
     obj = to_torch(obj)                            # ... or torch tensors
     obj = load_torch_file("ckpt.pt", "nanoGPT checkpoint")         # both at once
+    release(tensor)                                # its mapped pages out of the resident memory
     state = load_state_dict_file("state.pt")       # {name: torch tensor}, nothing else
+
+How the bytes are held: read() maps the file (mmap, opened read-only; the
+mapping is private, so the file is never written through it) instead of
+reading it, so the storages of stored (uncompressed) zip members and of the
+legacy format are numpy views of the mapping and take no memory of their own
+until they are touched; a deflated member still inflates into memory. After
+its CRC is checked, a member's pages are given back (madvise MADV_DONTNEED:
+the kernel's page cache keeps them, the process's resident memory does not),
+and release(tensor) does the same for a tensor's bytes once a converter has
+written them: converting a 475 MiB checkpoint holds about one tensor of it
+at a time, not the whole file (docs/PERFORMANCE.md, "Converting"). Writing
+into a storage writes a private copy of its page, which a release drops:
+the converters only read the tensors they are given. A file changed or
+truncated by another program while it is mapped is outside the contract
+(the tensors may show the new bytes, or the process may be killed by
+SIGBUS): convert a file nothing else is writing. parse(buf) takes bytes held
+in memory as well.
 
 Every converter reads PyTorch files through these (tools/python/families/*,
 tinyformer_export.py): this module sits below all of them.
@@ -61,10 +79,12 @@ torch only inside to_torch and the loaders that return torch tensors.
 
 import collections
 import math
+import mmap
 import os
 import stat
 import struct
 import sys
+import weakref
 import zlib
 
 import numpy as np
@@ -73,7 +93,8 @@ import pickle_reader
 from pickle_reader import Refused
 
 __all__ = ["read", "parse", "to_torch", "load_torch_file", "load_state_dict_file", "without_parallel_prefix",
-           "file_bytes", "StoredTensor", "UNPACK_MULTIPLE", "VIEW_MULTIPLE", "MAX_PICKLE_BYTES"]
+           "file_bytes", "file_map", "release", "mapping_of", "StoredTensor", "UNPACK_MULTIPLE", "VIEW_MULTIPLE",
+           "MAX_PICKLE_BYTES"]
 
 UNPACK_MULTIPLE = 4        # all members unpacked <= 4 x the file's size
 VIEW_MULTIPLE = 4          # all tensors, each copied out, <= 4 x the file's size
@@ -81,6 +102,7 @@ MAX_PICKLE_BYTES = 8 << 20   # GPT-2 124M's data.pkl is 20 KB; Python objects co
 LARGEST = 1 << 48          # no offset, size or stride of a real tensor is this large
 MAX_DIMS = 32              # numpy's limit
 RECORD_BYTES = 64          # what one tensor record counts for at least, however small
+CRC_CHUNK = 16 << 20       # a member's CRC is taken 16 MiB at a time (a mapped file's pages then given back)
 
 LEGACY_MAGIC = 0x1950a86a20f9469cfc6c
 LEGACY_PROTOCOL = 1001
@@ -364,7 +386,12 @@ def _unpack(buf, m):
         if len(data) != m.size:
             raise Refused(f"member {m.name[:80]!r} inflates to {len(data)} bytes, not the {m.size} it declares")
         data = bytearray(data)
-    if zlib.crc32(data) != m.crc:
+    crc, view = 0, memoryview(data)
+    for at in range(0, len(data), CRC_CHUNK):     # a mapped member's pages go as soon as the CRC has read them
+        crc = zlib.crc32(view[at:at + CRC_CHUNK], crc)
+        if m.method == 0:
+            _release_range(buf, m.start + at, m.start + min(at + CRC_CHUNK, m.packed))
+    if crc != m.crc:
         raise Refused(f"member {m.name[:80]!r} fails its CRC check (the file is damaged)")
     return data
 
@@ -375,6 +402,7 @@ TORCH_SAVE_EXTRAS = ("version", "byteorder", ".data/version", ".data/serializati
 
 def _read_zip(buf):
     members = _zip_members(buf)
+    _release_range(buf, 0, len(buf))    # the headers' pages (a fault maps the large folio around each one)
     pkls = [n for n in members if n.endswith("/data.pkl") and n.count("/") == 1]
     if len(pkls) != 1:
         raise Refused("not a torch.save archive: no single <name>/data.pkl")
@@ -491,6 +519,81 @@ def _plain(data, at, what, base=0):
         raise Refused(f"{what}: {e}") from None
 
 
+# --- the mapping ---------------------------------------------------------------
+# {address of a mapping's first byte: the mmap}, for release(); an entry goes
+# when its mapping does (no tensor of it is left).
+_MAPPINGS = weakref.WeakValueDictionary()
+
+
+def file_map(path):
+    """The file's bytes as a private read-only-file mapping (mmap.ACCESS_COPY:
+    opened O_RDONLY, so nothing reaches the file; numpy views of it are
+    writable, as torch.from_numpy wants), registered for release(). Only a
+    regular file (a FIFO would hang, a device never end): Refused otherwise.
+    An empty file, or one on a file system that cannot map it, is read
+    (file_bytes)."""
+    with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NONBLOCK)) as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused("not a regular file")
+        try:
+            mapping = mmap.mmap(f.fileno(), info.st_size, access=mmap.ACCESS_COPY) if info.st_size else None
+        except (OSError, ValueError):
+            mapping = None
+    if mapping is None:
+        return file_bytes(path)
+    _MAPPINGS[np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data] = mapping
+    return mapping
+
+
+def _release_range(buf, start, end):
+    """Drop bytes [start, end) of a mapping from the process's resident memory
+    (whole pages: the first one from its start). The page cache keeps them; a
+    later read maps them back with the file's bytes. Memory only: a kernel that
+    refuses leaves them resident, nothing else changes."""
+    if not isinstance(buf, mmap.mmap) or end <= start:
+        return
+    start -= start % mmap.PAGESIZE
+    end = min(end, len(buf))
+    try:
+        buf.madvise(mmap.MADV_DONTNEED, start, end - start)
+    except (OSError, ValueError):
+        pass
+
+
+def mapping_of(tensor):
+    """(mapping, first byte, end) of the bytes a torch tensor or numpy array
+    spans inside a mapping made by file_map; None when it lies in none (a
+    copy, a module's own parameters, a bytearray's view)."""
+    if hasattr(tensor, "data_ptr"):                       # torch: strides are never negative
+        if tensor.numel() == 0:
+            return None
+        low = tensor.data_ptr()
+        high = low + tensor.element_size() * (1 + sum((n - 1) * s for n, s in zip(tensor.shape, tensor.stride())))
+    else:
+        if tensor.size == 0:
+            return None
+        low, high = np.byte_bounds(tensor)
+    for base, mapping in list(_MAPPINGS.items()):
+        if base <= low and high <= base + len(mapping):
+            return mapping, low - base, high - base
+    return None
+
+
+def release(tensor, whole=False):
+    """Give the pages of a tensor read from a mapped file (read(), to_torch)
+    back to the page cache once it has been used (written to the output): the
+    process's resident memory then holds about one tensor at a time. whole:
+    the whole mapping holding it (once every tensor of the file is used: a
+    fault also maps the pages around the one read, up to the next tensor's).
+    Nothing happens for a tensor outside every mapping. Its values stay
+    readable: a later read brings the file's bytes back."""
+    found = mapping_of(tensor)
+    if found is not None:
+        mapping, start, end = found
+        _release_range(mapping, *((0, len(mapping)) if whole else (start, end)))
+
+
 # --- the entry points ---------------------------------------------------------
 def file_bytes(path, limit=None):
     """The file's bytes (a bytearray, so storages can be writable views of it).
@@ -509,15 +612,19 @@ def file_bytes(path, limit=None):
 
 
 def parse(buf):
-    """The object of a torch.save file's bytes (a bytearray). Raises Refused,
+    """The object of a torch.save file's bytes (a bytearray or file_map's
+    mapping; storages are views of it). Raises Refused,
     or for a malformed file possibly struct.error, OverflowError, IndexError,
     TypeError or MemoryError, which read() turns into its one line."""
     if buf[:4] == ZIP_LOCAL:
-        return _read_zip(buf)
-    if _is_legacy(buf):
-        return _read_legacy(buf)
-    raise Refused("not a torch.save file: neither torch's zip format (it starts with PK\\x03\\x04) nor its "
-                  "legacy format (the pickled magic number)")
+        obj = _read_zip(buf)
+    elif _is_legacy(buf):
+        obj = _read_legacy(buf)
+    else:
+        raise Refused("not a torch.save file: neither torch's zip format (it starts with PK\\x03\\x04) nor its "
+                      "legacy format (the pickled magic number)")
+    _release_range(buf, 0, len(buf))    # what reading touched: the tensors are read again when used
+    return obj
 
 
 def read(path, what="checkpoint"):
@@ -525,7 +632,7 @@ def read(path, what="checkpoint"):
     ValueError "PATH: ..." naming what is wrong in one line."""
     shown = str(path)
     try:
-        return parse(file_bytes(path))
+        return parse(file_map(path))
     except Refused as e:
         raise ValueError(f"{shown}: refused as a {what}: {e}") from None
     except OSError as e:

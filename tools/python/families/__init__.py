@@ -21,7 +21,10 @@ Every converter returns a `Converted`:
               "prompt_suffix" (str, decoder_only), "train_max_len" (int).
               Absent keys are simply not written.
     reference optional: the family's PyTorch module holding the source weights (in eval
-              mode), which check() can compare the written file with
+              mode), which check() can compare the written file with. A converter
+              reading a file gives it as a builder (converted.build_reference_with(fn)):
+              the module is made when `reference` is first read, so a conversion
+              that is not checked (--no-check) never holds a second copy of the model
     notes     optional: lines worth telling the user (a choice the converter made and why)
     assumed   optional: {key: value} the converter took from its caller's arguments because
               the file does not record it (minGPT's and the Annotated Transformer's n_head,
@@ -40,14 +43,15 @@ dispatches to them, is above, and nothing here imports it
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
 import tinyformer_writer   # tools/python is on sys.path wherever this package is imported from
+import torch_file          # release: a tensor's pages of a mapped file
 
 __all__ = ["Converted", "write_converted", "REFERENCE_TABLE_BYTES", "check_reference_tables", "layer_count",
-           "tensors_by_name"]
+           "tensors_by_name", "load_weights"]
 
 # The most memory, in bytes, that the tables a reference module builds from a
 # claimed size may take together: its causal-mask buffers (one [T, T] per block,
@@ -69,7 +73,7 @@ class Converted:
     config: Dict[str, Any]
     tensors: Dict[str, torch.Tensor]
     metadata: Dict[str, Any] = field(default_factory=dict)
-    reference: Optional[Any] = None
+    reference: Optional[Any] = field(default=None, repr=False, compare=False)   # a property: see below
     notes: List[str] = field(default_factory=list)
     assumed: Dict[str, Any] = field(default_factory=dict)
 
@@ -83,6 +87,31 @@ class Converted:
                 raise TypeError(f"Converted.tensors[{name!r}] = {type(t).__name__}: expected a torch.Tensor")
         if not isinstance(self.metadata, dict):
             raise TypeError(f"Converted.metadata = {type(self.metadata).__name__}: expected a dict")
+
+    def build_reference_with(self, build: Callable[[], Any]):
+        """The reference is build() (a module holding the weights, or None),
+        called when `reference` is first read, and kept from then on."""
+        self._reference, self._build_reference = None, build
+
+    def _get_reference(self):
+        build = getattr(self, "_build_reference", None)
+        if build is not None:
+            self._build_reference = None
+            self._reference = build()
+        return getattr(self, "_reference", None)
+
+    def _set_reference(self, module):
+        self._reference, self._build_reference = module, None
+
+    @property
+    def reference_built(self):
+        """False while the reference is a builder not yet called (what --no-check leaves it)."""
+        return getattr(self, "_build_reference", None) is None
+
+
+# `reference` is a dataclass field (Converted(..., reference=module) sets it) read
+# through the property: a builder given with build_reference_with runs on first read.
+Converted.reference = property(Converted._get_reference, Converted._set_reference)
 
 
 def check_reference_tables(where, what, count, rows, cols, element_bytes):
@@ -143,6 +172,22 @@ def check_state_dict(state, where, required, family):
             raise ValueError(f"{where}: {key} is a {type(t).__name__}, not a tensor")
         if not t.is_floating_point():
             raise ValueError(f"{where}: {key} has dtype {t.dtype}, expected floating point weights")
+
+
+def load_weights(model, state, strict=True):
+    """model.load_state_dict(state, strict), one tensor at a time, each tensor's
+    pages of a mapped file given back once it is copied (torch_file.release):
+    building a reference from a 475 MiB checkpoint holds the model's own copy,
+    not that and the file's pages too. strict: the names must be exactly the
+    model's (torch's own error names what differs)."""
+    if strict and set(state) != set(model.state_dict()):
+        model.load_state_dict(state, strict=True)        # raises, naming the missing and unexpected keys
+    for name, t in state.items():
+        model.load_state_dict({name: t}, strict=False)   # a wrong shape is still refused, by name
+        torch_file.release(t)
+    for t in state.values():
+        torch_file.release(t, whole=True)                # and the pages a fault mapped around them
+    return model
 
 
 def rename_to_upstream(tensors, top_keys, block_keys, layer_prefix, tied_head=None):

@@ -49,8 +49,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import (Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream,
-               tensors_by_name)
+from . import (Converted, check_reference_tables, check_state_dict, layer_count, load_weights,
+               rename_to_upstream, tensors_by_name)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: the readers
 import pickle_reader  # noqa: E402
@@ -446,7 +446,9 @@ def assemble(state, *, n_head, gelu, where, layer_norm_eps=1e-5, activation=None
         "vocab_size": vocab_size, "max_len": max_len, "pos_encoding": "learned", "embed_scale": False,
         "attention": "causal", "bias": bias, "norm_bias": norm_bias, "head_bias": False, "tie_embeddings": tie,
     }
-    tensors = {k: v.detach().to(torch.float32).contiguous() for k, v in tensors.items()}
+    # Views where they can be (a transposed Conv1D weight stays a view of the file's
+    # bytes): the writer makes each tensor contiguous block by block as it writes it.
+    tensors = {k: v.detach().to(torch.float32) for k, v in tensors.items()}
     return Converted(config=config, tensors=tensors, metadata={})
 
 
@@ -461,7 +463,7 @@ def _reference(converted, gelu):
     model = GPT(GPTConfig(block_size=c["max_len"], vocab_size=c["vocab_size"], n_layer=c["num_layers"],
                           n_head=c["nhead"], n_embd=c["d_model"], bias=c["bias"], gelu=gelu,
                           tie=c["tie_embeddings"], mask_buffer=False))
-    model.load_state_dict(to_upstream(converted.tensors, c["num_layers"], c["tie_embeddings"]), strict=False)
+    load_weights(model, to_upstream(converted.tensors, c["num_layers"], c["tie_embeddings"]), strict=False)
     return model.eval()
 
 
@@ -553,7 +555,7 @@ def convert_nanogpt(ckpt_path, meta_path=None, gelu=None, n_head=None, vocab=Non
                                           converted.config["vocab_size"]))
     _visible_controls(converted, visible_controls, meta_path)
     _extras(converted, eos_id, train_max_len, prompt_suffix)
-    converted.reference = _reference(converted, gelu)
+    converted.build_reference_with(lambda: _reference(converted, gelu))
     return converted
 
 
@@ -664,7 +666,7 @@ def convert_mingpt(state_dict_path, n_head=None, vocab=None, tokenizer=None, gel
     converted.metadata.update(_vocabulary("convert_mingpt", None, vocab, tokenizer, None,
                                           converted.config["vocab_size"]))
     _extras(converted, eos_id, train_max_len, prompt_suffix)
-    converted.reference = _reference(converted, gelu)
+    converted.build_reference_with(lambda: _reference(converted, gelu))
     return converted
 
 

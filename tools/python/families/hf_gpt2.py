@@ -49,13 +49,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import check_reference_tables, tensors_by_name
+from . import check_reference_tables, load_weights, tensors_by_name
 from . import gpt as _gpt
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tools/python: safe_write, safetensors_io, torch_file
 import safe_write  # noqa: E402
 import safetensors_io  # noqa: E402
 from tinyformer_writer import GPT2_BYTE_CHARACTERS  # noqa: E402
+import torch_file  # noqa: E402
 from torch_file import load_torch_file  # noqa: E402
 
 # HF activation_function -> tinyformer activation
@@ -357,7 +358,7 @@ IGNORED_OPTIONS = ("reorder_and_upcast_attn",)   # baddbmm in float32 with the s
 def read_folder(folder):
     """(config.json as a dict, state_dict with "transformer." keys, still in HF's
     Conv1D layout, {tokenizer file name: path} of those present). Weights from
-    model.safetensors (safetensors_io, widened to float32) or pytorch_model.bin
+    model.safetensors (safetensors_io, mapped; widened to float32) or pytorch_model.bin
     (torch_file.load_torch_file, the project's own reader: nothing in it runs)."""
     folder = str(folder)
     if not os.path.isdir(folder):
@@ -369,13 +370,13 @@ def read_folder(folder):
     _check_config_types(cfg, path)
     st_path, bin_path = os.path.join(folder, "model.safetensors"), os.path.join(folder, "pytorch_model.bin")
     if os.path.exists(st_path):
-        try:
-            arrays, _ = safetensors_io.read(st_path)
+        try:       # mapped (torch_file.file_map): float32 tensors are views of the file, read as they are used
+            arrays, _ = safetensors_io.views(torch_file.file_map(st_path))
         except OSError as e:
             raise ValueError(f"{st_path}: cannot read: {e.strerror or e}") from None
         except ValueError as e:           # safetensors_io names the rule, not the file
             raise ValueError(f"{st_path}: {e}") from None
-        state = {k: torch.from_numpy(np.array(v, dtype=np.float32) if v.dtype != np.bool_ else np.array(v))
+        state = {k: torch.from_numpy(v if v.dtype in (np.float32, np.bool_) else np.array(v, dtype=np.float32))
                  for k, v in arrays.items()}
     elif os.path.exists(bin_path):
         state = tensors_by_name(load_torch_file(bin_path, "pytorch_model.bin"), bin_path)
@@ -487,7 +488,7 @@ def convert_hf_gpt2(folder, vocab_json=None, merges_txt=None, eos=True):
         converted.metadata.update({"tokenizer": "gpt2_bpe", "vocab": vocab, "merges": merges})
         if eos and EOS_TOKEN in vocab:
             c["eos_id"] = vocab.index(EOS_TOKEN)
-    converted.reference = _reference(converted, cfg)
+    converted.build_reference_with(lambda: _reference(converted, cfg))
     return converted
 
 
@@ -504,7 +505,7 @@ def _reference(converted, cfg):
     up = _gpt.to_upstream(converted.tensors, c["num_layers"], c["tie_embeddings"])
     # Transposed views, not copies: load_state_dict copies them into the model's own parameters.
     up = {k: (v.t() if k.endswith(("c_attn.weight", "c_proj.weight", "c_fc.weight")) else v) for k, v in up.items()}
-    model.load_state_dict(up, strict=True)
+    load_weights(model, up, strict=True)
     return model.eval()
 
 

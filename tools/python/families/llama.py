@@ -56,8 +56,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from . import (Converted, check_reference_tables, check_state_dict, layer_count, rename_to_upstream,
-               tensors_by_name)
+from . import (Converted, check_reference_tables, check_state_dict, layer_count, load_weights,
+               rename_to_upstream, tensors_by_name)
+import torch_file  # noqa: E402  (file_map: model.bin mapped)
 from torch_file import load_torch_file   # the one reader of PyTorch files (tools/python, on the path as for families)
 
 ROPE_THETA = 10000.0
@@ -527,7 +528,7 @@ def _reference(converted, norm_eps=None):
                      vocab_size=c["vocab_size"], hidden_dim=c["dim_feedforward"], multiple_of=1,
                      norm_eps=c["layer_norm_eps"] if norm_eps is None else norm_eps, max_seq_len=c["max_len"])
     model = Transformer(args, mask_buffer=False, tie=c["tie_embeddings"])
-    model.load_state_dict(to_upstream(converted.tensors, c["num_layers"], c["tie_embeddings"]), strict=True)
+    load_weights(model, to_upstream(converted.tensors, c["num_layers"], c["tie_embeddings"]), strict=True)
     return model.eval()
 
 
@@ -576,7 +577,7 @@ def convert_llama2c_checkpoint(path, tokenizer=None):
     converted = assemble(state, n_heads=args["n_heads"], max_seq_len=args["max_seq_len"], norm_eps=float(eps),
                          where=where, model_args=args)
     converted.notes.extend(notes)
-    converted.reference = _reference(converted)
+    converted.build_reference_with(lambda: _reference(converted))
     return _with_tokenizer(converted, tokenizer)
 
 
@@ -701,13 +702,14 @@ def read_llama2c_bin(path):
                          f"{f['n_kv_heads']}, vocab_size {f['vocab_size']}, max_seq_len {f['max_seq_len']}, "
                          f"{'shared' if shared else 'own'} classifier) needs {expected}: {what}")
     layout = _layout(version, f, shared)         # now at most size / 4 entries (each holds >= 1 float)
-    data = np.fromfile(path, dtype="<f4", offset=offset, count=floats)
-    if data.size != floats:
+    buf = torch_file.file_map(path)              # mapped: the tensors are views of the file, read as used
+    if len(buf) != expected:
         raise ValueError(f"{where}: the file changed while it was read")
+    data = np.frombuffer(buf, dtype="<f4", offset=offset, count=floats)
     tensors, at = {}, 0
     for name, shape in layout:
         n = math.prod(shape)
-        tensors[name] = torch.from_numpy(data[at:at + n].astype(np.float32).reshape(shape))
+        tensors[name] = torch.from_numpy(data[at:at + n].astype(np.float32, copy=False).reshape(shape))
         at += n
     return version, f, shared, tensors
 
@@ -725,7 +727,7 @@ def convert_llama2c_bin(path, tokenizer=None, norm_eps=1e-5):
         raise ValueError(f"{where}: header hidden_dim = {f['hidden_dim']} disagrees with the weights")
     converted.notes.append(f"read a llama2.c {'v1' if version == 1 else 'legacy v0'} model.bin"
                            + ("; its RoPE tables are theta 10000's and were skipped" if version == 0 else ""))
-    converted.reference = _reference(converted)
+    converted.build_reference_with(lambda: _reference(converted))
     return _with_tokenizer(converted, tokenizer)
 
 
