@@ -131,6 +131,14 @@ for (const file of pages) {
       assert.equal(weights.length, rows.length, "the head's largest weight in each output row");
       assert.ok(weights.every((w) => w >= 0 && w <= 1));
       assert.ok((await page.textContent("#live-ablated-output")).length >= 2);
+      // The step view of the knocked-out head says so, and does not call the engine's zero z_h a difference.
+      await showView(page, "model");
+      await page.click(`#view-model .thumb[data-attention="${decoderCall.name}"][data-head="0"]`);
+      await page.waitForSelector(`#matrix[data-attention="${decoderCall.name}"][data-head="0"]`);
+      await showView(page, "step");
+      assert.match(await page.textContent("#step-z th"), /knocked out, set to 0/);
+      assert.equal(await page.locator("#step-z .check.bad").count(), 0);
+      assert.ok((await page.$$eval("#step-z td[data-z]", (xs) => xs.map((x) => Number(x.dataset.z)))).every((z) => z === 0));
       const request = await page.evaluate(() => window.tinyformer.last.page.input);
       assert.ok(request);
       assert.equal(await ran(page, () => page.click("#live-reset")), "ready");

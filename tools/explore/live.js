@@ -333,6 +333,8 @@
       }
       Object.assign(live, { result, baseline, forced, compare, compareError });
       engine.last = result;
+      // The interventions this pass ran with, in its document as `explore --ablate` writes them (the step view reads them).
+      result.page.interventions = { mask_overrides: request.mask_overrides || {}, ablate: request.ablate || [] };
       P.setData(result.page);
       $("#live-error").textContent = "";
       $("#live-status").textContent = "ready \u00b7 recomputed in " + Math.round(performance.now() - started) + " ms (" + runs + (runs === 1 ? " run)" : " runs)");

@@ -253,6 +253,13 @@
     return Math.floor(h / Math.max(1, Math.floor(a.H / kvHeads)));
   }
   // The additive mask term of head h at (q, k): ALiBi's bias, 0 without one (and at blocked cells).
+  // Head h of call a knocked out in the pass shown (docs/FORMAT.md 4b): the
+  // document's "interventions" (`explore --ablate`; the live panel sets them
+  // on each result it shows).
+  function knockedOut(a, h) {
+    const list = (data.interventions && data.interventions.ablate) || [];
+    return list.some((x) => x[0] === a.name && x[1] === h);
+  }
   function biasOf(a, h, q, k) {
     return a.bias && a.mask[q][k] ? a.bias[h][q][k] : 0;
   }
@@ -810,8 +817,11 @@
     }
     const zEngine = headSlice(a.z[q], h, dk);
     vTable.appendChild(el("tr", { class: "total" }, [el("th", { text: "\u03a3 weight \u00b7 v_h" }), el("td", { text: "" })].concat(vectorCells(zMine))));
-    vTable.appendChild(el("tr", { class: "total", id: "step-z" }, [el("th", { text: "z_h (engine)" }), el("td", { text: "" })].concat(
-      zEngine.map((x, i) => el("td", { "data-i": i, "data-z": x }, [fmt(x, 4), " ", check(zMine[i], x, zScale[i])])))));
+    // A knocked-out head's z_h is zero by the intervention: the sum above is what it would have been.
+    const out = knockedOut(a, h);
+    vTable.appendChild(el("tr", { class: "total", id: "step-z" }, [el("th", { text: out ? "z_h (engine): knocked out, set to 0" : "z_h (engine)" }),
+      el("td", { text: "" })].concat(zEngine.map((x, i) => el("td", { "data-i": i, "data-z": x }, [fmt(x, 4), " ",
+      out ? el("span", { class: "check", title: "this head is knocked out: the engine sets its z_h to 0 before W_O", text: "\u2014" }) : check(zMine[i], x, zScale[i])])))));
     root.appendChild(el("h3", { text: "4. the weighted sum of v_h \u2192 this head's slice of z (columns " + h * dk + ".." + ((h + 1) * dk - 1) + ")" }));
     root.appendChild(el("div", { class: "scroll" }, vTable));
   }
