@@ -20,7 +20,6 @@ import contextlib
 import io
 import os
 import sys
-import tempfile
 import unittest
 from pathlib import Path
 
@@ -34,7 +33,7 @@ import tinyformer_export as te  # noqa: E402
 import tinyformer_writer  # noqa: E402
 import torch_file  # noqa: E402
 from families import Converted, gpt, hf_gpt2, llama, write_converted  # noqa: E402
-from test_torch_file import resident_kb  # noqa: E402
+from test_torch_file import Case, resident_kb  # noqa: E402  (Case: a test in a temporary folder)
 
 FAMILIES = REPO / "data" / "families"
 LLAMA = FAMILIES / "llama2c-tiny"
@@ -70,17 +69,6 @@ class Counted:
 
     def __exit__(self, *exc):
         self.module._reference = self.original
-
-
-class Case(unittest.TestCase):
-    def setUp(self):
-        self.dir = tempfile.TemporaryDirectory()
-
-    def tearDown(self):
-        self.dir.cleanup()
-
-    def p(self, name):
-        return os.path.join(self.dir.name, name)
 
 
 class TheReferenceIsBuiltOnlyForTheCheck(Case):
