@@ -107,6 +107,16 @@ void swiglu(float* gate, const float* up, int64_t n) {
     for (int64_t i = 0; i < n; ++i) gate[i] = silu_value(gate[i]) * up[i];
 }
 
+// The one-row matrix product y = W x: each output a dot product of one row of
+// W with x, summed in double from left to right (as gemm_naive, engine/matmul.h).
+void gemv(const float* w, int64_t stride, const float* x, float* y, int64_t rows, int64_t k) {
+    for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0.0;
+        for (int64_t j = 0; j < k; ++j) sum += static_cast<double>(w[r * stride + j]) * x[j];
+        y[r] = static_cast<float>(sum);
+    }
+}
+
 }  // namespace reference
 
 const kernels::Table kernels::kReferenceTable{reference::exp_shifted_sum, reference::row_max,
@@ -114,7 +124,8 @@ const kernels::Table kernels::kReferenceTable{reference::exp_shifted_sum, refere
                                               reference::layer_norm_std_row, reference::add,
                                               reference::relu,            reference::gelu,
                                               reference::gelu_tanh,       reference::rms_norm_row,
-                                              reference::silu,            reference::swiglu};
+                                              reference::silu,            reference::swiglu,
+                                              reference::gemv};
 
 // Each operation calls the variant in use (engine/cpu/kernels.h: the best this
 // CPU runs, or the one TINYFORMER_KERNELS names).

@@ -22,13 +22,21 @@ Tensor FeedForward::forward(const Tensor& x, Observer* observer) const {
         fail("FeedForward: activation \"", activation_name(activation), "\" ",
              activation == Activation::SwiGlu ? "needs linear3 (the up projection), which is empty"
                                               : "takes no linear3, but one is given");
+    if (activation == Activation::SwiGlu) {
+        // gate and up together: at a decoding step, one split of both
+        // products' rows between the threads (engine/matmul.h linear_pair).
+        auto [gate, up] = linear_pair(x, linear1.weight, linear1.bias, linear3.weight, linear3.bias);  // [B, T, F]
+        Tensor hidden = swiglu(std::move(gate), up);  // silu(gate) * up
+        if (observer && observer->wants_everything()) observer->record("hidden", hidden);
+        return linear2.forward(hidden);  // [B, T, D]
+    }
     Tensor hidden = linear1.forward(x);  // [B, T, F]
     switch (activation) {
         case Activation::Relu: hidden = relu(std::move(hidden)); break;
         case Activation::Gelu: hidden = gelu(std::move(hidden)); break;
         case Activation::GeluTanh: hidden = gelu_tanh(std::move(hidden)); break;
         case Activation::Silu: hidden = silu(std::move(hidden)); break;
-        case Activation::SwiGlu: hidden = swiglu(std::move(hidden), linear3.forward(x)); break;  // silu(gate) * up
+        case Activation::SwiGlu: break;  // above
     }
     if (observer && observer->wants_everything()) observer->record("hidden", hidden);
     return linear2.forward(hidden);  // [B, T, D]

@@ -10,24 +10,40 @@
 
 // The fast variants: three compilations of engine/cpu/kernels.inc (the baseline,
 // AVX2+FMA, AVX-512). The reference variant, the plain formulas, is engine/ops.cpp's.
+// KERNEL_VECTOR_FLOATS: floats in one vector register of the variant.
+// KERNEL_GEMV_ROWS: how many rows the one-row product takes together (their
+// sixteen lane sums each: 2 rows fill 8 SSE registers, 4 rows 8 AVX2
+// registers, 8 rows 8 AVX-512 registers).
 #define KERNEL_NS baseline
 #define KERNEL_TARGET
+#define KERNEL_GEMV_ROWS 2
+#define KERNEL_VECTOR_FLOATS 4
 #include "engine/cpu/kernels.inc"
 #undef KERNEL_NS
 #undef KERNEL_TARGET
+#undef KERNEL_GEMV_ROWS
+#undef KERNEL_VECTOR_FLOATS
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TINYFORMER_KERNEL_VARIANTS 1
 #define KERNEL_NS avx2
 #define KERNEL_TARGET __attribute__((target("avx2,fma")))
+#define KERNEL_GEMV_ROWS 4
+#define KERNEL_VECTOR_FLOATS 8
 #include "engine/cpu/kernels.inc"
 #undef KERNEL_NS
 #undef KERNEL_TARGET
+#undef KERNEL_GEMV_ROWS
+#undef KERNEL_VECTOR_FLOATS
 #define KERNEL_NS avx512
 #define KERNEL_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma")))
+#define KERNEL_GEMV_ROWS 8
+#define KERNEL_VECTOR_FLOATS 16
 #include "engine/cpu/kernels.inc"
 #undef KERNEL_NS
 #undef KERNEL_TARGET
+#undef KERNEL_GEMV_ROWS
+#undef KERNEL_VECTOR_FLOATS
 #endif
 
 namespace tinyformer::kernels {
@@ -37,7 +53,7 @@ namespace {
 #define TINYFORMER_TABLE(NS) \
     Table {                                                                                                  \
         NS::exp_shifted_sum, NS::row_max, NS::scale, NS::layer_norm_row, NS::layer_norm_std_row, NS::add, NS::relu, \
-            NS::gelu, NS::gelu_tanh, NS::rms_norm_row, NS::silu, NS::swiglu                                  \
+            NS::gelu, NS::gelu_tanh, NS::rms_norm_row, NS::silu, NS::swiglu, NS::gemv                        \
     }
 
 const Table kBaseline = TINYFORMER_TABLE(baseline);
@@ -48,7 +64,7 @@ const Table kAvx2 = TINYFORMER_TABLE(avx2);
 // AVX-512 table keeps the AVX2 LayerNorms (the two share those sums).
 const Table kAvx512{avx512::exp_shifted_sum, avx512::row_max, avx512::scale, avx2::layer_norm_row,
                     avx2::layer_norm_std_row, avx512::add, avx512::relu, avx512::gelu, avx512::gelu_tanh,
-                    avx512::rms_norm_row, avx512::silu, avx512::swiglu};
+                    avx512::rms_norm_row, avx512::silu, avx512::swiglu, avx512::gemv};
 #endif
 
 constexpr Variant kEveryVariant[] = {Variant::Reference, Variant::Baseline, Variant::Avx2, Variant::Avx512};

@@ -1,5 +1,6 @@
 // Row kernels — softmax's exponential and maximum, the two LayerNorms and
-// RMSNorm, residual add, ReLU, the two GELUs, SiLU and SwiGLU's product — in one plain variant and three fast ones, chosen at run time:
+// RMSNorm, residual add, ReLU, the two GELUs, SiLU and SwiGLU's product, and
+// the one-row matrix product (gemv) — in one plain variant and three fast ones, chosen at run time:
 //
 //   reference        the formulas as written, one element at a time (std::exp,
 //                    std::erf, std::tanh, two-pass mean and variance): engine/ops.cpp
@@ -42,6 +43,9 @@ struct Table {
     void (*rms_norm_row)(float* row, int64_t n, const float* weight, float eps);
     void (*silu)(float* x, int64_t n);                        // x = x / (1 + exp(-x)); 0 below x = -87.3
     void (*swiglu)(float* gate, const float* up, int64_t n);  // gate = silu(gate) * up
+    // y[r] = sum_j w[r * stride + j] x[j] for r < rows, j < k: the one-row
+    // matrix product y = W x of decoding (engine/matmul.h gemv)
+    void (*gemv)(const float* w, int64_t stride, const float* x, float* y, int64_t rows, int64_t k);
 };
 
 // The reference variant's table: the plain formulas, defined in engine/ops.cpp

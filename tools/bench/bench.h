@@ -28,6 +28,7 @@ struct Settings {
     int threads = 0;            // --threads N: set_blas_threads(N)
     int64_t query_block = 0;    // --query-block N: AttentionOptions.query_block
     int64_t key_tile = 0;       // --key-tile N: AttentionOptions.key_tile
+    std::vector<std::string> peers;  // --peer PATH (repeatable): llama2.c run.c binaries for the llama suite
 };
 
 // `tinyformer-bench live MODEL REQUEST.json`: live_run RUNS times, the median printed (bench_live.cpp).
@@ -90,6 +91,7 @@ void run_encoder_suite(const Settings& settings);    // bench_encoder.cpp
 void run_decode_suite(const Settings& settings);     // bench_decode.cpp
 void run_decode_gpt_suite(const Settings& settings); // bench_decode.cpp: its nanoGPT-shaped part alone
 void run_decode_llama_suite(const Settings& settings);  // bench_llama.cpp
+void run_llama_suite(const Settings& settings);         // bench_llama.cpp
 void run_kernels_suite(const Settings& settings);    // bench_kernels.cpp
 void run_cores_suite(const Settings& settings);      // bench_cores.cpp
 void run_gemm_suite(const Settings& settings);       // bench_gemm.cpp

@@ -25,7 +25,10 @@
 // Then what rotary adds to a step: the same weights with pos_encoding "none"
 // and "rotary", alternating rounds, the median of the rounds' ratios.
 #include "engine/cpu/blas.h"
+#include "engine/cpu/kernels.h"
+#include "engine/cpu/row_threads.h"
 #include "engine/error.h"
+#include "engine/random.h"
 #include "models/stepper.h"
 #include "models/transformer.h"
 #include "tools/bench/bench.h"
@@ -34,7 +37,10 @@
 
 #include <unistd.h>
 
+#include <cblas.h>
+
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -43,6 +49,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tinyformer::bench {
@@ -346,7 +353,235 @@ void run_rope_part(const std::vector<int>& thread_counts) {
     }
 }
 
+// --- suite "llama" (issue #36) ---
+
+// The step's matrices (llama2c_step_shapes: per layer Q/K/V stacked, wo, w1,
+// w3, w2, then the classifier), each its own random buffer, as a step reads
+// them: for the read roof and for engine gemv against OpenBLAS sgemv.
+class StepMatrices {
+public:
+    explicit StepMatrices(const Llama2cShape& shape) {
+        Random random(36);
+        int64_t widest = 1, tallest = 1;
+        for (const auto& [out, in] : llama2c_step_shapes(shape)) {
+            weights_.push_back(random.normal_tensor({out, in}, 0.05f));
+            widest = std::max(widest, in);
+            tallest = std::max(tallest, out);
+        }
+        x_ = random.normal_tensor({widest});
+        y_ = Tensor({tallest});
+    }
+    double bytes() const {
+        double total = 0;
+        for (const Tensor& w : weights_) total += 4.0 * static_cast<double>(w.numel());
+        return total;
+    }
+    // The memory's read speed, bytes/s: every matrix read once in the step's
+    // order (an XOR of every word, nothing else), split between `threads` as
+    // the engine's gemv splits rows (engine/cpu/row_threads.h); the fastest
+    // of 7 passes after one.
+    double read_roof(int threads) {
+        struct Job {
+            const Tensor* w;
+            uint32_t bits[1024];  // one slot per chunk: no two threads write one
+        } job{};
+        uint32_t seen = 0;
+        return fastest([&] {
+            for (const Tensor& w : weights_) {
+                job.w = &w;
+                for_row_chunks(w.dim(0), threads, [](void* context, int64_t first, int64_t last) {
+                    Job& j = *static_cast<Job*>(context);
+                    const int64_t in = j.w->dim(1);
+                    const float* data = j.w->data();
+                    uint32_t bits = 0;  // integer XOR: the loop vectorises, each load is all it does
+                    for (int64_t i = first * in; i < last * in; ++i) bits ^= std::bit_cast<uint32_t>(data[i]);
+                    j.bits[(first / kRowAlign) % 1024] ^= bits;
+                }, &job);
+                seen ^= job.bits[0];
+            }
+        }, bytes()) + 0.0 * seen;
+    }
+    // Bytes/s of the matrices shaped [out, in] (all layers'), through the
+    // engine's gemv or OpenBLAS's cblas_sgemv, at the current thread count.
+    double gemv_speed(int64_t out, int64_t in, bool engine) {
+        double total = 0;
+        for (const Tensor& w : weights_)
+            if (w.dim(0) == out && w.dim(1) == in) total += 4.0 * static_cast<double>(w.numel());
+        return fastest([&] {
+            for (const Tensor& w : weights_) {
+                if (w.dim(0) != out || w.dim(1) != in) continue;
+                if (engine)
+                    gemv(w.matrix(), x_.data(), y_.data());
+                else
+                    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(out), static_cast<blasint>(in),
+                                1.0f, w.data(), static_cast<blasint>(in), x_.data(), 1, 0.0f, y_.data(), 1);
+            }
+        }, total);
+    }
+
+private:
+    template <typename Pass>
+    static double fastest(Pass pass, double bytes) {
+        double best = 0;
+        for (int rep = 0; rep <= 7; ++rep) {
+            const auto start = Clock::now();
+            pass();
+            const double seconds = seconds_since(start);
+            if (rep > 0 && (best == 0 || seconds < best)) best = seconds;
+        }
+        return bytes / best;
+    }
+    std::vector<Tensor> weights_;
+    Tensor x_, y_;
+};
+
+std::string load_average() {
+    std::ifstream in("/proc/loadavg");
+    double one = 0, five = 0, fifteen = 0;
+    if (!(in >> one >> five >> fifteen)) return "unknown";
+    char text[64];
+    std::snprintf(text, sizeof text, "%.2f %.2f %.2f", one, five, fifteen);
+    return text;
+}
+
+struct NamedShape {
+    const char* name;
+    Llama2cShape shape;
+};
+
+std::vector<NamedShape> llama_shapes() {
+    Llama2cShape small;  // stories15M: the defaults
+    Llama2cShape large;
+    large.dim = 768;
+    large.hidden_dim = 2048;
+    large.n_layers = 12;
+    large.n_heads = 12;
+    large.n_kv_heads = 12;
+    large.max_seq_len = 1024;
+    return {{"stories15M", small}, {"stories110M", large}};
+}
+
+constexpr int kLlamaRounds = 3;
+
+void run_llama_shape(const NamedShape& named, const std::vector<int>& thread_counts,
+                     const std::vector<std::string>& peers) {
+    const Llama2cShape& shape = named.shape;
+    std::printf("\n== %s shape: dim %lld, %lld layers, %lld heads (%lld K/V), hidden %lld, vocabulary %lld, "
+                "max_seq_len %lld (load average %s)\n",
+                named.name, static_cast<long long>(shape.dim), static_cast<long long>(shape.n_layers),
+                static_cast<long long>(shape.n_heads), static_cast<long long>(shape.n_kv_heads),
+                static_cast<long long>(shape.hidden_dim), static_cast<long long>(shape.vocab_size),
+                static_cast<long long>(shape.max_seq_len), load_average().c_str());
+    const TemporaryFolder folder;
+    {
+        const Llama2cWeights weights = random_llama2c_weights(shape, 36);
+        write_tinyformer_llama(folder.file("model.safetensors"), weights, "rotary");
+        if (!peers.empty()) {
+            write_llama2c_v0(folder.file("model.bin"), weights);
+            write_llama2c_tokenizer(folder.file("tokenizer.bin"), shape.vocab_size);
+        }
+    }
+    const Model model = Model::load(folder.file("model.safetensors"));
+    const double bytes = llama2c_weight_bytes_per_token(shape);
+    StepMatrices matrices(shape);
+
+    // Which one-row product is faster on each of the step's shapes.
+    std::vector<std::pair<int64_t, int64_t>> distinct;
+    for (const auto& s : llama2c_step_shapes(shape))
+        if (std::find(distinct.begin(), distinct.end(), s) == distinct.end()) distinct.push_back(s);
+    std::printf("one-row products y = W x over the step's matrices of each shape (every layer's, in order), GB/s, "
+                "the fastest of 7 passes:\n");
+    const Table gemv_table({{"W [out, in]", 14, Table::Align::Left},
+                            {"threads", 7, Table::Align::Right},
+                            {"engine", 8, Table::Align::Right},
+                            {"sgemv", 8, Table::Align::Right},
+                            {"faster", 7, Table::Align::Left}});
+    gemv_table.print_header();
+    for (int threads : thread_counts) {
+        set_blas_threads(threads);
+        for (const auto& [out, in] : distinct) {
+            const double engine = matrices.gemv_speed(out, in, true), blas = matrices.gemv_speed(out, in, false);
+            gemv_table.print_row({"[" + std::to_string(out) + ", " + std::to_string(in) + "]", std::to_string(threads),
+                                  format("%.1f", engine / 1e9), format("%.1f", blas / 1e9),
+                                  engine >= blas ? "engine" : "sgemv"});
+        }
+    }
+
+    std::printf("greedy decoding from <s>, %lld forward passes, tok/s as run.c counts it (median of %d rounds, "
+                "each program once a round, in turn); %.1f MB of weights a token; the roof: those bytes read at the "
+                "memory's measured speed (a plain read of the step's matrices, the fastest of 7 passes)\n",
+                static_cast<long long>(kSteps), kLlamaRounds, bytes / 1e6);
+    const Table table({{"program", 30, Table::Align::Left},
+                       {"threads", 7, Table::Align::Right},
+                       {"tok/s", 8, Table::Align::Right},
+                       {"roof tok/s", 10, Table::Align::Right},
+                       {"of roof", 7, Table::Align::Right},
+                       {"tinyformer / it", 15, Table::Align::Right},
+                       {"same tokens", 11, Table::Align::Left},
+                       {"others", 7, Table::Align::Right}});
+    table.print_header();
+    for (int threads : thread_counts) {
+        set_blas_threads(threads);
+        const double roof = matrices.read_roof(threads) / bytes;
+        decode_tinyformer(model);  // warm-up: the threads, the pool, the pages
+        std::vector<double> ours, ours_others;
+        std::vector<std::vector<double>> theirs(peers.size()), theirs_others(peers.size());
+        std::vector<PeerRun> last(peers.size());
+        Decoded decoded;
+        for (int round = 0; round < kLlamaRounds; ++round) {
+            decoded = decode_tinyformer(model);
+            ours.push_back(decoded.tokens_per_second);
+            ours_others.push_back(decoded.others);
+            for (size_t p = 0; p < peers.size(); ++p) {
+                last[p] = run_peer_once(peers[p], folder, threads);
+                if (!last[p].ok) continue;
+                theirs[p].push_back(last[p].tokens_per_second);
+                theirs_others[p].push_back(last[p].others);
+            }
+        }
+        const double our_rate = median(ours);
+        table.print_row({"tinyformer", std::to_string(threads), format("%.1f", our_rate), format("%.1f", roof),
+                         format("%.0f%%", 100.0 * our_rate / roof), "", "", format_load(median(ours_others))});
+        for (size_t p = 0; p < peers.size(); ++p) {
+            if (theirs[p].size() != static_cast<size_t>(kLlamaRounds)) {
+                table.print_row({peers[p], std::to_string(threads), "failed: " + last[p].failure});
+                continue;
+            }
+            const double rate = median(theirs[p]);
+            table.print_row({peers[p], std::to_string(threads), format("%.1f", rate), format("%.1f", roof),
+                             format("%.0f%%", 100.0 * rate / roof), format("%.2fx", our_rate / rate),
+                             same_tokens(decoded.tokens, last[p].tokens).substr(0, 11),
+                             format_load(median(theirs_others[p]))});
+        }
+    }
+    std::printf("(load average %s)\n", load_average().c_str());
+}
+
 }  // namespace
+
+void run_llama_suite(const Settings& settings) {
+    const std::vector<int> thread_counts =
+        settings.threads > 0 ? std::vector<int>{settings.threads} : std::vector<int>{1, 2};
+    std::printf("llama2.c's model shapes, float32, random weights (llama2c_format.h), tinyformer against --peer "
+                "programs (llama2.c's run.c) on the same weights written as its v0 model.bin\n");
+    std::printf("CPU: %s; %u hardware threads; load average %s\n", cpu_model().c_str(),
+                std::thread::hardware_concurrency(), load_average().c_str());
+    set_blas_threads(thread_counts.front());
+    std::printf("%s\n", blas_line().c_str());
+    std::printf("one-row products: %s; row kernels: %s\n", gemv_description().c_str(),
+                kernels::variant_name(kernels::active_variant()));
+    for (const std::string& peer : settings.peers) {
+        if (peer.find('\'') != std::string::npos || ::access(peer.c_str(), X_OK) != 0)
+            throw Error("llama: --peer " + peer + " is not an executable file without a single quote in its path");
+        std::printf("peer: %s, run as `PATH model.bin -z tokenizer.bin -t 0 -n %lld -i ''` with OMP_NUM_THREADS = "
+                    "the thread count (a build without OpenMP runs on one thread whatever it says)\n",
+                    peer.c_str(), static_cast<long long>(kSteps));
+    }
+    if (settings.peers.empty())
+        std::printf("no peer: --peer PATH runs a llama2.c run.c binary (https://github.com/karpathy/llama2.c, built "
+                    "as its Makefile's runfast or runomp targets) on the same weights\n");
+    for (const NamedShape& named : llama_shapes()) run_llama_shape(named, thread_counts, settings.peers);
+}
 
 void run_decode_llama_suite(const Settings& settings) {
     const std::vector<int> thread_counts =

@@ -53,6 +53,8 @@ const Suite kSuites[] = {
      tinyformer::bench::run_decode_gpt_suite, false},
     {"decode-llama", "a llama2.c-shaped model (stories15M shape, n_kv_heads 6 and 2): vs run.c (LLAMA2C_RUN), roof, rotary's cost",
      tinyformer::bench::run_decode_llama_suite},
+    {"llama", "llama2.c's stories15M and stories110M shapes, float32, 1 and 2 threads: tok/s, % of the read roof, vs --peer",
+     tinyformer::bench::run_llama_suite},
 };
 
 void print_usage(std::FILE* out) {
@@ -68,6 +70,7 @@ void print_usage(std::FILE* out) {
                  "  --threads N       BLAS threads (set_blas_threads); default: OpenBLAS's own choice\n"
                  "  --query-block N   attention, streaming path: queries per block (default: the engine's)\n"
                  "  --key-tile N      attention, streaming path: keys per tile (default: the engine's)\n"
+                 "  --peer PATH       llama: also run this llama2.c run.c binary (repeatable), interleaved\n"
                  "  -h, --help        show this help\n"
                  "\n"
                  "tinyformer-bench live MODEL.safetensors REQUEST.json [--n N]\n"
@@ -106,7 +109,7 @@ CommandLine parse_command_line(int argc, char** argv) {
             // "--flag N" or "--flag=N"
             const size_t equals = argument.find('=');
             const std::string_view flag = argument.substr(0, equals);
-            if (flag != "--threads" && flag != "--query-block" && flag != "--key-tile")
+            if (flag != "--threads" && flag != "--query-block" && flag != "--key-tile" && flag != "--peer")
                 usage_error("unknown option '" + std::string(argument) + "'");
             std::string_view value;
             if (equals != std::string_view::npos)
@@ -115,6 +118,11 @@ CommandLine parse_command_line(int argc, char** argv) {
                 value = argv[++i];
             else
                 usage_error(std::string(flag) + " needs a value");
+            if (flag == "--peer") {
+                if (value.empty()) usage_error("--peer needs a path to a run.c binary");
+                command_line.settings.peers.emplace_back(value);
+                continue;
+            }
             const int64_t number = parse_positive(flag, value);
             if (flag == "--threads")
                 command_line.settings.threads = static_cast<int>(number);
