@@ -151,7 +151,7 @@ TEST_CASE("q8_0: a matrix's group size and scales are checked") {
           "W: a Q8_0 matrix [2,4] in groups of 2 has 8 values and 4 scales; got 8 and 3");
     const float nan = std::numeric_limits<float>::quiet_NaN();
     CHECK(error_message([&] { Q8Matrix::from("W", 2, 4, 2, std::vector<int8_t>(8), {1, 1, nan, 1}); }) ==
-          "W: Q8_0 scale 2 (row 1, group 0) is nan; a scale is a finite number >= 0");
+          "W: Q8_0 scale 2 (row 1, group 0) is NaN; a scale is a finite number >= 0");
     CHECK(error_message([] { Q8Matrix::from("W", 1, 4, 2, std::vector<int8_t>(4), {1, -1}); }) ==
           "W: Q8_0 scale 1 (row 0, group 1) is -1; a scale is a finite number >= 0");
 }

@@ -21,9 +21,12 @@ void Q8Matrix::check(const std::string& what, const Q8View& view) {
              " columns (the input axis K; docs/FORMAT.md)");
     const int64_t scales = view.rows * view.groups_per_row();
     for (int64_t i = 0; i < scales; ++i)
-        if (!std::isfinite(view.scales[i]) || view.scales[i] < 0)
+        if (!std::isfinite(view.scales[i]) || view.scales[i] < 0) {
+            const float scale = view.scales[i];
             fail(what, ": Q8_0 scale ", i, " (row ", i / view.groups_per_row(), ", group ", i % view.groups_per_row(),
-                 ") is ", view.scales[i], "; a scale is a finite number >= 0");
+                 ") is ", std::isnan(scale) ? "NaN" : std::isinf(scale) ? (scale > 0 ? "inf" : "-inf") : text_of(scale),
+                 "; a scale is a finite number >= 0");
+        }
 }
 
 Q8Matrix Q8Matrix::from(const std::string& what, int64_t rows, int64_t cols, int64_t group, std::vector<int8_t> values,
