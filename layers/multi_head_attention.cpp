@@ -66,7 +66,25 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionWeights& weights,
     b_in_ = weights.in_proj_bias;
     w_out_ = weights.out_proj_weight;
     b_out_ = weights.out_proj_bias;
+    const auto check_q8 = [](const Q8Matrix& q8, const Tensor& weight, const char* name) {
+        if (!q8.empty() && (q8.rows() != weight.dim(0) || q8.cols() != weight.dim(1)))
+            fail("MultiHeadAttention: the Q8_0 ", name, " is [", q8.rows(), ",", q8.cols(), "] but the weight is ",
+                 shape_string(weight.shape()));
+    };
+    check_q8(weights.in_proj_q8, w_in_, "in_proj_weight");
+    check_q8(weights.out_proj_q8, w_out_, "out_proj.weight");
+    q8_in_ = weights.in_proj_q8;
+    q8_out_ = weights.out_proj_q8;
 }
+
+namespace {
+
+// x W^T + b, W given as float32 rows or, when `q8` is not empty, as Q8_0 (the same rows; runq.c's int8 product).
+Tensor project_rows(const Tensor& x, ConstMatrixView weight, const Q8View& q8, const float* bias) {
+    return q8.rows ? linear_q8(x, q8, bias) : linear(x, weight, bias);
+}
+
+}  // namespace
 
 int64_t MultiHeadAttention::part_offset(int64_t part) const { return part == 0 ? 0 : d_model_ + (part - 1) * kv_width(); }
 int64_t MultiHeadAttention::part_width(int64_t part) const { return part == 0 ? d_model_ : kv_width(); }
@@ -74,8 +92,9 @@ int64_t MultiHeadAttention::part_width(int64_t part) const { return part == 0 ? 
 // W_Q (part 0: rows 0..D-1 of in_proj), W_K (1: the next Hkv*Dh rows), W_V
 // (2: the last Hkv*Dh), read in place.
 Tensor MultiHeadAttention::project(const Tensor& x, int64_t part) const {
-    return linear(x, w_in_.matrix().rows_range(part_offset(part), part_width(part)),
-                  b_in_.empty() ? nullptr : b_in_.data() + part_offset(part));
+    const Q8View q8 = q8_in_.empty() ? Q8View{} : q8_in_.view().rows_range(part_offset(part), part_width(part));
+    return project_rows(x, w_in_.matrix().rows_range(part_offset(part), part_width(part)), q8,
+                        b_in_.empty() ? nullptr : b_in_.data() + part_offset(part));
 }
 
 Tensor MultiHeadAttention::project_query(const Tensor& x_q) const { return project(x_q, 0); }
@@ -138,7 +157,8 @@ AttentionResult MultiHeadAttention::attend_views(ConstBatchView query, ConstBatc
     }
     if (observer) observer->record("weights", result.weights);  // [B, H, L, S]
     if (everything) observer->record("z", result.output);        // Concat(heads) [B, L, D], before W_O
-    result.output = linear(result.output, w_out_, b_out_);  // Concat(heads) W_O^T + b_O, [B, L, D]
+    result.output = project_rows(result.output, w_out_.matrix(), q8_out_.view(),  // Concat(heads) W_O^T + b_O, [B, L, D]
+                                 b_out_.empty() ? nullptr : b_out_.data());
     zero_padded_queries(result.output, options.query_padding);  // b_O must not revive a padded query: its row stays 0
     if (hooks_) hooks_->residual({output_point_, first, whole_pass}, result.output);
     if (everything) observer->record("output", result.output);  // [B, L, D]
@@ -169,7 +189,7 @@ AttentionResult MultiHeadAttention::forward_appending(const Tensor& x_new, KVCac
              " rows");
     // Self-attention: Q, K and V in one product, [Q | K | V] = x in_proj_weight^T + in_proj_bias,
     // [B, n, D + 2*Hkv*Dh] (one sgemm, or at a decoding step one sgemv, instead of three), each read in place.
-    Tensor qkv = linear(x_new, w_in_, b_in_);
+    Tensor qkv = project_rows(x_new, w_in_.matrix(), q8_in_.view(), b_in_.empty() ? nullptr : b_in_.data());
     const int64_t B = x_new.dim(0), n = x_new.dim(1), width = qkv.dim(2);
     const auto part = [&](int64_t p) {
         return ConstBatchView{qkv.data() + part_offset(p), B, n, part_width(p), n * width, width};

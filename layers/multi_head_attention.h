@@ -61,6 +61,7 @@
 #pragma once
 
 #include "engine/attention.h"
+#include "engine/quant/q8_0.h"
 #include "engine/tensor.h"
 #include "layers/hooks.h"
 #include "layers/kv_cache.h"
@@ -78,6 +79,8 @@ struct MultiHeadAttentionWeights {
     Tensor in_proj_bias;     // [3D] ([D + 2*Hkv*Dh]), or empty: no bias
     Tensor out_proj_weight;  // [D, D]
     Tensor out_proj_bias;    // [D], or empty: no bias
+    // Q8_0 forms of the two weights (the products then run in int8), or empty.
+    Q8Matrix in_proj_q8{}, out_proj_q8{};
 };
 
 class MultiHeadAttention {
@@ -165,6 +168,7 @@ private:
     int64_t part_width(int64_t part) const;   // its rows: D, Hkv*Dh, Hkv*Dh
     Tensor w_in_, b_in_;  // in_proj_weight [D + 2*Hkv*Dh, D] = W_Q; W_K; W_V, and in_proj_bias (or empty)
     Tensor w_out_, b_out_;
+    Q8Matrix q8_in_, q8_out_;  // the Q8_0 weights, or empty
 };
 
 }  // namespace tinyformer

@@ -176,6 +176,33 @@ Tensor Checkpoint::take(const std::string& name, const Shape& expected) {
     return tensor;
 }
 
+Tensor Checkpoint::take_weight(const std::string& name, const Shape& expected, Q8Matrix& q8) {
+    const std::string scale_name = name + ".scale", path = file_.path();
+    const bool int8 = file_.contains(name) && file_.info(name).dtype == "I8";
+    if (!int8 && file_.contains(scale_name))
+        fail(path, ": tensor '", scale_name, "' scales a Q8_0 weight, but '", name, "' is ",
+             file_.contains(name) ? file_.info(name).dtype : "missing", ", not I8 (docs/FORMAT.md)");
+    if (!int8) return take(name, expected);
+    const StoredTensor& stored = file_.info(name);
+    const int64_t out = expected[0], in = expected[1];
+    if (stored.shape != expected)
+        fail(path, ": tensor '", name, "' has shape ", shape_string(stored.shape), "; expected ", shape_string(expected));
+    if (!file_.contains(scale_name))
+        fail(path, ": tensor '", name, "' is I8 (Q8_0) but its scales '", scale_name, "' (F32 [", out, ", ", in,
+             " / group size]) are missing (docs/FORMAT.md)");
+    const StoredTensor& scale = file_.info(scale_name);
+    if (scale.shape.size() != 2 || scale.shape[0] != out || scale.shape[1] < 1 || in % scale.shape[1] != 0)
+        fail(path, ": tensor '", scale_name, "' has shape ", shape_string(scale.shape), "; expected [", out,
+             ", groups] with groups dividing ", in, " (the group size G = ", in, " / groups; docs/FORMAT.md)");
+    if (scale.dtype != "F32") fail(path, ": tensor '", scale_name, "' has dtype ", scale.dtype, "; expected F32");
+    const Tensor scales = file_.read_float(scale_name);
+    q8 = Q8Matrix::in_place(path + ": tensor '" + name + "'", out, in, in / scale.shape[1], file_.read_i8(name),
+                            file_.storage(), scales.values());
+    taken_.insert(name);
+    taken_.insert(scale_name);
+    return dequantize_q8_0(q8.view());
+}
+
 namespace {
 
 // Why the config leaves out a tensor of this name, when one of the optional

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "engine/io/safetensors.h"
+#include "engine/quant/q8_0.h"
 #include "models/config.h"
 #include "models/tokenizers/tokenizer.h"
 
@@ -54,6 +55,11 @@ public:
 
     // The tensor `name`, checked against `expected` and for finiteness.
     Tensor take(const std::string& name, const Shape& expected);
+    // A linear layer's weight `name` [out, in]: as take(), or Q8_0 when the
+    // file stores it as I8 [out, in] with `name`.scale F32 [out, in / G]
+    // (docs/FORMAT.md; G = in / the scale's columns). Then `q8` holds it and
+    // the Tensor returned its numbers q * s in float32 (views, the reference).
+    Tensor take_weight(const std::string& name, const Shape& expected, Q8Matrix& q8);
     // Every tensor not taken is an unknown extra tensor: Error naming it.
     void refuse_unknown() const;
 

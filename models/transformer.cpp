@@ -15,10 +15,12 @@ namespace {
 // tensor the config says is absent ("bias": false, ...) is not taken, so a
 // file that holds it anyway is refused as holding an unknown tensor.
 
-// prefix.weight [out, in], and prefix.bias [out] when `with_bias`.
+// prefix.weight [out, in] (float, or Q8_0: I8 with prefix.weight.scale), and prefix.bias [out] when `with_bias`.
 Linear load_linear(Checkpoint& checkpoint, const std::string& prefix, int64_t out, int64_t in, bool with_bias) {
-    return {checkpoint.take(prefix + ".weight", {out, in}),
-            with_bias ? checkpoint.take(prefix + ".bias", {out}) : Tensor()};
+    Linear layer;
+    layer.weight = checkpoint.take_weight(prefix + ".weight", {out, in}, layer.q8);
+    if (with_bias) layer.bias = checkpoint.take(prefix + ".bias", {out});
+    return layer;
 }
 
 // prefix.weight [D], and prefix.bias [D] when "norm_bias" (never for rms_norm: the
@@ -42,6 +44,26 @@ Tensor concatenate_rows(const std::vector<Tensor>& parts) {
     return Tensor(shape, std::move(values));
 }
 
+// The Q8_0 q_proj, k_proj, v_proj fused as concatenate_rows fuses the float
+// ones; all three float (an empty result) or all Q8_0 with one group size.
+Q8Matrix concatenate_q8_rows(const std::vector<Q8Matrix>& parts, const std::string& prefix) {
+    const auto quantized = std::count_if(parts.begin(), parts.end(), [](const Q8Matrix& m) { return !m.empty(); });
+    if (quantized == 0) return {};
+    if (quantized != 3 || parts[1].group() != parts[0].group() || parts[2].group() != parts[0].group())
+        fail(prefix, ": q_proj, k_proj and v_proj must be all float or all Q8_0 with one group size (docs/FORMAT.md)");
+    std::vector<int8_t> values;
+    std::vector<float> scales;
+    int64_t rows = 0;
+    for (const Q8Matrix& part : parts) {
+        const Q8View& view = part.view();
+        values.insert(values.end(), view.values, view.values + view.rows * view.cols);
+        scales.insert(scales.end(), view.scales, view.scales + view.rows * view.groups_per_row());
+        rows += view.rows;
+    }
+    return Q8Matrix::from(prefix + ".in_proj (Q8_0)", rows, parts[0].cols(), parts[0].group(), std::move(values),
+                          std::move(scales));
+}
+
 // "qkv": "fused" reads prefix.in_proj_weight [D + 2*K, D] (+ in_proj_bias [D + 2*K]);
 // "separate" reads prefix.q_proj.weight [D, D], .k_proj.weight and .v_proj.weight
 // [K, D] (+ .bias each) and fuses them here into the same layout, row for row.
@@ -52,19 +74,21 @@ MultiHeadAttention load_attention(Checkpoint& checkpoint, const std::string& pre
     const int64_t D = config.d_model, K = config.n_kv_heads * (config.d_model / config.nhead);
     MultiHeadAttentionWeights weights;
     if (config.qkv == QkvLayout::Fused) {
-        weights.in_proj_weight = checkpoint.take(prefix + ".in_proj_weight", {D + 2 * K, D});
+        weights.in_proj_weight = checkpoint.take_weight(prefix + ".in_proj_weight", {D + 2 * K, D}, weights.in_proj_q8);
         if (config.bias) weights.in_proj_bias = checkpoint.take(prefix + ".in_proj_bias", {D + 2 * K});
     } else {
         std::vector<Tensor> matrices, biases;
-        for (const char* part : {".q_proj", ".k_proj", ".v_proj"}) {
-            const int64_t rows = part == std::string(".q_proj") ? D : K;
-            matrices.push_back(checkpoint.take(prefix + part + ".weight", {rows, D}));
-            if (config.bias) biases.push_back(checkpoint.take(prefix + part + ".bias", {rows}));
+        std::vector<Q8Matrix> quantized(3);
+        for (int p = 0; p < 3; ++p) {
+            const std::string part = p == 0 ? ".q_proj" : p == 1 ? ".k_proj" : ".v_proj";
+            matrices.push_back(checkpoint.take_weight(prefix + part + ".weight", {p == 0 ? D : K, D}, quantized[p]));
+            if (config.bias) biases.push_back(checkpoint.take(prefix + part + ".bias", {p == 0 ? D : K}));
         }
         weights.in_proj_weight = concatenate_rows(matrices);
         if (config.bias) weights.in_proj_bias = concatenate_rows(biases);
+        weights.in_proj_q8 = concatenate_q8_rows(quantized, prefix);
     }
-    weights.out_proj_weight = checkpoint.take(prefix + ".out_proj.weight", {D, D});
+    weights.out_proj_weight = checkpoint.take_weight(prefix + ".out_proj.weight", {D, D}, weights.out_proj_q8);
     if (config.bias) weights.out_proj_bias = checkpoint.take(prefix + ".out_proj.bias", {D});
     std::optional<RotaryEmbedding> rotary;  // the config refuses rotary for encoder_decoder: never cross-attention
     if (config.pos_encoding == PositionalEncoding::Rotary)
@@ -80,7 +104,7 @@ Linear load_head(Checkpoint& checkpoint, const std::string& name, const Tensor& 
                  const ModelConfig& config) {
     const int64_t V = embedding_weight.dim(0), D = config.d_model;
     Linear head;
-    if (!config.tie_embeddings) head.weight = checkpoint.take(name + ".weight", {V, D});
+    if (!config.tie_embeddings) head.weight = checkpoint.take_weight(name + ".weight", {V, D}, head.q8);
     if (config.head_bias) head.bias = checkpoint.take(name + ".bias", {V});
     return head;
 }
@@ -159,7 +183,7 @@ void record_everything(Observer* observer, const char* name, const Tensor& value
 // logits = h W^T (+ b) [B, n, V]: W is the head's own weight, or with tied
 // embeddings (an empty head weight) the token embedding [V, D], read in place.
 Tensor head_logits(const Linear& head, const Embedding& embedding, const Tensor& h) {
-    return linear(h, head.weight.empty() ? embedding.token_weight : head.weight, head.bias);
+    return head.weight.empty() ? linear(h, embedding.token_weight, head.bias) : head.forward(h);
 }
 
 [[noreturn]] void unknown_attention(const std::string& name, const std::vector<NamedAttentionCall>& calls) {

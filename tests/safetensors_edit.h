@@ -6,6 +6,7 @@
 #pragma once
 
 #include "engine/io/safetensors.h"
+#include "engine/quant/q8_0.h"
 #include "tests/helpers.h"
 
 #include <nlohmann/json.hpp>
@@ -51,7 +52,10 @@ inline Contents read_contents(const std::string& path) {
     for (const auto& [name, stored] : file.tensors()) {
         if (stored.dtype == "I64" || stored.dtype == "I32")
             contents.tensors.push_back(tinyformer::i64_tensor(name, file.read_int(name)));
-        else if (stored.dtype == "BOOL" || stored.dtype == "U8")
+        else if (stored.dtype == "I8") {  // a Q8_0 weight's values, as their bytes
+            const auto* values = reinterpret_cast<const uint8_t*>(file.read_i8(name));
+            contents.tensors.push_back({name, "I8", stored.shape, std::vector<uint8_t>(values, values + (stored.end - stored.begin))});
+        } else if (stored.dtype == "BOOL" || stored.dtype == "U8")
             contents.tensors.push_back(tinyformer::bool_tensor(name, file.read_bool(name)));
         else
             contents.tensors.push_back(tinyformer::f32_tensor(name, file.read_float(name)));
@@ -92,6 +96,22 @@ inline tinyformer::TensorToWrite ids(const std::string& name, tinyformer::Shape 
 // A BOOL tensor: a padding mask, 1 = padding.
 inline tinyformer::TensorToWrite mask(const std::string& name, tinyformer::Shape shape, std::vector<uint8_t> values) {
     return tinyformer::bool_tensor(name, tinyformer::BoolTensor{std::move(shape), std::move(values)});
+}
+
+// Replaces the F32 matrix `name` [N, K] by its Q8_0 form in groups of
+// `group` (docs/FORMAT.md): `name` I8 [N, K] and `name`.scale F32 [N, K / group].
+inline void quantize_tensor(Contents& contents, const std::string& name, int64_t group) {
+    const tinyformer::TensorToWrite& stored = contents.tensor(name);
+    REQUIRE(stored.dtype == "F32");
+    REQUIRE(stored.shape.size() == 2);
+    tinyformer::Tensor weight(stored.shape);
+    std::memcpy(weight.data(), stored.bytes.data(), stored.bytes.size());
+    const tinyformer::Q8Matrix q8 = tinyformer::quantize_q8_0(weight.matrix(), group);
+    const auto* values = reinterpret_cast<const uint8_t*>(q8.view().values);
+    const std::vector<float> scales(q8.view().scales, q8.view().scales + q8.rows() * q8.view().groups_per_row());
+    const std::vector<int64_t> shape = stored.shape;
+    contents.replace({name, "I8", shape, std::vector<uint8_t>(values, values + q8.rows() * q8.cols())});
+    contents.replace(tinyformer::f32_tensor(name + ".scale", tinyformer::Tensor({q8.rows(), q8.view().groups_per_row()}, scales)));
 }
 
 }  // namespace test_helpers

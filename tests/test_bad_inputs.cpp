@@ -411,6 +411,45 @@ const std::vector<BadInput> kTensors = {
          return forward_model(d, edited(d, "dtype.safetensors", kModel, [](Contents& c) {
              c.replace(ids("generator.bias", {11}, std::vector<int64_t>(11, 1))); })); },
      1, {"dtype.safetensors", "tensor 'generator.bias' has dtype I64; expected F32 (or F16, BF16)"}},
+    // Q8_0 weights (docs/FORMAT.md): an I8 weight with its F32 scales [N, K / G].
+    {"Q8_0 weight without its scales", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "q8-no-scale.safetensors", kModel, [](Contents& c) {
+             test_helpers::quantize_tensor(c, "generator.weight", 8);
+             c.remove("generator.weight.scale"); })); },
+     1, {"q8-no-scale.safetensors", "tensor 'generator.weight' is I8 (Q8_0) but its scales 'generator.weight.scale'",
+         "are missing"}},
+    {"Q8_0 scales for a weight that is not I8", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "q8-stray-scale.safetensors", kModel, [](Contents& c) {
+             c.tensors.push_back(tinyformer::f32_tensor("generator.weight.scale", Tensor({11, 2}))); })); },
+     1, {"q8-stray-scale.safetensors", "tensor 'generator.weight.scale' scales a Q8_0 weight, but 'generator.weight' is F32, not I8"}},
+    {"Q8_0 scales of the wrong number of rows", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "q8-scale-rows.safetensors", kModel, [](Contents& c) {
+             test_helpers::quantize_tensor(c, "generator.weight", 8);
+             c.replace(tinyformer::f32_tensor("generator.weight.scale", Tensor::filled({10, 2}, 0.1f))); })); },
+     1, {"q8-scale-rows.safetensors", "tensor 'generator.weight.scale' has shape [10,2]; expected [11, groups] with groups dividing 16"}},
+    {"Q8_0 group size that does not divide K (3 groups of 16 columns)", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "q8-group.safetensors", kModel, [](Contents& c) {
+             test_helpers::quantize_tensor(c, "transformer.decoder.layers.0.linear1.weight", 8);
+             c.replace(tinyformer::f32_tensor("transformer.decoder.layers.0.linear1.weight.scale",
+                                              Tensor::filled({32, 3}, 0.1f))); })); },
+     1, {"q8-group.safetensors", "tensor 'transformer.decoder.layers.0.linear1.weight.scale' has shape [32,3]",
+         "groups dividing 16 (the group size G = 16 / groups"}},
+    {"Q8_0 scale NaN", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "q8-nan.safetensors", kModel, [](Contents& c) {
+             test_helpers::quantize_tensor(c, "transformer.encoder.layers.1.self_attn.out_proj.weight", 4);
+             set_float(c.tensor("transformer.encoder.layers.1.self_attn.out_proj.weight.scale"), 5,
+                       std::numeric_limits<float>::quiet_NaN()); })); },
+     1, {"q8-nan.safetensors", "tensor 'transformer.encoder.layers.1.self_attn.out_proj.weight': Q8_0 scale 5 (row 1, group 1) is NaN"}},
+    {"Q8_0 scale negative", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "q8-negative.safetensors", kModel, [](Contents& c) {
+             test_helpers::quantize_tensor(c, "transformer.encoder.layers.0.self_attn.in_proj_weight", 16);
+             set_float(c.tensor("transformer.encoder.layers.0.self_attn.in_proj_weight.scale"), 47, -0.5f); })); },
+     1, {"q8-negative.safetensors", "in_proj_weight': Q8_0 scale 47 (row 47, group 0) is -0.5; a scale is a finite number >= 0"}},
+    {"Q8_0 scales stored as I64", [](const TempDirectory& d) {
+         return forward_model(d, edited(d, "q8-scale-dtype.safetensors", kModel, [](Contents& c) {
+             test_helpers::quantize_tensor(c, "generator.weight", 16);
+             c.replace(ids("generator.weight.scale", {11, 1}, std::vector<int64_t>(11, 1))); })); },
+     1, {"q8-scale-dtype.safetensors", "tensor 'generator.weight.scale' has dtype I64; expected F32"}},
     {"offsets reversed", [](const TempDirectory& d) {
          return forward_model(d, header_edited(d, "reversed.safetensors", kModel, [](json& h) {
              json& offsets = h["generator.bias"]["data_offsets"];

@@ -464,6 +464,8 @@ void SafetensorsFile::parse_header(const std::string& header_text, uint64_t data
     for (const auto& [name, stored] : tensors_)
         if ((stored.dtype == "F32" || stored.dtype == "F16" || stored.dtype == "BF16") && !in_place(stored))
             float32_bytes += (stored.end - stored.begin) / dtype_size(stored.dtype) * 4;
+        else if (stored.dtype == "I8")  // a Q8_0 weight: the loader keeps its numbers in float32 beside it
+            float32_bytes += (stored.end - stored.begin) * 4;
     const double needed = static_cast<double>(data_size) + static_cast<double>(float32_bytes);
     require_available(needed, text_of(path, ": reading it needs ", data_size + float32_bytes, " bytes of memory (",
                                      data_size, " bytes of data + ", float32_bytes, " bytes of float32 tensors)"));
@@ -510,6 +512,12 @@ Tensor SafetensorsFile::read_float(const std::string& name) const {
         fail(path_, ": tensor '", name, "' has dtype ", stored.dtype, "; expected F32 (or F16, BF16)");
     }
     return tensor;
+}
+
+const int8_t* SafetensorsFile::read_i8(const std::string& name) const {
+    const StoredTensor& stored = info(name);
+    if (stored.dtype != "I8") fail(path_, ": tensor '", name, "' has dtype ", stored.dtype, "; expected I8");
+    return reinterpret_cast<const int8_t*>(bytes_of(name));
 }
 
 IntTensor SafetensorsFile::read_int(const std::string& name) const {

@@ -43,7 +43,9 @@
 // Memory: before allocating anything for the data, reading adds up what the
 // file will take — its data section (mapped or read), plus every F32 / F16 /
 // BF16 tensor that read_float converts into a float32 Tensor of its own, which
-// for F16 / BF16 includes the widening (a tensor read in place takes no more)
+// for F16 / BF16 includes the widening (a tensor read in place takes no more),
+// and for every I8 tensor the float32 numbers a loader makes of it (a Q8_0
+// weight's dequantized copy, models/checkpoint.h)
 // — and refuses, naming both numbers, when that is more than
 // available_memory_bytes(). So reading a file never allocates more than its
 // size plus the model's declared weights,
@@ -137,6 +139,10 @@ public:
     bool reads_in_place(const std::string& name) const { return in_place(info(name)); }
     // The whole file's mapped bytes; empty when the file is not mapped.
     std::span<const uint8_t> mapped_bytes() const { return mapped_ ? file_bytes_ : std::span<const uint8_t>(); }
+    // I8 (a Q8_0 weight's values, docs/FORMAT.md): the bytes where they lie
+    // (int8 needs no alignment), valid while storage() lives.
+    const int8_t* read_i8(const std::string& name) const;
+    std::shared_ptr<const void> storage() const { return storage_; }
     // I64 or I32.
     IntTensor read_int(const std::string& name) const;
     // BOOL or U8 holding only 0 and 1.

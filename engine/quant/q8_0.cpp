@@ -1,0 +1,150 @@
+#include "engine/quant/q8_0.h"
+
+#include "engine/cpu/features.h"
+#include "engine/cpu/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tinyformer {
+
+Q8View Q8View::rows_range(int64_t first, int64_t count) const {
+    if (first < 0 || count < 0 || first + count > rows)
+        fail("Q8View::rows_range: rows [", first, ", ", first + count, ") of a matrix of ", rows, " rows");
+    return {values + first * cols, scales + first * groups_per_row(), count, cols, group};
+}
+
+void Q8Matrix::check(const std::string& what, const Q8View& view) {
+    if (view.rows <= 0 || view.cols <= 0) fail(what, ": a Q8_0 matrix needs rows and columns, got [", view.rows, ",", view.cols, "]");
+    if (view.group <= 0 || view.cols % view.group != 0)
+        fail(what, ": the Q8_0 group size ", view.group, " does not divide the ", view.cols,
+             " columns (the input axis K; docs/FORMAT.md)");
+    const int64_t scales = view.rows * view.groups_per_row();
+    for (int64_t i = 0; i < scales; ++i)
+        if (!std::isfinite(view.scales[i]) || view.scales[i] < 0) {
+            const float scale = view.scales[i];
+            fail(what, ": Q8_0 scale ", i, " (row ", i / view.groups_per_row(), ", group ", i % view.groups_per_row(),
+                 ") is ", std::isnan(scale) ? "NaN" : std::isinf(scale) ? (scale > 0 ? "inf" : "-inf") : text_of(scale),
+                 "; a scale is a finite number >= 0");
+        }
+}
+
+Q8Matrix Q8Matrix::from(const std::string& what, int64_t rows, int64_t cols, int64_t group, std::vector<int8_t> values,
+                        std::vector<float> scales) {
+    if (rows <= 0 || cols <= 0 || group <= 0 || cols % group != 0) check(what, {nullptr, nullptr, rows, cols, group});
+    if (static_cast<int64_t>(values.size()) != rows * cols || static_cast<int64_t>(scales.size()) != rows * (cols / group))
+        fail(what, ": a Q8_0 matrix [", rows, ",", cols, "] in groups of ", group, " has ", rows * cols, " values and ",
+             rows * (cols / group), " scales; got ", values.size(), " and ", scales.size());
+    auto storage = std::make_shared<Storage>(Storage{std::move(values), std::move(scales), nullptr});
+    Q8Matrix matrix;
+    matrix.view_ = {storage->values.data(), storage->scales.data(), rows, cols, group};
+    matrix.storage_ = std::move(storage);
+    check(what, matrix.view_);
+    return matrix;
+}
+
+Q8Matrix Q8Matrix::in_place(const std::string& what, int64_t rows, int64_t cols, int64_t group, const int8_t* values,
+                            std::shared_ptr<const void> owner, std::vector<float> scales) {
+    if (rows <= 0 || cols <= 0 || group <= 0 || cols % group != 0) check(what, {nullptr, nullptr, rows, cols, group});
+    if (static_cast<int64_t>(scales.size()) != rows * (cols / group))
+        fail(what, ": a Q8_0 matrix [", rows, ",", cols, "] in groups of ", group, " has ", rows * (cols / group),
+             " scales; got ", scales.size());
+    auto storage = std::make_shared<Storage>(Storage{{}, std::move(scales), std::move(owner)});
+    Q8Matrix matrix;
+    matrix.view_ = {values, storage->scales.data(), rows, cols, group};
+    matrix.storage_ = std::move(storage);
+    check(what, matrix.view_);
+    return matrix;
+}
+
+void quantize_q8_0_row(const float* x, int64_t n, int64_t group, int8_t* q, float* scales) {
+    if (group <= 0 || n % group != 0) fail("quantize_q8_0_row: group size ", group, " does not divide ", n);
+    for (int64_t g = 0; g < n / group; ++g) {
+        const float* values = x + g * group;
+        float largest = 0.0f;
+        for (int64_t i = 0; i < group; ++i) largest = std::max(largest, std::fabs(values[i]));
+        const float scale = largest / kQ8Max;
+        scales[g] = scale;
+        for (int64_t i = 0; i < group; ++i) {
+            // x / s lies in [-127, 127] up to rounding; the clamp only makes that certain.
+            const float ratio = scale == 0.0f ? 0.0f : values[i] / scale;
+            q[g * group + i] = static_cast<int8_t>(std::clamp(std::round(ratio), -127.0f, 127.0f));
+        }
+    }
+}
+
+Q8Matrix quantize_q8_0(ConstMatrixView weight, int64_t group) {
+    if (group <= 0 || weight.cols % group != 0)
+        fail("quantize_q8_0: the group size ", group, " does not divide the ", weight.cols, " columns");
+    std::vector<int8_t> values(weight.rows * weight.cols);
+    std::vector<float> scales(weight.rows * (weight.cols / group));
+    for (int64_t r = 0; r < weight.rows; ++r)
+        quantize_q8_0_row(weight.row(r), weight.cols, group, values.data() + r * weight.cols,
+                          scales.data() + r * (weight.cols / group));
+    return Q8Matrix::from("quantize_q8_0", weight.rows, weight.cols, group, std::move(values), std::move(scales));
+}
+
+Tensor dequantize_q8_0(const Q8View& weight) {
+    Tensor result({weight.rows, weight.cols});
+    float* out = result.data();
+    for (int64_t r = 0; r < weight.rows; ++r)
+        for (int64_t c = 0; c < weight.cols; ++c)
+            out[r * weight.cols + c] = weight.values[r * weight.cols + c] * weight.scales[r * weight.groups_per_row() + c / weight.group];
+    return result;
+}
+
+// Reference: y_r = sum over groups g (in order) of sw_{r,g} * sx_g * (int32 sum of qw * qx over the group).
+void q8_matvec_reference(const Q8View& weight, const int8_t* qx, const float* sx, float* y) {
+    const int64_t G = weight.group, groups = weight.groups_per_row();
+    for (int64_t r = 0; r < weight.rows; ++r) {
+        const int8_t* qw = weight.values + r * weight.cols;
+        const float* sw = weight.scales + r * groups;
+        float sum = 0.0f;
+        for (int64_t g = 0; g < groups; ++g) {
+            int32_t dot = 0;
+            for (int64_t i = g * G; i < (g + 1) * G; ++i) dot += int32_t{qw[i]} * int32_t{qx[i]};
+            sum += static_cast<float>(dot) * sw[g] * sx[g];
+        }
+        y[r] = sum;
+    }
+}
+
+bool q8_uses_avx2() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    static const bool has_avx2 = cpu_features().avx2;
+    const kernels::Variant variant = kernels::active_variant();
+    return has_avx2 && (variant == kernels::Variant::Avx2 || variant == kernels::Variant::Avx512);
+#else
+    return false;
+#endif
+}
+
+void q8_matvec(const Q8View& weight, const int8_t* qx, const float* sx, float* y) {
+    if (q8_uses_avx2())
+        q8_matvec_avx2(weight, qx, sx, y);
+    else
+        q8_matvec_reference(weight, qx, sx, y);
+}
+
+Tensor linear_q8(const Tensor& x, const Q8View& weight, const float* bias) {
+    if (x.rank() < 1 || x.dim(-1) != weight.cols)
+        fail("linear_q8: x has last axis ", x.rank() < 1 ? 0 : x.dim(-1), " but the Q8_0 weight is [", weight.rows, ",",
+             weight.cols, "] (x ", shape_string(x.shape()), ")");
+    Shape shape = x.shape();
+    shape.back() = weight.rows;
+    Tensor y(shape);
+    const int64_t rows = x.numel() / weight.cols;
+    std::vector<int8_t> qx(weight.cols);
+    std::vector<float> sx(weight.groups_per_row());
+    const float* in = x.data();
+    float* out = y.data();
+    for (int64_t m = 0; m < rows; ++m) {
+        quantize_q8_0_row(in + m * weight.cols, weight.cols, weight.group, qx.data(), sx.data());
+        q8_matvec(weight, qx.data(), sx.data(), out + m * weight.rows);
+        if (bias)
+            for (int64_t r = 0; r < weight.rows; ++r) out[m * weight.rows + r] += bias[r];
+    }
+    return y;
+}
+
+}  // namespace tinyformer
