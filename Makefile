@@ -24,6 +24,9 @@ LDLIBS   += -lm
 # Parallel compile jobs for the builds that test/demo/bench start.
 JOBS     ?= $(shell nproc 2>/dev/null || echo 2)
 
+# apt waits up to 10 minutes for another apt or dpkg to finish (two `make deps`
+# at once, or the system's own updates) instead of failing at once on its lock.
+APT_WAIT := -o DPkg::Lock::Timeout=600
 DEBIAN_PACKAGES := libopenblas-dev doctest-dev libstb-dev nlohmann-json3-dev pkg-config fonts-dejavu-core
 
 ENGINE_SRC := $(wildcard engine/*.cpp engine/*/*.cpp)
@@ -67,7 +70,7 @@ deps:
 	if [ "$$(id -u)" != 0 ]; then \
 	  echo "make deps: run as root:  apt-get update && apt-get install -y$$missing"; exit 1; \
 	fi; \
-	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing
+	apt-get $(APT_WAIT) update && DEBIAN_FRONTEND=noninteractive apt-get $(APT_WAIT) install -y --no-install-recommends $$missing
 
 # Build and run every doctest suite (tests/test_bad_inputs.cpp runs build/tinyformer).
 test: deps
@@ -204,7 +207,7 @@ bench: deps
 parity: deps
 	@/usr/bin/python3 -c 'import torch' 2>/dev/null || { \
 	  if [ "$$(id -u)" != 0 ]; then echo "make parity: run as root: apt-get install -y python3-torch python3-numpy"; exit 1; fi; \
-	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y python3-torch python3-numpy; }
+	  apt-get $(APT_WAIT) update && DEBIAN_FRONTEND=noninteractive apt-get $(APT_WAIT) install -y python3-torch python3-numpy; }
 	@$(MAKE) --no-print-directory -j$(JOBS) build/tinyformer build/tinyformer-tests
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  /usr/bin/python3 tools/python/make_reference.py --out "$$dir" && \

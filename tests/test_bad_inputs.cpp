@@ -435,11 +435,11 @@ const std::vector<BadInput> kTensors = {
      1, {"q8-group.safetensors", "tensor 'transformer.decoder.layers.0.linear1.weight.scale' has shape [32,3]",
          "groups dividing 16 (the group size G = 16 / groups"}},
     {"Q8_0 scale NaN", [](const TempDirectory& d) {
-         return forward_model(d, edited(d, "q8-nan.safetensors", kModel, [](Contents& c) {
+         return forward_model(d, edited(d, "q8-scale-undefined.safetensors", kModel, [](Contents& c) {
              test_helpers::quantize_tensor(c, "transformer.encoder.layers.1.self_attn.out_proj.weight", 4);
              set_float(c.tensor("transformer.encoder.layers.1.self_attn.out_proj.weight.scale"), 5,
                        std::numeric_limits<float>::quiet_NaN()); })); },
-     1, {"q8-nan.safetensors", "tensor 'transformer.encoder.layers.1.self_attn.out_proj.weight': Q8_0 scale 5 (row 1, group 1) is NaN"}},
+     1, {"q8-scale-undefined.safetensors", "tensor 'transformer.encoder.layers.1.self_attn.out_proj.weight': Q8_0 scale 5 (row 1, group 1) is NaN"}},
     {"Q8_0 scale negative", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "q8-negative.safetensors", kModel, [](Contents& c) {
              test_helpers::quantize_tensor(c, "transformer.encoder.layers.0.self_attn.in_proj_weight", 16);

@@ -1,6 +1,7 @@
-// The engine's one-row product (engine/matmul.h gemv, engine/cpu/kernels.inc)
+// The engine's one-row product (engine/cpu/gemv.h, engine/cpu/kernels.inc)
 // against its plain reference, its split between threads
 // (engine/cpu/row_threads.h), and how gemm() chooses it (decide_gemv).
+#include "engine/cpu/gemv.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/row_threads.h"
 #include "engine/error.h"
@@ -125,20 +126,20 @@ TEST_CASE("gemv gives the same bits on 1, 2 and 3 threads, and gemv_pair the sam
     for (int threads : {1, 2, 3}) {
         const UseThreads use(threads);
         std::vector<float> y(static_cast<size_t>(rows), std::nanf(""));
-        gemv(view, x.data(), y.data());
+        gemv(view, x.data(), y.data(), threads);
         results.push_back(y);
         // The pair: W3's rows follow W1's in one split (W3 here 37 rows, W1 1000).
         std::vector<float> y1(static_cast<size_t>(rows), std::nanf("")), y3(static_cast<size_t>(rows3), std::nanf(""));
         std::vector<float> alone3(static_cast<size_t>(rows3));
-        gemv_pair(view, y1.data(), view3, y3.data(), x.data());
-        gemv(view3, x.data(), alone3.data());
+        gemv_pair(view, y1.data(), view3, y3.data(), x.data(), threads);
+        gemv(view3, x.data(), alone3.data(), threads);
         CHECK(y1 == y);
         CHECK(y3 == alone3);
     }
     CHECK(row_pool_workers() >= 1);  // 2 and 3 threads did start workers
     CHECK(results[1] == results[0]);
     CHECK(results[2] == results[0]);
-    CHECK_THROWS_WITH_AS(gemv_pair(view, nullptr, ConstMatrixView{w3.data(), 1, 5, 5}, nullptr, x.data()),
+    CHECK_THROWS_WITH_AS(gemv_pair(view, nullptr, ConstMatrixView{w3.data(), 1, 5, 5}, nullptr, x.data(), 1),
                          doctest::Contains("gemv_pair: W1 has 77 columns and W3 5"), Error);
 }
 

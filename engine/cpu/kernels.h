@@ -44,7 +44,7 @@ struct Table {
     void (*silu)(float* x, int64_t n);                        // x = x / (1 + exp(-x)); 0 below x = -87.3
     void (*swiglu)(float* gate, const float* up, int64_t n);  // gate = silu(gate) * up
     // y[r] = sum_j w[r * stride + j] x[j] for r < rows, j < k: the one-row
-    // matrix product y = W x of decoding (engine/matmul.h gemv)
+    // matrix product y = W x of decoding (engine/cpu/gemv.h)
     void (*gemv)(const float* w, int64_t stride, const float* x, float* y, int64_t rows, int64_t k);
 };
 

@@ -1,5 +1,5 @@
 // Splitting a loop over rows between threads — how the engine's one-row
-// products (engine/matmul.h gemv) use the engine's threads, as llama2.c's
+// products (engine/cpu/gemv.h) use the engine's threads, as llama2.c's
 // run.c splits its matmul's rows between OpenMP threads.
 //
 // for_row_chunks(rows, threads, work, context) cuts [0, rows) into chunks
@@ -23,7 +23,7 @@
 // the .cpp) and then sleeps on a condition variable: a decoding step makes
 // about 25 calls a few microseconds apart, and waking a sleeping thread costs
 // tens of microseconds. No OpenMP: the engine runs threads for this one loop
-// only, and their count is the one set_blas_threads sets (engine/matmul.h).
+// only, and their count is the one set_blas_threads sets (engine/matmul.h, passed to gemv).
 // One call at a time uses the workers; a call made while another runs (from
 // another thread) runs all its chunks on its own thread: the same results.
 #pragma once

@@ -25,6 +25,7 @@
 // Then what rotary adds to a step: the same weights with pos_encoding "none"
 // and "rotary", alternating rounds, the median of the rounds' ratios.
 #include "engine/cpu/blas.h"
+#include "engine/cpu/gemv.h"
 #include "engine/cpu/kernels.h"
 #include "engine/cpu/row_threads.h"
 #include "engine/error.h"
@@ -411,7 +412,7 @@ public:
             for (const Tensor& w : weights_) {
                 if (w.dim(0) != out || w.dim(1) != in) continue;
                 if (engine)
-                    gemv(w.matrix(), x_.data(), y_.data());
+                    gemv(w.matrix(), x_.data(), y_.data(), blas_threads());
                 else
                     cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(out), static_cast<blasint>(in),
                                 1.0f, w.data(), static_cast<blasint>(in), x_.data(), 1, 0.0f, y_.data(), 1);

@@ -5,6 +5,7 @@
 // tools/explore (the explorer's page), tools/measure (what --measure and the
 // lessons time), tools/bench (the benchmarks), tools/python (the Python tools).
 #include "engine/cpu/blas.h"
+#include "engine/cpu/gemv.h"
 #include "engine/cpu/kernels.h"
 #include "engine/matmul.h"
 #include "engine/memory/float_buffer.h"
@@ -73,12 +74,15 @@ int dispatch(const Arguments& args) {
         if (args.size() > 1 && (args[1] == "--help" || args[1] == "-h")) {
             std::printf("usage: tinyformer version\nPrints the OpenBLAS version and configuration, the CPU and its "
                         "features, the core OpenBLAS chose by itself, the core in use and why (engine/cpu/blas.h), "
-                        "the result of the sgemm self-check, the row kernels in use (engine/cpu/kernels.h) and "
+                        "the result of the sgemm self-check, the row kernels in use (engine/cpu/kernels.h), the one-row product "
+                        "(engine/cpu/gemv.h) and "
                         "whether the buffer pool is on (engine/memory/float_buffer.h).\n"
                         "\nEnvironment, read at start by every tinyformer program:\n"
                         "  TINYFORMER_BLAS=keep       keep OpenBLAS's own core (no restart with a better one)\n"
                         "  TINYFORMER_KERNELS=NAME    the row kernels: reference (the plain formulas, "
                         "engine/ops.cpp), baseline, avx2, avx512, or auto (the best this CPU runs; the default)\n"
+                        "  TINYFORMER_GEMV=NAME       the one-row products of decoding: engine (the engine's gemv), "
+                        "blas (OpenBLAS's sgemv), or auto (the engine's when its self-check passes; the default)\n"
                         "  TINYFORMER_POOL=off        no buffer pool: every tensor's memory from the heap\n"
                         "  TINYFORMER_MMAP=off        checkpoints read into memory with every tensor copied, instead "
                         "of mapped with their aligned F32 weights read in place (engine/io/safetensors.h)\n");
@@ -90,6 +94,7 @@ int dispatch(const Arguments& args) {
         std::printf("  kernels       %s (softmax/exp, LayerNorm, add, ReLU, GELU: %s), %s\n", kernels::variant_name(variant),
                     variant == kernels::Variant::Reference ? "the plain formulas, engine/ops.cpp" : "engine/cpu/kernels.h",
                     kernels::variant_choice().c_str());
+        std::printf("  one-row       %s\n", gemv_description().c_str());
         std::printf("  buffer pool   %s\n", float_buffer_pool_state().c_str());
         return 0;
     }
