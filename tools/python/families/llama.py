@@ -832,11 +832,15 @@ def _convert_v2(where, f, shared, tensors, norm_eps):
     return converted
 
 
-def llama2c_bin_bytes(converted, version):
-    """The bytes export.py writes for this model (version 0 or 1): written here,
-    from a Converted's tensors (tinyformer names), for tests and for run.c."""
-    if version not in (0, 1):
-        raise ValueError(f"llama2c_bin_bytes: version = {version!r}: expected 0 or 1")
+def llama2c_bin_bytes(converted, version, group_size=64):
+    """The bytes export.py writes for this model (version 0, 1 or 2): written
+    here, from a Converted's float tensors (tinyformer names), for tests and for
+    run.c / runq.c. Version 2 quantizes with the engine's rule (q8_0.py: halves
+    away from zero, where export.py's torch.round takes the even neighbour, so a
+    tie may differ by one) in groups of group_size, which must divide dim and
+    hidden_dim (export.py would halve it until it divides dim)."""
+    if version not in (0, 1, 2):
+        raise ValueError(f"llama2c_bin_bytes: version = {version!r}: expected 0, 1 or 2")
     c = converted.config
     state = to_upstream(converted.tensors, c["num_layers"], c["tie_embeddings"])
     shared = c["tie_embeddings"]
@@ -851,14 +855,25 @@ def llama2c_bin_bytes(converted, version):
             values[5] = -values[5]
         header = struct.pack("<7i", *values)
     else:
-        header = struct.pack("<Ii7iB", MAGIC, 1, *values, int(shared))
+        header = struct.pack("<Ii7iB", MAGIC, version, *values, int(shared))
+        if version == 2:
+            f["group_size"] = group_size
+            _check_group_size("llama2c_bin_bytes", f)
+            header += struct.pack("<i", group_size)
         header += b"\0" * (V1_HEADER_BYTES - len(header))
     parts = [header]
-    for name, shape in _layout(version, f, shared):
+
+    def matrix(name, shape):
         t = state[name].detach().to(torch.float32).contiguous()
         if tuple(t.shape) != tuple(shape):
             raise ValueError(f"llama2c_bin_bytes: {name} has shape {list(t.shape)}, expected {list(shape)}")
-        parts.append(t.numpy().astype("<f4").tobytes())
+        return t.numpy()
+    for name, shape in _layout(version, f, shared):
+        parts.append(matrix(name, shape).astype("<f4").tobytes())
+    if version == 2:
+        for name, shape in _q8_layout(f, shared):
+            q, s = q8_0.quantize_rows(matrix(name, shape), group_size)
+            parts += [q.tobytes(), s.astype("<f4").tobytes()]
     return b"".join(parts)
 
 
