@@ -42,10 +42,10 @@ DATA = REPO / "data" / "families" / "llama2c-tiny"
 EXPORT = [sys.executable, str(REPO / "tools" / "python" / "tinyformer_export.py")]
 
 
-def small(n_kv_heads=2, vocab=40, tie=True, seed=0, max_seq_len=16):
+def small(n_kv_heads=2, vocab=40, tie=True, seed=0, max_seq_len=16, hidden_dim=None):
     torch.manual_seed(seed)
     args = llama.ModelArgs(dim=32, n_layers=2, n_heads=4, n_kv_heads=n_kv_heads, vocab_size=vocab,
-                           multiple_of=16, max_seq_len=max_seq_len)
+                           hidden_dim=hidden_dim, multiple_of=16, max_seq_len=max_seq_len)
     model = llama.Transformer(args, tie=tie)
     with torch.no_grad():                       # larger weights than the 0.02 init, so mistakes show
         for name, p in model.named_parameters():

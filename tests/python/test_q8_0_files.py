@@ -51,6 +51,8 @@ import numpy_reference as nr  # noqa: E402
 import q8_0  # noqa: E402
 import safetensors_io as st  # noqa: E402
 from families import llama  # noqa: E402
+from test_families_llama import small  # noqa: E402  (tests/python, this file's folder)
+from test_torch_file import Case  # noqa: E402  (a test in a temporary folder: self.dir, self.p(name))
 
 EXPORT = ["/usr/bin/python3", str(REPO / "tools" / "python" / "tinyformer_export.py")]
 ENGINE = os.environ.get("TINYFORMER_BIN") or str(REPO / "build" / "tinyformer")
@@ -144,28 +146,15 @@ class Rule(unittest.TestCase):
 
 
 def small_llama(seed=0, tie=True, hidden_dim=None):
-    torch.manual_seed(seed)
-    args = llama.ModelArgs(dim=32, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=40, hidden_dim=hidden_dim,
-                           multiple_of=16, max_seq_len=32)
-    model = llama.Transformer(args, tie=tie)
-    with torch.no_grad():                        # larger than the 0.02 init, so that mistakes show
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape) * (0.3 if p.dim() > 1 else 1.0) + (1.0 if p.dim() == 1 else 0.0))
-    return model.eval(), args
+    """test_families_llama's small model (weights larger than the 0.02 init), 32 positions."""
+    return small(tie=tie, seed=seed, max_seq_len=32, hidden_dim=hidden_dim)
 
 
-class V2Files(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
+class V2Files(Case):
     def v2(self, tie=True, group=16, name="model.bin", hidden_dim=None):
         model, _ = small_llama(tie=tie, hidden_dim=hidden_dim)
         converted = llama.from_module(model)
-        path = self.dir / name
+        path = Path(self.p(name))
         path.write_bytes(llama.llama2c_bin_bytes(converted, 2, group_size=group))
         return path, converted
 
@@ -195,19 +184,19 @@ class V2Files(unittest.TestCase):
         for tie in (True, False):
             with self.subTest(tie=tie):
                 path, _ = self.v2(tie=tie)
-                out = self.dir / "m.safetensors"
+                out = Path(self.p("m.safetensors"))
                 run = export("--from", "llama2c-bin", path, "--out", out)
                 self.assertEqual(run.returncode, 0, run.stderr)
                 self.assertIn("not checked", run.stdout)
                 cfg, w = read_model(out)
                 self.assertEqual(w["lm_head.weight"].dtype, np.int8)
                 inputs = random_inputs(cfg)
-                ours = engine_logits(out, inputs, self.tmp.name)
+                ours = engine_logits(out, inputs, self.dir.name)
                 ref = nr.spec_forward(cfg, w, inputs)[0]["logits"]
                 assert_runq_arithmetic(self, ours, ref, f"v2 tie={tie}")
 
     def refused(self, data, *words):
-        path = self.dir / "bad.bin"
+        path = Path(self.p("bad.bin"))
         path.write_bytes(bytes(data))
         with self.assertRaises(ValueError) as caught:
             llama.convert_llama2c_bin(path)
@@ -246,49 +235,45 @@ class V2Files(unittest.TestCase):
         for bad, words in cases:
             with self.subTest(words=words):
                 path.write_bytes(bytes(bad))
-                run = export("--from", "llama2c-bin", path, "--out", self.dir / "o.safetensors")
+                run = export("--from", "llama2c-bin", path, "--out", Path(self.p("o.safetensors")))
                 self.assertEqual(run.returncode, 1, run.stderr)
                 lines = run.stderr.strip().splitlines()
                 self.assertEqual(len(lines), 1, run.stderr)
                 self.assertTrue(lines[0].startswith("tinyformer_export: error: "), lines[0])
                 self.assertIn(words, lines[0])
-                self.assertFalse((self.dir / "o.safetensors").exists())
+                self.assertFalse((Path(self.p("o.safetensors"))).exists())
 
 
-class Upstream(unittest.TestCase):
+class Upstream(Case):
     """A v2 file written by llama2.c's own export.py, run by its own runq."""
 
     def setUp(self):
         if not UPSTREAM or not os.path.isfile(os.path.join(UPSTREAM, "export.py")):
             self.skipTest("LLAMA2C_DIR (a llama2.c checkout with export.py and model.py) is not given")
         need_engine(self)
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = Path(self.tmp.name)
+        super().setUp()
         model, args = small_llama(seed=3)
         torch.save({"model": model.state_dict(), "model_args": dict(
             dim=args.dim, n_layers=args.n_layers, n_heads=args.n_heads, n_kv_heads=args.n_kv_heads,
             vocab_size=args.vocab_size, multiple_of=args.multiple_of, max_seq_len=args.max_seq_len, dropout=0.0)},
-            self.dir / "ckpt.pt")
+            Path(self.p("ckpt.pt")))
         run = subprocess.run(["/usr/bin/python3", os.path.join(UPSTREAM, "export.py"), "--version", "2",
-                              "--checkpoint", "ckpt.pt", "model.bin"], cwd=self.dir, capture_output=True, text=True)
+                              "--checkpoint", "ckpt.pt", "model.bin"], cwd=self.dir.name, capture_output=True, text=True)
         self.assertEqual(run.returncode, 0, run.stderr)
         # A vocabulary in which "x" is one token after <s> (" " + "x" merge into " x"), every piece printable.
         self.pieces = ["<unk>", "\n<s>\n", "\n</s>\n", " ", "x", " x"] + [f" a{i}" for i in range(6, 40)]
         scores = [0.0] * 5 + [10.0] + [-float(i) for i in range(6, 40)]
-        (self.dir / "tokenizer.bin").write_bytes(llama.tokenizer_bin_bytes(self.pieces, scores))
-        out = self.dir / "m.safetensors"
-        run = export("--from", "llama2c-bin", self.dir / "model.bin", "--tokenizer", self.dir / "tokenizer.bin",
+        (Path(self.p("tokenizer.bin"))).write_bytes(llama.tokenizer_bin_bytes(self.pieces, scores))
+        out = Path(self.p("m.safetensors"))
+        run = export("--from", "llama2c-bin", Path(self.p("model.bin")), "--tokenizer", Path(self.p("tokenizer.bin")),
                      "--out", out)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.model = out
 
-    def tearDown(self):
-        self.tmp.cleanup()
-
     def test_logits_equal_numpy_s_model_of_runq(self):
         cfg, w = read_model(self.model)
         inputs = random_inputs(cfg, seed=5)
-        ours = engine_logits(self.model, inputs, self.tmp.name)
+        ours = engine_logits(self.model, inputs, self.dir.name)
         ref = nr.spec_forward(cfg, w, inputs)[0]["logits"]
         assert_runq_arithmetic(self, ours, ref, "upstream v2")
 
@@ -296,7 +281,7 @@ class Upstream(unittest.TestCase):
         if not RUNQ or not os.access(RUNQ, os.X_OK):
             self.skipTest("no runq binary (LLAMA2C_RUNQ=PATH, or runq built in LLAMA2C_DIR)")
         steps = 30
-        runq = subprocess.run([RUNQ, str(self.dir / "model.bin"), "-z", str(self.dir / "tokenizer.bin"), "-t", "0",
+        runq = subprocess.run([RUNQ, str(Path(self.p("model.bin"))), "-z", str(Path(self.p("tokenizer.bin"))), "-t", "0",
                                "-n", str(steps), "-i", "x"], capture_output=True, text=True,
                               env=dict(os.environ, OMP_NUM_THREADS="1"))
         self.assertEqual(runq.returncode, 0, runq.stderr)
