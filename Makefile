@@ -199,7 +199,9 @@ bench: deps
 # position schemes of the extrapolation models (tests/python/test_position_schemes.py), the
 # converters' bounds on hostile files (tests/python/test_converter_bounds.py), errors that
 # name the way out (tests/python/test_wrong_from.py: a wrong --from, export()'s embed_scale,
-# the README's Annotated one-liner run end to end), then
+# the README's Annotated one-liner run end to end), int8 files (tests/python/test_q8_0_files.py:
+# llama2.c v2 and --quantize q8_0 against numpy's model of runq.c's arithmetic; LLAMA2C_DIR /
+# LLAMA2C_RUNQ add upstream's export.py and runq), then
 # every tests/python/test_parity_*.py (each family's committed file against its
 # committed PyTorch weights; test_parity_study.py: `patch` and `lens` on the committed
 # models against tools/python/study_reference.py, plain PyTorch with forward hooks).
@@ -228,6 +230,7 @@ parity: deps
 	/usr/bin/python3 tests/python/test_converter_bounds.py
 	/usr/bin/python3 tests/python/test_wrong_from.py
 	/usr/bin/python3 tests/python/test_converter_memory.py
+	/usr/bin/python3 tests/python/test_q8_0_files.py
 	@for t in tests/python/test_parity_*.py; do \
 	  [ -e "$$t" ] || continue; echo "/usr/bin/python3 $$t"; /usr/bin/python3 "$$t" || exit 1; done
 

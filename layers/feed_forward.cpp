@@ -23,9 +23,12 @@ Tensor FeedForward::forward(const Tensor& x, Observer* observer) const {
              activation == Activation::SwiGlu ? "needs linear3 (the up projection), which is empty"
                                               : "takes no linear3, but one is given");
     if (activation == Activation::SwiGlu) {
-        // gate and up together: at a decoding step, one split of both
-        // products' rows between the threads (engine/matmul.h linear_pair).
-        auto [gate, up] = linear_pair(x, linear1.weight, linear1.bias, linear3.weight, linear3.bias);  // [B, T, F]
+        // gate and up together: at a decoding step, one split of both float
+        // products' rows between the threads (engine/matmul.h linear_pair);
+        // Q8_0 weights each through their own product (Linear::forward, runq.c's).
+        const bool quantized = !linear1.q8.empty() || !linear3.q8.empty();
+        auto [gate, up] = quantized ? std::pair{linear1.forward(x), linear3.forward(x)}
+                                    : linear_pair(x, linear1.weight, linear1.bias, linear3.weight, linear3.bias);  // [B, T, F]
         Tensor hidden = swiglu(std::move(gate), up);  // silu(gate) * up
         if (observer && observer->wants_everything()) observer->record("hidden", hidden);
         return linear2.forward(hidden);  // [B, T, D]

@@ -1253,9 +1253,8 @@ const std::vector<BadInput> kNotACheckpoint = run_info_explore({
       "llama2c-bin ", "v1.bin --tokenizer tokenizer.bin --out v1.safetensors"}},
     {"a llama2.c model.bin, export.py version 2 (int8)",
      [](const TempDirectory& d) { return llama2c_versioned(d, "q8.bin", 2); }, "hi",
-     {"q8.bin: this is a llama2.c model.bin (export.py version 2, int8), not a tinyformer checkpoint; the converter "
-      "reads versions 0 and 1 (float32): export the checkpoint again with llama2.c's export.py --version 1, then " +
-      kConvert + "llama2c-bin "}},
+     {"q8.bin: this is a llama2.c model.bin (export.py version 2, int8 Q8_0), not a tinyformer checkpoint; " + kConvert +
+      "llama2c-bin ", "q8.bin --tokenizer tokenizer.bin --out q8.safetensors"}},
     {"a llama2.c model.bin cut short of its 256-byte header",
      [](const TempDirectory& d) {
          std::ofstream(d.file("short.bin"), std::ios::binary) << "24ka" << std::string("\x01\x00\x00\x00", 4)

@@ -119,12 +119,9 @@ void refuse_llama2c_magic(const std::string& path, uint64_t size, const std::vec
         fail(path, ": not a tinyformer checkpoint; it starts like a llama2.c model.bin (export.py's magic) but is ",
              size, " bytes, shorter than its 256-byte header (truncated or not a model.bin)");
     if (version == 1) refuse(path, "a llama2.c model.bin (export.py version 1, float32)", convert);
-    if (version == 2)
-        refuse(path, "a llama2.c model.bin (export.py version 2, int8)",
-               "the converter reads versions 0 and 1 (float32): export the checkpoint again with llama2.c's "
-               "export.py --version 1, then " + convert);
+    if (version == 2) refuse(path, "a llama2.c model.bin (export.py version 2, int8 Q8_0)", convert);
     fail(path, ": not a tinyformer checkpoint; it starts like a llama2.c model.bin (export.py's magic) of version ",
-         version, ", which the converter does not read (it reads versions 0 and 1: export the checkpoint again with "
+         version, ", which the converter does not read (it reads versions 0, 1 and 2: export the checkpoint again with "
          "llama2.c's export.py --version 1)");
 }
 

@@ -42,10 +42,10 @@ DATA = REPO / "data" / "families" / "llama2c-tiny"
 EXPORT = [sys.executable, str(REPO / "tools" / "python" / "tinyformer_export.py")]
 
 
-def small(n_kv_heads=2, vocab=40, tie=True, seed=0, max_seq_len=16):
+def small(n_kv_heads=2, vocab=40, tie=True, seed=0, max_seq_len=16, hidden_dim=None):
     torch.manual_seed(seed)
     args = llama.ModelArgs(dim=32, n_layers=2, n_heads=4, n_kv_heads=n_kv_heads, vocab_size=vocab,
-                           multiple_of=16, max_seq_len=max_seq_len)
+                           hidden_dim=hidden_dim, multiple_of=16, max_seq_len=max_seq_len)
     model = llama.Transformer(args, tie=tie)
     with torch.no_grad():                       # larger weights than the 0.02 init, so mistakes show
         for name, p in model.named_parameters():
@@ -257,7 +257,8 @@ class Converters(unittest.TestCase):
         self.assertIn("n_kv_heads = 3", self.corrupt(1, field(1, 4, 3)))
         self.assertIn("n_heads = 5 does not divide dim", self.corrupt(0, field(0, 3, 5)))
         self.assertIn("needs", self.corrupt(1, field(1, 1, 97)))          # hidden_dim 97: the length disagrees
-        self.assertIn("version 2", self.corrupt(1, lambda d: d[:4] + struct.pack("<i", 2) + d[8:]))
+        # a v1 file called version 2: its header has no group size (0 after the shared byte)
+        self.assertIn("header group_size = 0: expected 1..", self.corrupt(1, lambda d: d[:4] + struct.pack("<i", 2) + d[8:]))
         self.assertIn("header version = 9", self.corrupt(1, lambda d: d[:4] + struct.pack("<i", 9) + d[8:]))
         self.assertIn("shared_classifier = 5", self.corrupt(1, lambda d: d[:36] + b"\x05" + d[37:]))
         self.assertIn("shorter than the v1 header", self.corrupt(1, lambda d: d[:20]))
@@ -366,7 +367,7 @@ class CommandLine(unittest.TestCase):
             Path(v2).write_bytes(struct.pack("<Ii", 0x616B3432, 2) + b"\0" * 300)
             run = self.run_export("--from", "llama2c-bin", v2, "--out", out)
             self.assertEqual(run.returncode, 1)
-            self.assertIn("version 2", run.stderr)
+            self.assertIn("(v2 header)", run.stderr)
             self.assertEqual(run.stderr.count("\n"), 1)
             run = self.run_export("--from", "llama2c", str(DATA / "ckpt.pt"), "--vocab", "v.json", "--out", out)
             self.assertEqual(run.returncode, 1)

@@ -39,7 +39,7 @@ from pathlib import Path
 TOOLS = Path(__file__).resolve().parents[2] / "tools" / "python"
 
 FLOORS = {
-    1: ["safe_write", "pickle_reader", "torch_file", "safetensors_io", "model_files", "numpy_reference",
+    1: ["safe_write", "pickle_reader", "torch_file", "safetensors_io", "model_files", "numpy_reference", "q8_0",
         "reference_cases", "reference_readme"],
     2: ["tinyformer_writer", "position_schemes", "torch_modules", "families"],
     3: ["tinyformer_export"],

@@ -73,9 +73,9 @@ class Identify(unittest.TestCase):
         v2 = self.dir / "q8.bin"
         v2.write_bytes(b"24ka" + struct.pack("<i", 2) + bytes(400))
         found = self.kind(v2)
-        self.assertEqual(found.families, ())
-        self.assertIn("version 2, int8", found.what)
-        self.assertIn("export.py --version 1", found.way_out)
+        self.assertEqual(found.families, ("llama2c-bin",))
+        self.assertIn("version 2, int8 Q8_0", found.what)
+        self.assertIn("--from llama2c-bin", found.way_out)
 
     def test_hugging_face_folder_and_bare_model_safetensors(self):
         folder = self.dir / "gpt2-small"

@@ -7,7 +7,7 @@ a .bin given as llama2c, ...). The engine names the same files the same way
 when they are given to `tinyformer run` (engine/io/foreign_files.h):
 
     a folder with config.json         Hugging Face (model_type "gpt2": --from hf-gpt2 FOLDER)
-    "24ka" + version 1 / 2            llama2.c export.py's model.bin (v1 float32; v2 int8, not read)
+    "24ka" + version 1 / 2            llama2.c export.py's model.bin (v1 float32; v2 int8 Q8_0)
     7 int32 adding up to the file     llama2.c's legacy (v0) model.bin           --from llama2c-bin
     a torch.save file (zip / legacy)  by what its object holds, read by torch_file.py (nothing
                                       runs): model_args with n_embd (nanoGPT's ckpt.pt), with
@@ -106,9 +106,7 @@ def _llama2c_bin(path, size, start):
         if version == 1:
             return Kind(("llama2c-bin",), "a llama2.c model.bin (export.py version 1, float32)", convert)
         if version == 2:
-            return Kind((), "a llama2.c model.bin (export.py version 2, int8)",
-                        "the converter reads versions 0 and 1 (float32): export the checkpoint again with "
-                        "llama2.c's export.py --version 1, then " + convert)
+            return Kind(("llama2c-bin",), "a llama2.c model.bin (export.py version 2, int8 Q8_0)", convert)
     if len(start) < 28:
         return None
     d, hd, n, h, kv, v, t = struct.unpack_from("<7i", start, 0)

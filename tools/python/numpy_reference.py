@@ -15,6 +15,9 @@ Where each formula of the lesson lives (X is [B, T, D], one row per token):
     embed              X = E[ids] * sqrt(D) (if embed_scale) + P[0..T-1]
     linear             y = x W^T + b              (PyTorch's weight layout [out, in];
                        no b when the file has none: config bias / head_bias false)
+    product            x W^T; for a Q8_0 weight (I8 W with W.scale, FORMAT.md) runq.c's
+                       product: x (float32) quantized per group of G by the same rule
+                       (q8_0.py), then (qx sx) (qw sw)^T: exact int sums, scaled
     layer_norm         LayerNorm(x) = (x - mean) / sqrt(var + eps) * gamma + beta,
                        or with norm "layer_norm_std" gamma (x - mean) / (std + eps) + beta,
                        std unbiased (divide by D - 1); no beta when norm_bias is false;
@@ -59,6 +62,8 @@ import math
 
 import numpy as np
 
+import q8_0
+
 # ----------------------------------------------------------------------------
 # Embeddings and positions
 # ----------------------------------------------------------------------------
@@ -92,9 +97,27 @@ def embed(cfg, w, table, ids):
 # ----------------------------------------------------------------------------
 
 
+def product(w, name, x, rows=slice(None)):
+    """x W^T for W = w[name][rows]. A Q8_0 weight (w holds name.scale; w[name] is
+    then the int8 values q, as float64) computes as the engine and runq.c do:
+    each row of x, rounded to float32, is quantized by the weights' rule in
+    groups of G (the same G) and the product is sum_g sx_g sw_g (sum qx qw),
+    here (qx sx) (qw sw)^T in float64."""
+    weight = w[name][rows]
+    if name + q8_0.SCALE_SUFFIX not in w:
+        return x @ weight.T
+    scales = w[name + q8_0.SCALE_SUFFIX][rows]
+    group = weight.shape[1] // scales.shape[1]
+    flat = x.reshape(-1, x.shape[-1]).astype(np.float32)
+    qx, sx = q8_0.quantize_rows(flat, group)
+    xs = (qx.reshape(len(flat), -1, group) * sx.astype(np.float64)[:, :, None]).reshape(flat.shape)
+    ws = (weight.reshape(len(weight), -1, group) * scales[:, :, None]).reshape(weight.shape)
+    return (xs @ ws.T).reshape(*x.shape[:-1], len(weight))
+
+
 def linear(w, p, x):
     """y = x W^T + b, with W = w[p.weight] [out, in] and b = w[p.bias] [out] (none if absent)."""
-    y = x @ w[p + ".weight"].T
+    y = product(w, p + ".weight", x)
     return y + w[p + ".bias"] if p + ".bias" in w else y
 
 
@@ -136,8 +159,7 @@ def activation(x, kind):
 def head(cfg, w, p, embedding, x):
     """logits = x W^T + b with W = w[p.weight], or with tie_embeddings the token
     embedding w[embedding] [V, D] (the file has no p.weight)."""
-    weight = w[embedding] if cfg.get("tie_embeddings", False) else w[p + ".weight"]
-    y = x @ weight.T
+    y = x @ w[embedding].T if cfg.get("tie_embeddings", False) else product(w, p + ".weight", x)
     return y + w[p + ".bias"] if p + ".bias" in w else y
 
 
@@ -238,10 +260,9 @@ def multi_head_attention(cfg, w, p, xq, xkv, allowed, qpad):
     if cfg.get("qkv", "fused") == "separate":
         q, k, v = (linear(w, p + part, x) for part, x in ((".q_proj", xq), (".k_proj", xkv), (".v_proj", xkv)))
     else:
-        wi = w[p + ".in_proj_weight"]
-        bi = w.get(p + ".in_proj_bias", np.zeros(wi.shape[0]))
+        bi = w.get(p + ".in_proj_bias", np.zeros(w[p + ".in_proj_weight"].shape[0]))
         rows = [slice(0, d), slice(d, d + hkv * dk), slice(d + hkv * dk, d + 2 * hkv * dk)]
-        q, k, v = (x @ wi[r].T + bi[r] for r, x in zip(rows, (xq, xkv, xkv)))
+        q, k, v = (product(w, p + ".in_proj_weight", x, r) + bi[r] for r, x in zip(rows, (xq, xkv, xkv)))
     b, l, s = q.shape[0], q.shape[1], k.shape[1]
     q = q.reshape(b, l, h, dk).transpose(0, 2, 1, 3)            # [B, H, L, dk]
     k = k.reshape(b, s, hkv, dk).transpose(0, 2, 1, 3)          # [B, Hkv, S, dk]

@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import q8_0  # noqa: E402  (the Q8_0 weights' names and scales)
 import safe_write  # noqa: E402
 import safetensors_io as st  # noqa: E402
 import torch_file  # noqa: E402  (release: a written tensor's mapped pages)
@@ -253,14 +254,51 @@ def _common_metadata(tokenizer, train_max_len):
 _REGISTRY = {}
 
 
+def _q8_names(tensors):
+    """The names of the Q8_0 weights (int8 tensors) and of their scales
+    (docs/FORMAT.md: NAME I8 [N, K] beside NAME.scale F32 [N, K / G]), checked:
+    each I8 tensor is a matrix with its scales, finite and >= 0, of a group
+    size dividing K; each .scale tensor scales an I8 one. These keep their dtypes
+    whatever the storage dtype of the others."""
+    names = set()
+    for name, t in tensors.items():
+        if t.dtype != torch.int8:
+            continue
+        scale = tensors.get(name + q8_0.SCALE_SUFFIX)
+        if t.dim() != 2:
+            _refuse(f"{name}.shape", list(t.shape), "a Q8_0 weight (int8) is a matrix [N, K]")
+        if scale is None:
+            _refuse(name + q8_0.SCALE_SUFFIX, None, f"{name} is int8 (Q8_0) and needs its float32 scales [N, K / G]")
+        n, k = t.shape
+        if scale.dtype != torch.float32:
+            _refuse(f"{name}{q8_0.SCALE_SUFFIX}.dtype", _Desc(str(scale.dtype)), "Q8_0 scales are float32")
+        if scale.dim() != 2 or scale.shape[0] != n or scale.shape[1] < 1 or k % scale.shape[1]:
+            _refuse(f"{name}{q8_0.SCALE_SUFFIX}.shape", list(scale.shape),
+                    f"expected [{n}, groups] with groups dividing K = {k}")
+        if not bool(torch.isfinite(scale).all()) or bool((scale < 0).any()):
+            _refuse(name + q8_0.SCALE_SUFFIX, _Desc("a scale that is NaN, inf or negative"),
+                    "a Q8_0 scale is a finite number >= 0")
+        if bool((t == -128).any()):
+            _refuse(name, _Desc("a value -128"), "Q8_0 values lie in -127..127")
+        names.update((name, name + q8_0.SCALE_SUFFIX))
+    for name in tensors:
+        if name.endswith(q8_0.SCALE_SUFFIX) and name not in names:
+            _refuse(name, _Desc("scales"), f"scale a Q8_0 weight, but {name[:-len(q8_0.SCALE_SUFFIX)]} is not int8")
+    return names
+
+
 def _storage(tensors, dtype):
-    """The storage dtype name: forced, or the one dtype the tensors have."""
+    """The storage dtype name: forced, or the one dtype the tensors have (the
+    Q8_0 weights and their scales aside: _q8_names)."""
     if dtype is not None:
         if dtype not in STORAGE:
             _refuse("dtype", dtype, "expected one of " + ", ".join(f'"{d}"' for d in STORAGE))
         return dtype
     by_dtype = {}
+    quantized = _q8_names(tensors)
     for name, t in tensors.items():
+        if name in quantized:
+            continue
         by_dtype.setdefault(t.dtype, name)
     names = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
     for torch_dtype, name in by_dtype.items():
@@ -302,10 +340,16 @@ def _stored_tensors(named, storage):
     aliases."""
     out = {}
     dtype = STORAGE[storage]
+    quantized = _q8_names(named)
     for p in named.values():       # what the converter read (a tie compared, a table checked) goes first
         torch_file.release(p.detach())
     for name, p in named.items():
         t = p.detach().to("cpu")
+        if name in quantized:      # int8 values and their float32 scales, checked by _q8_names, kept as they are
+            kept = "I8" if t.dtype == torch.int8 else "F32"
+            out[name] = st.Streamed(kept, t.shape, lambda t=t: _pieces(t, t.dtype),
+                                    done=lambda t=t: torch_file.release(t))
+            continue
         for block in _row_blocks(t):
             if not torch.isfinite(block.float()).all():
                 _refuse(name, _Desc("a tensor with NaN or inf"), "tinyformer refuses non-finite weights")

@@ -47,10 +47,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 import torch
 
+import q8_0               # the Q8_0 rule and the names the engine reads as Q8_0
 import tinyformer_writer   # tools/python is on sys.path wherever this package is imported from
 import torch_file          # release: a tensor's pages of a mapped file
 
-__all__ = ["Converted", "write_converted", "REFERENCE_TABLE_BYTES", "check_reference_tables", "layer_count",
+__all__ = ["Converted", "write_converted", "quantize_converted", "REFERENCE_TABLE_BYTES", "check_reference_tables", "layer_count",
            "tensors_by_name", "load_weights"]
 
 # The most memory, in bytes, that the tables a reference module builds from a
@@ -209,6 +210,46 @@ def rename_to_upstream(tensors, top_keys, block_keys, layer_prefix, tied_head=No
         head, embedding = tied_head
         out[head] = out[embedding]
     return out
+
+
+def quantize_converted(converted, group_size):
+    """Store the weights the engine reads as Q8_0 (q8_0.is_q8_weight: every linear
+    layer's weight and the head) as int8 values + float32 scales in groups of
+    `group_size` along K, by the engine's rule (tools/python/q8_0.py), in place;
+    returns `converted`. The embeddings, norms and biases stay float. A tied head
+    (tie_embeddings) becomes its own Q8_0 copy of the token embedding and the
+    config says untied: runq.c's classifier is its int8 token table, and the
+    head is the largest matrix of a decode step. Every group size is checked
+    before any work: one that does not divide a weight's K is refused, naming it."""
+    config, tensors = converted.config, dict(converted.tensors)
+    if any(t.dtype == torch.int8 for t in tensors.values()):
+        raise ValueError("--quantize q8_0: the weights are Q8_0 already (a llama2.c v2 file keeps its own int8 "
+                         "values and group size)")
+    if config.get("tie_embeddings"):
+        head, embed = (("generator.weight", "tgt_embed.weight") if config["arch"] == "encoder_decoder"
+                       else ("lm_head.weight", "embed.weight"))
+        tensors[head] = tensors[embed]
+        config["tie_embeddings"] = False
+        converted.notes.append(f"--quantize q8_0: the tied head is stored as its own Q8_0 {head} (a copy of "
+                               f"{embed} quantized, which stays float; the config says tie_embeddings false)")
+    names = [n for n in tensors if q8_0.is_q8_weight(n)]
+    for name in names:                                  # every group size checked before any work
+        t = tensors[name]
+        if t.dim() != 2:
+            raise ValueError(f"{name} has shape {list(t.shape)}: a Q8_0 weight is a matrix [N, K]")
+        q8_0.check_group(name, t.shape[1], group_size)
+    for name in names:
+        original = tensors[name]
+        w = original.detach().to("cpu", torch.float32)
+        if not bool(torch.isfinite(w).all()):
+            raise ValueError(f"{name} holds NaN or inf: tinyformer refuses non-finite weights")
+        q, s = q8_0.quantize_rows(w.numpy(), group_size)
+        tensors[name], tensors[name + q8_0.SCALE_SUFFIX] = torch.from_numpy(q), torch.from_numpy(s)
+        torch_file.release(original)
+    converted.tensors = tensors
+    converted.notes.append(f"--quantize q8_0: {len(names)} weights stored as int8 + float32 scales in groups of "
+                           f"{group_size} along K")
+    return converted
 
 
 def write_converted(path, converted, dtype=None):

@@ -58,6 +58,7 @@ from torch.nn import functional as F
 
 from . import (Converted, check_reference_tables, check_state_dict, layer_count, load_weights,
                rename_to_upstream, tensors_by_name)
+import q8_0  # noqa: E402  (v2's int8 matrices: the engine's Q8_0 names and rule)
 import torch_file  # noqa: E402  (file_map: model.bin mapped)
 from torch_file import load_torch_file   # the one reader of PyTorch files (tools/python, on the path as for families)
 
@@ -613,20 +614,20 @@ def _read_header(where, data):
         if len(data) < 8:
             raise ValueError(f"{where}: {len(data)} bytes: the v1 header (magic 'ak42') is cut before its version")
         version = struct.unpack_from("<i", data, 4)[0]
-        if version == 2:
-            raise ValueError(f"{where}: a version 2 file (export.py's int8 Q8_0 export): not read; export the "
-                             f"checkpoint with --version 1 (float32) or 0")
-        if version != 1:
-            raise ValueError(f"{where}: header version = {version}: expected 1 (float32; export.py's v2 is int8 "
-                             f"and not read, v0 has no magic)")
+        if version not in (1, 2):
+            raise ValueError(f"{where}: header version = {version}: expected 1 (float32) or 2 (int8 Q8_0); v0 has "
+                             f"no magic")
         if len(data) < V1_HEADER_BYTES:
-            raise ValueError(f"{where}: {len(data)} bytes: shorter than the v1 header of {V1_HEADER_BYTES} bytes")
+            raise ValueError(f"{where}: {len(data)} bytes: shorter than the v{version} header of {V1_HEADER_BYTES} "
+                             f"bytes")
         values = struct.unpack_from("<7i", data, 8)
         shared_byte = data[36]
         if shared_byte not in (0, 1):
             raise ValueError(f"{where}: header shared_classifier = {shared_byte}: expected 0 or 1")
         fields = dict(zip(HEADER_FIELDS, values))
-        return 1, fields, bool(shared_byte), V1_HEADER_BYTES
+        if version == 2:        # the Q8_0 group size, an int32 right after the shared-classifier byte
+            fields["group_size"] = struct.unpack_from("<i", data, 37)[0]
+        return version, fields, bool(shared_byte), V1_HEADER_BYTES
     if len(data) < 28:
         raise ValueError(f"{where}: {len(data)} bytes: too short for a legacy (v0) header of 7 int32")
     fields = dict(zip(HEADER_FIELDS, struct.unpack_from("<7i", data, 0)))
@@ -640,6 +641,8 @@ def _float_count(version, f, shared):
     the header's fields: known before any list or array is made (n_layers may
     claim 2^24 blocks; the list of their names alone would take gigabytes)."""
     d, hd, n, h, kv, v, t = (f[k] for k in HEADER_FIELDS)
+    if version == 2:
+        return n * 2 * d + d                       # the norms; the int8 matrices: _q8_count
     kvd = kv * (d // h)
     per_layer = 2 * d + 2 * d * d + 2 * kvd * d + 3 * hd * d
     count = n * per_layer + v * d + d + (0 if shared else v * d)
@@ -648,8 +651,30 @@ def _float_count(version, f, shared):
     return count
 
 
+def _q8_layout(f, shared):
+    """v2: [(name, shape)] of the Q8_0 matrices after the norms, in file order;
+    each is stored as its int8 values (rows * K, row-major) then its float32
+    scales (rows * K / group_size), and the classifier only when not shared."""
+    d, hd, n, h, kv, v, _ = (f[k] for k in HEADER_FIELDS)
+    kvd = kv * (d // h)
+    per = lambda what, shape: [(f"layers.{i}.{what}", shape) for i in range(n)]  # noqa: E731
+    return ([("tok_embeddings.weight", (v, d))] + per("attention.wq.weight", (d, d))
+            + per("attention.wk.weight", (kvd, d)) + per("attention.wv.weight", (kvd, d))
+            + per("attention.wo.weight", (d, d)) + per("feed_forward.w1.weight", (hd, d))
+            + per("feed_forward.w2.weight", (d, hd)) + per("feed_forward.w3.weight", (hd, d))
+            + ([] if shared else [("output.weight", (v, d))]))
+
+
+def _q8_count(f, shared):
+    """v2: how many int8 values _q8_layout(f, shared) lists, by arithmetic (as _float_count)."""
+    d, hd, n, h, kv, v, _ = (f[k] for k in HEADER_FIELDS)
+    kvd = kv * (d // h)
+    return n * (2 * d * d + 2 * kvd * d + 3 * hd * d) + v * d + (0 if shared else v * d)
+
+
 def _layout(version, f, shared):
-    """[(name, shape)] of the float32 arrays after the header, in file order."""
+    """[(name, shape)] of the float32 arrays after the header, in file order
+    (v2: the norms, which come before its Q8_0 matrices: _q8_layout)."""
     d, hd, n, h, kv, v, t = (f[k] for k in HEADER_FIELDS)
     head = d // h
     kvd = kv * head
@@ -661,6 +686,8 @@ def _layout(version, f, shared):
     w3 = per("feed_forward.w3.weight", (hd, d))
     emb, final = [("tok_embeddings.weight", (v, d))], [("norm.weight", (d,))]
     cls = [] if shared else [("output.weight", (v, d))]
+    if version == 2:
+        return att_norm + ffn_norm + final
     if version == 0:
         rope = [("freqs_cos", (t, head // 2)), ("freqs_sin", (t, head // 2))]
         return emb + att_norm + wq + wk + wv + wo + ffn_norm + w1 + w2 + w3 + final + rope + cls
@@ -681,7 +708,7 @@ def read_llama2c_bin(path):
     except OSError as e:
         raise ValueError(f"{where}: cannot read the model.bin: {e.strerror or e}") from None
     version, f, shared, offset = _read_header(where, head if size >= V1_HEADER_BYTES else head[:size])
-    label = "v1" if version == 1 else "legacy v0"
+    label = "legacy v0" if version == 0 else f"v{version}"
     for name in HEADER_FIELDS:
         value = f[name]
         if not 1 <= value <= MAX_SIZE:
@@ -693,14 +720,19 @@ def read_llama2c_bin(path):
         raise ValueError(f"{where}: header dim / n_heads = {f['dim'] // f['n_heads']}: RoPE needs an even head size")
     if f["n_kv_heads"] > f["n_heads"] or f["n_heads"] % f["n_kv_heads"]:
         raise ValueError(f"{where}: header n_kv_heads = {f['n_kv_heads']} does not divide n_heads = {f['n_heads']}")
+    group = f.get("group_size")
+    if version == 2:
+        _check_group_size(where, f)
     floats = _float_count(version, f, shared)      # the length check comes before any list or array
-    expected = offset + 4 * floats
+    int8s = _q8_count(f, shared) if version == 2 else 0
+    expected = offset + 4 * floats + (int8s + 4 * (int8s // group) if version == 2 else 0)
     if size != expected:
         what = "truncated" if size < expected else f"{size - expected} bytes longer than its header says"
         raise ValueError(f"{where}: {size} bytes, but the {label} header (dim {f['dim']}, hidden_dim "
                          f"{f['hidden_dim']}, n_layers {f['n_layers']}, n_heads {f['n_heads']}, n_kv_heads "
                          f"{f['n_kv_heads']}, vocab_size {f['vocab_size']}, max_seq_len {f['max_seq_len']}, "
-                         f"{'shared' if shared else 'own'} classifier) needs {expected}: {what}")
+                         f"{'shared' if shared else 'own'} classifier"
+                         + (f", group_size {group}" if version == 2 else "") + f") needs {expected}: {what}")
     layout = _layout(version, f, shared)         # now at most size / 4 entries (each holds >= 1 float)
     buf = torch_file.file_map(path)              # mapped: the tensors are views of the file, read as used
     if len(buf) != expected:
@@ -711,7 +743,36 @@ def read_llama2c_bin(path):
         n = math.prod(shape)
         tensors[name] = torch.from_numpy(data[at:at + n].astype(np.float32, copy=False).reshape(shape))
         at += n
+    if version == 2:
+        tensors.update(_read_q8(buf, offset + 4 * floats, f, shared))
     return version, f, shared, tensors
+
+
+def _check_group_size(where, f):
+    """v2's group size must be >= 1 and divide every matrix's input axis K: dim
+    (wq, wk, wv, wo, w1, w3, the embedding and classifier) and hidden_dim (w2);
+    runq.c's product runs over whole groups of each row."""
+    group = f["group_size"]
+    if not 1 <= group <= MAX_SIZE:
+        raise ValueError(f"{where}: header group_size = {group}: expected 1..{MAX_SIZE} (v2 header)")
+    for name in ("dim", "hidden_dim"):
+        if f[name] % group:
+            raise ValueError(f"{where}: header group_size = {group} does not divide {name} = {f[name]} (Q8_0 groups "
+                             f"run along each row; v2 header)")
+
+
+def _read_q8(buf, at, f, shared):
+    """v2's Q8_0 matrices from byte `at` of the mapped file: {name: int8 [rows, K]
+    (a view of the file), name + ".scale": float32 [rows, K / group_size]}."""
+    group, out = f["group_size"], {}
+    for name, (rows, k) in _q8_layout(f, shared):
+        values = np.frombuffer(buf, dtype=np.int8, offset=at, count=rows * k)
+        at += rows * k
+        scales = np.frombuffer(buf, dtype="<f4", offset=at, count=rows * k // group)
+        at += 4 * (rows * k // group)
+        out[name] = torch.from_numpy(values.reshape(rows, k))
+        out[name + q8_0.SCALE_SUFFIX] = torch.from_numpy(scales.astype(np.float32).reshape(rows, k // group))
+    return out
 
 
 def convert_llama2c_bin(path, tokenizer=None, norm_eps=1e-5):
@@ -721,6 +782,8 @@ def convert_llama2c_bin(path, tokenizer=None, norm_eps=1e-5):
     them). tokenizer: a tokenizer.bin for the vocabulary (else ids)."""
     where = str(path)
     version, f, shared, tensors = read_llama2c_bin(path)
+    if version == 2:
+        return _with_tokenizer(_convert_v2(where, f, shared, tensors, norm_eps), tokenizer)
     converted = assemble(tensors, n_heads=f["n_heads"], max_seq_len=f["max_seq_len"], norm_eps=norm_eps,
                          where=where)
     if converted.config["dim_feedforward"] != f["hidden_dim"]:    # the layout guarantees it; kept as a guard
@@ -731,11 +794,53 @@ def convert_llama2c_bin(path, tokenizer=None, norm_eps=1e-5):
     return _with_tokenizer(converted, tokenizer)
 
 
-def llama2c_bin_bytes(converted, version):
-    """The bytes export.py writes for this model (version 0 or 1): written here,
-    from a Converted's tensors (tinyformer names), for tests and for run.c."""
-    if version not in (0, 1):
-        raise ValueError(f"llama2c_bin_bytes: version = {version!r}: expected 0 or 1")
+def _convert_v2(where, f, shared, tensors, norm_eps):
+    """Converted of a v2 file's tensors (read_llama2c_bin): its int8 values and
+    scales kept exactly, as `NAME` I8 + `NAME.scale` F32 (docs/FORMAT.md), so
+    the engine computes as runq.c. The engine's embeddings are float: the token
+    table is written dequantized (q * s, runq.c's own token table). runq.c's
+    classifier is the int8 table (q_tokens) when shared, so the file is untied
+    (tie_embeddings false) with lm_head.weight those same int8 values and scales."""
+    state, quantized = {}, {}
+    for name, t in tensors.items():
+        if t.dtype == torch.int8:                   # assemble sees its shape only (a meta tensor: no memory)
+            quantized[name] = t
+            state[name] = torch.empty(t.shape, device="meta")
+        elif not name.endswith(q8_0.SCALE_SUFFIX):
+            state[name] = t
+    table = tensors["tok_embeddings.weight"], tensors["tok_embeddings.weight" + q8_0.SCALE_SUFFIX]
+    state["tok_embeddings.weight"] = torch.from_numpy(q8_0.dequantize_rows(table[0].numpy(), table[1].numpy()))
+    state.pop("output.weight", None)
+    converted = assemble(state, n_heads=f["n_heads"], max_seq_len=f["max_seq_len"], norm_eps=norm_eps, where=where)
+    if converted.config["dim_feedforward"] != f["hidden_dim"]:
+        raise ValueError(f"{where}: header hidden_dim = {f['hidden_dim']} disagrees with the weights")
+    ours = to_upstream({k: k for k in converted.tensors}, f["n_layers"], False)     # llama2.c name -> ours
+    for name, t in quantized.items():
+        if name == "tok_embeddings.weight" and not shared:
+            continue                                # its own classifier is the head; the table is embed.weight
+        target = "lm_head.weight" if name in ("tok_embeddings.weight", "output.weight") else ours[name]
+        converted.tensors[target] = t
+        converted.tensors[target + q8_0.SCALE_SUFFIX] = tensors[name + q8_0.SCALE_SUFFIX]
+    if any(t.is_meta for t in converted.tensors.values()):       # every shape-only stand-in was replaced
+        raise ValueError(f"{where}: a Q8_0 matrix found no place (internal)")
+    converted.config["tie_embeddings"] = False
+    converted.notes.append(f"read a llama2.c v2 model.bin (int8 Q8_0, group size {f['group_size']}): its int8 "
+                           f"values and scales are kept as they are; the token embedding is stored dequantized "
+                           f"(float32, as runq.c's table) and the head is the int8 "
+                           f"{'token table (shared classifier, as runq.c)' if shared else 'classifier'}")
+    converted.build_reference_with(lambda: None)
+    return converted
+
+
+def llama2c_bin_bytes(converted, version, group_size=64):
+    """The bytes export.py writes for this model (version 0, 1 or 2): written
+    here, from a Converted's float tensors (tinyformer names), for tests and for
+    run.c / runq.c. Version 2 quantizes with the engine's rule (q8_0.py: halves
+    away from zero, where export.py's torch.round takes the even neighbour, so a
+    tie may differ by one) in groups of group_size, which must divide dim and
+    hidden_dim (export.py would halve it until it divides dim)."""
+    if version not in (0, 1, 2):
+        raise ValueError(f"llama2c_bin_bytes: version = {version!r}: expected 0, 1 or 2")
     c = converted.config
     state = to_upstream(converted.tensors, c["num_layers"], c["tie_embeddings"])
     shared = c["tie_embeddings"]
@@ -750,14 +855,25 @@ def llama2c_bin_bytes(converted, version):
             values[5] = -values[5]
         header = struct.pack("<7i", *values)
     else:
-        header = struct.pack("<Ii7iB", MAGIC, 1, *values, int(shared))
+        header = struct.pack("<Ii7iB", MAGIC, version, *values, int(shared))
+        if version == 2:
+            f["group_size"] = group_size
+            _check_group_size("llama2c_bin_bytes", f)
+            header += struct.pack("<i", group_size)
         header += b"\0" * (V1_HEADER_BYTES - len(header))
     parts = [header]
-    for name, shape in _layout(version, f, shared):
+
+    def matrix(name, shape):
         t = state[name].detach().to(torch.float32).contiguous()
         if tuple(t.shape) != tuple(shape):
             raise ValueError(f"llama2c_bin_bytes: {name} has shape {list(t.shape)}, expected {list(shape)}")
-        parts.append(t.numpy().astype("<f4").tobytes())
+        return t.numpy()
+    for name, shape in _layout(version, f, shared):
+        parts.append(matrix(name, shape).astype("<f4").tobytes())
+    if version == 2:
+        for name, shape in _q8_layout(f, shared):
+            q, s = q8_0.quantize_rows(matrix(name, shape), group_size)
+            parts += [q.tobytes(), s.astype("<f4").tobytes()]
     return b"".join(parts)
 
 
