@@ -359,7 +359,7 @@ TEST_CASE("lesson peeking finds its models from the binary's checkout when run e
         CHECK(missing.err == "tinyformer: error: lesson: data/models/reverse-causal.safetensors is missing: not in the "
                              "current folder, nor in the checkout of " +
                              std::filesystem::canonical(dir.file("elsewhere/build/tinyformer")).string() +
-                             "; the lessons that read trained models (peeking, patching, lens, extrapolation) run from a tinyformer "
+                             "; the lessons that read trained models (peeking, patching, lens, extrapolation, quantization) run from a tinyformer "
                              "checkout that has data/models/\n");
     }
 }
