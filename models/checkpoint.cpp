@@ -173,7 +173,13 @@ Tensor Checkpoint::take(const std::string& name, const Shape& expected) {
             fail(file_.path(), ": tensor '", name, "' holds a non-finite value (",
                  std::isnan(tensor.data()[i]) ? "NaN" : tensor.data()[i] > 0 ? "inf" : "-inf", ") at flat index ", i);
     taken_.insert(name);
+    counts_.float32 += tensor.numel();
     return tensor;
+}
+
+void Checkpoint::quantize_weights(int64_t group) {
+    if (group < 1) fail("Checkpoint::quantize_weights: the group size must be >= 1, got ", group);
+    quantize_group_ = group;
 }
 
 Tensor Checkpoint::take_weight(const std::string& name, const Shape& expected, Q8Matrix& q8) {
@@ -182,7 +188,18 @@ Tensor Checkpoint::take_weight(const std::string& name, const Shape& expected, Q
     if (!int8 && file_.contains(scale_name))
         fail(path, ": tensor '", scale_name, "' scales a Q8_0 weight, but '", name, "' is ",
              file_.contains(name) ? file_.info(name).dtype : "missing", ", not I8 (docs/FORMAT.md)");
-    if (!int8) return take(name, expected);
+    if (!int8) {
+        const Tensor weight = take(name, expected);
+        if (quantize_group_ == 0) return weight;
+        if (expected[1] % quantize_group_ != 0)
+            fail(path, ": tensor '", name, "' ", shape_string(expected), " cannot be quantized in groups of ",
+                 quantize_group_, ": the group size must divide its input axis (", expected[1], ")");
+        q8 = quantize_q8_0(weight.matrix(), quantize_group_);
+        counts_.float32 -= weight.numel();
+        counts_.int8 += weight.numel();
+        counts_.scales += weight.numel() / quantize_group_;
+        return dequantize_q8_0(q8.view());
+    }
     const StoredTensor& stored = file_.info(name);
     const int64_t out = expected[0], in = expected[1];
     if (stored.shape != expected)
@@ -200,6 +217,8 @@ Tensor Checkpoint::take_weight(const std::string& name, const Shape& expected, Q
                             file_.storage(), scales.values());
     taken_.insert(name);
     taken_.insert(scale_name);
+    counts_.int8 += out * in;
+    counts_.scales += scales.numel();
     return dequantize_q8_0(q8.view());
 }
 

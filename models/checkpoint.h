@@ -44,6 +44,15 @@ struct TextMetadata {
     const std::vector<std::string>& output_vocab() const { return vocab; }
 };
 
+// The numbers a model's tensors hold once loaded, by kind: float32 (every
+// tensor read by take, and the float32 weights), int8 (Q8_0 weights) and
+// their float32 scales — what the file stores and the products read (a Q8_0
+// weight's dequantized float32 copy, take_weight's Tensor, is not counted).
+struct WeightCounts {
+    int64_t float32 = 0, int8 = 0, scales = 0;
+    int64_t bytes() const { return 4 * float32 + int8 + 4 * scales; }
+};
+
 class Checkpoint {
 public:
     static Checkpoint open(const std::string& path, FileReading reading = default_file_reading());
@@ -60,6 +69,12 @@ public:
     // (docs/FORMAT.md; G = in / the scale's columns). Then `q8` holds it and
     // the Tensor returned its numbers q * s in float32 (views, the reference).
     Tensor take_weight(const std::string& name, const Shape& expected, Q8Matrix& q8);
+    // From now on take_weight quantizes a float32 weight to Q8_0 in groups of
+    // `group` (quantize_q8_0) as it reads it, as if the file had stored it
+    // so; a weight stored as Q8_0 already is read as stored. Error naming the
+    // weight when `group` does not divide its input axis (in).
+    void quantize_weights(int64_t group);
+    const WeightCounts& counts() const { return counts_; }  // of the tensors taken so far
     // Every tensor not taken is an unknown extra tensor: Error naming it.
     void refuse_unknown() const;
 
@@ -68,6 +83,8 @@ private:
     ModelConfig config_;
     TextMetadata text_;
     std::set<std::string> taken_;
+    int64_t quantize_group_ = 0;  // 0: take_weight reads weights as stored
+    WeightCounts counts_;
 };
 
 }  // namespace tinyformer

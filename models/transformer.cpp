@@ -468,8 +468,9 @@ HookScope::HookScope(Model& model, const Hooks* hooks) : model_(model), previous
 
 HookScope::~HookScope() { model_.set_hooks(previous_); }
 
-Model Model::load(const std::string& path, FileReading reading) {
-    Checkpoint checkpoint = Checkpoint::open(path, reading);
+namespace {
+
+Model load_from(Checkpoint& checkpoint) {
     Model model;
     model.config = checkpoint.config();
     model.text = checkpoint.text();
@@ -478,7 +479,21 @@ Model Model::load(const std::string& path, FileReading reading) {
     else
         model.single_stack = std::make_unique<SingleStackModel>(model.config, checkpoint);
     checkpoint.refuse_unknown();
+    model.numbers = checkpoint.counts();
     return model;
+}
+
+}  // namespace
+
+Model Model::load(const std::string& path, FileReading reading) {
+    Checkpoint checkpoint = Checkpoint::open(path, reading);
+    return load_from(checkpoint);
+}
+
+Model Model::load_q8_0(const std::string& path, int64_t group, FileReading reading) {
+    Checkpoint checkpoint = Checkpoint::open(path, reading);
+    checkpoint.quantize_weights(group);
+    return load_from(checkpoint);
 }
 
 }  // namespace tinyformer

@@ -183,7 +183,16 @@ struct Model {
     std::unique_ptr<EncoderDecoderModel> encoder_decoder;
     std::unique_ptr<SingleStackModel> single_stack;
 
+    WeightCounts numbers;  // what its tensors hold: float32, int8 and Q8_0 scales (models/checkpoint.h)
+
     static Model load(const std::string& path, FileReading reading = default_file_reading());
+    // The same model with every float32 weight that Checkpoint::take_weight
+    // reads — the linear layers' (attention's in_proj and out_proj, the FFN's)
+    // and the head's, unless it is tied to the embedding — quantized to Q8_0
+    // in groups of `group` as it is read (engine/quant/q8_0.h), in memory: its
+    // products run in int8 as runq.c's. Embeddings, norms and biases stay
+    // float32. Error naming the first weight whose input axis `group` does not divide.
+    static Model load_q8_0(const std::string& path, int64_t group, FileReading reading = default_file_reading());
 
     // The loaded model's, whichever it is.
     std::vector<NamedAttentionCall> attention_calls() const;

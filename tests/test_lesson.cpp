@@ -205,7 +205,7 @@ TEST_CASE("lesson multihead: each head's causal weights, rows summing to 1 and n
     }
 }
 
-TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, each section named, then 10.4") {
+TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, each section named, then 10.4, then int8") {
     const CliRun list = run_tinyformer({"lesson"});
     REQUIRE(list.status == 0);
     const CliRun all = run_tinyformer({"lesson", "all"});
@@ -239,6 +239,7 @@ TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, 
         {"10.3 §10 what attention costs, beyond O(T^2)", {"paths", "local"}},
         {"10.3 §11 attention weights are not causal explanations: counterfactuals, the stream", {"patching", "lens"}},
         {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)", {"norms", "rotary", "alibi", "gqa", "extrapolation"}},
+        {"beyond the lessons: int8 weights (Q8_0), as llama2.c's runq.c runs them", {"quantization"}},
     };
     size_t at = 0, listed = 0;
     for (const auto& [title, names] : sections) {
@@ -358,7 +359,7 @@ TEST_CASE("lesson peeking finds its models from the binary's checkout when run e
         CHECK(missing.err == "tinyformer: error: lesson: data/models/reverse-causal.safetensors is missing: not in the "
                              "current folder, nor in the checkout of " +
                              std::filesystem::canonical(dir.file("elsewhere/build/tinyformer")).string() +
-                             "; the lessons that read trained models (peeking, patching, lens, extrapolation) run from a tinyformer "
+                             "; the lessons that read trained models (peeking, patching, lens, extrapolation, quantization) run from a tinyformer "
                              "checkout that has data/models/\n");
     }
 }
@@ -884,4 +885,144 @@ TEST_CASE("lesson lens: the last layer's lens is the model; the answer appears t
     }
     check_lines(out, {"What the numbers show. The last layer's lens IS the model: the same final norm and unembedding",
                       "What the lens does not prove. The final norm and unembedding were trained to read the LAST"});
+}
+
+// ---- int8 weights (tools/cli/lesson_quantization.cpp) ----
+
+namespace {
+
+// The numbers of the first line after `from` that starts with `label`, read with '/', 'x' and
+// '%' as spaces ("459/459" is two numbers, "9.5x" one) and words skipped.
+std::vector<double> numbers_of_line(const std::string& text, size_t from, const std::string& label) {
+    const size_t at = text.find("\n" + label, from);
+    REQUIRE_MESSAGE(at != std::string::npos, "no line starting with '", label, "'");
+    std::string line = text.substr(at + 1 + label.size(), text.find('\n', at + 1) - at - 1 - label.size());
+    for (char& c : line)
+        if (c == '/' || c == 'x' || c == '%') c = ' ';
+    std::istringstream words(line);
+    std::vector<double> numbers;
+    for (std::string word; words >> word;) {
+        char* end = nullptr;
+        const double value = std::strtod(word.c_str(), &end);
+        if (end != word.c_str() && *end == '\0') numbers.push_back(value);
+    }
+    return numbers;
+}
+
+}  // namespace
+
+TEST_CASE("lesson quantization: one group and one int8 dot product by hand, the logits' error, accuracy, bytes") {
+    const std::string out = lesson("quantization");
+    // 1. w = 2.3 -63.5 17.8 0.2 -9.75 40.1 5.25 -0.6: max|w| = 63.5, s = 63.5 / 127 = 0.5 (exact).
+    //    w / s = 4.6 -127 35.6 0.4 -19.5 80.2 10.5 -1.2; round (halves away from 0):
+    //    q = 5 -127 36 0 -20 80 11 -1; q * s = 2.5 -63.5 18 0 -10 40 5.5 -0.5;
+    //    |error| = 0.2 0 0.2 0.2 0.25 0.1 0.25 0.1: the largest 0.25 = s / 2 at -9.75 and 5.25
+    //    (-19.5 -> -20, 10.5 -> 11); 0.2 < s / 2 becomes 0; 0.25 / 63.5 = 1/254.
+    // 2. x = 1.04 0.33 -2 0.5 12.7 -1 4.26 -3.3: s_x = 12.7 / 127 = 0.1, x / s_x = 10.4 3.3 -20 5 127
+    //    -10 42.6 -33, q_x = 10 3 -20 5 127 -10 43 -33. q_w . q_x = 50 - 381 - 720 + 0 - 2540 - 800
+    //    + 473 + 33 = -3885; * 0.5 * 0.1 = -194.25. w . x = 2.392 - 20.955 - 35.6 + 0.1 - 123.825
+    //    - 40.1 + 22.365 + 1.98 = -193.643; error 0.607 = 0.31% of 193.643. The products after
+    //    rounding: 2.5 (up from 2.392), -19.05 (up from -20.955), -36 (down), 0 (down from 0.1),
+    //    -127 (down), -40 (up from -40.1), 23.65 (up from 22.365), 1.65 (down from 1.98): 4 up,
+    //    4 down. Bound 0.25 * 25.13 + 0.05 * 139.5 + 8 * 0.25 * 0.05 = 13.3575; 0.607 / 13.358 = 4.5%.
+    check_lines(out, {
+        "  w             2.3000  -63.5000   17.8000    0.2000   -9.7500   40.1000    5.2500   -0.6000",
+        "  max|w| = 63.5, so s = 63.5 / 127 = 0.500000",
+        "  w / s         4.6000 -127.0000   35.6000    0.4000  -19.5000   80.2000   10.5000   -1.2000",
+        "  q                  5      -127        36         0       -20        80        11        -1",
+        "  q * s         2.5000  -63.5000   18.0000    0.0000  -10.0000   40.0000    5.5000   -0.5000",
+        "  |error|       0.2000    0.0000    0.2000    0.2000    0.2500    0.1000    0.2500    0.1000",
+        "  largest error 0.2500 at w = -9.75 and 5.25; s / 2 = 0.2500; no error above s / 2: yes",
+        "  there w / s (-19.5 and 10.5) is halfway between two integers, and round takes it away from 0: yes",
+        "  the largest |w| comes back exactly (q = +-127): yes",
+        "  numbers smaller than s / 2 in size become 0: here 0.2",
+        "  relative to max|w| no error exceeds 1/254 = 0.0039: yes",
+        "  x             1.0400    0.3300   -2.0000    0.5000   12.7000   -1.0000    4.2600   -3.3000",
+        "  max|x| = 12.7, so s_x = 0.100000",
+        "  q_x               10         3       -20         5       127       -10        43       -33",
+        "  int32 sum  q_w . q_x = 5*10 + -127*3 + 36*-20 + 0*5 + -20*127 + 80*-10 + 11*43 + -1*-33",
+        "             = -3885   (exact: int8 x int8 products summed in int32)",
+        "  scaled     -3885 * s_w * s_x = -3885 * 0.5 * 0.100000 = -194.2500   (the engine's q8_matvec: -194.2500)",
+        "  float32    w . x = -193.6430",
+        "  error      0.6070 (0.31% of |w . x|)",
+        "  bound      s_w/2 sum|x| + s_x/2 sum|w| + G s_w/2 s_x/2 = 0.25 * 25.13 + 0.05 * 139.50 + 8 * 0.25 * 0.05",
+        "             = 13.3575; with float32's own rounding 13.3581 (q8_error_bound, engine/quant/q8_0.h)",
+        "  the error is 4.5% of the bound: rounding moved 4 of the 8 products up and 4 down, and",
+    });
+    // 3. reverse on 50 inputs. a) The head alone: every logit within its bound, at every G, the
+    // largest error a fraction of it. b) Every weight: the mean errors per G and the statements
+    // made of them.
+    const size_t head = out.find("a) The head alone"), whole = out.find("b) Every weight in int8");
+    REQUIRE(head != std::string::npos);
+    REQUIRE(whole != std::string::npos);
+    std::vector<double> means, same;
+    for (const std::string G : {"8", "32", "64"}) {
+        CAPTURE(G);
+        const std::string label = "  " + std::string(4 - G.size(), ' ') + G + " ";
+        const size_t at = out.find("\n" + label, head);
+        CHECK(out.substr(at, out.find('\n', at + 1) - at).find(" yes ") != std::string::npos);
+        const std::vector<double> alone = numbers_of_line(out, head, label);
+        REQUIRE(alone.size() == 4);  // largest, mean, largest bound, largest error / bound (%)
+        CHECK(alone[0] > 0);
+        CHECK(alone[0] <= alone[2]);
+        CHECK(alone[3] <= 100);
+        const std::vector<double> row = numbers_of_line(out, whole, label);
+        REQUIRE(row.size() == 5);  // largest, mean, mean / the head alone's, same top token of positions
+        CHECK(row[2] == doctest::Approx(row[1] / alone[1]).epsilon(0.06));  // 2 printed digits of each
+        means.push_back(row[1]);
+        same.push_back(row[3]);
+        CHECK(row[3] <= row[4]);
+    }
+    const bool sorted = means[0] <= means[1] && means[1] <= means[2];
+    CHECK(has(out, std::string("Smaller groups, smaller errors (a group's scale follows its own largest number): ") +
+                       (sorted ? "yes." : "no.")));
+    CHECK(has(out, "At G = 32 the top token is the same at " + std::to_string(static_cast<int64_t>(same[1])) + " of\n"));
+    // 4. The six toy models: float32 as `tinyformer eval` measures them (docs/TOY_MODELS.md:
+    // 1000, 997, 1000, 1000, 999, 79 of 1000, seed 1); change = int8 - float32; the statement
+    // counts the unchanged ones; int8 costs at most 1% of the examples on any of them.
+    const std::vector<std::pair<std::string, double>> toy = {
+        {"  data/models/reverse.safetensors            reverse ", 1000}, {"  data/models/sort.safetensors               sort ", 997},
+        {"  data/models/reverse-prefixlm.safetensors   reverse ", 1000}, {"  data/models/reverse-causal.safetensors     reverse ", 1000},
+        {"  data/models/dates.safetensors              dates ", 999},    {"  data/models/reverse-peeking.safetensors    reverse ", 79}};
+    int64_t unchanged = 0;
+    for (const auto& [label, float32] : toy) {
+        CAPTURE(label);
+        std::string line = out.substr(out.find(label) + label.size());
+        line = line.substr(0, line.find('\n'));
+        for (char& c : line)
+            if (c == '/') c = ' ';
+        double f = 0, n1 = 0, i = 0, n2 = 0, change = 0;
+        std::istringstream(line) >> f >> n1 >> i >> n2 >> change;
+        CHECK(f == float32);
+        CHECK(n1 == 1000);
+        CHECK(n2 == 1000);
+        CHECK(change == i - f);
+        CHECK(std::fabs(change) <= 10);
+        unchanged += change == 0;
+    }
+    CHECK(has(out, "Accuracy unchanged on " + std::to_string(unchanged) + " of 6 models"));
+    // 5. Bytes (counted by hand in tests/test_quantization.cpp: 231296 quantized numbers, 8222
+    // float32): float32 4 * 239518 = 958072; at G: 4 * 8222 = 32888 + 231296 + 4 * 231296 / G:
+    // G = 8: 115648, total 379832, 958072 / 379832 = 2.52x; G = 32: 28912, 293096, 3.27x;
+    // G = 64: 14456, 278640, 3.44x. At G = 32 a weight takes 1.125 of 4 bytes: 28%.
+    check_lines(out, {
+        "  weights         float32 (B)     int8 (B)     scales (B)      total (B)       vs float32",
+        "  float32              958072            0              0         958072            1.00x",
+        "  int8 G = 8            32888       231296         115648         379832            2.52x",
+        "  int8 G = 32           32888       231296          28912         293096            3.27x",
+        "  int8 G = 64           32888       231296          14456         278640            3.44x",
+        "231296 of the model's 239518 numbers are the linear layers' and the head's weights; each takes",
+        "1 + 4/G bytes in int8 instead of 4: 1.5 at G = 8, 1.125 at G = 32, 1.0625 at G = 64.",
+        "token: where it is bound by memory (docs/PERFORMANCE.md), at G = 32 it reads 28% of the",
+    });
+}
+
+TEST_CASE("lesson quantization --help names what it reads: the six toy models") {
+    const CliRun run = run_tinyformer({"lesson", "quantization", "--help"});
+    CHECK(run.status == 0);
+    CHECK(has(run.out, "usage: tinyformer lesson quantization\n\nint8 weights in groups: one group and one int8 dot product by hand"));
+    for (const char* model : {"data/models/reverse.safetensors", "data/models/sort.safetensors",
+                              "data/models/reverse-prefixlm.safetensors", "data/models/reverse-causal.safetensors",
+                              "data/models/dates.safetensors", "data/models/reverse-peeking.safetensors"})
+        CHECK(has(run.out, std::string("  ") + model + "\n"));
 }

@@ -126,6 +126,26 @@ void q8_matvec(const Q8View& weight, const int8_t* qx, const float* sx, float* y
         q8_matvec_reference(weight, qx, sx, y);
 }
 
+double q8_error_bound(const float* w, const float* x, int64_t K, int64_t group, float bias) {
+    if (group <= 0 || K % group != 0) fail("q8_error_bound: group size ", group, " does not divide ", K);
+    const double h = 0.5 + std::ldexp(1.0, -16);
+    double rounding = 0, magnitude = std::fabs(static_cast<double>(bias));
+    for (int64_t g = 0; g < K / group; ++g) {
+        double largest_w = 0, largest_x = 0;
+        for (int64_t i = g * group; i < (g + 1) * group; ++i) {
+            largest_w = std::max(largest_w, std::fabs(static_cast<double>(w[i])));
+            largest_x = std::max(largest_x, std::fabs(static_cast<double>(x[i])));
+        }
+        const double sw = largest_w / kQ8Max, sx = largest_x / kQ8Max;
+        for (int64_t i = g * group; i < (g + 1) * group; ++i) {
+            const double wi = std::fabs(static_cast<double>(w[i])), xi = std::fabs(static_cast<double>(x[i]));
+            rounding += sw * h * xi + sx * h * wi + sw * sx * h * h;
+            magnitude += (wi + sw * h) * (xi + sx * h);
+        }
+    }
+    return rounding + static_cast<double>(K + K / group + 4) * std::ldexp(1.0, -24) * magnitude;
+}
+
 Tensor linear_q8(const Tensor& x, const Q8View& weight, const float* bias) {
     if (x.rank() < 1 || x.dim(-1) != weight.cols)
         fail("linear_q8: x has last axis ", x.rank() < 1 ? 0 : x.dim(-1), " but the Q8_0 weight is [", weight.rows, ",",

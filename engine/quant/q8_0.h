@@ -90,6 +90,21 @@ void q8_matvec(const Q8View& weight, const int8_t* qx, const float* sx, float* y
 // True when q8_matvec runs the AVX2 kernel (for tests and `tinyformer version`).
 bool q8_uses_avx2();
 
+// How far the rounding may move one output of a Q8_0 product from the same
+// product in float32: y = w . x + b with w, x of K numbers, w quantized in
+// groups of G (scales sw_g) and x at run time (scales sx_g), by the rule
+// above. With w_i = qw_i sw + e_i and x_i = qx_i sx + d_i (|e_i| <= sw h,
+// |d_i| <= sx h):
+//   w_i x_i - (qw_i sw)(qx_i sx) = w_i d_i + e_i x_i - e_i d_i
+//   |y_q8 - y_f32| <= sum_i [ sw h |x_i| + sx h |w_i| + sw sx h^2 ]
+//                     + (K + K/G + 4) 2^-24 (sum_i (|w_i| + sw h)(|x_i| + sx h) + |b|)
+// h = 1/2 + 2^-16: s/2, and x / s is computed in float32 (relative error
+// 2^-24 of at most 127). The last term is float32's own rounding on both
+// sides, to first order: the float32 sum of K products, and the int8
+// product's K/G scaled group sums, each with its bias. The scales are
+// computed here from w and x (max|.| / 127 per group).
+double q8_error_bound(const float* w, const float* x, int64_t K, int64_t group, float bias = 0.0f);
+
 // y = x W^T + b with a Q8_0 W: x [..., cols] -> y [..., rows]; each row of x
 // quantized by quantize_q8_0_row, then q8_matvec; `bias` rows floats or nullptr.
 Tensor linear_q8(const Tensor& x, const Q8View& weight, const float* bias);

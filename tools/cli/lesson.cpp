@@ -689,7 +689,7 @@ std::string lesson_model(const std::string& relative) {
         const std::string binary = std::filesystem::read_symlink("/proc/self/exe", error).string();
         fail("lesson: ", relative, " is missing: not in the current folder, nor in the checkout of ",
              error ? "the tinyformer binary" : binary,
-             "; the lessons that read trained models (peeking, patching, lens, extrapolation) run from a tinyformer checkout that has "
+             "; the lessons that read trained models (peeking, patching, lens, extrapolation, quantization) run from a tinyformer checkout that has "
              "data/models/");
     }
     return found;
@@ -889,6 +889,12 @@ struct Section {
     std::vector<Lesson> lessons;
 };
 
+std::vector<const char*> toy_model_paths() {
+    std::vector<const char*> paths;
+    for (const ToyModel& model : kToyModels) paths.push_back(model.path);
+    return paths;
+}
+
 const std::vector<Section>& sections() {
     static const std::vector<Section> all = {
         {"10.3 §2 scaled dot-product attention: the shapes, and why 1/sqrt(Dk)",
@@ -941,12 +947,15 @@ const std::vector<Section>& sections() {
           {"extrapolation", "trained on 1..16 letters: exact match on 1-16, 17-24, 25-32 per position scheme, live",
            lesson_extrapolation,
            {kExtrapolationModels[0], kExtrapolationModels[1], kExtrapolationModels[2], kExtrapolationModels[3]}}}},
+        {"beyond the lessons: int8 weights (Q8_0), as llama2.c's runq.c runs them",
+         {{"quantization", "int8 weights in groups: one group and one int8 dot product by hand; the logits' error and the toy tasks' accuracy",
+           lesson_quantization, toy_model_paths()}}},
     };
     return all;
 }
 
 void print_lessons(std::FILE* out) {
-    std::fprintf(out, "usage: tinyformer lesson [NAME|all]\n\nLessons 10.3 and 10.4's worked examples, run on the engine:\n");
+    std::fprintf(out, "usage: tinyformer lesson [NAME|all]\n\nLessons 10.3 and 10.4's worked examples, and int8 weights, run on the engine:\n");
     for (const Section& section : sections()) {
         std::fprintf(out, "%s\n", section.title);
         for (const Lesson& lesson : section.lessons) std::fprintf(out, "  %-16s %s\n", lesson.name, lesson.summary);

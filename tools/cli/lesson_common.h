@@ -1,5 +1,6 @@
 // The pieces every `tinyformer lesson` file uses (tools/cli/lesson.cpp for
-// lesson 10.3, tools/cli/lesson_10_4.cpp for section 10.4): a lesson's
+// lesson 10.3, tools/cli/lesson_10_4.cpp for section 10.4,
+// tools/cli/lesson_quantization.cpp for int8 weights): a lesson's
 // heading, a matrix printed row by row, a Boolean matrix from its values.
 #pragma once
 
@@ -71,5 +72,20 @@ void lesson_rotary();
 void lesson_alibi();
 void lesson_gqa();
 void lesson_extrapolation();
+
+// The six toy models of docs/TOY_MODELS.md and the task `tinyformer eval` measures each on:
+// the models lesson_quantization reads.
+struct ToyModel {
+    const char* path;
+    const char* task;
+};
+constexpr ToyModel kToyModels[] = {
+    {"data/models/reverse.safetensors", "reverse"},          {"data/models/sort.safetensors", "sort"},
+    {"data/models/reverse-prefixlm.safetensors", "reverse"}, {"data/models/reverse-causal.safetensors", "reverse"},
+    {"data/models/dates.safetensors", "dates"},              {"data/models/reverse-peeking.safetensors", "reverse"},
+};
+
+// int8 weights (tools/cli/lesson_quantization.cpp).
+void lesson_quantization();
 
 }  // namespace tinyformer::cli
