@@ -17,29 +17,31 @@ const char* activation_name(Activation activation) {
     return "unknown";
 }
 
+namespace {
+
+// SwiGLU's hidden layer silu(x W1^T) * (x W3^T). At a decoding step the two
+// float products go as one split of their rows between the threads
+// (engine/matmul.h linear_pair); Q8_0 weights each take their own product (runq.c's).
+Tensor swiglu_hidden(const Linear& gate, const Linear& up, const Tensor& x) {
+    if (!gate.q8.empty() || !up.q8.empty()) return swiglu(gate.forward(x), up.forward(x));
+    auto [gate_x, up_x] = linear_pair(x, gate.weight, gate.bias, up.weight, up.bias);
+    return swiglu(std::move(gate_x), up_x);
+}
+
+}  // namespace
+
 Tensor FeedForward::forward(const Tensor& x, Observer* observer) const {
     if ((activation == Activation::SwiGlu) == linear3.weight.empty())
         fail("FeedForward: activation \"", activation_name(activation), "\" ",
              activation == Activation::SwiGlu ? "needs linear3 (the up projection), which is empty"
                                               : "takes no linear3, but one is given");
-    if (activation == Activation::SwiGlu) {
-        // gate and up together: at a decoding step, one split of both float
-        // products' rows between the threads (engine/matmul.h linear_pair);
-        // Q8_0 weights each through their own product (Linear::forward, runq.c's).
-        const bool quantized = !linear1.q8.empty() || !linear3.q8.empty();
-        auto [gate, up] = quantized ? std::pair{linear1.forward(x), linear3.forward(x)}
-                                    : linear_pair(x, linear1.weight, linear1.bias, linear3.weight, linear3.bias);  // [B, T, F]
-        Tensor hidden = swiglu(std::move(gate), up);  // silu(gate) * up
-        if (observer && observer->wants_everything()) observer->record("hidden", hidden);
-        return linear2.forward(hidden);  // [B, T, D]
-    }
-    Tensor hidden = linear1.forward(x);  // [B, T, F]
+    Tensor hidden;  // [B, T, F]
     switch (activation) {
-        case Activation::Relu: hidden = relu(std::move(hidden)); break;
-        case Activation::Gelu: hidden = gelu(std::move(hidden)); break;
-        case Activation::GeluTanh: hidden = gelu_tanh(std::move(hidden)); break;
-        case Activation::Silu: hidden = silu(std::move(hidden)); break;
-        case Activation::SwiGlu: break;  // above
+        case Activation::Relu: hidden = relu(linear1.forward(x)); break;
+        case Activation::Gelu: hidden = gelu(linear1.forward(x)); break;
+        case Activation::GeluTanh: hidden = gelu_tanh(linear1.forward(x)); break;
+        case Activation::Silu: hidden = silu(linear1.forward(x)); break;
+        case Activation::SwiGlu: hidden = swiglu_hidden(linear1, linear3, x); break;  // silu(gate) * up
     }
     if (observer && observer->wants_everything()) observer->record("hidden", hidden);
     return linear2.forward(hidden);  // [B, T, D]

@@ -2,7 +2,9 @@
 // numbers, the AVX2 kernel held to the plain reference bit for bit, and the
 // product held to float32 within a bound derived from the rule.
 #include "engine/quant/q8_0.h"
+#include "engine/ops.h"
 #include "engine/random.h"
+#include "layers/feed_forward.h"
 #include "tests/helpers.h"
 #include "tests/kernel_variants.h"
 
@@ -142,6 +144,30 @@ TEST_CASE("q8_0: linear_q8 is one product per row of x, plus the bias") {
     }
     CHECK(error_message([&] { linear_q8(Tensor({2, 7}), w.view(), nullptr); }) ==
           "linear_q8: x has last axis 7 but the Q8_0 weight is [5,8] (x [2,7])");
+}
+
+TEST_CASE("q8_0: SwiGLU with Q8_0 gate and up takes their int8 products, one row and many") {
+    // The float path fuses the two products (linear_pair); Q8_0 weights must
+    // not go through it with their dequantized copies: silu(gate x) * (up x)
+    // each from linear_q8, then linear2's own.
+    FeedForward ffn;
+    ffn.activation = Activation::SwiGlu;
+    const auto q8_linear = [](uint64_t seed, int64_t out, int64_t in) {
+        Linear layer;
+        layer.weight = Random(seed).normal_tensor({out, in}, 1.0f);
+        layer.q8 = quantize_q8_0(layer.weight.matrix(), 4);
+        layer.weight = dequantize_q8_0(layer.q8.view());  // as the loader keeps it
+        return layer;
+    };
+    ffn.linear1 = q8_linear(11, 12, 8);
+    ffn.linear3 = q8_linear(12, 12, 8);
+    ffn.linear2 = q8_linear(13, 8, 12);
+    for (const Shape& shape : {Shape{1, 1, 8}, Shape{2, 3, 8}}) {
+        const Tensor x = Random(14).normal_tensor(shape, 1.0f);
+        const Tensor hidden = swiglu(linear_q8(x, ffn.linear1.q8.view(), nullptr), linear_q8(x, ffn.linear3.q8.view(), nullptr));
+        const Tensor expected = linear_q8(hidden, ffn.linear2.q8.view(), nullptr);
+        CHECK(ffn.forward(x).values() == expected.values());
+    }
 }
 
 TEST_CASE("q8_0: a matrix's group size and scales are checked") {
