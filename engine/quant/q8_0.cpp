@@ -2,6 +2,8 @@
 
 #include "engine/cpu/features.h"
 #include "engine/cpu/kernels.h"
+#include "engine/cpu/row_threads.h"
+#include "engine/matmul.h"
 
 #include <algorithm>
 #include <cmath>
@@ -146,6 +148,26 @@ double q8_error_bound(const float* w, const float* x, int64_t K, int64_t group, 
     return rounding + static_cast<double>(K + K / group + 4) * std::ldexp(1.0, -24) * magnitude;
 }
 
+namespace {
+
+// A job for the row threads: y = W x for some rows of a Q8_0 W, x quantized.
+struct Q8Job {
+    const Q8View* weight;
+    const int8_t* qx;
+    const float* sx;
+    float* y;
+};
+
+void q8_rows(void* context, int64_t first, int64_t last) {
+    const Q8Job& job = *static_cast<const Q8Job*>(context);
+    q8_matvec(job.weight->rows_range(first, last - first), job.qx, job.sx, job.y + first);
+}
+
+// As engine/cpu/gemv.cpp: below this many weights one thread is faster than waking others.
+constexpr int64_t kThreadedQ8 = 32768;
+
+}  // namespace
+
 Tensor linear_q8(const Tensor& x, const Q8View& weight, const float* bias) {
     if (x.rank() < 1 || x.dim(-1) != weight.cols)
         fail("linear_q8: x has last axis ", x.rank() < 1 ? 0 : x.dim(-1), " but the Q8_0 weight is [", weight.rows, ",",
@@ -154,13 +176,19 @@ Tensor linear_q8(const Tensor& x, const Q8View& weight, const float* bias) {
     shape.back() = weight.rows;
     Tensor y(shape);
     const int64_t rows = x.numel() / weight.cols;
-    std::vector<int8_t> qx(weight.cols);
-    std::vector<float> sx(weight.groups_per_row());
+    // x's quantized row: buffers kept by the thread, so a decoding step allocates nothing once they are grown.
+    thread_local std::vector<int8_t> qx;
+    thread_local std::vector<float> sx;
+    qx.resize(static_cast<size_t>(weight.cols));
+    sx.resize(static_cast<size_t>(weight.groups_per_row()));
+    const int threads = weight.rows * weight.cols >= kThreadedQ8 ? blas_threads() : 1;
     const float* in = x.data();
     float* out = y.data();
     for (int64_t m = 0; m < rows; ++m) {
         quantize_q8_0_row(in + m * weight.cols, weight.cols, weight.group, qx.data(), sx.data());
-        q8_matvec(weight, qx.data(), sx.data(), out + m * weight.rows);
+        // W's rows split between the engine's threads (engine/cpu/row_threads.h), each row on its own: the same bits.
+        Q8Job job{&weight, qx.data(), sx.data(), out + m * weight.rows};
+        for_row_chunks(weight.rows, threads, q8_rows, &job);
         if (bias)
             for (int64_t r = 0; r < weight.rows; ++r) out[m * weight.rows + r] += bias[r];
     }

@@ -28,7 +28,8 @@ struct Settings {
     int threads = 0;            // --threads N: set_blas_threads(N)
     int64_t query_block = 0;    // --query-block N: AttentionOptions.query_block
     int64_t key_tile = 0;       // --key-tile N: AttentionOptions.key_tile
-    std::vector<std::string> peers;  // --peer PATH (repeatable): llama2.c run.c binaries for the llama suite
+    std::vector<std::string> peers;     // --peer PATH (repeatable): llama2.c run.c binaries for the llama suite
+    std::vector<std::string> peers_q8;  // --peer-q8 PATH (repeatable): llama2.c runq.c binaries (int8)
 };
 
 // `tinyformer-bench live MODEL REQUEST.json`: live_run RUNS times, the median printed (bench_live.cpp).

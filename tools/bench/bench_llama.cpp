@@ -141,10 +141,11 @@ std::string read_whole(const std::string& path) {
 
 // One run of run.c (LLAMA2C_RUN) on `folder`'s model.bin at `threads`
 // OpenMP threads; its stdout is the token text, its stderr goes to a file.
-PeerRun run_peer_once(const std::string& program, const TemporaryFolder& folder, int threads) {
+PeerRun run_peer_once(const std::string& program, const TemporaryFolder& folder, int threads,
+                      const std::string& model_bin = "model.bin") {
     PeerRun run;
     const std::string command = "OMP_NUM_THREADS=" + std::to_string(threads) + " '" + program + "' '" +
-                                folder.file("model.bin") + "' -z '" + folder.file("tokenizer.bin") + "' -t 0 -n " +
+                                folder.file(model_bin) + "' -z '" + folder.file("tokenizer.bin") + "' -t 0 -n " +
                                 std::to_string(kSteps) + " -i '' 2>'" + folder.file("run.err") + "'";
     const OtherLoad load;
     std::FILE* pipe = ::popen(command.c_str(), "r");
@@ -464,8 +465,62 @@ std::vector<NamedShape> llama_shapes() {
 
 constexpr int kLlamaRounds = 3;
 
+// The decoding table of one form of the weights (float32 or int8): tinyformer
+// and each peer on `model_bin`, the programs in turn, kLlamaRounds rounds.
+void compare_decoding(const char* form, const Model& model, double bytes, StepMatrices& matrices,
+                      const TemporaryFolder& folder, const std::string& model_bin, const std::vector<std::string>& peers,
+                      const std::vector<int>& thread_counts) {
+    std::printf("%s: greedy decoding from <s>, %lld forward passes, tok/s as run.c counts it (median of %d rounds, "
+                "each program once a round, in turn); %.1f MB of weights a token; the roof: those bytes read at the "
+                "memory's measured speed (a plain read of the step's float32 matrices, the fastest of 7 passes)\n",
+                form, static_cast<long long>(kSteps), kLlamaRounds, bytes / 1e6);
+    const Table table({{"program", 30, Table::Align::Left},
+                       {"threads", 7, Table::Align::Right},
+                       {"tok/s", 8, Table::Align::Right},
+                       {"roof tok/s", 10, Table::Align::Right},
+                       {"of roof", 7, Table::Align::Right},
+                       {"tinyformer / it", 15, Table::Align::Right},
+                       {"same tokens", 11, Table::Align::Left},
+                       {"others", 7, Table::Align::Right}});
+    table.print_header();
+    for (int threads : thread_counts) {
+        set_blas_threads(threads);
+        const double roof = matrices.read_roof(threads) / bytes;
+        decode_tinyformer(model);  // warm-up: the threads, the pool, the pages
+        std::vector<double> ours, ours_others;
+        std::vector<std::vector<double>> theirs(peers.size()), theirs_others(peers.size());
+        std::vector<PeerRun> last(peers.size());
+        Decoded decoded;
+        for (int round = 0; round < kLlamaRounds; ++round) {
+            decoded = decode_tinyformer(model);
+            ours.push_back(decoded.tokens_per_second);
+            ours_others.push_back(decoded.others);
+            for (size_t p = 0; p < peers.size(); ++p) {
+                last[p] = run_peer_once(peers[p], folder, threads, model_bin);
+                if (!last[p].ok) continue;
+                theirs[p].push_back(last[p].tokens_per_second);
+                theirs_others[p].push_back(last[p].others);
+            }
+        }
+        const double our_rate = median(ours);
+        table.print_row({"tinyformer", std::to_string(threads), format("%.1f", our_rate), format("%.1f", roof),
+                         format("%.0f%%", 100.0 * our_rate / roof), "", "", format_load(median(ours_others))});
+        for (size_t p = 0; p < peers.size(); ++p) {
+            if (theirs[p].size() != static_cast<size_t>(kLlamaRounds)) {
+                table.print_row({peers[p], std::to_string(threads), "failed: " + last[p].failure});
+                continue;
+            }
+            const double rate = median(theirs[p]);
+            table.print_row({peers[p], std::to_string(threads), format("%.1f", rate), format("%.1f", roof),
+                             format("%.0f%%", 100.0 * rate / roof), format("%.2fx", our_rate / rate),
+                             same_tokens(decoded.tokens, last[p].tokens).substr(0, 11),
+                             format_load(median(theirs_others[p]))});
+        }
+    }
+}
+
 void run_llama_shape(const NamedShape& named, const std::vector<int>& thread_counts,
-                     const std::vector<std::string>& peers) {
+                     const std::vector<std::string>& peers, const std::vector<std::string>& peers_q8) {
     const Llama2cShape& shape = named.shape;
     std::printf("\n== %s shape: dim %lld, %lld layers, %lld heads (%lld K/V), hidden %lld, vocabulary %lld, "
                 "max_seq_len %lld (load average %s)\n",
@@ -474,13 +529,16 @@ void run_llama_shape(const NamedShape& named, const std::vector<int>& thread_cou
                 static_cast<long long>(shape.hidden_dim), static_cast<long long>(shape.vocab_size),
                 static_cast<long long>(shape.max_seq_len), load_average().c_str());
     const TemporaryFolder folder;
+    // llama2.c export.py's group size: 64, halved until it divides dim (it then divides hidden_dim too here).
+    int64_t group = 64;
+    while (shape.dim % group != 0) group /= 2;
     {
         const Llama2cWeights weights = random_llama2c_weights(shape, 36);
         write_tinyformer_llama(folder.file("model.safetensors"), weights, "rotary");
-        if (!peers.empty()) {
-            write_llama2c_v0(folder.file("model.bin"), weights);
-            write_llama2c_tokenizer(folder.file("tokenizer.bin"), shape.vocab_size);
-        }
+        write_tinyformer_llama(folder.file("model-q8.safetensors"), weights, "rotary", group);
+        if (!peers.empty()) write_llama2c_v0(folder.file("model.bin"), weights);
+        if (!peers_q8.empty()) write_llama2c_v2(folder.file("model-q8.bin"), weights, group);
+        write_llama2c_tokenizer(folder.file("tokenizer.bin"), shape.vocab_size);
     }
     const Model model = Model::load(folder.file("model.safetensors"));
     const double bytes = llama2c_weight_bytes_per_token(shape);
@@ -508,52 +566,12 @@ void run_llama_shape(const NamedShape& named, const std::vector<int>& thread_cou
         }
     }
 
-    std::printf("greedy decoding from <s>, %lld forward passes, tok/s as run.c counts it (median of %d rounds, "
-                "each program once a round, in turn); %.1f MB of weights a token; the roof: those bytes read at the "
-                "memory's measured speed (a plain read of the step's matrices, the fastest of 7 passes)\n",
-                static_cast<long long>(kSteps), kLlamaRounds, bytes / 1e6);
-    const Table table({{"program", 30, Table::Align::Left},
-                       {"threads", 7, Table::Align::Right},
-                       {"tok/s", 8, Table::Align::Right},
-                       {"roof tok/s", 10, Table::Align::Right},
-                       {"of roof", 7, Table::Align::Right},
-                       {"tinyformer / it", 15, Table::Align::Right},
-                       {"same tokens", 11, Table::Align::Left},
-                       {"others", 7, Table::Align::Right}});
-    table.print_header();
-    for (int threads : thread_counts) {
-        set_blas_threads(threads);
-        const double roof = matrices.read_roof(threads) / bytes;
-        decode_tinyformer(model);  // warm-up: the threads, the pool, the pages
-        std::vector<double> ours, ours_others;
-        std::vector<std::vector<double>> theirs(peers.size()), theirs_others(peers.size());
-        std::vector<PeerRun> last(peers.size());
-        Decoded decoded;
-        for (int round = 0; round < kLlamaRounds; ++round) {
-            decoded = decode_tinyformer(model);
-            ours.push_back(decoded.tokens_per_second);
-            ours_others.push_back(decoded.others);
-            for (size_t p = 0; p < peers.size(); ++p) {
-                last[p] = run_peer_once(peers[p], folder, threads);
-                if (!last[p].ok) continue;
-                theirs[p].push_back(last[p].tokens_per_second);
-                theirs_others[p].push_back(last[p].others);
-            }
-        }
-        const double our_rate = median(ours);
-        table.print_row({"tinyformer", std::to_string(threads), format("%.1f", our_rate), format("%.1f", roof),
-                         format("%.0f%%", 100.0 * our_rate / roof), "", "", format_load(median(ours_others))});
-        for (size_t p = 0; p < peers.size(); ++p) {
-            if (theirs[p].size() != static_cast<size_t>(kLlamaRounds)) {
-                table.print_row({peers[p], std::to_string(threads), "failed: " + last[p].failure});
-                continue;
-            }
-            const double rate = median(theirs[p]);
-            table.print_row({peers[p], std::to_string(threads), format("%.1f", rate), format("%.1f", roof),
-                             format("%.0f%%", 100.0 * rate / roof), format("%.2fx", our_rate / rate),
-                             same_tokens(decoded.tokens, last[p].tokens).substr(0, 11),
-                             format_load(median(theirs_others[p]))});
-        }
+    compare_decoding("float32", model, bytes, matrices, folder, "model.bin", peers, thread_counts);
+    if (group > 0) {
+        const Model int8 = Model::load(folder.file("model-q8.safetensors"));
+        compare_decoding(("int8 (Q8_0, groups of " + std::to_string(group) + ")").c_str(), int8,
+                         llama2c_q8_bytes_per_token(shape, group), matrices, folder, "model-q8.bin", peers_q8,
+                         thread_counts);
     }
     std::printf("(load average %s)\n", load_average().c_str());
 }
@@ -563,7 +581,7 @@ void run_llama_shape(const NamedShape& named, const std::vector<int>& thread_cou
 void run_llama_suite(const Settings& settings) {
     const std::vector<int> thread_counts =
         settings.threads > 0 ? std::vector<int>{settings.threads} : std::vector<int>{1, 2};
-    std::printf("llama2.c's model shapes, float32, random weights (llama2c_format.h), tinyformer against --peer "
+    std::printf("llama2.c's model shapes, float32 and int8, random weights (llama2c_format.h), tinyformer against --peer "
                 "programs (llama2.c's run.c) on the same weights written as its v0 model.bin\n");
     std::printf("CPU: %s; %u hardware threads; load average %s\n", cpu_model().c_str(),
                 std::thread::hardware_concurrency(), load_average().c_str());
@@ -578,10 +596,15 @@ void run_llama_suite(const Settings& settings) {
                     "the thread count (a build without OpenMP runs on one thread whatever it says)\n",
                     peer.c_str(), static_cast<long long>(kSteps));
     }
+    for (const std::string& peer : settings.peers_q8) {
+        if (peer.find('\'') != std::string::npos || ::access(peer.c_str(), X_OK) != 0)
+            throw Error("llama: --peer-q8 " + peer + " is not an executable file without a single quote in its path");
+        std::printf("int8 peer: %s, the same command on the weights written as llama2.c's v2 model.bin\n", peer.c_str());
+    }
     if (settings.peers.empty())
         std::printf("no peer: --peer PATH runs a llama2.c run.c binary (https://github.com/karpathy/llama2.c, built "
                     "as its Makefile's runfast or runomp targets) on the same weights\n");
-    for (const NamedShape& named : llama_shapes()) run_llama_shape(named, thread_counts, settings.peers);
+    for (const NamedShape& named : llama_shapes()) run_llama_shape(named, thread_counts, settings.peers, settings.peers_q8);
 }
 
 void run_decode_llama_suite(const Settings& settings) {

@@ -4,6 +4,7 @@
 #include "engine/io/output_file.h"
 #include "engine/random.h"
 #include "engine/io/safetensors.h"
+#include "engine/quant/q8_0.h"
 
 #include <algorithm>
 #include <cctype>
@@ -94,6 +95,13 @@ double llama2c_weight_bytes_per_token(const Llama2cShape& s) {
     return 4.0 * (static_cast<double>(s.n_layers) * layer + D + D + V * D);
 }
 
+double llama2c_q8_bytes_per_token(const Llama2cShape& s, int64_t group) {
+    double matrices = 0;  // numbers in the step's matrices: each one int8 byte, and a float32 scale per group
+    for (const auto& [out, in] : llama2c_step_shapes(s)) matrices += static_cast<double>(out * in);
+    const double D = static_cast<double>(s.dim);
+    return matrices * (1.0 + 4.0 / static_cast<double>(group)) + 4.0 * (static_cast<double>(s.n_layers) * 2 * D + D + D);
+}
+
 std::vector<std::pair<int64_t, int64_t>> llama2c_step_shapes(const Llama2cShape& s) {
     std::vector<std::pair<int64_t, int64_t>> shapes;
     for (int64_t l = 0; l < s.n_layers; ++l) {
@@ -133,6 +141,36 @@ void write_llama2c_v0(const std::string& path, const Llama2cWeights& w) {
         }
     write_floats(out, cos_table);
     write_floats(out, sin_table);
+    out.commit();
+}
+
+void write_llama2c_v2(const std::string& path, const Llama2cWeights& w, int64_t group) {
+    const Llama2cShape& s = w.shape;
+    check_shape(s);
+    OutputFile out(path, "llama2.c v2 model");
+    const uint32_t magic = 0x616b3432;  // "ak42"
+    out.write(&magic, sizeof magic);
+    write_int32(out, 2);
+    for (int64_t field : {s.dim, s.hidden_dim, s.n_layers, s.n_heads, s.n_kv_heads, s.vocab_size, s.max_seq_len})
+        write_int32(out, field);
+    const uint8_t shared_classifier = 1;
+    out.write(&shared_classifier, 1);
+    write_int32(out, group);
+    const std::vector<uint8_t> padding(256 - 4 - 4 - 7 * 4 - 1 - 4, 0);  // the header is 256 bytes
+    out.write(padding.data(), padding.size());
+    for (Tensor Llama2cLayer::*kind : {&Llama2cLayer::rms_att, &Llama2cLayer::rms_ffn})
+        for (const Llama2cLayer& layer : w.layers) write_floats(out, layer.*kind);
+    write_floats(out, w.rms_final);
+    // Each matrix as its int8 values, then its scales (the engine's rule: engine/quant/q8_0.h).
+    const auto write_q8 = [&](const Tensor& matrix) {
+        const Q8Matrix q8 = quantize_q8_0(matrix.matrix(), group);
+        out.write(q8.view().values, static_cast<size_t>(q8.rows() * q8.cols()));
+        out.write(q8.view().scales, static_cast<size_t>(q8.rows() * q8.view().groups_per_row()) * sizeof(float));
+    };
+    write_q8(w.token_embedding);  // also the classifier (shared)
+    for (Tensor Llama2cLayer::*kind : {&Llama2cLayer::wq, &Llama2cLayer::wk, &Llama2cLayer::wv, &Llama2cLayer::wo,
+                                       &Llama2cLayer::w1, &Llama2cLayer::w2, &Llama2cLayer::w3})
+        for (const Llama2cLayer& layer : w.layers) write_q8(layer.*kind);
     out.commit();
 }
 
@@ -178,25 +216,39 @@ std::vector<int64_t> parse_llama2c_output(const std::string& text) {
     return ids;
 }
 
-void write_tinyformer_llama(const std::string& path, const Llama2cWeights& w, const std::string& pos_encoding) {
+void write_tinyformer_llama(const std::string& path, const Llama2cWeights& w, const std::string& pos_encoding,
+                            int64_t group) {
     const Llama2cShape& s = w.shape;
     check_shape(s);
     if (pos_encoding != "rotary" && pos_encoding != "none")
         throw Error("write_tinyformer_llama: pos_encoding must be \"rotary\" or \"none\", got \"" + pos_encoding + "\"");
     std::vector<TensorToWrite> tensors;
-    tensors.push_back(f32_tensor("embed.weight", w.token_embedding));
+    // A matrix as float32, or (group > 0) as Q8_0: I8 values and F32 scales (docs/FORMAT.md).
+    const auto matrix = [&](const std::string& name, const Tensor& weight) {
+        if (group == 0) return tensors.push_back(f32_tensor(name, weight));
+        const Q8Matrix q8 = quantize_q8_0(weight.matrix(), group);
+        const auto* values = reinterpret_cast<const uint8_t*>(q8.view().values);
+        tensors.push_back({name, "I8", {q8.rows(), q8.cols()}, std::vector<uint8_t>(values, values + q8.rows() * q8.cols())});
+        const int64_t groups = q8.view().groups_per_row();
+        tensors.push_back(f32_tensor(name + ".scale", Tensor({q8.rows(), groups}, std::vector<float>(q8.view().scales,
+                                                                 q8.view().scales + q8.rows() * groups))));
+    };
+    // int8: the table runq.c reads, its numbers q * s for the embedding and the int8 table itself as the head.
+    tensors.push_back(f32_tensor("embed.weight", group == 0 ? w.token_embedding
+                                                            : dequantize_q8_0(quantize_q8_0(w.token_embedding.matrix(), group).view())));
+    if (group > 0) matrix("lm_head.weight", w.token_embedding);
     for (size_t l = 0; l < w.layers.size(); ++l) {
         const Llama2cLayer& layer = w.layers[l];
         const std::string prefix = "transformer.layers." + std::to_string(l);
         tensors.push_back(f32_tensor(prefix + ".norm1.weight", layer.rms_att));
-        tensors.push_back(f32_tensor(prefix + ".self_attn.q_proj.weight", layer.wq));
-        tensors.push_back(f32_tensor(prefix + ".self_attn.k_proj.weight", layer.wk));
-        tensors.push_back(f32_tensor(prefix + ".self_attn.v_proj.weight", layer.wv));
-        tensors.push_back(f32_tensor(prefix + ".self_attn.out_proj.weight", layer.wo));
+        matrix(prefix + ".self_attn.q_proj.weight", layer.wq);
+        matrix(prefix + ".self_attn.k_proj.weight", layer.wk);
+        matrix(prefix + ".self_attn.v_proj.weight", layer.wv);
+        matrix(prefix + ".self_attn.out_proj.weight", layer.wo);
         tensors.push_back(f32_tensor(prefix + ".norm2.weight", layer.rms_ffn));
-        tensors.push_back(f32_tensor(prefix + ".linear1.weight", layer.w1));
-        tensors.push_back(f32_tensor(prefix + ".linear3.weight", layer.w3));
-        tensors.push_back(f32_tensor(prefix + ".linear2.weight", layer.w2));
+        matrix(prefix + ".linear1.weight", layer.w1);
+        matrix(prefix + ".linear3.weight", layer.w3);
+        matrix(prefix + ".linear2.weight", layer.w2);
     }
     tensors.push_back(f32_tensor("transformer.norm.weight", w.rms_final));
     auto number = [](int64_t value) { return std::to_string(value); };
@@ -206,8 +258,8 @@ void write_tinyformer_llama(const std::string& path, const Llama2cWeights& w, co
               number(s.n_layers) + R"(,"vocab_size":)" + number(s.vocab_size) + R"(,"max_len":)" +
               number(s.max_seq_len);
     config += R"(,"norm":"rms_norm","norm_bias":false,"layer_norm_eps":1e-5,"activation":"swiglu","norm_first":true,)"
-              R"("final_norm":true,"bias":false,"head_bias":false,"tie_embeddings":true,"qkv":"separate",)"
-              R"("embed_scale":false,"bos_id":1,"eos_id":2,"pos_encoding":")" +
+              R"("final_norm":true,"bias":false,"head_bias":false,"qkv":"separate",)"
+              R"("tie_embeddings":)" + std::string(group == 0 ? "true" : "false") + R"(,"embed_scale":false,"bos_id":1,"eos_id":2,"pos_encoding":")" +
               pos_encoding + "\"";
     if (pos_encoding == "rotary") config += R"(,"rope_theta":10000,"rope_pairs":"adjacent")";
     config += "}";

@@ -84,6 +84,9 @@ Llama2cWeights random_llama2c_weights(const Llama2cShape& shape, uint64_t seed);
 // matrices and norm gains, the final gain, one embedding row, and the tied
 // classifier [vocab, dim]. The KV cache is not counted.
 double llama2c_weight_bytes_per_token(const Llama2cShape& shape);
+// The same for the int8 form (Q8_0 in groups of `group`): each matrix number one
+// byte plus a float32 scale per group; the gains and the embedding row float32.
+double llama2c_q8_bytes_per_token(const Llama2cShape& shape, int64_t group);
 
 // The [out, in] shapes a decoding step multiplies by, in its order: per layer
 // the fused Q/K/V [dim + 2*kv_dim, dim] (tinyformer stacks q/k/v_proj on
@@ -108,6 +111,19 @@ std::vector<int64_t> parse_llama2c_output(const std::string& text);
 
 // The same weights as a tinyformer checkpoint (header comment) with
 // pos_encoding `pos_encoding` ("rotary" or "none").
-void write_tinyformer_llama(const std::string& path, const Llama2cWeights& weights, const std::string& pos_encoding);
+// With group > 0 the matrices are Q8_0 in groups of `group` (docs/FORMAT.md;
+// the engine's rule, engine/quant/q8_0.h), as runq.c computes: the embedding
+// is the int8 table's numbers q * s in float32 and the head (lm_head, untied)
+// that int8 table, as runq.c's shared classifier.
+void write_tinyformer_llama(const std::string& path, const Llama2cWeights& weights, const std::string& pos_encoding,
+                            int64_t group = 0);
+// llama2.c's v2 model.bin (export.py --version 2, what runq.c reads): a
+// 256-byte header (uint32 magic 0x616b3432 "ak42", int32 version 2, the 7
+// int32 of v0, uint8 shared_classifier = 1, int32 group size, zeros), the
+// float32 RMSNorm gains (every layer's rms_att, every layer's rms_ffn,
+// rms_final), then each matrix as its int8 values and then its float32 scales,
+// quantized here by the engine's rule: the token embedding (also the
+// classifier), then wq, wk, wv, wo, w1, w2, w3, each kind for every layer.
+void write_llama2c_v2(const std::string& path, const Llama2cWeights& weights, int64_t group);
 
 }  // namespace tinyformer::bench

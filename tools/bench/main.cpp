@@ -53,7 +53,7 @@ const Suite kSuites[] = {
      tinyformer::bench::run_decode_gpt_suite, false},
     {"decode-llama", "a llama2.c-shaped model (stories15M shape, n_kv_heads 6 and 2): vs run.c (LLAMA2C_RUN), roof, rotary's cost",
      tinyformer::bench::run_decode_llama_suite},
-    {"llama", "llama2.c's stories15M and stories110M shapes, float32, 1 and 2 threads: tok/s, % of the read roof, vs --peer",
+    {"llama", "llama2.c's stories15M and stories110M shapes, float32 and int8, 1 and 2 threads: tok/s, % of the read roof, vs --peer / --peer-q8",
      tinyformer::bench::run_llama_suite},
 };
 
@@ -71,6 +71,7 @@ void print_usage(std::FILE* out) {
                  "  --query-block N   attention, streaming path: queries per block (default: the engine's)\n"
                  "  --key-tile N      attention, streaming path: keys per tile (default: the engine's)\n"
                  "  --peer PATH       llama: also run this llama2.c run.c binary (repeatable), interleaved\n"
+                 "  --peer-q8 PATH    llama: also run this llama2.c runq.c binary (int8, repeatable), interleaved\n"
                  "  -h, --help        show this help\n"
                  "\n"
                  "tinyformer-bench live MODEL.safetensors REQUEST.json [--n N]\n"
@@ -109,7 +110,8 @@ CommandLine parse_command_line(int argc, char** argv) {
             // "--flag N" or "--flag=N"
             const size_t equals = argument.find('=');
             const std::string_view flag = argument.substr(0, equals);
-            if (flag != "--threads" && flag != "--query-block" && flag != "--key-tile" && flag != "--peer")
+            if (flag != "--threads" && flag != "--query-block" && flag != "--key-tile" && flag != "--peer" &&
+                flag != "--peer-q8")
                 usage_error("unknown option '" + std::string(argument) + "'");
             std::string_view value;
             if (equals != std::string_view::npos)
@@ -118,9 +120,9 @@ CommandLine parse_command_line(int argc, char** argv) {
                 value = argv[++i];
             else
                 usage_error(std::string(flag) + " needs a value");
-            if (flag == "--peer") {
-                if (value.empty()) usage_error("--peer needs a path to a run.c binary");
-                command_line.settings.peers.emplace_back(value);
+            if (flag == "--peer" || flag == "--peer-q8") {
+                if (value.empty()) usage_error(std::string(flag) + " needs a path to a run.c or runq.c binary");
+                (flag == "--peer" ? command_line.settings.peers : command_line.settings.peers_q8).emplace_back(value);
                 continue;
             }
             const int64_t number = parse_positive(flag, value);
