@@ -199,6 +199,14 @@ std::string same_tokens(const std::vector<int64_t>& ours, const std::vector<int6
            std::to_string(theirs[i]) + ")";
 }
 
+// The table's short form: "all 256", or "first 55 of 256" (then the greedy paths part).
+std::string agreeing_tokens(const std::vector<int64_t>& ours, const std::vector<int64_t>& theirs) {
+    size_t i = 0;
+    while (i < ours.size() && i < theirs.size() && ours[i] == theirs[i]) ++i;
+    if (i == ours.size() && i == theirs.size()) return "all " + std::to_string(i);
+    return "first " + std::to_string(i) + " of " + std::to_string(std::max(ours.size(), theirs.size()));
+}
+
 std::string format(const char* pattern, double value) {
     char text[64];
     std::snprintf(text, sizeof text, pattern, value);
@@ -480,7 +488,7 @@ void compare_decoding(const char* form, const Model& model, double bytes, StepMa
                        {"roof tok/s", 10, Table::Align::Right},
                        {"of roof", 7, Table::Align::Right},
                        {"tinyformer / it", 15, Table::Align::Right},
-                       {"same tokens", 11, Table::Align::Left},
+                       {"same tokens", 16, Table::Align::Left},
                        {"others", 7, Table::Align::Right}});
     table.print_header();
     for (int threads : thread_counts) {
@@ -513,7 +521,7 @@ void compare_decoding(const char* form, const Model& model, double bytes, StepMa
             const double rate = median(theirs[p]);
             table.print_row({peers[p], std::to_string(threads), format("%.1f", rate), format("%.1f", roof),
                              format("%.0f%%", 100.0 * rate / roof), format("%.2fx", our_rate / rate),
-                             same_tokens(decoded.tokens, last[p].tokens).substr(0, 11),
+                             agreeing_tokens(decoded.tokens, last[p].tokens),
                              format_load(median(theirs_others[p]))});
         }
     }
