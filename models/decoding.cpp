@@ -1,11 +1,8 @@
 #include "models/decoding.h"
 
-#include "engine/ops.h"
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <vector>
 
 namespace tinyformer {
 
@@ -39,19 +36,11 @@ void refuse_inputs_without_room(const Model& model, const std::vector<std::vecto
     }
 }
 
-// Every decoding step runs this over the whole vocabulary (Generation::log_probs),
-// so the exponentials are the row kernels' (engine/ops.h exp_shifted_sum: the
-// plain std::exp under TINYFORMER_KERNELS=reference), on a copy of the row, and
-// their sum is in double, in eight running sums (a fixed order).
 double log_sum_exp(const float* logits, int64_t n) {
-    float max_logit = logits[0];
-    for (int64_t i = 1; i < n; ++i) max_logit = std::max(max_logit, logits[i]);
-    thread_local std::vector<float> terms;  // grown once: a step allocates nothing
-    terms.assign(logits, logits + n);
-    exp_shifted_sum(terms.data(), n, max_logit);  // terms[i] = exp(logits[i] - max)
-    double sums[8] = {};
-    for (int64_t i = 0; i < n; ++i) sums[i % 8] += terms[static_cast<size_t>(i)];
-    const double sum = ((sums[0] + sums[1]) + (sums[2] + sums[3])) + ((sums[4] + sums[5]) + (sums[6] + sums[7]));
+    double max_logit = logits[0];
+    for (int64_t i = 1; i < n; ++i) max_logit = std::max(max_logit, static_cast<double>(logits[i]));
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i) sum += std::exp(logits[i] - max_logit);
     return max_logit + std::log(sum);
 }
 

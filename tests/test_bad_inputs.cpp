@@ -444,7 +444,7 @@ const std::vector<BadInput> kTensors = {
          return forward_model(d, edited(d, "q8-negative.safetensors", kModel, [](Contents& c) {
              test_helpers::quantize_tensor(c, "transformer.encoder.layers.0.self_attn.in_proj_weight", 16);
              set_float(c.tensor("transformer.encoder.layers.0.self_attn.in_proj_weight.scale"), 47, -0.5f); })); },
-     1, {"q8-negative.safetensors", "in_proj_weight': Q8_0 scale 47 (row 47, group 0) is -0.5; a scale is a finite number >= 0"}},
+     1, {"q8-negative.safetensors", "in_proj_weight': Q8_0 scale 47 (row 47, group 0) is -0.5; a scale is a number >= 0 whose 127 times is finite"}},
     {"Q8_0 scales stored as I64", [](const TempDirectory& d) {
          return forward_model(d, edited(d, "q8-scale-dtype.safetensors", kModel, [](Contents& c) {
              test_helpers::quantize_tensor(c, "generator.weight", 16);

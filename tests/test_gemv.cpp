@@ -12,6 +12,10 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -136,33 +140,61 @@ TEST_CASE("row_chunks: whole multiples of kRowAlign, every row in exactly one ch
     }
 }
 
+TEST_CASE("for_row_chunks runs on at most `threads` threads, also after a call with more") {
+    // The pool keeps the workers a larger call started; a later call with
+    // fewer threads must not use them all. An upper bound on the threads seen:
+    // fewer taking part (a worker that starts late) is allowed.
+    struct Seen {
+        std::mutex mutex;
+        std::set<std::thread::id> ids;
+    };
+    const auto record = [](void* context, int64_t, int64_t) {
+        auto& seen = *static_cast<Seen*>(context);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // long enough for every worker to join in
+        const std::lock_guard<std::mutex> lock(seen.mutex);
+        seen.ids.insert(std::this_thread::get_id());
+    };
+    for (int threads : {3, 2, 1, 3, 2}) {
+        CAPTURE(threads);
+        Seen seen;
+        for_row_chunks(1600, threads, record, &seen);
+        CHECK(static_cast<int>(seen.ids.size()) <= threads);
+        CHECK(seen.ids.count(std::this_thread::get_id()) == 1);  // the caller always takes part
+    }
+}
+
 TEST_CASE("gemv gives the same bits on 1, 2 and 3 threads, and gemv_pair the same as two gemv's") {
     // Exact, by construction: a row's sum is the kernel's whatever thread
     // computes it, and chunks start at multiples of kRowAlign, so every row goes
     // through the same block of the same kernel (engine/cpu/row_threads.h).
-    const int64_t rows = 1000, k = 77, rows3 = 37;  // rows * k above the threshold for threads
-    const std::vector<float> w = random_values(rows * k, 7, 1.0f), w3 = random_values(rows3 * k, 8, 1.0f);
-    const std::vector<float> x = random_values(k, 9, 1.0f);
-    const ConstMatrixView view{w.data(), rows, k, k}, view3{w3.data(), rows3, k, k};
-    std::vector<std::vector<float>> results;
-    for (int threads : {1, 2, 3}) {
-        const UseThreads use(threads);
-        std::vector<float> y(static_cast<size_t>(rows), std::nanf(""));
-        gemv(view, x.data(), y.data(), threads);
-        results.push_back(y);
-        // The pair: W3's rows follow W1's in one split (W3 here 37 rows, W1 1000).
-        std::vector<float> y1(static_cast<size_t>(rows), std::nanf("")), y3(static_cast<size_t>(rows3), std::nanf(""));
-        std::vector<float> alone3(static_cast<size_t>(rows3));
-        gemv_pair(view, y1.data(), view3, y3.data(), x.data(), threads);
-        gemv(view3, x.data(), alone3.data(), threads);
-        CHECK(y1 == y);
-        CHECK(y3 == alone3);
+    // k = 77 leaves columns over; k = 288 takes AVX-512's eight-rows-in-registers sums.
+    for (const int64_t k : {77, 288}) {
+        CAPTURE(k);
+        const int64_t rows = 1000, rows3 = 37;  // rows * k above the threshold for threads
+        const std::vector<float> w = random_values(rows * k, 7, 1.0f), w3 = random_values(rows3 * k, 8, 1.0f);
+        const std::vector<float> x = random_values(k, 9, 1.0f);
+        const ConstMatrixView view{w.data(), rows, k, k}, view3{w3.data(), rows3, k, k};
+        std::vector<std::vector<float>> results;
+        for (int threads : {1, 2, 3}) {
+            const UseThreads use(threads);
+            std::vector<float> y(static_cast<size_t>(rows), std::nanf(""));
+            gemv(view, x.data(), y.data(), threads);
+            results.push_back(y);
+            // The pair: W3's rows follow W1's in one split (W3 here 37 rows, W1 1000).
+            std::vector<float> y1(static_cast<size_t>(rows), std::nanf("")), y3(static_cast<size_t>(rows3), std::nanf(""));
+            std::vector<float> alone3(static_cast<size_t>(rows3));
+            gemv_pair(view, y1.data(), view3, y3.data(), x.data(), threads);
+            gemv(view3, x.data(), alone3.data(), threads);
+            CHECK(y1 == y);
+            CHECK(y3 == alone3);
+        }
+        CHECK(row_pool_workers() >= 1);  // 2 and 3 threads did start workers
+        CHECK(results[1] == results[0]);
+        CHECK(results[2] == results[0]);
+        if (k == 77)
+            CHECK_THROWS_WITH_AS(gemv_pair(view, nullptr, ConstMatrixView{w3.data(), 1, 5, 5}, nullptr, x.data(), 1),
+                                 doctest::Contains("gemv_pair: W1 has 77 columns and W3 5"), Error);
     }
-    CHECK(row_pool_workers() >= 1);  // 2 and 3 threads did start workers
-    CHECK(results[1] == results[0]);
-    CHECK(results[2] == results[0]);
-    CHECK_THROWS_WITH_AS(gemv_pair(view, nullptr, ConstMatrixView{w3.data(), 1, 5, 5}, nullptr, x.data(), 1),
-                         doctest::Contains("gemv_pair: W1 has 77 columns and W3 5"), Error);
 }
 
 TEST_CASE("linear and linear_pair on one row (the engine's gemv) against gemm_naive, with and without biases") {

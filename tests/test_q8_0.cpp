@@ -177,7 +177,32 @@ TEST_CASE("q8_0: a matrix's group size and scales are checked") {
           "W: a Q8_0 matrix [2,4] in groups of 2 has 8 values and 4 scales; got 8 and 3");
     const float nan = std::numeric_limits<float>::quiet_NaN();
     CHECK(error_message([&] { Q8Matrix::from("W", 2, 4, 2, std::vector<int8_t>(8), {1, 1, nan, 1}); }) ==
-          "W: Q8_0 scale 2 (row 1, group 0) is NaN; a scale is a finite number >= 0");
+          "W: Q8_0 scale 2 (row 1, group 0) is NaN; a scale is a number >= 0 whose 127 times is finite");
     CHECK(error_message([] { Q8Matrix::from("W", 1, 4, 2, std::vector<int8_t>(4), {1, -1}); }) ==
-          "W: Q8_0 scale 1 (row 0, group 1) is -1; a scale is a finite number >= 0");
+          "W: Q8_0 scale 1 (row 0, group 1) is -1; a scale is a number >= 0 whose 127 times is finite");
+    // 3e38 is finite, but 127 * 3e38 is not: the weight q * s would be inf.
+    CHECK(error_message([] { Q8Matrix::from("W", 1, 4, 2, std::vector<int8_t>(4), {1, 3e38f}); }) ==
+          "W: Q8_0 scale 1 (row 0, group 1) is 3e+38; a scale is a number >= 0 whose 127 times is finite");
+    // -128 is an int8, but not a Q8_0 value (the rule gives -127..127).
+    CHECK(error_message([] { Q8Matrix::from("W", 1, 4, 2, {0, 5, -128, 1}, {1, 1}); }) ==
+          "W: Q8_0 value 2 (row 0, column 2) is -128; values are in -127..127");
+    // G = 131072 > 65536: 131072 * 127 * 127 > 2^31 - 1, the int32 sum could overflow.
+    CHECK(error_message([] { Q8Matrix::from("W", 1, 131072, 131072, std::vector<int8_t>(131072), {1}); }) ==
+          "W: the Q8_0 group size 131072 is above 65536 (a group's int32 sum of products could overflow)");
+}
+
+TEST_CASE("q8_0: a group holding a NaN or an infinity gets a NaN scale and zeros, so its products are NaN") {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const std::vector<float> x = {1, nan, 2, 3, 4, 5, -inf, 7, 1, 2, 3, 4};
+    std::vector<int8_t> q(12, 9);
+    std::vector<float> s(3);
+    quantize_q8_0_row(x.data(), 12, 4, q.data(), s.data());
+    CHECK(std::isnan(s[0]));
+    CHECK(std::isnan(s[1]));
+    CHECK(s[2] == 4.0f / 127);  // the finite group as usual
+    CHECK(std::vector<int8_t>(q.begin(), q.begin() + 8) == std::vector<int8_t>(8, 0));
+    // W x with such an x: NaN, where the float product is NaN too.
+    const Q8Matrix w = quantize_q8_0(ConstMatrixView{std::vector<float>(12, 1.0f).data(), 1, 12, 12}, 4);
+    const Tensor y = linear_q8(Tensor({1, 12}, x), w.view(), nullptr);
+    CHECK(std::isnan(y.data()[0]));
 }

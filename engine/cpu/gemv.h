@@ -37,9 +37,10 @@ struct GemvInputs {
 // The decision, a pure function (unit-tested as a table): "blas" -> Blas;
 // "engine" -> Engine; unset or "auto" -> Engine when the self-check passed, else
 // Blas. Another setting is an Error naming it.
-// Every shape gets the same answer: tinyformer-bench llama measures both on
-// every shape a llama2.c model multiplies by, and the engine's was the faster
-// on all of them (docs/PERFORMANCE.md).
+// Every shape gets the same answer (n and k are for a choice per shape, not
+// made): tinyformer-bench llama measures both on every shape a llama2.c model
+// multiplies by, and the engine's was the faster on 9 of the 10 at one thread
+// (OpenBLAS's on [864, 288], by 8%) and on all at two (docs/PERFORMANCE.md).
 GemvPath decide_gemv(const GemvInputs& inputs, int64_t n, int64_t k);
 // The engine's gemv on 67 x 45, 33 x 300 and 1 x 17 matrices (every path of
 // the kernel: blocks of rows, rows left over, columns past a multiple of 16)

@@ -33,16 +33,22 @@ public:
     }
 
     void run(const RowChunks& chunks, int threads, RowWork work, void* context) {
+        const uint32_t job = generation_.load() + 1;
+        // First close the last job to everyone: a worker that loaded next_ during
+        // it and was delayed holds the old job's number, and its exchange now
+        // fails, before any field of the new job is written.
+        next_.store((uint64_t{job} << 32) | 0xffffffffu);
         while (static_cast<int>(workers_.size()) < threads - 1) {
             const uint32_t before = generation_.load();  // the job below is the first it sees
-            workers_.emplace_back([this, before] { work_loop(before); });
+            const int index = static_cast<int>(workers_.size());
+            workers_.emplace_back([this, before, index] { work_loop(before, index); });
         }
+        allowed_.store(threads - 1);  // workers 0 .. threads - 2 take part: at most `threads` threads
         chunks_ = chunks;
         count_.store(chunks.count);
         work_ = work;
         context_ = context;
         done_.store(0);
-        const uint32_t job = generation_.load() + 1;
         next_.store(uint64_t{job} << 32);  // chunk 0 of job `job` is the next to take
         publish();
         take_chunks(job);
@@ -81,7 +87,7 @@ private:
         }
     }
 
-    void work_loop(uint32_t seen) {
+    void work_loop(uint32_t seen, int index) {
         for (;;) {
             uint32_t now = generation_.load();
             const auto spin_until = std::chrono::steady_clock::now() + kSpinMicroseconds;
@@ -92,7 +98,7 @@ private:
             }
             seen = now;
             if (stop_.load()) return;
-            take_chunks(now);
+            if (index < allowed_.load()) take_chunks(now);
         }
     }
 
@@ -109,6 +115,7 @@ private:
     std::atomic<int64_t> count_{0};        // chunks of the job
     std::atomic<int64_t> done_{0};         // chunks of the job finished
     std::atomic<int> sleepers_{0};         // workers in sleep_while
+    std::atomic<int> allowed_{0};          // workers with an index below this take part in the job
     std::atomic<bool> stop_{false};
     std::mutex sleep_mutex_;
     std::condition_variable wake_;

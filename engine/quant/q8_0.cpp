@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace tinyformer {
 
@@ -21,14 +22,24 @@ void Q8Matrix::check(const std::string& what, const Q8View& view) {
     if (view.group <= 0 || view.cols % view.group != 0)
         fail(what, ": the Q8_0 group size ", view.group, " does not divide the ", view.cols,
              " columns (the input axis K; docs/FORMAT.md)");
+    // A group's int32 sum holds G products of at most 127 * 127 (values and
+    // activations in -127..127): G <= 65536 keeps it below 2^31 with room.
+    if (view.group > kQ8MaxGroup)
+        fail(what, ": the Q8_0 group size ", view.group, " is above ", kQ8MaxGroup,
+             " (a group's int32 sum of products could overflow)");
     const int64_t scales = view.rows * view.groups_per_row();
     for (int64_t i = 0; i < scales; ++i)
-        if (!std::isfinite(view.scales[i]) || view.scales[i] < 0) {
+        if (!std::isfinite(view.scales[i] * static_cast<float>(kQ8Max)) || view.scales[i] < 0) {
             const float scale = view.scales[i];
             fail(what, ": Q8_0 scale ", i, " (row ", i / view.groups_per_row(), ", group ", i % view.groups_per_row(),
                  ") is ", std::isnan(scale) ? "NaN" : std::isinf(scale) ? (scale > 0 ? "inf" : "-inf") : text_of(scale),
-                 "; a scale is a finite number >= 0");
+                 "; a scale is a number >= 0 whose 127 times is finite");
         }
+    if (view.values)
+        for (int64_t i = 0; i < view.rows * view.cols; ++i)
+            if (view.values[i] < -kQ8Max)
+                fail(what, ": Q8_0 value ", i, " (row ", i / view.cols, ", column ", i % view.cols, ") is ",
+                     int{view.values[i]}, "; values are in -127..127");
 }
 
 Q8Matrix Q8Matrix::from(const std::string& what, int64_t rows, int64_t cols, int64_t group, std::vector<int8_t> values,
@@ -64,7 +75,16 @@ void quantize_q8_0_row(const float* x, int64_t n, int64_t group, int8_t* q, floa
     for (int64_t g = 0; g < n / group; ++g) {
         const float* values = x + g * group;
         float largest = 0.0f;
-        for (int64_t i = 0; i < group; ++i) largest = std::max(largest, std::fabs(values[i]));
+        bool finite = true;
+        for (int64_t i = 0; i < group; ++i) {
+            largest = std::max(largest, std::fabs(values[i]));
+            finite = finite && std::isfinite(values[i]);
+        }
+        if (!finite) {  // a NaN or an infinity: the scale is NaN, so every product of the group is NaN (never an int8 of NaN)
+            scales[g] = std::numeric_limits<float>::quiet_NaN();
+            std::fill(q + g * group, q + (g + 1) * group, int8_t{0});
+            continue;
+        }
         const float scale = largest / kQ8Max;
         scales[g] = scale;
         for (int64_t i = 0; i < group; ++i) {

@@ -31,6 +31,7 @@
 namespace tinyformer {
 
 constexpr int kQ8Max = 127;  // the largest |q|: int8 without -128, so that q and -q are both int8
+constexpr int64_t kQ8MaxGroup = 65536;  // the largest group size G (a group's int32 sum: Q8Matrix::check)
 
 // A read-only view of a Q8_0 matrix [rows, cols] in groups of `group`.
 struct Q8View {
@@ -48,7 +49,8 @@ class Q8Matrix {
 public:
     Q8Matrix() = default;  // empty: no quantized weight
     // Checked: rows, cols, group > 0, group divides cols, as many values and
-    // scales as the shape needs, every scale finite and >= 0. `what` names the
+    // scales as the shape needs, every scale >= 0 with 127 times it finite, every
+    // value in -127..127, group <= kQ8MaxGroup. `what` names the
     // weight in the Error.
     static Q8Matrix from(const std::string& what, int64_t rows, int64_t cols, int64_t group,
                          std::vector<int8_t> values, std::vector<float> scales);
@@ -78,6 +80,8 @@ private:
 
 // One row of n numbers in groups of `group` (group divides n): q[n] and
 // scales[n / group], by the rule above. Used for weights and for activations.
+// A group holding a NaN or an infinity gets the scale NaN and q = 0, so that
+// its products are NaN and reach the logits' check.
 void quantize_q8_0_row(const float* x, int64_t n, int64_t group, int8_t* q, float* scales);
 // W [rows, cols] (a float32 matrix view) quantized row by row.
 Q8Matrix quantize_q8_0(ConstMatrixView weight, int64_t group);
