@@ -114,7 +114,7 @@ void attend_materialized(const Problem& problem, const HeadSlice& slice, float* 
             apply_mask(row, 0, S, problem.mask.row(slice.batch, slice.head, l), problem.blocked_score);
         if (!softmax_row(row, S)) fail_empty_row(problem, slice, l);  // over S, the key axis
     }
-    gemm(scores, Transpose::No, slice.value, Transpose::No, slice.output);  // [L, Dv]; padded rows: zero_padded_queries
+    gemm(scores, Transpose::No, slice.value, Transpose::No, slice.output);  // [L, Dv]; a padded row: sum of 0 * v = +0
 }
 
 // True when no non-padded query of rows [q0, q0+rows) may attend any key of
@@ -226,7 +226,7 @@ Computed attend_streaming(const Problem& problem, const HeadSlice& slice, int64_
         }
         for (int64_t r = 0; r < rows; ++r) {
             const int64_t l = q0 + r;
-            if (problem.is_padded_query(slice.batch, l)) continue;  // zero_padded_queries makes it 0
+            if (problem.is_padded_query(slice.batch, l)) continue;  // +0 + 0 * v: it stays +0
             if (running_sum[r] == 0.0f) fail_empty_row(problem, slice, l);
             const float inverse = 1.0f / running_sum[r];
             for (int64_t c = 0; c < Dv; ++c) accumulator(r, c) *= inverse;
@@ -376,9 +376,9 @@ AttentionResult multi_head_scaled_dot_product_attention(ConstBatchView query, Co
                 result.scores_computed += computed.scores;
             }
         }
-    // A padded query's output is defined as exactly 0 (its weight row already
-    // is): 0 * v is -0 for negative v, and the streaming path skips the row.
-    zero_padded_queries(result.output, options.query_padding);  // [B, L, H*Dv]
+    // No zeroing here: a padded query's weights are all +0 and both paths sum
+    // 0 * v onto +0, so its output is already 0 (issue #37: a zeroing here
+    // changed nothing, so it went; see zero_padded_queries for the others).
     return result;
 }
 

@@ -79,10 +79,11 @@ MatrixView merge_heads(Tensor& concat, int64_t heads, int64_t b, int64_t h);
 
 // Query padding, the one named function: rows l of x [B, L, N] where
 // padding(b, l) is true become exactly +0 (not -0). Empty padding: nothing.
-// It runs on three floors, each for its own guarantee (see the callers):
-// this engine's attention output (0 * v can be -0), MultiHeadAttention's
-// output after W_O (b_O must not revive the row), and the model's outputs
-// (the residual, FFN and final norm make padded rows non-zero again).
+// It runs on two floors, each for its own guarantee (see the callers):
+// MultiHeadAttention's output after W_O (b_O must not revive the row), and the
+// model's outputs (the residual, FFN and final norm make padded rows non-zero
+// again). Attention itself needs none: a padded query's weights are all +0, so
+// its output sums to +0 (multi_head_scaled_dot_product_attention).
 void zero_padded_queries(Tensor& x, const Padding& padding);
 
 // The head counts of one multi-head call: H query heads and Hkv key/value

@@ -258,6 +258,10 @@ TEST_CASE("SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGXFSZ during a write remove th
         if (child == 0) {
             const struct rlimit no_core {0, 0};  // SIGQUIT and SIGXFSZ dump core by default: not here
             ::setrlimit(RLIMIT_CORE, &no_core);
+            // A shell without job control starts a background command with SIGINT and SIGQUIT
+            // ignored, and the writer keeps an ignored signal ignored (the next test case):
+            // the signal's default action, as in a terminal, whoever started the suite.
+            std::signal(signal_number, SIG_DFL);
             OutputFile out(path, "test");
             out.write("half of the new output");
             std::raise(signal_number);  // as Ctrl-C or kill would, mid-write
@@ -268,6 +272,33 @@ TEST_CASE("SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGXFSZ during a write remove th
         CHECK(WIFSIGNALED(status));
         CHECK(WTERMSIG(status) == signal_number);
         CHECK(read_file(path) == "old output");
+        CHECK(names_in(dir.path()) == std::set<std::string>{"out"});
+    }
+}
+
+TEST_CASE("A signal the process ignores (nohup, a background job) stays ignored during a write: the write completes") {
+    for (const int signal_number : {SIGINT, SIGQUIT, SIGHUP}) {
+        CAPTURE(signal_number);
+        TempDirectory dir;
+        const std::string path = dir.file("out");
+        write_text(path, "old output");
+        const pid_t child = ::fork();
+        REQUIRE(child >= 0);
+        if (child == 0) {
+            std::signal(signal_number, SIG_IGN);
+            {
+                OutputFile out(path, "test");
+                out.write("new output");
+                std::raise(signal_number);  // ignored: nothing happens
+                out.commit();
+            }
+            ::_exit(std::signal(signal_number, SIG_DFL) == SIG_IGN ? 0 : 3);  // still ignored after the write
+        }
+        int status = 0;
+        REQUIRE(::waitpid(child, &status, 0) == child);
+        CHECK(WIFEXITED(status));
+        CHECK(WEXITSTATUS(status) == 0);
+        CHECK(read_file(path) == "new output");
         CHECK(names_in(dir.path()) == std::set<std::string>{"out"});
     }
 }
