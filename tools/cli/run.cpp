@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 #include <unistd.h>
 
@@ -97,7 +98,8 @@ const char* kEvalHelp =
     "model's prompt suffix, '=' for the toy models) and prints the exact-match accuracy\n"
     "and a few failures.\n"
     "--per-token  also the per-token accuracy: character i of each output against character i\n"
-    "             of its answer, over all answers and per output character (1 = the first)\n";
+    "             of its answer, over all answers and per output character (1 = the first),\n"
+    "             and the exact matches per input length\n";
 
 Model load_for_run(const std::string& path) {
     Model model = Model::load(path);
@@ -434,12 +436,15 @@ void print_per_token(const ToyTask& task, const Evaluation& evaluation, int64_t 
                      const std::optional<LengthRange>& lengths) {
     const std::vector<std::string> texts = draw_inputs(task, n, seed, lengths);
     std::vector<int64_t> right, total;
+    std::map<size_t, std::pair<int64_t, int64_t>> by_length;  // input length -> (exact matches, inputs)
     size_t next_failure = 0;
     for (const std::string& text : texts) {
         const std::string expected = task.answer(text);
         std::string output = expected;
         if (next_failure < evaluation.failures.size() && evaluation.failures[next_failure].input == text)
             output = evaluation.failures[next_failure++].output;
+        by_length[text.size()].first += output == expected;
+        ++by_length[text.size()].second;
         if (right.size() < expected.size()) right.resize(expected.size()), total.resize(expected.size());
         for (size_t i = 0; i < expected.size(); ++i) {
             ++total[i];
@@ -454,6 +459,9 @@ void print_per_token(const ToyTask& task, const Evaluation& evaluation, int64_t 
                 100.0 * static_cast<double>(all_right) / static_cast<double>(all));
     for (size_t i = 0; i < right.size(); ++i)
         std::printf(" %zu:%.1f%%", i + 1, 100.0 * static_cast<double>(right[i]) / static_cast<double>(total[i]));
+    std::printf("\nexact match by input length:");
+    for (const auto& [length, counts] : by_length)
+        std::printf(" %zu:%lld/%lld", length, static_cast<long long>(counts.first), static_cast<long long>(counts.second));
     std::printf("\n");
 }
 

@@ -170,7 +170,7 @@ def write_heldout():
     safe_write.write_text(HELDOUT, f"# {HELDOUT_COUNT} held-out sequences of {MAX_LEN + 1} letters of the "
                           f"second-order Markov chain of tools/python/train_lm_extrapolation.py (seed {HELDOUT_SEED})\n"
                           + text)
-    print(f"wrote {HELDOUT}: {HELDOUT_COUNT} sequences of {MAX_LEN + 1} letters")
+    print(f"wrote {shown(HELDOUT)}: {HELDOUT_COUNT} sequences of {MAX_LEN + 1} letters")
 
 
 def train(scheme, out_dir, steps=STEPS):
@@ -207,7 +207,14 @@ def train(scheme, out_dir, steps=STEPS):
     save(model, out_dir / f"{name}.safetensors")
     for line in write_loss(model, out_dir / f"{name}.loss.tsv"):
         print(f"{name}: held-out mean NLL at positions {line.strip()}", flush=True)
-    print(f"{name}: wrote {out_dir / (name + '.safetensors')} ({time.process_time() - start:.0f} CPU s)", flush=True)
+    print(f"{name}: wrote {shown(out_dir / (name + '.safetensors'))} ({time.process_time() - start:.0f} CPU s)",
+          flush=True)
+
+
+def shown(path):
+    """A path as the log shows it: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
 
 
 def load(path):
