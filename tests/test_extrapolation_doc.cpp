@@ -38,6 +38,11 @@ namespace {
 const char* const kReverseSchemes[] = {"learned", "sinusoidal", "rotary", "alibi"};
 const char* const kLmSchemes[] = {"learned", "sinusoidal", "rotary", "alibi", "none"};
 
+// Text with every run of whitespace as one space: prose checks survive a reflowed line.
+std::string flat(const std::string& text) {
+    return std::regex_replace(text, std::regex(R"(\s+)"), " ");
+}
+
 bool sanitized() { return float_buffer_pool_state().starts_with("off (sanitizer"); }
 
 std::vector<std::smatch> rows_matching(const std::string& text, const std::regex& pattern, std::vector<std::string>& keep) {
@@ -247,8 +252,26 @@ TEST_CASE("README.md and TOY_MODELS.md say what EXTRAPOLATION.md's reversal tabl
     }
 }
 
-TEST_CASE("EXTRAPOLATION.md: the learned tables' untrained rows, computed from the framing and the checkpoints") {
+TEST_CASE("README.md's language-model sentence says what EXTRAPOLATION.md's LM table says") {
     const std::string doc = test_helpers::read_file("docs/EXTRAPOLATION.md");
+    const std::string readme = test_helpers::read_file("README.md");
+    std::smatch row, sentence;
+    REQUIRE(std::regex_search(doc, row, std::regex(R"(\| `lm-alibi` \| (\d\.\d{4}) \| .* \| (\d\.\d{4}) \|)")));
+    const std::string alibi_first = row[1], alibi_last = row[2];
+    REQUIRE(std::regex_search(doc, row, std::regex(R"(\| `lm-rotary` \| (\d\.\d{4}) \| .* \| (\d\.\d{4}) \|)")));
+    const std::string rotary_first = row[1], rotary_last = row[2];
+    REQUIRE(std::regex_search(readme, sentence,
+                              std::regex(R"(its\s+mean\s+loss\s+is\s+(\d\.\d{4})\s+nats\s+on\s+the\s+trained\s+positions\s+2-31)"
+                                         R"(\s+and\s+(\d\.\d{4})\s+at\s+96-127,\s+while\s+rotary's\s+rises\s+from\s+)"
+                                         R"((\d\.\d{4})\s+to\s+(\d\.\d{4}))")));
+    CHECK(sentence[1].str() == alibi_first);
+    CHECK(sentence[2].str() == alibi_last);
+    CHECK(sentence[3].str() == rotary_first);
+    CHECK(sentence[4].str() == rotary_last);
+}
+
+TEST_CASE("EXTRAPOLATION.md: the learned tables' untrained rows, computed from the framing and the checkpoints") {
+    const std::string doc = flat(test_helpers::read_file("docs/EXTRAPOLATION.md"));
     // Reverse: the longest training example is a 16-letter input; the model reads
     // <bos> + 16 letters + "=" + the 16-letter answer (its <eos> is only a label),
     // so positions 0..33 are trained and rows 34..max_len-1 never get a gradient.
@@ -269,7 +292,7 @@ TEST_CASE("EXTRAPOLATION.md: the learned tables' untrained rows, computed from t
 }
 
 TEST_CASE("EXTRAPOLATION.md: the training times are the committed logs'") {
-    const std::string doc = test_helpers::read_file("docs/EXTRAPOLATION.md");
+    const std::string doc = flat(test_helpers::read_file("docs/EXTRAPOLATION.md"));
     // Reverse: the 2000th step's "(N s)", wall-clock seconds.
     std::vector<long> seconds;
     for (const char* scheme : kReverseSchemes) {
@@ -293,4 +316,10 @@ TEST_CASE("EXTRAPOLATION.md: the training times are the committed logs'") {
     const std::string lm_time = std::to_string(*std::min_element(seconds.begin(), seconds.end())) + " to " +
                                 std::to_string(*std::max_element(seconds.begin(), seconds.end())) + " CPU seconds";
     CHECK_MESSAGE(doc.find(lm_time) != std::string::npos, "the doc must say: ", lm_time);
+    // The chain's entropy rate, as the training script printed it.
+    const std::string log = test_helpers::read_file("data/models/lm-alibi.train.log");
+    std::smatch match;
+    REQUIRE(std::regex_search(log, match, std::regex(R"(chain entropy rate (\d\.\d{4}) nats)")));
+    const std::string entropy = "entropy rate, the best loss any model can reach, is " + match[1].str() + " nats";
+    CHECK_MESSAGE(doc.find(entropy) != std::string::npos, "the doc must say: ", entropy);
 }

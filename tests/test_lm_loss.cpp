@@ -138,9 +138,9 @@ TEST_CASE("eval --task lm prints one row per model and refuses bad ranges in one
                                        "--n", "10"});
     CHECK(run.status == 0);
     CHECK(run.out.starts_with("mean NLL (nats) per position range, 10 sequences of 129 tokens in "
-                              "data/models/lm-heldout.txt (position p predicts token p+1):\nmodel          2-31\n"
-                              "lm-alibi     "));
-    CHECK(run.out.find("\nlm-none      ") != std::string::npos);
+                              "data/models/lm-heldout.txt (position p predicts token p+1):\nmodel        2-31\n"
+                              "lm-alibi   "));
+    CHECK(run.out.find("\nlm-none    ") != std::string::npos);  // the names padded to the longest, "lm-alibi"
     const auto refused = [](const std::string& positions) {
         return run_tinyformer({"eval", "data/models/lm-alibi.safetensors", "--task", "lm", "--data",
                                "data/models/lm-heldout.txt", "--positions", positions});
