@@ -589,7 +589,7 @@ TEST_CASE("lesson norms: LayerNorm and RMSNorm of 1, 2, 3, 4 by hand; post-LN's 
     CHECK(previous_pre > 2.0);  // after 6 layers the un-normalised stream is well above 1
 }
 
-TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples each, or one line naming the missing model") {
+TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples each, then five LMs' loss per range as eval's, or one line naming the missing model") {
     const CliRun run = run_tinyformer({"lesson", "extrapolation"});
     const char* models[] = {"data/models/reverse-learned.safetensors", "data/models/reverse-sinusoidal.safetensors",
                             "data/models/reverse-rotary.safetensors", "data/models/reverse-alibi.safetensors"};
@@ -613,6 +613,9 @@ TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples
         "rows 34..71 were never trained (the longest training example fills positions 0..33);",
         "all of length 17. These are 50 examples per cell, a smaller sample than the committed",
         "per position range on the first 50 of the 200 held-out sequences of",
+        // lm-learned: trained windows read positions 0..31 (train_max_len 32), max_len 128.
+        "at any length; rotary's angles at distances past 31 and the learned table's rows",
+        "32..127 (never trained) are new to the model there. docs/EXTRAPOLATION.md has the",
     });
     // One row per model, three cells "k/50 p%" with p = 2k (k/50 as a percentage).
     for (const char* model : models) {
@@ -645,7 +648,7 @@ TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples
         right_longest += cells[2];
     }
     CHECK(has(run.out, "From the numbers: best at 17-24: " + best_model + " (" + std::to_string(best) +
-                           "/50); right at 25-32: " + std::to_string(right_longest) + " of 200 inputs in all.\n"));
+                           "/50);\nright at 25-32: " + std::to_string(right_longest) + " of 200 inputs in all.\n"));
     // The language models: each row is `eval --task lm --n 50`'s, and the sentence after names
     // the smallest and the largest 96-127 minus 2-31, computed here from eval's numbers.
     std::vector<std::string> eval_args = {"eval"};

@@ -411,7 +411,7 @@ void lesson_extrapolation() {
     const std::string longest(16, 'a');
     const int64_t trained_rows = static_cast<int64_t>(
         model_input(learned, Tokenizer(learned.text.input_vocab()).encode(longest)).size() + longest.size());
-    std::printf("\nFrom the numbers: best at 17-24: %s (%lld/%lld); right at 25-32: %lld of %lld inputs in all.\n",
+    std::printf("\nFrom the numbers: best at 17-24: %s (%lld/%lld);\nright at 25-32: %lld of %lld inputs in all.\n",
                 best_name.c_str(), static_cast<long long>(best_long), static_cast<long long>(n),
                 static_cast<long long>(right_longest), static_cast<long long>(4 * n));
     std::printf("1-16 is the training range; 17-24 and 25-32 are lengths no model saw. The learned table's\n"
@@ -444,8 +444,10 @@ void lesson_extrapolation() {
     }
     std::string flattest, steepest;
     double least = 0, most = 0;
+    int64_t lm_trained = 0, lm_last_row = 0;  // lm-learned: rows lm_trained..lm_last_row never trained
     for (const char* path : kLmModels) {
         const Model model = Model::load(lesson_model(path));
+        if (path == kLmModels[0]) lm_trained = model.text.train_max_len, lm_last_row = model.config.max_len - 1;
         std::vector<std::vector<int64_t>> ids = read_lm_sequences(model, text);
         ids.resize(static_cast<size_t>(sequences));
         const std::vector<double> means = mean_nll_per_range(mean_nll_per_position(model, ids), spans);
@@ -459,11 +461,13 @@ void lesson_extrapolation() {
         if (steepest.empty() || rise > most) most = rise, steepest = name;
     }
     std::printf("\nFrom the numbers: from 2-31 to 96-127 the loss of %s changes least (%+.4f nats),\n"
-                "that of %s most (%+.4f nats). The chain's own entropy, the best any model can do, is\n"
-                "the same at every position; ALiBi's bias keeps every head on the last few letters at\n"
-                "any length, while rotary's angles and the learned table's rows past 31 are new to the\n"
-                "model there. docs/EXTRAPOLATION.md has the full table (200 sequences) and the picture.\n",
-                flattest.c_str(), least, steepest.c_str(), most);
+                "that of %s most (%+.4f nats). The chain's own entropy, the best any model can do,\n"
+                "is the same at every position. ALiBi's bias keeps every head on the last few letters\n"
+                "at any length; rotary's angles at distances past %lld and the learned table's rows\n"
+                "%lld..%lld (never trained) are new to the model there. docs/EXTRAPOLATION.md has the\n"
+                "full table (200 sequences) and the picture.\n",
+                flattest.c_str(), least, steepest.c_str(), most, static_cast<long long>(lm_trained - 1),
+                static_cast<long long>(lm_trained), static_cast<long long>(lm_last_row));
 }
 
 }  // namespace tinyformer::cli
