@@ -721,7 +721,19 @@ const std::vector<BadInput> kCommandLine = {
      1, {"has no vocabulary", "cannot read text; give token ids (--ids)"}},
     {"eval with an unknown task", [](const TempDirectory&) {
          return std::vector<std::string>{"eval", kReverse, "--task", "translate"}; },
-     2, {"eval: --task must be reverse, sort or dates, got 'translate'"}},
+     2, {"eval: --task must be reverse, sort, dates or lm, got 'translate'"}},
+    {"eval --task lm on an encoder-decoder model", [](const TempDirectory&) {
+         return std::vector<std::string>{"eval", kReverse, "--task", "lm", "--data", "data/models/lm-heldout.txt",
+                                         "--positions", "2-31"}; },
+     1, {"lm loss: needs a decoder_only model with causal attention"}},
+    {"eval --task lm with --lengths", [](const TempDirectory&) {
+         return std::vector<std::string>{"eval", "data/models/lm-none.safetensors", "--task", "lm", "--data",
+                                         "data/models/lm-heldout.txt", "--positions", "2-31", "--lengths", "3"}; },
+     2, {"eval: --lengths is for the reverse, sort and dates tasks, not lm"}},
+    {"eval --task lm on data the model cannot read", [](const TempDirectory&) {
+         return std::vector<std::string>{"eval", "data/models/lm-none.safetensors", "--task", "lm", "--data",
+                                         "README.md", "--positions", "2-31"}; },
+     1, {"lm sequences: line ", "which is not in the model's vocabulary"}},
     {"attention --head past the model's heads", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abc", "--head", "4", "--out", d.file("maps")}; },
      2, {"attention: --head 4 but the model has 4"}},

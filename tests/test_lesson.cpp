@@ -589,7 +589,7 @@ TEST_CASE("lesson norms: LayerNorm and RMSNorm of 1, 2, 3, 4 by hand; post-LN's 
     CHECK(previous_pre > 2.0);  // after 6 layers the un-normalised stream is well above 1
 }
 
-TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples each, or one line naming the missing model") {
+TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples each, then five LMs' loss per range as eval's, or one line naming the missing model") {
     const CliRun run = run_tinyformer({"lesson", "extrapolation"});
     const char* models[] = {"data/models/reverse-learned.safetensors", "data/models/reverse-sinusoidal.safetensors",
                             "data/models/reverse-rotary.safetensors", "data/models/reverse-alibi.safetensors"};
@@ -608,8 +608,14 @@ TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples
     REQUIRE(run.status == 0);
     check_lines(run.out, {
         "Exact match of greedy decoding on 50 fresh inputs per length range (tinyformer::Random,",
-        "which the longer inputs bring new ones too. Whatever the numbers show, they are 50 examples",
-        "per cell, a smaller sample than the committed table in docs/EXTRAPOLATION.md (measured with",
+        // The longest training example, 16 letters: <bos> + 16 + "=" + 16 answer letters = 34
+        // tokens at positions 0..33 (its <eos> only a label); max_len 72, so rows 34..71.
+        "rows 34..71 were never trained (the longest training example fills positions 0..33);",
+        "all of length 17. These are 50 examples per cell, a smaller sample than the committed",
+        "per position range on the first 50 of the 200 held-out sequences of",
+        // lm-learned: trained windows read positions 0..31 (train_max_len 32), max_len 128.
+        "at any length; rotary's angles at distances past 31 and the learned table's rows",
+        "32..127 (never trained) are new to the model there. docs/EXTRAPOLATION.md has the",
     });
     // One row per model, three cells "k/50 p%" with p = 2k (k/50 as a percentage).
     for (const char* model : models) {
@@ -630,6 +636,54 @@ TEST_CASE("lesson extrapolation: four schemes x three length ranges, 50 examples
             CHECK(percent == 2 * correct);
         }
     }
+    // "best at 17-24": the model whose middle cell is largest (the first of equals), read off the rows above.
+    long best = -1, right_longest = 0;
+    std::string best_model;
+    for (const char* model : models) {
+        std::istringstream row(run.out.substr(run.out.find(std::string("\n  ") + model) + 3 + std::string(model).size()));
+        long cells[3] = {0, 0, 0}, total = 0, percent = 0;
+        char slash = 0, sign = 0;
+        for (long& cell : cells) row >> cell >> slash >> total >> percent >> sign;
+        if (cells[1] > best) best = cells[1], best_model = model;
+        right_longest += cells[2];
+    }
+    CHECK(has(run.out, "From the numbers: best at 17-24: " + best_model + " (" + std::to_string(best) +
+                           "/50);\nright at 25-32: " + std::to_string(right_longest) + " of 200 inputs in all.\n"));
+    // The language models: each row is `eval --task lm --n 50`'s, and the sentence after names
+    // the smallest and the largest 96-127 minus 2-31, computed here from eval's numbers.
+    std::vector<std::string> eval_args = {"eval"};
+    const char* lm_models[] = {"learned", "sinusoidal", "rotary", "alibi", "none"};
+    for (const char* scheme : lm_models) eval_args.push_back(std::string("data/models/lm-") + scheme + ".safetensors");
+    for (const char* arg : {"--task", "lm", "--data", "data/models/lm-heldout.txt", "--positions",
+                            "2-31,32-47,48-63,64-95,96-127", "--n", "50"})
+        eval_args.push_back(arg);
+    const CliRun eval = run_tinyformer(eval_args);
+    REQUIRE(eval.status == 0);
+    std::string flattest, steepest;
+    double least = 0, most = 0;
+    for (const char* scheme : lm_models) {
+        CAPTURE(scheme);
+        const std::string name = std::string("lm-") + scheme;
+        const size_t in_eval = eval.out.find("\n" + name + " ");
+        const size_t in_lesson = run.out.find("\n  " + name + " ");
+        REQUIRE(in_eval != std::string::npos);
+        REQUIRE(in_lesson != std::string::npos);
+        std::istringstream eval_row(eval.out.substr(in_eval + 1 + name.size()));
+        std::istringstream lesson_row(run.out.substr(in_lesson + 3 + name.size()));
+        double first = 0, last = 0;
+        for (int range = 0; range < 5; ++range) {
+            double from_eval = -1, from_lesson = -2;
+            eval_row >> from_eval;
+            lesson_row >> from_lesson;
+            CHECK(from_lesson == from_eval);  // both printed with 4 decimals from the same computation
+            if (range == 0) first = from_eval;
+            last = from_eval;
+        }
+        if (flattest.empty() || last - first < least) least = last - first, flattest = name;
+        if (steepest.empty() || last - first > most) most = last - first, steepest = name;
+    }
+    CHECK(has(run.out, "From the numbers: from 2-31 to 96-127 the loss of " + flattest + " changes least ("));
+    CHECK(has(run.out, "that of " + steepest + " most ("));
 }
 
 TEST_CASE("lesson is-causal: the two triangles as pictures; at L = S both are the causal lesson's") {

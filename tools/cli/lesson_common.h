@@ -61,6 +61,11 @@ constexpr const char* kStudyModels[] = {"data/models/reverse.safetensors", "data
 constexpr const char* kExtrapolationModels[] = {
     "data/models/reverse-learned.safetensors", "data/models/reverse-sinusoidal.safetensors",
     "data/models/reverse-rotary.safetensors", "data/models/reverse-alibi.safetensors"};
+// The language models of its second experiment (tools/python/train_lm_extrapolation.py) and their held-out text.
+constexpr const char* kLmModels[] = {"data/models/lm-learned.safetensors", "data/models/lm-sinusoidal.safetensors",
+                                     "data/models/lm-rotary.safetensors", "data/models/lm-alibi.safetensors",
+                                     "data/models/lm-none.safetensors"};
+constexpr const char* kLmHeldOut = "data/models/lm-heldout.txt";
 
 // Section 11's lessons on trained models (tools/cli/lesson_study.cpp).
 void lesson_patching();

@@ -1,6 +1,7 @@
 // `tinyformer run` and `tinyformer eval`: the toy models at work.
 
 #include "models/study/toy_tasks.h"
+#include "tools/cli/eval_lm.h"
 #include "tools/cli/generation_flags.h"
 #include "tools/cli/inputs.h"
 #include "tools/cli/intervention_flags.h"
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 #include <unistd.h>
 
@@ -78,7 +80,7 @@ const char* kRunHelpEnd =
 
 const char* kEvalHelp =
     "usage: tinyformer eval MODEL.safetensors --task reverse|sort|dates [--lengths A-B] [--n 1000] [--seed S]\n"
-    "                       [--beam K]\n"
+    "                       [--beam K] [--per-token]\n"
     "\n"
     "Draws N fresh examples of the task from a seeded generator:\n"
     "  reverse  lowercase strings of length 1..16 -> reversed\n"
@@ -94,7 +96,10 @@ const char* kEvalHelp =
     "               model's max_len are refused, naming both numbers.\n"
     "runs the model as `run` does (decoder-only models get the prompt <bos>TEXT and the\n"
     "model's prompt suffix, '=' for the toy models) and prints the exact-match accuracy\n"
-    "and a few failures.\n";
+    "and a few failures.\n"
+    "--per-token  also the per-token accuracy: character i of each output against character i\n"
+    "             of its answer, over all answers and per output character (1 = the first),\n"
+    "             and the exact matches per input length\n";
 
 Model load_for_run(const std::string& path) {
     Model model = Model::load(path);
@@ -421,12 +426,57 @@ int run_command(const Arguments& given) {
     return 0;
 }
 
+namespace {
+
+// --per-token: character i of each output against character i of its answer
+// (a missing character is wrong, an extra one is not counted), over all
+// examples and per output position. The inputs are drawn again from the same
+// seed; a failure is the next failure of evaluate's list (it keeps their order).
+void print_per_token(const ToyTask& task, const Evaluation& evaluation, int64_t n, uint64_t seed,
+                     const std::optional<LengthRange>& lengths) {
+    const std::vector<std::string> texts = draw_inputs(task, n, seed, lengths);
+    std::vector<int64_t> right, total;
+    std::map<size_t, std::pair<int64_t, int64_t>> by_length;  // input length -> (exact matches, inputs)
+    size_t next_failure = 0;
+    for (const std::string& text : texts) {
+        const std::string expected = task.answer(text);
+        std::string output = expected;
+        if (next_failure < evaluation.failures.size() && evaluation.failures[next_failure].input == text)
+            output = evaluation.failures[next_failure++].output;
+        by_length[text.size()].first += output == expected;
+        ++by_length[text.size()].second;
+        if (right.size() < expected.size()) right.resize(expected.size()), total.resize(expected.size());
+        for (size_t i = 0; i < expected.size(); ++i) {
+            ++total[i];
+            if (i < output.size() && output[i] == expected[i]) ++right[i];
+        }
+    }
+    int64_t all_right = 0, all = 0;
+    for (size_t i = 0; i < right.size(); ++i) all_right += right[i], all += total[i];
+    std::printf("per-token accuracy: %lld/%lld = %.2f%% of the answers' characters (output character i == answer "
+                "character i)\nby output character:",
+                static_cast<long long>(all_right), static_cast<long long>(all),
+                100.0 * static_cast<double>(all_right) / static_cast<double>(all));
+    for (size_t i = 0; i < right.size(); ++i)
+        std::printf(" %zu:%.1f%%", i + 1, 100.0 * static_cast<double>(right[i]) / static_cast<double>(total[i]));
+    std::printf("\nexact match by input length:");
+    for (const auto& [length, counts] : by_length)
+        std::printf(" %zu:%lld/%lld", length, static_cast<long long>(counts.first), static_cast<long long>(counts.second));
+    std::printf("\n");
+}
+
+}  // namespace
+
 int eval_command(const Arguments& args) {
-    const ParsedArguments parsed(args, {"--task", "--n", "--seed", "--beam", "--lengths"}, {}, "eval");
+    const ParsedArguments parsed(args, {"--task", "--n", "--seed", "--beam", "--lengths", "--data", "--positions", "--plot"},
+                                 {"--per-token"}, "eval");
     if (parsed.help()) {
-        std::printf("%s", kEvalHelp);
+        std::printf("%s%s", kEvalHelp, kEvalLmHelp);
         return 0;
     }
+    if (parsed.value_or("--task", "") == "lm") return eval_lm(parsed);
+    for (const char* flag : {"--data", "--positions", "--plot"})
+        if (parsed.has(flag)) throw UsageError(std::string("eval: ") + flag + " is for --task lm");
     if (parsed.positional().size() != 1) throw UsageError("eval: expected one MODEL file (see 'tinyformer eval --help')");
     const int64_t n = parsed.integer("--n", 1000, 1, 1000000);
     const int64_t seed = parsed.integer("--seed", 1, 0, INT64_MAX);
@@ -434,7 +484,7 @@ int eval_command(const Arguments& args) {
     const std::string& task_name = parsed.value("--task");
     const std::vector<std::string> tasks = toy_task_names();
     if (std::find(tasks.begin(), tasks.end(), task_name) == tasks.end())
-        throw UsageError("eval: --task must be reverse, sort or dates, got '" + task_name + "'");
+        throw UsageError("eval: --task must be reverse, sort, dates or lm, got '" + task_name + "'");
     const ToyTask& task = toy_task(task_name);
     // --lengths: a malformed or impossible range is a usage error, before the model is read.
     std::optional<LengthRange> lengths;
@@ -461,6 +511,7 @@ int eval_command(const Arguments& args) {
         std::printf("  %-27s expected %-18s got %s\n", terminal_text(evaluation.failures[i].input).c_str(),
                     terminal_text(evaluation.failures[i].expected).c_str(),
                     terminal_text(evaluation.failures[i].output).c_str());
+    if (parsed.has("--per-token")) print_per_token(task, evaluation, n, static_cast<uint64_t>(seed), lengths);
     return 0;
 }
 

@@ -16,8 +16,9 @@ state dict is the checkpoint. Only the position scheme differs
 
 max_len is 72 (room for 32-character inputs: <bos>, 32, "=", 32, <eos>... ), so
 that `tinyformer eval --lengths 17-32` can ask for inputs twice as long as any
-the model was trained on. A learned table's rows 35..71 are never trained
-(they stay at their random initial values); that is part of what is measured.
+the model was trained on. A learned table's rows 34..71 are never trained
+(the longest example, <bos> + 16 + "=" + 16, reads positions 0..33; they stay at
+their random initial values); that is part of what is measured.
 
 Each run writes, under data/models/:
 
