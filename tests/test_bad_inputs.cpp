@@ -984,7 +984,7 @@ const std::vector<BadInput> kNotSafetensors = {
              c.metadata["config"] = config.dump(); });
          return forward_model(d, model); },
      1, {"three-forward.safetensors: config: 3 problems: ", "'nhead' must be in 1..16777216, got 0",
-         "'pos_encoding' is \"rope\"; expected one of \"alibi\", \"learned\", \"none\", \"rotary\", \"sinusoidal\"",
+         "'pos_encoding' is \"rope\"; expected one of \"alibi\", \"learned\", \"none\", \"relative_bias\", \"rotary\", \"sinusoidal\"",
          "unknown key 'num_layers' for arch \"encoder_decoder\" (it belongs to decoder_only / encoder_only)"}},
     {"a torch.save file (a zip archive) as the model, through info", [](const TempDirectory& d) {
          // The start of a zip local file header, its first entry archive/data.pkl, as torch.save writes.

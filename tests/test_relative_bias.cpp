@@ -226,7 +226,7 @@ TEST_CASE("A relative_bias model's trace records its bias [B,H,L,S]: the table's
 }
 
 TEST_CASE("Relative-bias models decode with the KV cache as the full forward does, token by token, padded or not") {
-    for (const char* path : {kCausal, kWindowed}) {
+    for (const std::string path : {kCausal, kWindowed}) {
         CAPTURE(path);
         const Model model = Model::load(path);
         // Prompts of 5, 1 and 3 tokens (the short rows' tokens sit at slots past the padding), 20 steps:
