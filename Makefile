@@ -216,6 +216,7 @@ parity: deps
 	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
 	  /usr/bin/python3 tools/python/make_reference.py --out "$$dir" && \
 	  /usr/bin/python3 tools/python/make_rotary_reference.py --out "$$dir" && \
+	  /usr/bin/python3 tools/python/make_position_reference.py --out "$$dir" && \
 	  TINYFORMER_REFERENCE_DIR="$$dir" ./build/tinyformer-tests -tc='*PyTorch reference*'
 	/usr/bin/python3 tests/python/test_safetensors_io.py
 	/usr/bin/python3 tests/python/test_export.py

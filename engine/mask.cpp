@@ -199,25 +199,40 @@ std::vector<float> alibi_slopes(int64_t heads) {
     return slopes;
 }
 
-Mask Mask::alibi(int64_t heads, const std::vector<std::vector<int64_t>>& query_positions,
-                 const std::vector<std::vector<int64_t>>& key_positions) {
-    const std::vector<float> slopes = alibi_slopes(heads);
+namespace {
+
+// The [B][L] query and [B][S] key positions of a position-dependent mask,
+// checked: the same B >= 1 rows, every row L >= 1 and S >= 1 long, positions >= 0.
+struct PositionShape {
+    int64_t batch, queries, keys;
+};
+PositionShape check_positions(const char* op, const std::vector<std::vector<int64_t>>& query_positions,
+                              const std::vector<std::vector<int64_t>>& key_positions) {
     const int64_t B = static_cast<int64_t>(query_positions.size());
     if (B < 1 || key_positions.size() != query_positions.size())
-        fail("Mask::alibi: need query_positions and key_positions for the same B >= 1 rows, got ", B, " and ",
+        fail(op, ": need query_positions and key_positions for the same B >= 1 rows, got ", B, " and ",
              key_positions.size());
     const int64_t L = static_cast<int64_t>(query_positions[0].size()), S = static_cast<int64_t>(key_positions[0].size());
-    if (L < 1 || S < 1) fail("Mask::alibi: need L >= 1 queries and S >= 1 keys, got ", L, " and ", S);
+    if (L < 1 || S < 1) fail(op, ": need L >= 1 queries and S >= 1 keys, got ", L, " and ", S);
     for (int64_t b = 0; b < B; ++b) {
         const auto& queries = query_positions[static_cast<size_t>(b)];
         const auto& keys = key_positions[static_cast<size_t>(b)];
         if (static_cast<int64_t>(queries.size()) != L || static_cast<int64_t>(keys.size()) != S)
-            fail("Mask::alibi: row ", b, " has ", queries.size(), " query and ", keys.size(), " key positions; row 0 has ",
-                 L, " and ", S);
+            fail(op, ": row ", b, " has ", queries.size(), " query and ", keys.size(), " key positions; row 0 has ", L,
+                 " and ", S);
         for (const auto* positions : {&queries, &keys})
             for (int64_t p : *positions)
-                if (p < 0) fail("Mask::alibi: row ", b, " has position ", p, "; positions are >= 0");
+                if (p < 0) fail(op, ": row ", b, " has position ", p, "; positions are >= 0");
     }
+    return {B, L, S};
+}
+
+}  // namespace
+
+Mask Mask::alibi(int64_t heads, const std::vector<std::vector<int64_t>>& query_positions,
+                 const std::vector<std::vector<int64_t>>& key_positions) {
+    const std::vector<float> slopes = alibi_slopes(heads);
+    const auto [B, L, S] = check_positions("Mask::alibi", query_positions, key_positions);
     std::vector<uint8_t> allowed(static_cast<size_t>(checked_numel({B, heads, L, S}, "Mask::alibi")), 1);
     std::vector<float> bias(allowed.size());
     size_t i = 0;
@@ -230,6 +245,62 @@ Mask Mask::alibi(int64_t heads, const std::vector<std::vector<int64_t>>& query_p
                     bias[i] = -slopes[static_cast<size_t>(h)] * static_cast<float>(distance);
                 }
     return Mask({B, heads, L, S}, std::move(allowed), std::move(bias));
+}
+
+int64_t relative_position_bucket(int64_t relative_position, const RelativeBuckets& buckets) {
+    const int64_t n = buckets.bidirectional ? buckets.buckets / 2 : buckets.buckets;
+    const int64_t exact = n / 2;
+    if (exact < 1 || buckets.max_distance <= exact)
+        fail("relative_position_bucket: need buckets >= ", buckets.bidirectional ? 4 : 2,
+             " and max_distance > the exact buckets (", exact, "), got buckets ", buckets.buckets, ", max_distance ",
+             buckets.max_distance);
+    const int64_t later = buckets.bidirectional && relative_position > 0 ? n : 0;  // bidirectional: r > 0 has its own half
+    const int64_t distance =
+        buckets.bidirectional ? std::abs(relative_position) : std::max<int64_t>(-relative_position, 0);
+    if (distance < exact) return later + distance;
+    const double scaled = std::log(static_cast<double>(distance) / static_cast<double>(exact)) /
+                          std::log(static_cast<double>(buckets.max_distance) / static_cast<double>(exact)) *
+                          static_cast<double>(n - exact);
+    return later + std::min(exact + static_cast<int64_t>(scaled), n - 1);
+}
+
+Mask Mask::relative_bias(const Tensor& table, const RelativeBuckets& buckets,
+                         const std::vector<std::vector<int64_t>>& query_positions,
+                         const std::vector<std::vector<int64_t>>& key_positions) {
+    if (table.rank() != 2 || table.dim(0) != buckets.buckets || table.dim(1) < 1)
+        fail("Mask::relative_bias: the table must be [buckets, H] = [", buckets.buckets, ", H], got ",
+             shape_string(table.shape()));
+    const int64_t heads = table.dim(1);
+    const auto [B, L, S] = check_positions("Mask::relative_bias", query_positions, key_positions);
+    std::vector<uint8_t> allowed(static_cast<size_t>(checked_numel({B, heads, L, S}, "Mask::relative_bias")), 1);
+    std::vector<float> bias(allowed.size());
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t l = 0; l < L; ++l)
+            for (int64_t s = 0; s < S; ++s) {
+                const int64_t bucket = relative_position_bucket(
+                    key_positions[static_cast<size_t>(b)][static_cast<size_t>(s)] -
+                        query_positions[static_cast<size_t>(b)][static_cast<size_t>(l)],
+                    buckets);
+                for (int64_t h = 0; h < heads; ++h)
+                    bias[static_cast<size_t>(((b * heads + h) * L + l) * S + s)] = table.data()[bucket * heads + h];
+            }
+    return Mask({B, heads, L, S}, std::move(allowed), std::move(bias));
+}
+
+Mask Mask::sliding_window(int64_t window, const std::vector<std::vector<int64_t>>& query_positions,
+                          const std::vector<std::vector<int64_t>>& key_positions) {
+    if (window < 1) fail("Mask::sliding_window: window must be >= 1, got ", window);
+    const auto [B, L, S] = check_positions("Mask::sliding_window", query_positions, key_positions);
+    std::vector<uint8_t> allowed(static_cast<size_t>(checked_numel({B, 1, L, S}, "Mask::sliding_window")));
+    size_t i = 0;
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t l = 0; l < L; ++l)
+            for (int64_t s = 0; s < S; ++s, ++i) {
+                const int64_t query = query_positions[static_cast<size_t>(b)][static_cast<size_t>(l)];
+                const int64_t key = key_positions[static_cast<size_t>(b)][static_cast<size_t>(s)];
+                allowed[i] = query - window < key && key <= query;
+            }
+    return Mask({B, 1, L, S}, std::move(allowed), {});
 }
 
 Mask Mask::alibi(int64_t heads, int64_t length) {

@@ -23,9 +23,12 @@
 //       a float mask added to the scores: 0 = allowed, -inf = blocked. Any
 //       other finite value is kept as a bias: it only suppresses a key, it
 //       never guarantees weight 0.
-//   alibi:
-//       ALiBi's per-head linear position bias (below): every key allowed,
-//       a finite bias per cell; AND it with a causal or padding mask.
+//   alibi, relative_bias:
+//       ALiBi's per-head linear position bias, T5's learned bucketed one
+//       (below): every key allowed, a finite bias per cell; AND it with a
+//       causal or padding mask.
+//   sliding_window:
+//       Mistral's window over the tokens' own positions (below).
 //
 // Padding — which positions of a [B, T] batch are padding (true = padding,
 // PyTorch's key_padding_mask meaning). Padded keys are masked for every
@@ -74,6 +77,23 @@ private:
     int64_t batch_ = 0, length_ = 0;
     std::vector<uint8_t> flags_;
 };
+
+// T5's buckets of a relative position r = key position - query position
+// (Hugging Face's T5Attention._relative_position_bucket computes the same):
+//   bidirectional (a query may see later keys):
+//              n = buckets / 2 (integer division); r > 0 adds n; d = |r|
+//   otherwise: n = buckets; d = max(-r, 0) (a later key is blocked anyway)
+//   exact = n / 2:  d < exact  ->  bucket d (one bucket per distance)
+//                   else       ->  exact + floor(log(d / exact) / log(max_distance / exact) * (n - exact)),
+//                                  at most n - 1 (log-spaced: every d >= max_distance shares the last)
+// computed in double (PyTorch's float32 gives the same buckets; the test of
+// tests/test_relative_bias.cpp holds them to PyTorch's). Error unless
+// exact >= 1 and max_distance > exact.
+struct RelativeBuckets {
+    int64_t buckets = 32, max_distance = 128;  // T5's
+    bool bidirectional = false;
+};
+int64_t relative_position_bucket(int64_t relative_position, const RelativeBuckets& buckets);
 
 class Mask {
 public:
@@ -124,6 +144,21 @@ public:
     // A whole sequence of T tokens at positions 0..T-1: [1,H,T,T],
     // bias[0, h, i, j] = -slopes[h] * |i - j|.
     static Mask alibi(int64_t heads, int64_t length);
+    // T5's relative position bias (Raffel et al. 2020): a learned table
+    // [buckets, H], one number per head for each bucket of the relative
+    // position r = key position - query position (relative_position_bucket):
+    //     bias[b, h, l, s] = table[bucket(key_positions[b][s] - query_positions[b][l]), h]
+    // Shape [B,H,L,S], every key allowed, positions as for alibi.
+    static Mask relative_bias(const Tensor& table, const RelativeBuckets& buckets,
+                              const std::vector<std::vector<int64_t>>& query_positions,
+                              const std::vector<std::vector<int64_t>>& key_positions);
+    // Sliding-window attention (Mistral, as Hugging Face's modeling_mistral
+    // masks it): a query sees the `window` newest positions up to its own,
+    //     allowed[b, 0, l, s] = q - window < k <= q,   q = query_positions[b][l], k = key_positions[b][s]
+    // (causal by itself; W keys, the query's own included). Shape [B,1,L,S],
+    // positions as for alibi; Error unless window >= 1.
+    static Mask sliding_window(int64_t window, const std::vector<std::vector<int64_t>>& query_positions,
+                               const std::vector<std::vector<int64_t>>& key_positions);
 
     // This mask broadcast to [batch, H|1, queries, keys] (its heads axis as it
     // is) and materialized, with `cells` set in every batch row and head, in

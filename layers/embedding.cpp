@@ -14,6 +14,7 @@ const char* pos_encoding_name(PositionalEncoding encoding) {
         case PositionalEncoding::None: return "none";
         case PositionalEncoding::Rotary: return "rotary";
         case PositionalEncoding::Alibi: return "alibi";
+        case PositionalEncoding::RelativeBias: return "relative_bias";
     }
     return "unknown";
 }

@@ -18,11 +18,13 @@
 
 namespace tinyformer {
 
-// Rotary and Alibi add nothing here (no table): rotary turns q and k inside
-// the attention (layers/rotary.h), ALiBi is a bias of the mask (models/mask_policy.h).
-enum class PositionalEncoding { Sinusoidal, Learned, None, Rotary, Alibi };
+// Rotary, Alibi and RelativeBias add nothing here (no table): rotary turns q
+// and k inside the attention (layers/rotary.h), ALiBi and T5's relative bias
+// are biases of the mask (models/mask_policy.h).
+enum class PositionalEncoding { Sinusoidal, Learned, None, Rotary, Alibi, RelativeBias };
 
-const char* pos_encoding_name(PositionalEncoding encoding);  // "sinusoidal", "learned", "none", "rotary", "alibi"
+// "sinusoidal", "learned", "none", "rotary", "alibi", "relative_bias"
+const char* pos_encoding_name(PositionalEncoding encoding);
 
 // Token ids of a batch, row-major [B, T].
 struct TokenIds {

@@ -113,6 +113,16 @@ void KVCache::truncate(int64_t n) {
     length_ = n;
 }
 
+void KVCache::drop_front(int64_t n) {
+    if (n < 0 || n > length_) fail("KVCache::drop_front: n = ", n, " outside 0..", length_);
+    for (Tensor* buffer : {&key_, &value_})
+        for (int64_t b = 0; n > 0 && b < batch_; ++b) {
+            float* row = buffer->data() + b * capacity_ * width_;
+            std::copy(row + n * width_, row + length_ * width_, row);  // to a lower address: a forward copy is safe
+        }
+    length_ -= n;
+}
+
 Tensor KVCache::key_tensor() const {
     Tensor out({batch_, length_, width_});
     if (length_ > 0) copy_rows(key_, capacity_, out, length_, width_, length_, every_row(batch_));

@@ -23,6 +23,9 @@
 //   truncate: keeps rows 0..n-1 of every batch row (a step that failed takes
 //             its rows back out); the buffers stay, with the B and D they
 //             were made for, also at n = 0.
+//   drop_front: drops rows 0..n-1 of every batch row, moving the rest to the
+//             front (a sliding window evicts its oldest positions; the room
+//             stays, so a window of W keeps the cache at W rows).
 //
 // append(Tensor, Tensor) into a cache with nothing reserved (capacity 0) and
 // assign() take the tensors over (no copy); append of views — the model's
@@ -61,6 +64,8 @@ public:
     void keep_rows(const std::vector<int64_t>& rows);
     // Keeps positions 0..n-1 of every batch row (0 <= n <= length), and the room.
     void truncate(int64_t n);
+    // Drops positions 0..n-1 of every batch row (0 <= n <= length); the rest move to the front.
+    void drop_front(int64_t n);
     // The valid rows copied out as tensors [B, length, D] (for observers and tests).
     Tensor key_tensor() const;
     Tensor value_tensor() const;

@@ -248,7 +248,8 @@ ModelConfig parse_config(const std::string& json_text) {
                                                          {"learned", PositionalEncoding::Learned},
                                                          {"none", PositionalEncoding::None},
                                                          {"rotary", PositionalEncoding::Rotary},
-                                                         {"alibi", PositionalEncoding::Alibi}});
+                                                         {"alibi", PositionalEncoding::Alibi},
+                                                         {"relative_bias", PositionalEncoding::RelativeBias}});
     const bool rotary = pos_encoding == PositionalEncoding::Rotary;
     const std::optional<double> rope_theta = read.number("rope_theta", false);
     if (rope_theta && !rotary)
@@ -261,7 +262,24 @@ ModelConfig parse_config(const std::string& json_text) {
     if (rotary && d_model && nhead && *d_model % *nhead == 0 && (*d_model / *nhead) % 2 != 0)
         read.problem("\"pos_encoding\": \"rotary\" turns pairs of a head's dimensions and needs an even head size "
                      "'d_model' / 'nhead', got ", *d_model / *nhead);
-    if ((rotary || pos_encoding == PositionalEncoding::Alibi) && arch == Architecture::EncoderDecoder)
+    // T5's relative bias (engine/mask.h): 4 buckets at least (one exact bucket per direction),
+    // and max_distance >= buckets (T5: 32 and 128), so that the log-spaced buckets are defined.
+    const bool relative = pos_encoding == PositionalEncoding::RelativeBias;
+    const std::optional<int64_t> relative_buckets = read.positive("relative_buckets", false);
+    const std::optional<int64_t> relative_max_distance = read.positive("relative_max_distance", false);
+    for (const char* key : {"relative_buckets", "relative_max_distance"})
+        if (read.get(key, "int", false) && pos_encoding && !relative)
+            read.problem("'", key, "' belongs to \"pos_encoding\": \"relative_bias\"");
+    const bool buckets_valid = relative_buckets || !read.get("relative_buckets", "int", false);
+    const bool distance_valid = relative_max_distance || !read.get("relative_max_distance", "int", false);
+    if (relative && relative_buckets && *relative_buckets < 4)
+        read.problem("'relative_buckets' must be >= 4 (half of them per direction, half of those exact), got ",
+                     *relative_buckets);
+    else if (relative && buckets_valid && distance_valid &&
+             relative_max_distance.value_or(128) < relative_buckets.value_or(32))
+        read.problem("'relative_max_distance' (", relative_max_distance.value_or(128),
+                     ") must be >= 'relative_buckets' (", relative_buckets.value_or(32), ")");
+    if ((rotary || pos_encoding == PositionalEncoding::Alibi || relative) && arch == Architecture::EncoderDecoder)
         read.problem("\"pos_encoding\": \"", pos_encoding_name(*pos_encoding),
                      "\" is for decoder_only and encoder_only models, not encoder_decoder");
     const std::optional<int64_t> n_kv_heads = read.positive("n_kv_heads", false);
@@ -304,6 +322,11 @@ ModelConfig parse_config(const std::string& json_text) {
             read.problem("'attention' is \"", attention_kind_name(*attention), "\" but arch is \"",
                          architecture_name(*arch), "\"; encoder_only is bidirectional, decoder_only causal or prefix_lm");
     }
+
+    // Mistral's sliding window (engine/mask.h): over a causal decoder's own positions.
+    const std::optional<int64_t> sliding_window = read.positive("sliding_window", false);
+    if (sliding_window && arch && (*arch != Architecture::DecoderOnly || attention != SelfAttentionKind::Causal))
+        read.problem("'sliding_window' is for decoder_only models with \"attention\": \"causal\"");
 
     // The special ids, checked against the vocabulary when it is known.
     std::optional<int64_t> vocabulary;
@@ -355,6 +378,9 @@ ModelConfig parse_config(const std::string& json_text) {
     if (rope_theta) config.rope_theta = static_cast<float>(*rope_theta);
     config.rope_pairs = rope_pairs.value_or(RopePairs::Adjacent);
     config.n_kv_heads = n_kv_heads.value_or(config.nhead);
+    config.relative_buckets = relative_buckets.value_or(32);
+    config.relative_max_distance = relative_max_distance.value_or(128);
+    config.sliding_window = sliding_window.value_or(0);
     config.pad_id = ids[0].value_or(-1);
     config.bos_id = ids[1].value_or(-1);
     config.eos_id = ids[2].value_or(-1);

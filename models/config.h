@@ -7,8 +7,11 @@
 // d_model 1 (no unbiased std of one number), and a "mask_value" that is not a
 // negative float32, "norm_bias": true with "rms_norm" (RMSNorm has no
 // bias), "rope_theta" / "rope_pairs" without rotary, an odd head size with
-// rotary, rotary or alibi for encoder_decoder, an "n_kv_heads" that does not
-// divide "nhead". It checks the whole config and throws
+// rotary, rotary, alibi or relative_bias for encoder_decoder, an "n_kv_heads"
+// that does not divide "nhead", "relative_buckets" / "relative_max_distance"
+// without relative_bias, relative_buckets < 4 or relative_max_distance <
+// relative_buckets, a "sliding_window" < 1 or in a model that is not
+// decoder_only with "attention": "causal". It checks the whole config and throws
 // one Error listing every problem, on one line: "config: <problem>", or
 // "config: 3 problems: <problem>; <problem>; <problem>". With the arch missing
 // or bad, the keys of every arch are checked where present.
@@ -59,6 +62,9 @@ struct ModelConfig {
     float rope_theta = 10000.0f;                // "rope_theta", rotary only
     RopePairs rope_pairs = RopePairs::Adjacent;  // "rope_pairs", rotary only (layers/rotary.h)
     int64_t n_kv_heads = 0;                     // "n_kv_heads" (GQA, MQA when 1); parse_config sets nhead when absent
+    int64_t relative_buckets = 32;              // "relative_buckets", relative_bias only (engine/mask.h)
+    int64_t relative_max_distance = 128;        // "relative_max_distance", relative_bias only
+    int64_t sliding_window = 0;                 // "sliding_window" W (decoder_only, causal); 0: absent
 };
 
 ModelConfig parse_config(const std::string& json_text);

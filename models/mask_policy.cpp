@@ -2,6 +2,8 @@
 
 #include "engine/error.h"
 
+#include <utility>
+
 namespace tinyformer {
 
 namespace {
@@ -13,15 +15,15 @@ Mask causal_step(const MaskInputs& in) {
     return in.length == 1 ? Mask() : Mask::causal(in.length, in.first + in.length);
 }
 
-// ALiBi's bias for a Self call (see the header): the queries are the last
-// `length` of first+length key slots.
-Mask alibi_term(const ModelConfig& config, const MaskInputs& in) {
+// The positions of a Self call's queries [B|1][L] and keys [B|1][S] (see
+// the header): the queries are the last `length` of first+length key slots.
+std::pair<std::vector<std::vector<int64_t>>, std::vector<std::vector<int64_t>>> positions_of(const MaskInputs& in) {
     const int64_t keys = in.first + in.length;
     if (in.key_positions.empty()) {
         std::vector<int64_t> key(static_cast<size_t>(keys)), query(static_cast<size_t>(in.length));
         for (int64_t s = 0; s < keys; ++s) key[static_cast<size_t>(s)] = s;
         for (int64_t l = 0; l < in.length; ++l) query[static_cast<size_t>(l)] = in.first + l;
-        return Mask::alibi(config.nhead, {query}, {key});
+        return {{query}, {key}};
     }
     if (static_cast<int64_t>(in.key_positions.size()) != in.batch)
         fail("attention_mask: key_positions has ", in.key_positions.size(), " rows, the batch ", in.batch);
@@ -32,7 +34,22 @@ Mask alibi_term(const ModelConfig& config, const MaskInputs& in) {
             fail("attention_mask: key_positions[", b, "] has ", row.size(), " slots, expected first + length = ", keys);
         queries.emplace_back(row.end() - in.length, row.end());
     }
-    return Mask::alibi(config.nhead, queries, in.key_positions);
+    return {queries, in.key_positions};
+}
+
+// A Self mask's terms that depend on the tokens' positions (see the header):
+// ALiBi's or T5's bias, the sliding window.
+Mask position_terms(const ModelConfig& config, const MaskInputs& in, Mask mask) {
+    const auto [queries, keys] = positions_of(in);
+    if (config.pos_encoding == PositionalEncoding::Alibi) mask = mask & Mask::alibi(config.nhead, queries, keys);
+    if (config.pos_encoding == PositionalEncoding::RelativeBias) {
+        if (!in.relative_bias) fail("attention_mask: a relative_bias model's masks need its table (MaskInputs::relative_bias)");
+        const RelativeBuckets buckets{config.relative_buckets, config.relative_max_distance,
+                                      config.attention != SelfAttentionKind::Causal};
+        mask = mask & Mask::relative_bias(*in.relative_bias, buckets, queries, keys);
+    }
+    if (config.sliding_window > 0) mask = mask & Mask::sliding_window(config.sliding_window, queries, keys);
+    return mask;
 }
 
 Mask self_mask(const ModelConfig& config, const MaskInputs& in) {
@@ -48,6 +65,11 @@ Mask self_mask(const ModelConfig& config, const MaskInputs& in) {
 }
 
 }  // namespace
+
+bool mask_uses_positions(const ModelConfig& config) {
+    return config.pos_encoding == PositionalEncoding::Alibi || config.pos_encoding == PositionalEncoding::RelativeBias ||
+           config.sliding_window > 0;
+}
 
 Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInputs& in) {
     if (in.batch < 1 || in.length < 1 || in.first < 0)
@@ -68,7 +90,7 @@ Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInp
             return call == AttentionCall::DecoderSelf ? masks.decoder_self : masks.cross;
         }
         case AttentionCall::Self:
-            if (config.pos_encoding == PositionalEncoding::Alibi) return self_mask(config, in) & alibi_term(config, in);
+            if (mask_uses_positions(config)) return position_terms(config, in, self_mask(config, in));
             return self_mask(config, in);
     }
     fail("attention_mask: unknown attention call");
@@ -78,15 +100,14 @@ DecodingMasks decoding_step_masks(const ModelConfig& config, const MaskInputs& i
     if (config.arch == Architecture::EncoderDecoder)
         return {attention_mask(config, AttentionCall::DecoderSelf, inputs),
                 attention_mask(config, AttentionCall::Cross, inputs)};
-    if (inputs.first > 0 && inputs.length == 1 && inputs.padding.empty() &&
-        config.pos_encoding != PositionalEncoding::Alibi)
+    if (inputs.first > 0 && inputs.length == 1 && inputs.padding.empty() && !mask_uses_positions(config))
         return {Mask(), Mask()};
     return {attention_mask(config, AttentionCall::Self, inputs), Mask()};
 }
 
 const DecodingMasks& decoding_step_masks(const ModelConfig& config, const MaskInputs& inputs, StepMasks& cache) {
     const bool same_every_step = inputs.first > 0 && inputs.length == 1 && inputs.padding.empty() &&
-                                 inputs.key_positions.empty() && config.pos_encoding != PositionalEncoding::Alibi;
+                                 inputs.key_positions.empty() && !mask_uses_positions(config);
     if (!same_every_step) {
         cache.latest = decoding_step_masks(config, inputs);
         return *cache.latest;

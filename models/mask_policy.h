@@ -27,6 +27,18 @@
 // result both exist, so pass_memory (models/cost.h) counts 10*B*H*L*S, and
 // both whole-sequence passes and the KV cache's prefill ask it first.
 //
+// T5's relative bias (pos_encoding "relative_bias", single-stack only) is
+// the same kind of term, from the model's learned table (MaskInputs::
+// relative_bias, [relative_buckets, H]; engine/mask.h):
+//   bias[b, h, l, s] = table[bucket(pos(key s) - pos(query l)), h]
+// with causal buckets for a causal model, bidirectional ones for
+// bidirectional and prefix_lm models (their queries see later keys).
+// A "sliding_window" W (decoder_only, causal) ANDs Mistral's window
+//   allowed iff pos(query l) - W < pos(key s) <= pos(query l)
+// with the same positions, so that it holds in a KV cache whose oldest
+// slots were evicted (models/stepper.cpp keeps the last W of every row).
+// mask_uses_positions says whether a config's Self masks have such a term.
+//
 // A decoding step with a KV cache runs only the `length` newest positions,
 // at first..first+length-1, over the first+length cached keys (first > 0):
 // the same rule cut to those query rows, causal(length, first+length): query
@@ -55,10 +67,16 @@ struct MaskInputs {
     int64_t source_length = 0;    // encoder_decoder: S
     Padding source_padding;       // [B, S], or empty
     std::vector<int64_t> prefix_lengths;  // Self with prefix_lm, first = 0: [B]
-    // ALiBi only: [B][first+length], the position of the token in each key
-    // slot (padding slots: any value >= 0, they are blocked), or empty.
+    // Position terms only (ALiBi, relative bias, sliding window):
+    // [B][first+length], the position of the token in each key slot (padding
+    // slots: any value >= 0, they are blocked), or empty.
     std::vector<std::vector<int64_t>> key_positions;
+    const Tensor* relative_bias = nullptr;  // relative_bias only: the model's table [relative_buckets, H]
 };
+
+// True when the config's Self masks depend on the tokens' positions: ALiBi,
+// T5's relative bias, a sliding window (a decoding step builds them anew).
+bool mask_uses_positions(const ModelConfig& config);
 
 Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInputs& inputs);
 
@@ -70,8 +88,9 @@ Mask attention_mask(const ModelConfig& config, AttentionCall call, const MaskInp
 //   decoder_only:    self = Self, cross = Mask() (unused); a one-position
 //                    step with no padded slot in the cache is Mask(), which
 //                    blocks nothing (what causal(1, T) AND no padding allows),
-//                    so such a step builds no mask — except with ALiBi,
-//                    whose bias [1|B,H,1,T] every step builds anew.
+//                    so such a step builds no mask — except when the mask
+//                    uses positions (ALiBi, relative bias: a bias [1|B,H,1,T];
+//                    a sliding window), which every step builds anew.
 struct DecodingMasks {
     Mask self, cross;
 };
@@ -81,7 +100,7 @@ DecodingMasks decoding_step_masks(const ModelConfig& config, const MaskInputs& i
 // architectures (EncoderDecoderModel's DecoderCache, the decoder-only
 // stepper, models/stepper.cpp). A one-token step whose new position sees
 // every cached key (first > 0, length 1, no padded slot in the cache, no
-// ALiBi bias, which changes with every step's distances) has the same masks
+// position term, which changes with every step's distances) has the same masks
 // at every step: self blocks nothing, cross is the source padding's. They are
 // kept with the source padding they were made for and made again only when
 // it changes: such a step builds no mask. Any other pass's masks are made

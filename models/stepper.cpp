@@ -138,9 +138,12 @@ public:
         if (mode_ == StepMode::KvCache) {
             run_prompts(windows());
             const int64_t layers = static_cast<int64_t>(cache_.layers.size());
+            // A sliding window's cache never holds more than W new positions beyond what it kept.
+            const int64_t window = config.sliding_window;
+            const int64_t added = window > 0 ? std::min(new_positions, window) : new_positions;
             for (KVCache& layer : cache_.layers)  // room reserved up front: a step allocates nothing
                 layer.reserve(layer.batch(),
-                              layer.length() + positions_within_budget(new_positions, layer.batch(), layer.width(), layers),
+                              layer.length() + positions_within_budget(added, layer.batch(), layer.width(), layers),
                               layer.width());
         }
     }
@@ -176,10 +179,11 @@ public:
         positions_.clear();
         for (const auto& sequence : sequences_) positions_.push_back(static_cast<int64_t>(sequence.size()) - 1);
         for (auto& flags : cache_padding_) flags.push_back(0);
-        if (alibi()) // the new slot holds the row's newest token, at the row's own position
+        if (tracks_positions()) // the new slot holds the row's newest token, at the row's own position
             for (size_t b = 0; b < sequences_.size(); ++b) slot_positions_[b].push_back(positions_[b]);
         const Tensor logits = model_.forward_step(newest_, positions_, step_mask(), Padding(), cache_);  // [B, 1, V]
         logits_ = logits.reshaped({B, logits.dim(2)});
+        evict_outside_window();
     }
 
     void keep_rows(const std::vector<int64_t>& rows) override {
@@ -192,6 +196,11 @@ public:
     }
 
     int64_t length(int64_t b) const override { return static_cast<int64_t>(sequences_[static_cast<size_t>(b)].size()); }
+
+    CacheSize cache_size() const override {
+        if (cache_.layers.empty()) return {};
+        return {cache_.layers[0].length(), cache_.layers[0].capacity()};
+    }
 
 private:
     // A row's last max_len tokens with a sliding window, else the row as it is.
@@ -223,6 +232,7 @@ private:
         inputs.length = ids.length;
         inputs.padding = padding;
         if (prefix_lm) inputs.prefix_lengths = prompt_lengths_;
+        inputs.relative_bias = model_.relative_bias_table();
         const Mask mask = decoding_step_masks(model_.config(), inputs).self;
         const Tensor logits = model_.forward_step(ids, std::vector<int64_t>(sequences_.size(), 0), mask, padding,
                                                   cache_);  // [B, P, V]
@@ -234,29 +244,56 @@ private:
             flags.reserve(static_cast<size_t>(ids.length + new_positions_));  // one more flag per step
             for (int64_t t = lengths[b]; t < ids.length; ++t) flags[static_cast<size_t>(t)] = 1;
             cache_padding_.push_back(std::move(flags));
-            if (alibi()) {  // slot t holds the prompt's token t (padding slots too: blocked anyway)
+            if (tracks_positions()) {  // slot t holds the prompt's token t (padding slots too: blocked anyway)
                 std::vector<int64_t> positions(static_cast<size_t>(ids.length));
                 positions.reserve(static_cast<size_t>(ids.length + new_positions_));
                 for (int64_t t = 0; t < ids.length; ++t) positions[static_cast<size_t>(t)] = t;
                 slot_positions_.push_back(std::move(positions));
             }
         }
+        evict_outside_window();
     }
 
-    bool alibi() const { return model_.config().pos_encoding == PositionalEncoding::Alibi; }
+    // Whether the masks need each slot's token position (models/mask_policy.h).
+    bool tracks_positions() const { return mask_uses_positions(model_.config()); }
+
+    // A sliding window of W: drops the cache slots that no row's next query
+    // (at position next = the row's length) can see: a row's tokens at
+    // positions <= next - W, and padding. Every row drops the same number of
+    // oldest slots, as many as every row can spare. (Past max_len with
+    // slide_window every step is a fresh pass on the window: nothing to keep.)
+    void evict_outside_window() {
+        const int64_t window = model_.config().sliding_window;
+        const auto past = [&](const auto& row) { return static_cast<int64_t>(row.size()) > model_.config().max_len; };
+        if (window == 0 || cache_padding_.empty() || (window_ && std::any_of(sequences_.begin(), sequences_.end(), past)))
+            return;
+        size_t spare = cache_padding_[0].size();
+        for (size_t b = 0; b < sequences_.size(); ++b) {
+            const int64_t next = static_cast<int64_t>(sequences_[b].size());
+            size_t unseen = 0;
+            while (unseen < spare && (cache_padding_[b][unseen] || slot_positions_[b][unseen] <= next - window)) ++unseen;
+            spare = unseen;
+        }
+        if (spare == 0) return;
+        for (KVCache& layer : cache_.layers) layer.drop_front(static_cast<int64_t>(spare));
+        const auto drop = [spare](auto& row) { row.erase(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(spare)); };
+        for (auto& flags : cache_padding_) drop(flags);
+        for (auto& positions : slot_positions_) drop(positions);
+    }
 
     // The mask of a one-position step over the cached keys, from
     // decoding_step_masks and its step-mask cache (models/mask_policy.h).
     // Without prompt padding it blocks nothing at any step: made once. With
     // it, the padding slots of shorter prompts stay blocked while the keys
-    // grow by one a step: made at each step. ALiBi's bias depends on the
-    // distance of each slot's token to the new one: made at each step from
-    // slot_positions_.
+    // grow by one a step: made at each step. A position term (ALiBi's or
+    // T5's bias, a sliding window) depends on the distance of each slot's
+    // token to the new one: made at each step from slot_positions_.
     const Mask& step_mask() {
         MaskInputs inputs;  // one new position per row, over the T cached keys
         inputs.batch = static_cast<int64_t>(sequences_.size());
-        if (alibi()) inputs.key_positions = slot_positions_;
-        bool padded = alibi();  // ALiBi's steps take the cache's padding flags, padded or not
+        inputs.relative_bias = model_.relative_bias_table();
+        if (tracks_positions()) inputs.key_positions = slot_positions_;
+        bool padded = tracks_positions();  // such steps take the cache's padding flags, padded or not
         for (const auto& flags : cache_padding_) padded = padded || std::find(flags.begin(), flags.end(), 1) != flags.end();
         if (padded) inputs.padding = cache_padding();
         inputs.first = static_cast<int64_t>(cache_padding_[0].size()) - 1;
@@ -276,9 +313,10 @@ private:
     std::vector<std::vector<int64_t>> sequences_;
     std::vector<int64_t> prompt_lengths_;
     std::vector<std::vector<uint8_t>> cache_padding_;  // per row: 1 where a cache slot is prompt padding
-    // ALiBi only, per row: the position of the token each cache slot holds.
-    // Prompts right-padded to P slots: slot t < P holds position t; the k-th
-    // generated token sits at slot P + k but at position prompt_length + k.
+    // Position terms only, per row: the position of the token each cache slot
+    // holds. Prompts right-padded to P slots: slot t < P holds position t; the
+    // k-th generated token sits at slot P + k but at position prompt_length + k
+    // (slots shift down together when a sliding window evicts the oldest).
     std::vector<std::vector<int64_t>> slot_positions_;
     TokenIds newest_{0, 1, {}};                        // a step's input: the newest token of every row
     std::vector<int64_t> positions_;                   // and each row's position

@@ -16,6 +16,11 @@
 //              computed once; a decoder-only prompt once).
 //   Recompute: the reference — each step runs the whole sequence again.
 // Every mask a step uses comes from decoding_step_masks (models/mask_policy.h).
+// A decoder with a "sliding_window" W keeps in its KV cache only the slots a
+// next query can see (each row's last W - 1 positions, and the padding slots
+// between a short prompt and its generated tokens): the oldest are evicted
+// after every pass, so a long generation's cache stays bounded; the masks
+// and rotary positions use each slot's token position, never its index.
 //
 // Reservation budget: a stepper made with room for `new_positions` tokens
 // reserves its KV caches and token vectors up front, so a step allocates
@@ -44,6 +49,12 @@ public:
     virtual void keep_rows(const std::vector<int64_t>& rows) = 0;
     // Tokens in row b so far (the prompt or <bos> included).
     virtual int64_t length(int64_t b) const = 0;
+    // The first self-attention KV cache's positions and room (0 and 0 without
+    // one): what a sliding window keeps bounded.
+    struct CacheSize {
+        int64_t length = 0, capacity = 0;
+    };
+    virtual CacheSize cache_size() const { return {}; }
 };
 
 // The stepper of the model's architecture over `inputs` (sources or

@@ -203,9 +203,10 @@ void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int6
                                int64_t keys, int64_t attentions, bool recording, int64_t vocabulary,
                                bool fills_kv_cache) {
     const CostShape shape{batch, config.d_model, config.nhead, config.dim_feedforward};
-    const bool alibi = config.pos_encoding == PositionalEncoding::Alibi;  // a [B,H,L,S] bias in the mask
+    const bool bias = config.pos_encoding == PositionalEncoding::Alibi ||
+                      config.pos_encoding == PositionalEncoding::RelativeBias;  // a [B,H,L,S] bias in the mask
     const int64_t cached_width = config.n_kv_heads * (config.d_model / config.nhead);  // K/V columns, Hkv*Dh
-    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary, alibi,
+    const PassMemory memory = pass_memory(shape, queries, keys, attentions, recording, vocabulary, bias,
                                           fills_kv_cache ? attentions : 0, cached_width);
     // Asking the system (/proc/meminfo, cgroup files) costs more than a toy
     // decoding step, and a pass this small cannot be what exhausts memory.
@@ -213,7 +214,7 @@ void refuse_pass_beyond_memory(const char* what, const ModelConfig& config, int6
     require_available(memory.total(), text_of(what, ": B=", batch, " sequences of ", queries, " tokens attending ",
                                               keys, " keys need about ", memory.total(), " bytes (mask ", memory.mask,
                                               ", recorded attention weights ", memory.recorded_weights,
-                                              alibi ? text_of(", ALiBi bias ", memory.bias) : std::string(),
+                                              bias ? text_of(", position bias ", memory.bias) : std::string(),
                                               fills_kv_cache ? text_of(", KV cache ", memory.kv_cache) : std::string(),
                                               ")"));
 }
@@ -363,6 +364,10 @@ SingleStackModel::SingleStackModel(const ModelConfig& config, Checkpoint& checkp
                                              "layers." + std::to_string(i)));
     if (final_norm_) norm_ = load_layer_norm(checkpoint, "transformer.norm", config);
     lm_head_ = load_head(checkpoint, "lm_head", embedding_.token_weight, config);
+    // T5's one table for the whole stack, held (as T5 holds it) by the first layer's attention.
+    if (config.pos_encoding == PositionalEncoding::RelativeBias)
+        relative_bias_ = checkpoint.take("transformer.layers.0.self_attn.relative_attention_bias.weight",
+                                         {config.relative_buckets, config.nhead});
 }
 
 Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, const std::vector<int64_t>& prefix_lengths,
@@ -379,6 +384,7 @@ Tensor SingleStackModel::forward(const TokenIds& ids, const Padding& padding, co
     inputs.length = ids.length;
     inputs.padding = padding;
     inputs.prefix_lengths = prefix_lengths;
+    inputs.relative_bias = relative_bias_table();
     const Mask mask = attention_mask(config_, AttentionCall::Self, inputs);  // models/mask_policy.h
     return run(ids, std::vector<int64_t>(static_cast<size_t>(ids.batch), 0), mask, padding, observer, nullptr);
 }

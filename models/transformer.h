@@ -12,7 +12,8 @@
 //   decoder_only, "causal":     query i sees key j iff j <= i
 //   decoder_only, "prefix_lm":  query i sees key j iff j < prefix_len[b] or j <= i
 //   encoder_only:               every query sees every key
-//   key padding applies on top; optional final norm; logits = lm_head(h)
+//   key padding applies on top (and a "sliding_window", and ALiBi's or T5's
+//   relative bias: models/mask_policy.h); optional final norm; logits = lm_head(h)
 //   (with "tie_embeddings": h embed.weight^T (+ lm_head.bias)).
 //
 // The config's layer-form keys (docs/FORMAT.md section 1) are read by the
@@ -151,6 +152,9 @@ public:
                         const Padding& query_padding, StackCache& cache) const;
 
     const ModelConfig& config() const { return config_; }
+    // pos_encoding "relative_bias": the stack's table [relative_buckets, H]
+    // (what MaskInputs::relative_bias takes); otherwise nullptr.
+    const Tensor* relative_bias_table() const { return relative_bias_.empty() ? nullptr : &relative_bias_; }
     std::vector<NamedAttentionCall> attention_calls() const;
     MultiHeadAttention& attention_module(const std::string& name);  // Error listing the names if unknown
     void set_hooks(const Hooks* hooks);  // none: nullptr
@@ -173,6 +177,7 @@ private:
     bool final_norm_;
     LayerNorm norm_;
     Linear lm_head_;  // weight empty when tied to embed.weight
+    Tensor relative_bias_;  // relative_bias: [relative_buckets, H]; else empty
     const Hooks* hooks_ = nullptr;
 };
 

@@ -12,8 +12,9 @@
 
 namespace tinyformer::decoding_cases {
 
-inline const char* kCases[] = {"ed_post_relu_sin", "ed_pre_gelu_learned_pad", "do_prefix_pre_gelu_sin",
-                               "do_pre_gelu_learned_pad", "do_post_relu_sin_h1", "do_alibi_pre_gelu_h6_pad"};
+inline const char* kCases[] = {"ed_post_relu_sin",         "ed_pre_gelu_learned_pad",    "do_prefix_pre_gelu_sin",
+                               "do_pre_gelu_learned_pad",  "do_post_relu_sin_h1",        "do_alibi_pre_gelu_h6_pad",
+                               "do_relbias_pre_gelu_h4_pad", "do_window_rotary_pre_gelu_pad"};
 
 inline Model load_case(const std::string& name) { return Model::load("data/reference/" + name + ".model.safetensors"); }
 

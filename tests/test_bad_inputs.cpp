@@ -58,6 +58,10 @@ const std::string kReverse = "data/models/reverse.safetensors";
 // do_pre_relu_none_leftpad: decoder_only causal, no positions, vocab 12.
 const std::string kNoPositionModel = "data/reference/do_pre_relu_none_leftpad.model.safetensors";
 const std::string kNoPositionInputs = "data/reference/do_pre_relu_none_leftpad.inputs.safetensors";
+// do_relbias_pre_gelu_h4_pad: decoder_only causal, T5 relative bias, 8 buckets, 4 heads.
+const std::string kRelativeModel = "data/reference/do_relbias_pre_gelu_h4_pad.model.safetensors";
+const std::string kRelativeInputs = "data/reference/do_relbias_pre_gelu_h4_pad.inputs.safetensors";
+const std::string kRelativeTable = "transformer.layers.0.self_attn.relative_attention_bias.weight";
 
 // A copy of the model whose config has `key` set to `value` (removed if null).
 std::string config_with(const TempDirectory& dir, const std::string& name, const std::string& source,
@@ -272,6 +276,17 @@ const std::vector<BadInput> kMetadataAndConfig = {
     {"mask_value not negative", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "mask-value.safetensors", kModel, "mask_value", 1e9)); },
      1, {"mask-value.safetensors", "'mask_value' must be a finite negative number in float32", "got 1000000000"}},
+    {"relative bias table of the wrong shape", [](const TempDirectory& d) {
+         return forward(d, edited(d, "table.safetensors", kRelativeModel, [](Contents& c) {
+             c.replace(tinyformer::f32_tensor(kRelativeTable, Tensor({4, 8}))); }), kRelativeInputs); },
+     1, {"table.safetensors", "tensor '" + kRelativeTable + "' has shape [4,8]; expected [8,4]"}},
+    {"relative_max_distance below relative_buckets", [](const TempDirectory& d) {
+         return forward(d, config_with(d, "distance.safetensors", kRelativeModel, "relative_max_distance", 4),
+                        kRelativeInputs); },
+     1, {"distance.safetensors", "config: 'relative_max_distance' (4) must be >= 'relative_buckets' (8)"}},
+    {"sliding_window 0", [](const TempDirectory& d) {
+         return forward(d, config_with(d, "window.safetensors", kRelativeModel, "sliding_window", 0), kRelativeInputs); },
+     1, {"window.safetensors", "config: 'sliding_window' must be in 1..16777216, got 0"}},
     {"bias false but the biases are in the file", [](const TempDirectory& d) {
          return forward_model(d, config_with(d, "extra-bias.safetensors", kModel, "bias", false)); },
      1, {"extra-bias.safetensors", "unknown tensor 'transformer.", "bias'"}},
@@ -981,7 +996,7 @@ const std::vector<BadInput> kNotSafetensors = {
              c.metadata["config"] = config.dump(); });
          return forward_model(d, model); },
      1, {"three-forward.safetensors: config: 3 problems: ", "'nhead' must be in 1..16777216, got 0",
-         "'pos_encoding' is \"rope\"; expected one of \"alibi\", \"learned\", \"none\", \"rotary\", \"sinusoidal\"",
+         "'pos_encoding' is \"rope\"; expected one of \"alibi\", \"learned\", \"none\", \"relative_bias\", \"rotary\", \"sinusoidal\"",
          "unknown key 'num_layers' for arch \"encoder_decoder\" (it belongs to decoder_only / encoder_only)"}},
     {"a torch.save file (a zip archive) as the model, through info", [](const TempDirectory& d) {
          // The start of a zip local file header, its first entry archive/data.pkl, as torch.save writes.

@@ -277,7 +277,7 @@ TEST_CASE("A missing required key is refused by name and type, for every require
         {"activation", "string, one of \"gelu\", \"gelu_tanh\", \"relu\", \"silu\", \"swiglu\""},
         {"norm_first", "bool"},
         {"max_len", "int"},
-        {"pos_encoding", "string, one of \"alibi\", \"learned\", \"none\", \"rotary\", \"sinusoidal\""},
+        {"pos_encoding", "string, one of \"alibi\", \"learned\", \"none\", \"relative_bias\", \"rotary\", \"sinusoidal\""},
         {"embed_scale", "bool"},
     };
     const struct {
@@ -323,7 +323,7 @@ TEST_CASE("A config with several problems lists all of them in one line") {
         CHECK(test_helpers::error_message([&] { parse(config); }) ==
               "config: 7 problems: missing key 'format' (string, \"tinyformer/1\"); missing key 'arch' (string, one "
               "of \"decoder_only\", \"encoder_decoder\", \"encoder_only\"); missing key 'max_len' (int); missing key "
-              "'pos_encoding' (string, one of \"alibi\", \"learned\", \"none\", \"rotary\", \"sinusoidal\"); missing key 'embed_scale' "
+              "'pos_encoding' (string, one of \"alibi\", \"learned\", \"none\", \"relative_bias\", \"rotary\", \"sinusoidal\"); missing key 'embed_scale' "
               "(bool); unknown key 'batch_first'; unknown key 'dropout' (see docs/FORMAT.md for the keys of each "
               "arch)");
     }

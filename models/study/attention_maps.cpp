@@ -53,6 +53,7 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
         MaskInputs inputs;
         inputs.length = L;
         inputs.source_length = map.weights.dim(3);
+        if (model.single_stack) inputs.relative_bias = model.single_stack->relative_bias_table();
         if (model.config.attention == SelfAttentionKind::PrefixLm && !model.encoder_decoder)
             inputs.prefix_lengths = {static_cast<int64_t>(input.size())};
         if (map.stack == "encoder") {
@@ -72,7 +73,11 @@ AttentionRun attention_maps(const Model& model, const std::vector<int64_t>& toke
             map.query_tokens = map.key_tokens = run.source_tokens;
             map.mask = attention_mask(model.config, AttentionCall::Self, inputs);
             switch (model.config.attention) {
-                case SelfAttentionKind::Causal: map.mask_name = "causal"; break;
+                case SelfAttentionKind::Causal:
+                    map.mask_name = model.config.sliding_window > 0
+                                        ? "causal, sliding window " + std::to_string(model.config.sliding_window)
+                                        : "causal";
+                    break;
                 case SelfAttentionKind::PrefixLm:
                     map.mask_name = "prefix-LM (prefix " + std::to_string(input.size()) + ")";
                     map.prefix = static_cast<int64_t>(input.size());

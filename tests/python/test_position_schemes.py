@@ -112,5 +112,37 @@ class Alibi(unittest.TestCase):
                 ps.alibi_slopes(bad)
 
 
+
+class RelativeBias(unittest.TestCase):
+    def test_buckets_by_hand(self):
+        # Causal, 8 buckets, max_distance 16: n = 8, exact = 4; r = key - query.
+        r = torch.tensor([0, -3, 2, -4, -7, -8, -15, -16, -1000])
+        self.assertEqual(ps.relative_position_bucket(r, False, 8, 16).tolist(), [0, 3, 0, 4, 5, 6, 7, 7, 7])
+        # Bidirectional, 8 buckets, max_distance 8: n = 4 per sign, exact = 2; r > 0 adds 4.
+        r = torch.tensor([0, -1, 1, -3, -4, 5, -9])
+        self.assertEqual(ps.relative_position_bucket(r, True, 8, 8).tolist(), [0, 1, 5, 2, 3, 7, 3])
+
+    def test_the_float64_page_agrees(self):
+        # numpy_reference.relative_bucket (float64) and this float32 one, on T5's and small settings.
+        import numpy_reference as nr
+        r = torch.arange(-400, 401)
+        for buckets, max_distance in ((32, 128), (8, 16), (8, 8), (12, 100), (5, 9), (64, 256)):
+            for bidirectional in (False, True):
+                ours = ps.relative_position_bucket(r, bidirectional, buckets, max_distance)
+                page = nr.relative_bucket(r.numpy(), bidirectional, buckets, max_distance)
+                self.assertEqual(ours.tolist(), page.tolist(), (buckets, max_distance, bidirectional))
+
+    def test_bias_and_window(self):
+        table = torch.arange(8.0).reshape(4, 2)              # bucket k, head h: 2k + h
+        bias = ps.relative_bias(table, torch.arange(3), torch.arange(3), False, 8)
+        self.assertEqual(bias.shape, (2, 3, 3))
+        self.assertEqual(bias[1, 2].tolist(), [5.0, 3.0, 1.0])    # distances 2, 1, 0 -> buckets 2, 1, 0
+        allowed = ps.sliding_window_allowed(2, torch.arange(4), torch.arange(4))
+        self.assertEqual(allowed.int().tolist(), [[1, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 0], [0, 0, 1, 1]])
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(ValueError, "need an exact bucket"):
+            ps.relative_position_bucket(torch.tensor([0]), True, 2, 8)
+
 if __name__ == "__main__":
     unittest.main()

@@ -33,6 +33,11 @@ Where each formula of the lesson lives (X is [B, T, D], one row per token):
                        (M = 0 where the query may see the key, -inf where not;
                        with mask_value m, masked scores are replaced by m)
     alibi_bias         ALiBi: -slope_h * |i - j| added to head h's scores
+    relative_bucket, relative_bias
+                       T5: table[bucket(j - i), h] added to head h's scores; the bucket
+                       is d = |j - i| (bidirectional, n = buckets/2 per sign) or
+                       max(i - j, 0) (causal, n = buckets), exact below n/2, then
+                       n/2 + floor(log(d / (n/2)) / log(max_distance / (n/2)) * n/2), at most n - 1
     rotate             rotary: pair i of each head of q and k at position pos turned
                        by angle = pos * theta^(-2i/Dh): (a, b) -> (a cos - b sin, a sin + b cos)
     multi_head_attention
@@ -49,7 +54,8 @@ Where each formula of the lesson lives (X is [B, T, D], one row per token):
     allowed_keys, allowed_self
                        the masks, as "query i may see key j" (True) before they
                        become M: causal j <= i, prefix-LM j < prefix or j <= i,
-                       bidirectional all, and never a padded key
+                       bidirectional all, with a sliding_window W also i - W < j,
+                       and never a padded key
     spec_forward       the model: embeddings, the layers, the final norm(s), the
                        logits, and the per-head attention weights of every layer
 
@@ -207,6 +213,23 @@ def alibi_bias(heads, length):
     return -np.array(alibi_slopes(heads))[:, None, None] * distance[None]
 
 
+def relative_bucket(relative, bidirectional, buckets, max_distance):
+    """T5's bucket of each relative position j - i (an int array), in float64."""
+    n = buckets // 2 if bidirectional else buckets
+    exact = n // 2
+    later = np.where(relative > 0, n, 0) if bidirectional else 0
+    d = np.abs(relative) if bidirectional else np.maximum(-relative, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):       # d = 0 is exact, never the log's
+        far = exact + np.floor(np.log(np.maximum(d, 1) / exact) / math.log(max_distance / exact) * (n - exact))
+    return later + np.where(d < exact, d, np.minimum(far, n - 1).astype(np.int64))
+
+
+def relative_bias(table, length, bidirectional, max_distance):
+    """[H, T, T]: table[bucket(j - i), h] for query i, key j at positions 0..T-1."""
+    relative = np.arange(length)[None, :] - np.arange(length)[:, None]
+    return table[relative_bucket(relative, bidirectional, table.shape[0], max_distance)].transpose(2, 0, 1)
+
+
 def attention(q, k, v, allowed, qpad, mask_value=None, bias=None):
     """A = softmax(Q K^T / sqrt(dk) + M), O = A V for every batch row and head.
     q [B, H, L, dk], k and v [B, H, S, dk]; allowed [B, L, S] True = the query
@@ -273,6 +296,9 @@ def multi_head_attention(cfg, w, p, xq, xkv, allowed, qpad):
         q, k = rotate(q, theta, pairs), rotate(k, theta, pairs)
     k, v = np.repeat(k, h // hkv, axis=1), np.repeat(v, h // hkv, axis=1)   # [B, H, S, dk]
     bias = alibi_bias(h, l) if cfg.get("pos_encoding") == "alibi" else None
+    if cfg.get("pos_encoding") == "relative_bias":      # the stack's one table, in its first layer
+        bias = relative_bias(w["transformer.layers.0.self_attn.relative_attention_bias.weight"], l,
+                             cfg["attention"] != "causal", cfg.get("relative_max_distance", 128))
     o, weights = attention(q, k, v, allowed, qpad, mask_value, bias)
     o = o.transpose(0, 2, 1, 3).reshape(b, l, d)                # Concat(heads)
     return linear(w, p + ".out_proj", o), weights
@@ -332,7 +358,7 @@ def allowed_keys(kpad, length):
     return np.broadcast_to(~kpad[:, None, :], (b, length, s))
 
 
-def allowed_self(attention_kind, pad, prefix=None):
+def allowed_self(attention_kind, pad, prefix=None, window=None):
     """Self-attention of query i to key j: causal j <= i (the decoder of
     encoder_decoder, decoder_only), prefix_lm j < prefix_len[b] or j <= i,
     bidirectional (encoder_only) every key; never a padded key (pad [B, T])."""
@@ -344,6 +370,8 @@ def allowed_self(attention_kind, pad, prefix=None):
         allowed = (j[None] < prefix[:, None, None]) | (j <= i)[None]
     else:
         allowed = np.ones((b, t, t), bool)
+    if window is not None:                   # sliding_window (causal): also i - W < j
+        allowed = allowed & (j > i - window)[None]
     return allowed & ~pad[:, None, :]
 
 
@@ -360,7 +388,7 @@ def spec_forward(cfg, w, inputs):
     w = {k: v.astype(np.float64) for k, v in w.items()}
     out = {}
     if cfg["arch"] == "encoder_decoder":
-        if cfg.get("pos_encoding") in ("rotary", "alibi"):   # as the engine's config check refuses it
+        if cfg.get("pos_encoding") in ("rotary", "alibi", "relative_bias"):   # as the engine's config check refuses it
             raise ValueError(f'pos_encoding "{cfg["pos_encoding"]}" is for decoder_only and encoder_only models; '
                              'this config is encoder_decoder')
         src, tgt = inputs["src_ids"].astype(np.int64), inputs["tgt_ids"].astype(np.int64)
@@ -393,7 +421,7 @@ def spec_forward(cfg, w, inputs):
         b, t = ids.shape
         pad = inputs.get("key_padding_mask", np.zeros((b, t), bool)).astype(bool)
         prefix = inputs["prefix_len"].astype(np.int64) if cfg["attention"] == "prefix_lm" else None
-        allowed = allowed_self(cfg["attention"], pad, prefix)
+        allowed = allowed_self(cfg["attention"], pad, prefix, cfg.get("sliding_window"))
         x = embed(cfg, w, "embed.weight", ids)
         for n in range(cfg["num_layers"]):
             x, out[f"layers.{n}.self_attn.weights"] = encoder_layer(cfg, w, f"transformer.layers.{n}", x, allowed, pad)

@@ -1,4 +1,4 @@
-"""The four position schemes of tinyformer's toy models, in PyTorch: the
+"""The position schemes of tinyformer's models, in PyTorch: the
 project's own reference for tools/python/train_extrapolation.py and its tests
 (tests/python/test_position_schemes.py).
 
@@ -16,8 +16,14 @@ project's own reference for tools/python/train_extrapolation.py and its tests
                 (Press et al.); slope_h = 2^(-8(h+1)/H) for H a power of two, otherwise
                 the n = 2^floor(log2 H) slopes of n followed by the slopes of 2n at
                 even indices 0, 2, 4, ..., the first H - n of them.
+    relative_bias  T5's: no table of positions; head h's scores get table[bucket(j - i), h],
+                a learned [buckets, H] table indexed by the bucket of the relative
+                position (relative_position_bucket), bidirectional buckets for a model
+                whose queries see later keys
+    sliding window (a mask, not a position scheme, kept beside them): query i sees
+                key j iff i - W < j <= i
 
-Shapes: positions are int64 [T]; q, k [B, H, T, Dh]; an ALiBi bias is [H, Lq, Lk].
+Shapes: positions are int64 [T]; q, k [B, H, T, Dh]; an ALiBi or relative bias is [H, Lq, Lk].
 """
 
 import math
@@ -90,3 +96,42 @@ def alibi_bias(n_heads, query_positions, key_positions):
     slopes = torch.tensor(alibi_slopes(n_heads), dtype=torch.float32)
     distance = (query_positions[:, None] - key_positions[None, :]).abs().to(torch.float32)
     return -slopes[:, None, None] * distance[None, :, :]
+
+
+def relative_position_bucket(relative_position, bidirectional, buckets, max_distance):
+    """T5's bucket (int64, same shape) of each relative position r = key position -
+    query position (int64 tensor), as engine/mask.h states it:
+        bidirectional: n = buckets // 2, r > 0 adds n, d = |r|;  otherwise n = buckets, d = max(-r, 0)
+        exact = n // 2: d < exact -> d; else exact + floor(log(d / exact) / log(max_distance / exact)
+                        * (n - exact)), at most n - 1
+    The log is taken in float32, as PyTorch's T5 takes it."""
+    half = buckets // 2 if bidirectional else buckets
+    exact = half // 2
+    if exact < 1 or max_distance <= exact:
+        raise ValueError(f"relative_position_bucket: buckets {buckets}, max_distance {max_distance}: need an exact "
+                         f"bucket and max_distance above the exact ones")
+    if bidirectional:
+        offset = torch.where(relative_position > 0, half, 0)
+        distance = relative_position.abs()
+    else:
+        offset = torch.zeros_like(relative_position)
+        distance = torch.clamp(-relative_position, min=0)
+    ratio = torch.clamp(distance, min=1).to(torch.float32) / exact       # clamp: no log(0) in unused cells
+    spread = (torch.log(ratio) / math.log(max_distance / exact) * (half - exact)).to(torch.int64)
+    far = torch.clamp(exact + spread, max=half - 1)
+    return offset + torch.where(distance < exact, distance, far)
+
+
+def relative_bias(table, query_positions, key_positions, bidirectional, max_distance):
+    """bias [H, Lq, Lk] float32: table[bucket(key_positions[j] - query_positions[i]), h],
+    table [buckets, H] (T5's relative_attention_bias.weight)."""
+    relative = key_positions[None, :] - query_positions[:, None]          # [Lq, Lk]
+    bucket = relative_position_bucket(relative, bidirectional, table.shape[0], max_distance)
+    return table[bucket].permute(2, 0, 1)                                 # [Lq, Lk, H] -> [H, Lq, Lk]
+
+
+def sliding_window_allowed(window, query_positions, key_positions):
+    """[Lq, Lk] bool, True = the query may see the key: q - window < k <= q
+    (Mistral's window as Hugging Face's modeling_mistral masks it: W keys, its own included)."""
+    q, k = query_positions[:, None], key_positions[None, :]
+    return (k > q - window) & (k <= q)

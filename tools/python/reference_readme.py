@@ -136,8 +136,12 @@ The `*_rotary_*` cases (rotary positions and grouped-query attention, which no
 stock PyTorch module has) are not made here but by
 `tools/python/make_rotary_reference.py`, from a plain-torch module of its own
 written from FORMAT.md's formulas; `/usr/bin/python3 tools/python/make_rotary_reference.py`
-rewrites only their files (deterministic too). tests/test_parity.cpp compares
-every case in this folder alike.
+rewrites only their files (deterministic too). The `*_relbias_*` and `*_window_*`
+cases (T5's relative position bias, sliding-window attention) are made by
+`/usr/bin/python3 tools/python/make_position_reference.py`, from this folder's
+reference modules (tools/python/torch_modules.py, the bias and the window as
+PyTorch's float attn_mask), checked against the float64 NumPy model; it rewrites only
+their files. tests/test_parity.cpp compares every case in this folder alike.
 
 ## Files (three per case, all safetensors, see docs/FORMAT.md)
 

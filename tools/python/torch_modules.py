@@ -5,7 +5,8 @@ EncoderDecoderRef: attributes src_embed, tgt_embed, pos_embed (learned only),
 transformer (nn.Transformer(batch_first=True)), generator.
 SingleStackRef: embed, pos_embed (learned only), transformer
 (nn.TransformerEncoder of nn.TransformerEncoderLayer(batch_first=True), with
-norm iff final_norm), lm_head. Their state_dict() names are the checkpoint's
+norm iff final_norm; with pos_encoding "relative_bias" its first layer's
+attention holds T5's table, relative_attention_bias), lm_head. Their state_dict() names are the checkpoint's
 tensor names. Every optional key of FORMAT.md section 1 is built (the twin
 of any file the engine loads): "norm": "rms_norm" -> RmsNorm (below),
 "layer_norm_std" -> LayerNormStd (below), "layer_norm" without "norm_bias" ->
@@ -84,7 +85,8 @@ def encoder_decoder_forward(cfg, transformer, src_embed, tgt_embed, generator, s
 
 def single_stack_forward(cfg, stack, embed, head, ids, key_padding_mask=None, prefix_len=None, pos_embed=None):
     """FORMAT.md: one nn.TransformerEncoder with the causal, prefix-LM (query i sees
-    key j iff j < prefix_len[b] or j <= i) or no mask; key padding on top."""
+    key j iff j < prefix_len[b] or j <= i) or no mask; key padding on top, a
+    sliding_window's i - W < j, and ALiBi's or T5's bias on the scores."""
     b, t = ids.shape
     i = torch.arange(t)[:, None]
     j = torch.arange(t)[None, :]
@@ -96,13 +98,26 @@ def single_stack_forward(cfg, stack, embed, head, ids, key_padding_mask=None, pr
         mask = (~sees).repeat_interleave(cfg["nhead"], dim=0)            # [B*H, T, T], row b*H+h
     else:
         mask = None
+    window = cfg.get("sliding_window")
+    if window is not None:
+        # Mistral's sliding window (causal models only): query i also loses the keys j <= i - W.
+        mask = mask | (j <= i - window)
+    bias = None
     if cfg["pos_encoding"] == "alibi":
-        # ALiBi (Press et al.): the float attn_mask PyTorch adds to q k^T / sqrt(dk), per head:
-        # -slope_h * |i - j| where the key is allowed, -inf where it is blocked. [B*H, T, T], row b*H+h.
+        # ALiBi (Press et al.): -slope_h * |i - j| on head h's scores.
+        slopes = torch.tensor(alibi_slopes(cfg["nhead"]), dtype=torch.float32)   # [H]
+        distance = (i - j).abs().to(torch.float32)                               # [T, T]
+        bias = -slopes[:, None, None] * distance[None]                           # [H, T, T]
+    elif cfg["pos_encoding"] == "relative_bias":
+        # T5: the stack's one table, held by its first layer's attention, indexed by bucket(j - i).
+        from position_schemes import relative_bias
+        table = stack.layers[0].self_attn.relative_attention_bias.weight         # [buckets, H]
+        positions = torch.arange(t)
+        bias = relative_bias(table, positions, positions, kind != "causal", cfg.get("relative_max_distance", 128))
+    if bias is not None:
+        # The float attn_mask PyTorch adds to q k^T / sqrt(dk), per head: the bias where the key
+        # is allowed, -inf where it is blocked. [B*H, T, T], row b*H+h.
         h = cfg["nhead"]
-        slopes = torch.tensor(alibi_slopes(h), dtype=torch.float32)          # [H]
-        distance = (i - j).abs().to(torch.float32)                           # [T, T]
-        bias = -slopes[:, None, None] * distance[None]                       # [H, T, T]
         blocked = torch.zeros(b, t, t, dtype=torch.bool) if mask is None else mask.reshape(-1, t, t)
         blocked = blocked.expand(b, t, t) if blocked.shape[0] == 1 else blocked[::h]   # [B, T, T]
         mask = bias[None].expand(b, h, t, t).masked_fill(blocked[:, None], float("-inf")).reshape(b * h, t, t)
@@ -275,6 +290,11 @@ class SingleStackRef(nn.Module):
         layer = _encoder_layer(cfg, d)
         norm = _norm_module(cfg, d) if cfg["final_norm"] else None
         self.transformer = nn.TransformerEncoder(layer, cfg["num_layers"], norm=norm, enable_nested_tensor=False)
+        if cfg["pos_encoding"] == "relative_bias":
+            # T5's layout: one [buckets, H] table for the stack, in its first layer's attention
+            # (transformer.layers.0.self_attn.relative_attention_bias.weight).
+            self.transformer.layers[0].self_attn.relative_attention_bias = nn.Embedding(
+                cfg.get("relative_buckets", 32), cfg["nhead"])
         self.lm_head = nn.Linear(d, cfg["vocab_size"], bias=cfg.get("head_bias", True))
 
     def forward(self, ids, key_padding_mask=None, prefix_len=None):
@@ -283,7 +303,7 @@ class SingleStackRef(nn.Module):
 
 
 def build_module(cfg):
-    if cfg["arch"] == "encoder_decoder" and cfg.get("pos_encoding") in ("rotary", "alibi"):
+    if cfg["arch"] == "encoder_decoder" and cfg.get("pos_encoding") in ("rotary", "alibi", "relative_bias"):
         raise ValueError(f"pos_encoding {cfg['pos_encoding']!r} is for decoder_only and encoder_only models "
                          f"(docs/FORMAT.md), not encoder_decoder")
     return EncoderDecoderRef(cfg) if cfg["arch"] == "encoder_decoder" else SingleStackRef(cfg)
