@@ -4,7 +4,7 @@
 //
 // The notation is the lessons': numbers, variables (slope_h, Hkv, theta), + - * / % ^,
 // parentheses, |x| for the absolute value, functions written before their argument with or
-// without parentheses (cos m, cos(m - n), floor(log2 H), sqrt(x)), and multiplication by
+// without parentheses (cos m, cos(m - n), floor(log2 H), sqrt(x), sigmoid(x)), and multiplication by
 // juxtaposition (2i, 8 (h+1), cos m cos n). ^ binds tighter than unary minus on its left and
 // takes a signed exponent (2^-8, -x^2 = -(x^2)). With integer_division, / between two whole
 // numbers truncates, as C++ does for head indices (h / (H / Hkv)).
@@ -135,6 +135,7 @@ private:
             if (name == "cos") return std::cos(power());
             if (name == "sin") return std::sin(power());
             if (name == "exp") return std::exp(power());
+            if (name == "sigmoid") return 1.0 / (1.0 + std::exp(-power()));
             if (name == "sqrt") return std::sqrt(power());
             if (name == "floor") return std::floor(power());
             if (name == "log2") return std::log2(power());

@@ -9,6 +9,8 @@
 
 #include "engine/attention.h"
 #include "engine/mask.h"
+#include "engine/ops.h"
+#include "layers/feed_forward.h"
 #include "layers/layer_norm.h"
 #include "layers/rotary.h"
 #include "models/cost.h"
@@ -218,6 +220,97 @@ TEST_CASE("lesson norms: the printed LayerNorm formula equals layers/layer_norm.
         const double value = Expression::evaluate(formula, {{"x", x[d]}, {"mean", mean}, {"var", var}, {"eps", eps},
                                                             {"weight", weight.data()[d]}, {"bias", bias.data()[d]}});
         CHECK(value == doctest::Approx(y.data()[d]).epsilon(1e-5));
+    }
+}
+
+namespace {
+
+// A bias-free FFN of D -> F -> D with zero weights, for its weight count.
+int64_t ffn_weights(int64_t D, int64_t F, Activation activation) {
+    FeedForward ffn;
+    ffn.linear1 = Linear{Tensor({F, D}), Tensor()};
+    ffn.linear2 = Linear{Tensor({D, F}), Tensor()};
+    if (activation == Activation::SwiGlu) ffn.linear3 = Linear{Tensor({F, D}), Tensor()};
+    return ffn.linear1.weight.numel() + ffn.linear2.weight.numel() + ffn.linear3.weight.numel();
+}
+
+}  // namespace
+
+TEST_CASE("lesson swiglu: the printed SiLU equals engine/ops.h's silu; the printed weight counts and F equal FeedForward's") {
+    const std::string& out = lesson_output("swiglu");
+    const std::string silu_text = formula_after(out, "with SiLU(x) = ", " and * elementwise");
+    size_t equals = silu_text.find(" = ");
+    REQUIRE(equals != std::string::npos);
+    const Tensor points({6}, {-3.0f, -1.278f, -0.5f, 0.0f, 0.5f, 2.0f});
+    const Tensor engine = silu(points);
+    for (const std::string& side : {silu_text.substr(0, equals), silu_text.substr(equals + 3)})
+        for (int64_t i = 0; i < points.numel(); ++i) {
+            CAPTURE(side);
+            CAPTURE(points.data()[i]);
+            const double value = Expression::evaluate(side, {{"x", points.data()[i]}, {"e", std::exp(1.0)}});
+            CHECK(value == doctest::Approx(engine.data()[i]).epsilon(1e-6));
+        }
+    // "a ReLU FFN has 2 D F weights, a SwiGLU FFN 3 D F;"
+    const std::string relu_count = formula_after(out, "a ReLU FFN has ", " weights");
+    const std::string swiglu_count = formula_after(out, "a SwiGLU FFN ", ";");
+    for (const auto& [D, F] : std::vector<std::pair<int64_t, int64_t>>{{2, 3}, {16, 64}, {288, 768}}) {
+        CAPTURE(D);
+        CAPTURE(F);
+        CHECK(Expression::evaluate(relu_count, {{"D", double(D)}, {"F", double(F)}}) == double(ffn_weights(D, F, Activation::Relu)));
+        CHECK(Expression::evaluate(swiglu_count, {{"D", double(D)}, {"F", double(F)}}) ==
+              double(ffn_weights(D, F, Activation::SwiGlu)));
+    }
+    // "F = 8D/3 = 2/3 * 4D": both forms give the SwiGLU FFN a ReLU FFN's weights at F = 4D.
+    const std::string f_text = formula_after(out, "\nF = ", ". ");
+    equals = f_text.find(" = ");
+    REQUIRE(equals != std::string::npos);
+    for (const std::string& side : {f_text.substr(0, equals), f_text.substr(equals + 3)})
+        for (int64_t D : {3, 288, 768}) {
+            CAPTURE(side);
+            CAPTURE(D);
+            const double F = Expression::evaluate(side, {{"D", double(D)}});
+            REQUIRE(F == std::floor(F));
+            CHECK(ffn_weights(D, int64_t(F), Activation::SwiGlu) == ffn_weights(D, 4 * D, Activation::Relu));
+        }
+}
+
+TEST_CASE("lesson rope-pairs: the printed angle equals RotaryEmbedding's; the printed pairs are the dimensions rotary_reference turns together") {
+    const std::string& out = lesson_output("rope-pairs");
+    const std::string angle = formula_after(out, "theta_p = ", " (base 10000");
+    CAPTURE(angle);
+    for (RopePairs pairs : {RopePairs::Adjacent, RopePairs::Half})
+        for (int64_t Dh : {4, 8, 64})
+            for (int64_t p = 0; p < Dh / 2; p += Dh / 8 + 1)
+                for (int64_t pos : {1, 5, 300}) {
+                    const RotaryEmbedding rotary(Dh, 10000.0f, pairs);
+                    const double value = Expression::evaluate(
+                        angle, {{"pos", double(pos)}, {"base", 10000.0}, {"p", double(p)}, {"Dh", double(Dh)}});
+                    CHECK(value == doctest::Approx(double(pos) * rotary.frequency(p)).epsilon(1e-6));
+                }
+    // "(2p, 2p + 1)" and "(p, p + Dh/2)": a unit vector on the pair's first dimension, turned at
+    // position 1, moves into the second one only (by sin theta_p) and stays there otherwise.
+    for (const auto& [label, pairs] : {std::pair<std::string, RopePairs>{"Meta's llama):", RopePairs::Adjacent},
+                                       {"rotate_half):", RopePairs::Half}}) {
+        std::string pair = formula_after(out, label, "\n");
+        REQUIRE(pair.size() > 2);
+        pair = pair.substr(1, pair.size() - 2);  // without ( and )
+        const size_t comma = pair.find(", ");
+        REQUIRE(comma != std::string::npos);
+        CAPTURE(pair);
+        const int64_t Dh = 8;
+        for (int64_t p = 0; p < Dh / 2; ++p) {
+            const Expression::Variables at = {{"p", double(p)}, {"Dh", double(Dh)}};
+            const int64_t first = int64_t(Expression::evaluate(pair.substr(0, comma), at));
+            const int64_t second = int64_t(Expression::evaluate(pair.substr(comma + 2), at));
+            std::vector<float> x(size_t(Dh), 0.0f);
+            x[size_t(first)] = 1.0f;
+            rotary_reference(x.data(), 1, Dh, 1, 10000.0f, pairs);
+            CAPTURE(p);
+            for (int64_t d = 0; d < Dh; ++d)
+                if (d != first && d != second) CHECK(x[size_t(d)] == 0.0f);
+            const RotaryEmbedding rotary(Dh, 10000.0f, pairs);
+            CHECK(x[size_t(second)] == doctest::Approx(std::sin(double(rotary.frequency(p)))).epsilon(1e-6));
+        }
     }
 }
 
