@@ -5,7 +5,14 @@
 //   - docs/TOY_MODELS.md: each model's exact-match counts are what `tinyformer eval MODEL
 //     --task T [--lengths A-B]` prints (the table's stated command: 1000 fresh examples,
 //     seed 1), the numbers of its architecture are in `tinyformer info MODEL`, and ALiBi's
-//     "slopes A .. B" are the first and last of alibi_slopes(H) for the model's H.
+//     "slopes A .. B" are the first and last of alibi_slopes(H) for the model's H;
+//   - any page (README.md, docs/*.md): a paragraph preceded by the line
+//       <!-- numbers from: build/tinyformer ARGS... -->
+//     or, with numbers of its prose that are not the command's (a section, a year),
+//       <!-- numbers from: build/tinyformer ARGS... | prose: 10.3 2021 -->
+//     has every number printed by that command (run as tests/test_docs.cpp runs a console
+//     command: from the repository root, one OpenBLAS thread). The paragraph ends at the
+//     next blank line. Use it for prose that quotes a command's output.
 // Numbers are compared as values, in the forms the docs and lessons write them: 13824,
 // 3.244919, 1e-5, 96%, 14/3, 1/256, 2^-8. A decimal in the doc matches an output number that
 // rounds to it (3.375 and 3.3750; 0.4 and 0.41 for "about 0.4"), a fraction or power one
@@ -20,6 +27,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -253,4 +261,78 @@ TEST_CASE("docs/TOY_MODELS.md: each model's exact match is what its stated `eval
         ++rows;
     }
     CHECK(rows >= 10);
+}
+
+namespace {
+
+// A marker's command split into words as /bin/sh would split plain words and '...' / "...".
+std::vector<std::string> words_of(const std::string& command) {
+    std::vector<std::string> words;
+    std::string word;
+    bool in_word = false;
+    char quote = 0;
+    for (char c : command) {
+        if (quote) {
+            if (c == quote) quote = 0;
+            else word += c;
+        } else if (c == '\'' || c == '"') {
+            quote = c;
+            in_word = true;
+        } else if (c == ' ') {
+            if (in_word) words.push_back(word);
+            word.clear();
+            in_word = false;
+        } else {
+            word += c;
+            in_word = true;
+        }
+    }
+    if (in_word) words.push_back(word);
+    return words;
+}
+
+}  // namespace
+
+TEST_CASE("a paragraph marked <!-- numbers from: COMMAND --> has only numbers that COMMAND prints") {
+    std::vector<std::string> pages = {"README.md"};
+    for (const auto& entry : std::filesystem::directory_iterator("docs"))
+        if (entry.path().extension() == ".md") pages.push_back(entry.path().string());
+    const std::string marker = "<!-- numbers from: ";
+    int marked = 0;
+    for (const std::string& page : pages) {
+        const std::vector<std::string> lines = lines_of(test_helpers::read_file(page));
+        for (size_t i = 0; i < lines.size(); ++i) {
+            if (lines[i].rfind(marker, 0) != 0) continue;
+            CAPTURE(page);
+            CAPTURE(i + 1);
+            const size_t close = lines[i].rfind(" -->");
+            REQUIRE(close != std::string::npos);
+            std::string command = lines[i].substr(marker.size(), close - marker.size());
+            std::set<std::string> prose;
+            const size_t bar = command.find(" | prose: ");
+            if (bar != std::string::npos) {
+                std::istringstream listed(command.substr(bar + 10));
+                for (std::string each; listed >> each;) prose.insert(each);
+                command = command.substr(0, bar);
+            }
+            std::vector<std::string> args = words_of(command);
+            REQUIRE(!args.empty());
+            REQUIRE(args[0] == "build/tinyformer");
+            args.erase(args.begin());
+            const auto run = run_tinyformer(args);
+            INFO("command: ", command, "\nstderr: ", run.err);
+            REQUIRE(run.status == 0);
+            std::string paragraph;
+            for (size_t j = i + 1; j < lines.size() && !lines[j].empty(); ++j) paragraph += lines[j] + "\n";
+            REQUIRE(!paragraph.empty());
+            const std::vector<std::string> missing = unmatched(paragraph, run.out, prose);
+            std::string list;
+            for (const std::string& each : missing) list += " " + each;
+            INFO("numbers of the paragraph that the command does not print:", list, "\n", paragraph);
+            CHECK(missing.empty());
+            ++marked;
+        }
+    }
+    MESSAGE(marked, " marked paragraphs checked");
+    CHECK(marked >= 1);
 }
