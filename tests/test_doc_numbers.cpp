@@ -15,8 +15,8 @@
 //     next blank line. Use it for prose that quotes a command's output.
 // Numbers are compared as values, in the forms the docs and lessons write them: 13824,
 // 3.244919, 1e-5, 96%, 14/3, 1/256, 2^-8. A decimal in the doc matches an output number that
-// rounds to it (3.375 and 3.3750; 0.4 and 0.41 for "about 0.4"), a fraction or power one
-// printed from it to the output's digits (14/3 and 4.666667, 1/4 and 2^-2 and 0.25), a whole
+// rounds to it (3.375 and 3.3750; 0.4 and 0.41 for "about 0.4"), never a coarser one (3.344919
+// is not a 3 somewhere), a fraction or power one printed from it to the output's digits (14/3 and 4.666667, 1/4 and 2^-2 and 0.25), a whole
 // number only the same whole number (6 and 6.00).
 #include <doctest/doctest.h>
 
@@ -112,9 +112,9 @@ bool same_number(const Number& doc, const Number& out) {
     if (doc.exact) return difference <= out_half_unit * (1 + 1e-9) + tiny;
     if (doc.scientific) return difference <= 0.5 * std::pow(10.0, -doc.decimals) * (1 + 1e-9) + tiny;
     if (doc.decimals == 0 && !out.exact) return difference <= tiny;  // a whole number: the same one
-    const double doc_half_unit = 0.5 * std::pow(10.0, -doc.decimals);
-    // The output rounds to the doc's digits, or (printed with fewer) the doc rounds to the output's.
-    return difference <= std::max(doc_half_unit, out_half_unit) * (1 + 1e-9) + tiny;
+    // The output rounds to the doc's digits; a doc number is never matched by a coarser one
+    // (3.344919 by a 3 somewhere).
+    return difference <= 0.5 * std::pow(10.0, -doc.decimals) * (1 + 1e-9) + tiny;
 }
 
 // The doc numbers of `cell` that no number of `output` matches.
@@ -175,6 +175,9 @@ TEST_CASE("the number reader reads the docs' forms and leaves names alone") {
     CHECK_FALSE(same_number(numbers_of("3.344919")[0], numbers_of("3.244919")[0]));
     CHECK_FALSE(same_number(numbers_of("1/2")[0], numbers_of("2^-2")[0]));
     CHECK(same_number(numbers_of("1e-5")[0], numbers_of("1.0e-05")[0]));
+    CHECK_FALSE(same_number(numbers_of("3.344919")[0], numbers_of("3")[0]));
+    CHECK_FALSE(same_number(numbers_of("3.72")[0], numbers_of("3.7")[0]));
+    CHECK_FALSE(same_number(numbers_of("4.0297995")[0], numbers_of("4.029799")[0]));
 }
 
 TEST_CASE("docs/LESSONS.md: every number in a lesson's row is printed by `tinyformer lesson NAME`") {
