@@ -133,6 +133,37 @@ std::vector<std::string> unmatched(const std::string& cell, const std::string& o
     return missing;
 }
 
+// Where a doc lists numbers after a label that the output prints as a line's label too
+// ("H = 4: 2^-2, 2^-4, 2^-6, 2^-8" and "  H = 4: 2^-2 2^-4 2^-6 2^-8"), the lists must agree
+// in order, not only occur somewhere: "A .. B" stands for the output's first and last. Returns
+// the labels whose lists differ.
+std::vector<std::string> differing_lists(const std::string& cell, const std::string& output) {
+    static const std::regex labelled(R"(([A-Za-z]+ = \d+): ([^;|]+))");
+    std::vector<std::string> differ;
+    for (auto it = std::sregex_iterator(cell.begin(), cell.end(), labelled); it != std::sregex_iterator(); ++it) {
+        const std::string label = (*it)[1].str() + ":";
+        const size_t at = output.find("\n" + label);
+        const size_t indented = output.find("  " + label);
+        const size_t found = at != std::string::npos ? at : indented;
+        if (found == std::string::npos) continue;  // the output does not label a list so
+        const size_t start = output.find(label, found) + label.size();
+        const std::vector<Number> printed = numbers_of(output.substr(start, output.find('\n', start) - start));
+        const std::string listed = (*it)[2].str();
+        const std::vector<Number> doc = numbers_of(listed);
+        // A list that starts with words ("those, then 2^-1") is prose, not the printed list.
+        if (doc.empty() || std::isalpha(static_cast<unsigned char>(listed[0]))) continue;
+        bool same = !printed.empty();
+        if (listed.find("..") != std::string::npos && doc.size() == 2) {
+            same = same && same_number(doc[0], printed.front()) && same_number(doc[1], printed.back());
+        } else {
+            same = same && doc.size() <= printed.size();
+            for (size_t i = 0; same && i < doc.size(); ++i) same = same_number(doc[i], printed[i]);
+        }
+        if (!same) differ.push_back((*it)[0].str());
+    }
+    return differ;
+}
+
 // The cells of a Markdown table row "| a | b |" ('\|' inside a cell is a '|').
 std::vector<std::string> cells_of(const std::string& row) {
     std::vector<std::string> cells;
@@ -178,6 +209,10 @@ TEST_CASE("the number reader reads the docs' forms and leaves names alone") {
     CHECK_FALSE(same_number(numbers_of("3.344919")[0], numbers_of("3")[0]));
     CHECK_FALSE(same_number(numbers_of("3.72")[0], numbers_of("3.7")[0]));
     CHECK_FALSE(same_number(numbers_of("4.0297995")[0], numbers_of("4.029799")[0]));
+    const std::string slopes = "  H = 4: 2^-2 2^-4 2^-6 2^-8\n  H = 8: 2^-1 2^-2 2^-3 2^-4 2^-5 2^-6 2^-7 2^-8\n";
+    CHECK(differing_lists("H = 4: 2^-2, 2^-4, 2^-6, 2^-8; H = 8: 2^-1 .. 2^-8", slopes).empty());
+    CHECK(differing_lists("H = 4: 2^-1, 2^-2, 2^-3, 2^-4; H = 8: 2^-1 .. 2^-7", slopes) ==
+          std::vector<std::string>{"H = 4: 2^-1, 2^-2, 2^-3, 2^-4", "H = 8: 2^-1 .. 2^-7"});
 }
 
 TEST_CASE("docs/LESSONS.md: every number in a lesson's row is printed by `tinyformer lesson NAME`") {
@@ -201,6 +236,11 @@ TEST_CASE("docs/LESSONS.md: every number in a lesson's row is printed by `tinyfo
         for (const std::string& each : missing) list += " " + each;
         INFO("numbers in docs/LESSONS.md's row that `tinyformer lesson ", name, "` does not print:", list);
         CHECK(missing.empty());
+        const std::vector<std::string> differ = differing_lists(cells[1], test_helpers::lesson_output(name));
+        std::string lists;
+        for (const std::string& each : differ) lists += "\n  " + each;
+        INFO("lists in the row that the lesson prints otherwise after the same label:", lists);
+        CHECK(differ.empty());
         ++rows;
     }
     CHECK(rows >= 20);
