@@ -11,6 +11,7 @@
 // A formula the evaluator cannot read, or a variable it is not given, is an error naming it.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -126,7 +127,10 @@ private:
         if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
             const size_t start = at_;
             while (at_ < text_.size() && (std::isdigit(static_cast<unsigned char>(text_[at_])) || text_[at_] == '.')) ++at_;
-            return std::stod(text_.substr(start, at_ - start));
+            const std::string digits = text_.substr(start, at_ - start);
+            if (digits.find_first_of("0123456789") == std::string::npos || std::count(digits.begin(), digits.end(), '.') > 1)
+                fail("'" + digits + "' is not a number");
+            return std::stod(digits);
         }
         if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
             const size_t start = at_;

@@ -19,6 +19,8 @@
 
 #include <cmath>
 #include <regex>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -325,4 +327,61 @@ TEST_CASE("the formula reader reads the lessons' notation") {
     CHECK(Expression::evaluate("2^floor(log2 H)", {{"H", 6}}) == 4.0);
     CHECK_THROWS_WITH(Expression::evaluate("2 * q", {}), doctest::Contains("no value for 'q'"));
     CHECK_THROWS_WITH(Expression::evaluate("(1 + 2", {}), doctest::Contains("expected ')'"));
+}
+
+namespace {
+
+bool has_operator(const std::string& text) { return text.find_first_of("+-*/^") != std::string::npos; }
+
+// The number a piece of text starts with ("13824 B", "0.500000", "-194.2500   (the engine's",
+// "0.01." at a sentence's end):
+// its text, or empty.
+std::string leading_number(const std::string& text) {
+    static const std::regex number(R"(^-?\d+(\.\d+)?(?![\w(/*^])(?!\.\d))");
+    std::smatch match;
+    return std::regex_search(text, match, number) ? match.str() : std::string();
+}
+
+}  // namespace
+
+TEST_CASE("every piece of arithmetic a lesson prints, 'EXPRESSION = NUMBER' on one line, holds to the number's digits") {
+    // "by hand: 2 * 6 * 6 * 48 * 4 = 13824 B", "s = 63.5 / 127 = 0.500000", "e^4 / (2 + e^4) = 0.964663":
+    // the longest end of the text before " = " that is an expression of numbers alone (e is Euler's
+    // number), against the number after it. Text with names in it (x - 2.5, D/H) is not arithmetic.
+    int checked = 0;
+    for (const auto& [name, out] : test_helpers::lesson_outputs()) {
+        std::istringstream lines(out);
+        for (std::string line; std::getline(lines, line);) {
+            for (size_t at = line.find(" = "); at != std::string::npos; at = line.find(" = ", at + 3)) {
+                const std::string right = leading_number(line.substr(at + 3));
+                if (right.empty()) continue;
+                const std::string left = line.substr(0, at);
+                double value = 0;
+                std::string expression;
+                for (size_t start = 0; start < left.size(); ++start) {
+                    if (start > 0 && left[start - 1] != ' ' && left[start - 1] != '(') continue;
+                    const std::string candidate = left.substr(start);
+                    if (!has_operator(candidate.substr(1))) continue;
+                    try {
+                        value = Expression::evaluate(candidate, {{"e", std::exp(1.0)}});
+                        expression = candidate;
+                        break;
+                    } catch (const std::runtime_error&) {
+                    }
+                }
+                if (expression.empty()) continue;
+                const size_t point = right.find('.');
+                const int decimals = point == std::string::npos ? 0 : int(right.size() - point - 1);
+                CAPTURE(name);
+                CAPTURE(line);
+                CAPTURE(expression);
+                // Half a unit of the result's last digit for its rounding, and as much again for the
+                // rounded numbers the hand working carries (0.367879, 0.606531, 1.974410 -> 5.6532736).
+                CHECK(std::fabs(value - std::stod(right)) <= std::pow(10.0, -decimals) * (1 + 1e-9) + 1e-12);
+                ++checked;
+            }
+        }
+    }
+    MESSAGE(checked, " printed equalities checked");
+    CHECK(checked >= 10);
 }
