@@ -238,7 +238,7 @@ TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, 
         {"10.3 §9 attention itself knows no positions", {"permutation", "positions"}},
         {"10.3 §10 what attention costs, beyond O(T^2)", {"paths", "local"}},
         {"10.3 §11 attention weights are not causal explanations: counterfactuals, the stream", {"patching", "lens"}},
-        {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)", {"norms", "rotary", "alibi", "gqa", "extrapolation"}},
+        {"10.4 residuals and normalisation, positions, grouped KV heads (the next lesson)", {"norms", "swiglu", "rotary", "rope-pairs", "alibi", "gqa", "extrapolation"}},
         {"beyond the lessons: int8 weights (Q8_0), as llama2.c's runq.c runs them", {"quantization"}},
     };
     size_t at = 0, listed = 0;
@@ -805,13 +805,112 @@ TEST_CASE("lesson gqa: stories15M's KV cache bytes per token at 6, 3, 2, 1 K/V h
 }
 
 TEST_CASE("lesson NAME --help for rotary, alibi and gqa") {
-    for (const char* name : {"rotary", "alibi", "gqa"}) {
+    for (const char* name : {"rotary", "alibi", "gqa", "swiglu", "rope-pairs"}) {
         CAPTURE(name);
         const CliRun run = run_tinyformer({"lesson", name, "--help"});
         CHECK(run.status == 0);
         CHECK(has(run.out, std::string("usage: tinyformer lesson ") + name + "\n\n"));
     }
     CHECK(has(run_tinyformer({"lesson", "alibi", "--help"}).out, "the 3x3 example with slope 1/2: 5.653274"));
+}
+
+TEST_CASE("lesson swiglu: SiLU at -2..2, one SwiGLU FFN worked by hand, and why F = 2/3 * 4D keeps a 4D FFN's weights") {
+    const std::string out = lesson("swiglu");
+    // SiLU(x) = x / (1 + e^-x): sigmoid(1) = 1 / 1.367879 = 0.731059, sigmoid(2) = 1 / 1.135335 = 0.880797,
+    // sigmoid(-1) = 1 - 0.731059 = 0.268941, sigmoid(-2) = 1 - 0.880797 = 0.119203; times x:
+    // 0.731059, 1.761594, -0.268941, -0.238406; SiLU(0) = 0.
+    check_lines(out, {
+        "  ReLU:    FFN(x) = W2 relu(W1 x)                 two matrices, W1 [F, D], W2 [D, F]",
+        "  SwiGLU:  FFN(x) = W2 (SiLU(W1 x) * W3 x)        three: W1, W3 [F, D] and W2 [D, F]",
+        "  x             -2.000000  -1.000000   0.000000   1.000000   2.000000",
+        "  SiLU(x)       -0.238406  -0.268941   0.000000   0.731059   1.761594",
+        "  ReLU(x)        0.000000   0.000000   0.000000   1.000000   2.000000",
+    });
+    // x = (1, 2). W1 x = (1*1 + 0*2, 0*1 + 1*2, 1*1 - 1*2) = (1, 2, -1); W3 x = (1 + 2, 0.5, 2) = (3, 0.5, 2);
+    // SiLU(W1 x) * W3 x = (0.731059 * 3, 1.761594 * 0.5, -0.268941 * 2) = (2.193176, 0.880797, -0.537883);
+    // W2 rows (1, 0, 1), (0, 1, -1): (2.193176 - 0.537883, 0.880797 + 0.537883) = (1.655293, 1.418680).
+    // ReLU: relu(1, 2, -1) = (1, 2, 0); W2: (1 + 0, 2 - 0) = (1, 2).
+    check_lines(out, {
+        "  SiLU(W1 x) * W3 x = (2.193176, 0.880797, -0.537883)",
+        "  W2 of that = (2.193176 - 0.537883, 0.880797 + 0.537883) = (1.655293, 1.418680)",
+        "  the engine's FeedForward (swiglu):   1.655293   1.418680",
+        "  the engine's FeedForward (relu):     1.000000   2.000000",
+    });
+    // float32 products of 3 units against 6-decimal hand values: under 1e-6.
+    CHECK(std::fabs(number_after(out, "largest |engine - hand|:")) < 1e-6);
+    // Weights without biases: ReLU 2 D F, SwiGLU 3 D F. D = 288: 2 * 288 * 1152 = 663552 = 3 * 288 * 768.
+    // D = 4096: 2 * 4096 * 16384 = 134217728; 3 * 4096 * 11008 = 135266304, 1048576 more = 0.78125%.
+    check_lines(out, {
+        "     288     relu     1152         663552",
+        "     288   swiglu      768         663552",
+        "    4096     relu    16384      134217728",
+        "    4096   swiglu    11008      135266304   (0.78% more than the ReLU FFN)",
+        "F = 8D/3 = 2/3 * 4D. llama2.c's stories15M (D = 288) takes F = 2/3 * 4 * 288 = 768; LLaMA",
+    });
+}
+
+TEST_CASE("lesson rope-pairs: one q turned with adjacent and half pairs by hand; scores depend on m - n in both; permuted rows convert") {
+    const std::string out = lesson("rope-pairs");
+    // Dh = 4, pos = 1: theta_0 = 1, theta_1 = 10000^(-1/2) = 0.01. cos 1 = 0.5403023, sin 1 = 0.8414710,
+    // cos 0.01 = 0.99995, sin 0.01 = 0.0099998.
+    // adjacent: (1, 2) -> (0.540302 - 1.682942, 0.841471 + 1.080605) = (-1.142640, 1.922076);
+    //           (3, 4) -> (2.99985 - 0.039999, 0.029999 + 3.9998) = (2.959851, 4.0297995).
+    // half:     (q0, q2) = (1, 3) -> (0.540302 - 2.524413, 0.841471 + 1.620907) = (-1.984111, 2.462378);
+    //           (q1, q3) = (2, 4) -> (1.9999 - 0.039999, 0.0199997 + 3.9998) = (1.959901, 4.019800).
+    check_lines(out, {
+        "  adjacent pairs (0, 1) by theta_0, (2, 3) by theta_1",
+        "  half     pairs (0, 2) by theta_0, (1, 3) by theta_1",
+        "  q                           1.000000   2.000000   3.000000   4.000000",
+    });
+    const double adjacent[4] = {-1.142640, 1.922076, 2.959851, 4.0297995};
+    const double half[4] = {-1.984111, 1.959901, 2.462378, 4.019800};
+    for (const auto& [label, hand] : {std::pair<std::string, const double*>{"  rot(q, 1), adjacent  ", adjacent},
+                                      {"  rot(q, 1), half      ", half}}) {
+        const size_t at = out.find(label);
+        REQUIRE(at != std::string::npos);
+        std::istringstream row(out.substr(at + label.size()));
+        for (int d = 0; d < 4; ++d) {
+            double value = 0;
+            row >> value;
+            CAPTURE(label);
+            CAPTURE(d);
+            CHECK(std::fabs(value - hand[d]) < 1.5e-6);  // float32 turns, 6 printed decimals
+        }
+    }
+    // The scores at (3, 1), (10, 8), (1002, 1000): one number per column, to float rounding
+    // (angles of float32 positions times frequencies: ~1e-5 at 1000 for unit-size vectors of Dh = 8).
+    const size_t table = out.find("adjacent           half\n");
+    REQUIRE(table != std::string::npos);
+    std::istringstream rows(out.substr(table + 24));
+    double first_adjacent = 0, first_half = 0;
+    for (int row = 0; row < 3; ++row) {
+        long long m = 0, n = 0;
+        double a = 0, h = 0;
+        rows >> m >> n >> a >> h;
+        CHECK(m - n == 2);
+        if (row == 0) {
+            first_adjacent = a;
+            first_half = h;
+        }
+        CHECK(std::fabs(a - first_adjacent) < 1e-4);
+        CHECK(std::fabs(h - first_half) < 1e-4);
+    }
+    CHECK(std::fabs(first_adjacent - first_half) > 0.1);  // the pairings are not the same numbers
+    // Adjacent row 2p <- half row p, 2p + 1 <- p + Dh/2: Dh = 4: 0 2 1 3; Dh = 8: 0 4 1 5 2 6 3 7.
+    CHECK(has(out, "the half rows 0 2 1 3 (Dh = 8: 0 4 1 5 2 6 3 7)."));
+    // Permuted rows: the same weights and output to float rounding (the score's 4 products summed in
+    // another order: a few units of 1e-7 of weights <= 1); not permuted, the weights move by far more.
+    const size_t converted = out.find("  rows permuted (converted)");
+    const size_t unconverted = out.find("  rows as they were (not converted)");
+    REQUIRE(converted != std::string::npos);
+    REQUIRE(unconverted != std::string::npos);
+    double weights = 1, output = 1;
+    std::istringstream(out.substr(converted + 27)) >> weights >> output;
+    CHECK(weights < 1e-6);
+    CHECK(output < 1e-5);
+    std::istringstream(out.substr(unconverted + 35)) >> weights >> output;
+    CHECK(weights > 0.1);
+    CHECK(output > 0.1);
 }
 
 // ---- Section 11 on trained models: patching and the lens (tools/cli/lesson_study.cpp) ----

@@ -77,6 +77,9 @@ void lesson_rotary();
 void lesson_alibi();
 void lesson_gqa();
 void lesson_extrapolation();
+// The gated FFN and rotary's two pairings (tools/cli/lesson_swiglu_rope.cpp).
+void lesson_swiglu();
+void lesson_rope_pairs();
 
 // The six toy models of docs/TOY_MODELS.md and the task `tinyformer eval` measures each on:
 // the models lesson_quantization reads.
