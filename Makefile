@@ -470,7 +470,7 @@ SANITIZE_FLAGS := -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=all
 # Linked as a position-dependent program (-no-pie): the instrumented build holds
 # about 800,000 relative relocations (19 MB of .rela.dyn, mostly the sanitizers'
 # per-check source locations), which the dynamic loader applied at every start,
-# page by page. The suites start build/sanitize/tinyformer some 1,500 times;
+# page by page. The suite starts build/sanitize/tinyformer 933 times;
 # without them a start (--help, run, info on a toy model) takes 0.13-0.19 s of
 # CPU instead of 0.19-0.24 s (perf: _dl_relocate_object and its page faults were
 # a third of a --help). The checks are the same; only the program's load
