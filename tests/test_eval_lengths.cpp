@@ -3,6 +3,7 @@
 // models of docs/EXTRAPOLATION.md (tools/python/train_extrapolation.py)
 // against PyTorch's greedy outputs, token for token.
 
+#include "engine/memory/float_buffer.h"
 #include "models/study/toy_tasks.h"
 #include "tests/greedy_margin.h"
 
@@ -156,6 +157,22 @@ TEST_CASE("The position-scheme models equal PyTorch's greedy outputs, lengths 1.
             expected.push_back(line.substr(tab + 1));
         }
         REQUIRE(inputs.size() == 300);
+        // The sanitizer build (make sanitize) took 175 s here against the normal build's 8 s
+        // (a loaded 2-core machine): there every 10th input is compared, 20 of the 200
+        // held-out and 10 of the long ones, on the same code paths; what it looks for is a
+        // memory error or undefined behaviour. The normal build compares all 300 and counts
+        // the held-out right answers, which are the committed models' own property.
+        const bool sanitized = float_buffer_pool_state().starts_with("off (sanitizer");
+        const size_t stride = sanitized ? 10 : 1, held_out = (200 + stride - 1) / stride;
+        if (sanitized) {
+            std::vector<std::string> some_inputs, some_expected;
+            for (size_t i = 0; i < inputs.size(); i += stride) {
+                some_inputs.push_back(inputs[i]);
+                some_expected.push_back(expected[i]);
+            }
+            inputs = some_inputs;
+            expected = some_expected;
+        }
         // PyTorch's logits are within FORMAT's 1e-4 + 1e-4|b| of ours, not the same floats:
         // every output is compared over the steps our top-2 margin decides, in full where
         // every step is (tests/greedy_margin.h). In distribution every step is. Beyond it
@@ -164,15 +181,15 @@ TEST_CASE("The position-scheme models equal PyTorch's greedy outputs, lengths 1.
         // out otherwise than PyTorch's on one machine): those rows are compared up to the tie.
         const test_helpers::AgainstPytorch c = test_helpers::greedy_against_pytorch(model, inputs, expected);
         int64_t right = 0, decided_short = 0;
-        for (size_t i = 0; i < 200; ++i) {
+        for (size_t i = 0; i < held_out; ++i) {
             decided_short += c.row_decided[i];
             right += c.outputs[i] == std::string(inputs[i].rbegin(), inputs[i].rend());
         }
-        CHECK(decided_short == 200);
-        MESSAGE(std::string(name), ": ", c.same, "/300 outputs identical to PyTorch's (", c.decided,
-                " decided at every step); ", right, "/200 held-out 1..16 right");
+        CHECK(decided_short == static_cast<int64_t>(held_out));
+        MESSAGE(std::string(name), ": ", c.same, "/", inputs.size(), " outputs identical to PyTorch's (", c.decided,
+                " decided at every step); ", right, "/", held_out, " held-out 1..16 right");
         // In distribution: rotary 200/200, learned 199, sinusoidal 191, alibi 186 of the 200
         // (the same budget for all four; EXTRAPOLATION.md names the two below 95%).
-        CHECK(right >= 180);
+        if (!sanitized) CHECK(right >= 180);
     }
 }
