@@ -7,6 +7,8 @@
 #include "models/study/toy_tasks.h"
 #include "tests/greedy_margin.h"
 
+#include "tests/helpers.h"
+
 #include <doctest/doctest.h>
 
 #include "tests/run_cli.h"
@@ -21,15 +23,6 @@ namespace {
 
 std::string model_path(const std::string& name) { return "data/models/" + name + ".safetensors"; }
 
-std::string error_of(const std::function<void()>& action) {
-    try {
-        action();
-    } catch (const Error& error) {
-        return error.message();
-    }
-    return "(no error)";
-}
-
 }  // namespace
 
 TEST_CASE("parse_length_range reads A-B and A, and refuses anything else by name") {
@@ -43,7 +36,7 @@ TEST_CASE("parse_length_range reads A-B and A, and refuses anything else by name
     CHECK(length_range_text(single) == "20");
     for (const char* bad : {"", "x", "1-", "-3", "1-2-3", "+4", "4 ", "1234567890", "3.5"}) {
         CAPTURE(bad);
-        CHECK(error_of([&] { parse_length_range(bad); }) ==
+        CHECK(test_helpers::error_message([&] { parse_length_range(bad); }) ==
               std::string("lengths '") + bad + "': expected A-B or A, whole numbers of characters (e.g. 17-24 or 20)");
     }
 }
@@ -51,13 +44,13 @@ TEST_CASE("parse_length_range reads A-B and A, and refuses anything else by name
 TEST_CASE("check_lengths refuses 0, A > B and lengths the task cannot make") {
     const ToyTask& reverse = toy_task("reverse");
     const ToyTask& dates = toy_task("dates");
-    CHECK(error_of([&] { check_lengths(reverse, {0, 5}); }) == "lengths 0-5: lengths start at 1 character, got 0");
-    CHECK(error_of([&] { check_lengths(reverse, {5, 3}); }) == "lengths 5-3: the first length is larger than the last");
-    CHECK(error_of([&] { check_lengths(reverse, {1, 5000}); }) ==
+    CHECK(test_helpers::error_message([&] { check_lengths(reverse, {0, 5}); }) == "lengths 0-5: lengths start at 1 character, got 0");
+    CHECK(test_helpers::error_message([&] { check_lengths(reverse, {5, 3}); }) == "lengths 5-3: the first length is larger than the last");
+    CHECK(test_helpers::error_message([&] { check_lengths(reverse, {1, 5000}); }) ==
           "lengths 1-5000: the reverse task makes inputs of 1..4096 characters");
     // dates: its shortest form is "1 may 1900" (10), its longest "wednesday 30 september 1998" (27).
-    CHECK(error_of([&] { check_lengths(dates, {9, 12}); }) == "lengths 9-12: the dates task makes inputs of 10..27 characters");
-    CHECK(error_of([&] { check_lengths(dates, {28, 28}); }) == "lengths 28: the dates task makes inputs of 10..27 characters");
+    CHECK(test_helpers::error_message([&] { check_lengths(dates, {9, 12}); }) == "lengths 9-12: the dates task makes inputs of 10..27 characters");
+    CHECK(test_helpers::error_message([&] { check_lengths(dates, {28, 28}); }) == "lengths 28: the dates task makes inputs of 10..27 characters");
     CHECK_NOTHROW(check_lengths(dates, {10, 27}));
     CHECK_NOTHROW(check_lengths(reverse, {1, 4096}));
 }
@@ -96,7 +89,7 @@ TEST_CASE("eval --lengths: inputs that cannot fit the model's max_len are refuse
     // answer (L) must fit: 2L + 2 <= 40, so L <= 19; L = 20 needs 42.
     const Model causal = Model::load(model_path("reverse-causal"));
     CHECK(longest_fitting_length(causal, toy_task("reverse")) == 19);
-    CHECK(error_of([&] { evaluate(causal, toy_task("reverse"), 10, 1, 1, LengthRange{17, 20}); }) ==
+    CHECK(test_helpers::error_message([&] { evaluate(causal, toy_task("reverse"), 10, 1, 1, LengthRange{17, 20}); }) ==
           "evaluate: an input of 20 characters needs 42 positions with its answer, more than the model's max_len 40 "
           "(inputs up to 19 characters fit)");
     CHECK_NOTHROW(evaluate(causal, toy_task("reverse"), 3, 1, 1, LengthRange{19, 19}));

@@ -3,6 +3,8 @@
 
 #include "tools/pictures/line_plot.h"
 
+#include "tests/helpers.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,15 +17,6 @@ namespace {
 Rgb pixel(const Image& image, int64_t x, int64_t y) {
     const uint8_t* p = &image.rgb[static_cast<size_t>(3 * (y * image.width + x))];
     return {p[0], p[1], p[2]};
-}
-
-std::string error_of(const std::function<void()>& action) {
-    try {
-        action();
-    } catch (const Error& error) {
-        return error.message();
-    }
-    return "(no error)";
 }
 
 // 400 x 300, x 0..10, y 0..2: a flat line at 1 and a rising one 0 -> 2.
@@ -89,19 +82,19 @@ TEST_CASE("render_line_plot draws each line where the layout maps it, framed, on
 TEST_CASE("line plots refuse sizes, ranges and values they cannot draw, by name") {
     LinePlotSpec spec = two_lines();
     spec.lines[0].y[3] = std::nan("");
-    CHECK(error_of([&] { render_line_plot(spec); }) == "line plot: line 'flat' has a non-finite value at x = 3");
+    CHECK(test_helpers::error_message([&] { render_line_plot(spec); }) == "line plot: line 'flat' has a non-finite value at x = 3");
     spec = two_lines();
     spec.lines[1].y.pop_back();
-    CHECK(error_of([&] { render_line_plot(spec); }) == "line plot: line 'rising' has 10 values, x 0..10 needs 11");
+    CHECK(test_helpers::error_message([&] { render_line_plot(spec); }) == "line plot: line 'rising' has 10 values, x 0..10 needs 11");
     spec = two_lines();
     spec.y_max = 0.0;
-    CHECK(error_of([&] { render_line_plot(spec); }) == "line plot: y_min must be < y_max (finite), got 0 and 0");
+    CHECK(test_helpers::error_message([&] { render_line_plot(spec); }) == "line plot: y_min must be < y_max (finite), got 0 and 0");
     spec = two_lines();
     spec.width = 100;
-    CHECK(error_of([&] { render_line_plot(spec); }) == "line plot: size must be 240..4000 x 180..4000 px, got 100x300");
+    CHECK(test_helpers::error_message([&] { render_line_plot(spec); }) == "line plot: size must be 240..4000 x 180..4000 px, got 100x300");
     spec = two_lines();
     spec.lines.clear();
-    CHECK(error_of([&] { render_line_plot(spec); }) == "line plot: 1..12 lines, got 0");
-    CHECK(error_of([&] { write_line_plot_png(two_lines(), "/tmp/plot.txt"); }).find("does not end in .png") !=
+    CHECK(test_helpers::error_message([&] { render_line_plot(spec); }) == "line plot: 1..12 lines, got 0");
+    CHECK(test_helpers::error_message([&] { write_line_plot_png(two_lines(), "/tmp/plot.txt"); }).find("does not end in .png") !=
           std::string::npos);
 }

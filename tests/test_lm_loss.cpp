@@ -5,6 +5,8 @@
 
 #include "models/study/lm_loss.h"
 
+#include "tests/helpers.h"
+
 #include <doctest/doctest.h>
 
 #include "tests/run_cli.h"
@@ -19,15 +21,6 @@ using test_helpers::CliRun;
 using test_helpers::run_tinyformer;
 
 namespace {
-
-std::string error_of(const std::function<void()>& action) {
-    try {
-        action();
-    } catch (const Error& error) {
-        return error.message();
-    }
-    return "(no error)";
-}
 
 std::string file_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -52,9 +45,9 @@ TEST_CASE("parse_position_ranges reads A-B,C-D and A, and refuses the rest by na
     CHECK(position_range_text(ranges[2]) == "96");
     for (const char* bad : {"", "x", "3-", "-3", "1-2-3", "2-31,", ",2", "1234567890", "3.5", "2-31,,4"}) {
         CAPTURE(bad);
-        CHECK(error_of([&] { parse_position_ranges(bad); }).starts_with("positions: expected A-B or A"));
+        CHECK(test_helpers::error_message([&] { parse_position_ranges(bad); }).starts_with("positions: expected A-B or A"));
     }
-    CHECK(error_of([&] { parse_position_ranges("2-31,9-3"); }) == "positions: the range '9-3' is reversed (9 > 3)");
+    CHECK(test_helpers::error_message([&] { parse_position_ranges("2-31,9-3"); }) == "positions: the range '9-3' is reversed (9 > 3)");
 }
 
 TEST_CASE("mean_nll_per_range averages the positions of each range and refuses one past the last") {
@@ -62,7 +55,7 @@ TEST_CASE("mean_nll_per_range averages the positions of each range and refuses o
     // 1-2: (1 + 2) / 2 = 1.5; 0-3: 13 / 4 = 3.25; 3: 6.
     const std::vector<double> means = mean_nll_per_range(per_position, {{1, 2}, {0, 3}, {3, 3}});
     CHECK(means == std::vector<double>{1.5, 3.25, 6.0});
-    CHECK(error_of([&] { mean_nll_per_range(per_position, {{2, 4}}); }) ==
+    CHECK(test_helpers::error_message([&] { mean_nll_per_range(per_position, {{2, 4}}); }) ==
           "positions: the range 2-4 goes past the last scored position 3 (sequences of 5 tokens: position p predicts "
           "token p + 1)");
 }
@@ -73,13 +66,13 @@ TEST_CASE("read_lm_sequences maps characters through the vocabulary and refuses 
     REQUIRE(sequences.size() == 2);
     CHECK(sequences[0] == std::vector<int64_t>{0, 1, 7});
     CHECK(sequences[1] == std::vector<int64_t>{7, 7, 0});
-    CHECK(error_of([&] { read_lm_sequences(model, "abc\nabz\n"); }) ==
+    CHECK(test_helpers::error_message([&] { read_lm_sequences(model, "abc\nabz\n"); }) ==
           "lm sequences: line 2 has 'z', which is not in the model's vocabulary");
-    CHECK(error_of([&] { read_lm_sequences(model, "abc\nab\n"); }) == "lm sequences: line 2 has 2 tokens, the first sequence 3");
-    CHECK(error_of([&] { read_lm_sequences(model, "# nothing\n"); }).starts_with("lm sequences: no sequence"));
+    CHECK(test_helpers::error_message([&] { read_lm_sequences(model, "abc\nab\n"); }) == "lm sequences: line 2 has 2 tokens, the first sequence 3");
+    CHECK(test_helpers::error_message([&] { read_lm_sequences(model, "# nothing\n"); }).starts_with("lm sequences: no sequence"));
     // 130 tokens need 129 positions; max_len is 128.
     const std::vector<std::vector<int64_t>> long_one = {std::vector<int64_t>(130, 0)};
-    CHECK(error_of([&] { mean_nll_per_position(model, long_one); }) ==
+    CHECK(test_helpers::error_message([&] { mean_nll_per_position(model, long_one); }) ==
           "lm loss: sequences of 130 tokens need 129 positions, more than the model's max_len 128");
 }
 
