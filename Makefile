@@ -139,8 +139,8 @@ demo: deps deps-wasm
 	./build/tinyformer run data/families/llama2c-tiny/llama2c-tiny.safetensors "one hundred and six," --max-new-tokens 8
 	@echo "== section 10.4: four reverse models trained on 1..16 letters, by position scheme, on 17..24 letters (docs/EXTRAPOLATION.md) =="
 	for m in learned sinusoidal rotary alibi; do ./build/tinyformer eval data/models/reverse-$$m.safetensors --task reverse --lengths 17-24 --n 100 | head -n 1; done
-	@echo "== five language models trained on 32 letters of a Markov chain: mean loss per position range out to 127 (docs/EXTRAPOLATION.md; the picture in docs/extrapolation/) =="
-	./build/tinyformer eval data/models/lm-learned.safetensors data/models/lm-sinusoidal.safetensors data/models/lm-rotary.safetensors data/models/lm-alibi.safetensors data/models/lm-none.safetensors --task lm --data data/models/lm-heldout.txt --positions 2-31,32-47,48-63,64-95,96-127 --plot docs/extrapolation/lm-loss.png
+	@echo "== five language models trained on 32 letters of a Markov chain: mean loss per position range out to 127 (docs/EXTRAPOLATION.md; the picture in build/lm-loss.png, committed as docs/extrapolation/lm-loss.png) =="
+	./build/tinyformer eval data/models/lm-learned.safetensors data/models/lm-sinusoidal.safetensors data/models/lm-rotary.safetensors data/models/lm-alibi.safetensors data/models/lm-none.safetensors --task lm --data data/models/lm-heldout.txt --positions 2-31,32-47,48-63,64-95,96-127 --plot build/lm-loss.png
 	@echo "== attention heatmaps (each --output folder is written afresh) =="
 	./build/tinyformer attention data/models/reverse.safetensors attention --output build/demo/reverse
 	./build/tinyformer attention data/models/sort.safetensors 31415926 --output build/demo/sort
