@@ -258,9 +258,13 @@ int64_t relative_position_bucket(int64_t relative_position, const RelativeBucket
     const int64_t distance =
         buckets.bidirectional ? std::abs(relative_position) : std::max<int64_t>(-relative_position, 0);
     if (distance < exact) return later + distance;
-    const double scaled = std::log(static_cast<double>(distance) / static_cast<double>(exact)) /
-                          std::log(static_cast<double>(buckets.max_distance) / static_cast<double>(exact)) *
-                          static_cast<double>(n - exact);
+    // In float32, step by step as T5's PyTorch code takes it (the ratio, its log, over the
+    // log of max_distance / exact taken in double, times n - exact, truncated): where the
+    // exact value is a whole number (9 buckets, max_distance 128, d = 8: exactly 1), float32
+    // and double round to either side of it, and a checkpoint's buckets are PyTorch's.
+    const float ratio = static_cast<float>(distance) / static_cast<float>(exact);
+    const float range = static_cast<float>(std::log(static_cast<double>(buckets.max_distance) / static_cast<double>(exact)));
+    const float scaled = std::log(ratio) / range * static_cast<float>(n - exact);
     return later + std::min(exact + static_cast<int64_t>(scaled), n - 1);
 }
 

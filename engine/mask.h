@@ -86,8 +86,10 @@ private:
 //   exact = n / 2:  d < exact  ->  bucket d (one bucket per distance)
 //                   else       ->  exact + floor(log(d / exact) / log(max_distance / exact) * (n - exact)),
 //                                  at most n - 1 (log-spaced: every d >= max_distance shares the last)
-// computed in double (PyTorch's float32 gives the same buckets; the test of
-// tests/test_relative_bias.cpp holds them to PyTorch's). Error unless
+// computed in float32 as PyTorch's T5 computes it (the log of max_distance / exact
+// in double), so that a whole-number boundary falls on the same side as there;
+// tests/test_relative_bias.cpp holds every bucket of 26 settings to the project's
+// PyTorch function (data/reference/relative_buckets.json). Error unless
 // exact >= 1 and max_distance > exact.
 struct RelativeBuckets {
     int64_t buckets = 32, max_distance = 128;  // T5's

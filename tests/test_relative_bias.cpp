@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <vector>
 
 using namespace tinyformer;
@@ -87,6 +89,37 @@ TEST_CASE("T5's buckets of a relative distance, worked by hand") {
     CHECK(bucket(-20, 32, 128, false) == 17);  // causal: n = 32, exact = 16: 16 + floor(ln 1.25 / ln 8 * 16) = 16 + 1
     CHECK_ERROR_CONTAINS(bucket(0, 2, 8, true), "need buckets >= 4", "got buckets 2");
     CHECK_ERROR_CONTAINS(bucket(0, 8, 4, false), "max_distance > the exact buckets (4)", "max_distance 4");
+}
+
+TEST_CASE("T5's buckets equal the PyTorch reference's at every distance of 36 settings, whole-number boundaries included") {
+    // data/reference/relative_buckets.json: tools/python/make_position_reference.py's table of
+    // position_schemes.relative_position_bucket (float32, as PyTorch's T5) at r = -(max_distance
+    // + 8) .. max_distance + 8. Among them 9 causal buckets / 128 at r = -8, where the exact
+    // value ln(8/4) / ln(128/4) * (9 - 4) = ln 2 / (5 ln 2) * 5 is 1: double computes
+    // 0.99999999999999989 and truncates to 0 (bucket 4), float32 to 1 (bucket 5, PyTorch's).
+    const char* dir = std::getenv("TINYFORMER_REFERENCE_DIR");  // make parity: freshly generated
+    const std::string path = std::string(dir && *dir ? dir : "data/reference") + "/relative_buckets.json";
+    std::ifstream file(path);
+    REQUIRE_MESSAGE(file.good(), path);
+    const nlohmann::json reference = nlohmann::json::parse(file);
+    int64_t compared = 0;
+    for (const auto& setting : reference.at("settings")) {
+        const RelativeBuckets buckets{setting.at("buckets").get<int64_t>(), setting.at("max_distance").get<int64_t>(),
+                                      setting.at("bidirectional").get<bool>()};
+        const int64_t first = setting.at("first_r").get<int64_t>();
+        const auto& expected = setting.at("bucket");
+        for (size_t i = 0; i < expected.size(); ++i, ++compared) {
+            const int64_t r = first + static_cast<int64_t>(i);
+            CAPTURE(buckets.buckets);
+            CAPTURE(buckets.max_distance);
+            CAPTURE(buckets.bidirectional);
+            CAPTURE(r);
+            CHECK(relative_position_bucket(r, buckets) == expected[i].get<int64_t>());
+        }
+    }
+    CHECK(reference.at("settings").size() == 36);
+    CHECK(compared == 5520);  // 36 settings of 2 * max_distance + 17 distances each
+    CHECK(bucket(-8, 9, 128, false) == 5);
 }
 
 TEST_CASE("Mask::relative_bias adds table[bucket(j - i), h], each row at its own positions") {

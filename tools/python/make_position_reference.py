@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import safe_write  # noqa: E402
 import safetensors_io as st  # noqa: E402
 from make_reference import (ATOL, RTOL, SPEC_MAX_RATIO, case_seed, padding_mask, randomize_,  # noqa: E402
                             run_reference, token_ids)
@@ -139,6 +140,38 @@ def make_case(case, out_dir):
     return float(logits.abs().max()), worst
 
 
+# Bucket settings for data/reference/relative_buckets.json: T5's own (32, 128), the
+# cases' (8, 16), small ones, and settings where the exact value of the log formula is
+# a whole number at some distance (9/128 at d = 8, 36/50 at d = 30, 18/128, 10/160,
+# 17/27, 19/128, 58/282), where float32 and double truncate to different buckets.
+BUCKET_SETTINGS = ([(32, 128), (8, 16), (9, 128), (18, 128), (10, 160), (17, 27), (19, 128), (36, 50), (58, 282)]
+                   + [(b, 20) for b in range(4, 13)])
+
+
+def write_buckets(out):
+    """Every bucket of r = -(max_distance + 8) .. max_distance + 8 for each setting, both
+    directions where the setting allows, by position_schemes.relative_position_bucket
+    (float32, as PyTorch's T5)."""
+    from position_schemes import relative_position_bucket
+    settings = []
+    for buckets, max_distance in BUCKET_SETTINGS:
+        for bidirectional in (False, True):
+            half = buckets // 2 if bidirectional else buckets
+            if half // 2 < 1 or max_distance <= half // 2:
+                continue
+            first = -(max_distance + 8)
+            r = torch.arange(first, max_distance + 9)
+            b = relative_position_bucket(r, bidirectional, buckets, max_distance)
+            settings.append({"buckets": buckets, "max_distance": max_distance, "bidirectional": bidirectional,
+                             "first_r": first, "bucket": [int(x) for x in b]})
+    text = json.dumps({"what": "T5 relative-position buckets by tools/python/position_schemes.py "
+                               "(float32, as PyTorch's T5); bucket[i] is r = first_r + i",
+                       "settings": settings}, separators=(",", ":")) + "\n"
+    path = out / "relative_buckets.json"
+    safe_write.write_text(path, text)
+    return path, len(settings)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder (default data/reference)")
@@ -154,6 +187,8 @@ def main():
     for case in CASES:
         biggest, worst = make_case(case, args.out)
         print(f"{case['name']:34s} written, max |logit| {biggest:.3g}, vs NumPy float64 err/tol {worst:.2g}")
+    path, count = write_buckets(args.out)
+    print(f"{path.name:34s} written, {count} bucket settings")
     return 0
 
 

@@ -104,7 +104,9 @@ def relative_position_bucket(relative_position, bidirectional, buckets, max_dist
         bidirectional: n = buckets // 2, r > 0 adds n, d = |r|;  otherwise n = buckets, d = max(-r, 0)
         exact = n // 2: d < exact -> d; else exact + floor(log(d / exact) / log(max_distance / exact)
                         * (n - exact)), at most n - 1
-    The log is taken in float32, as PyTorch's T5 takes it."""
+    The log is taken in float32, as PyTorch's T5 takes it; where the exact value is a
+    whole number (9 causal buckets / 128 at d = 8) double arithmetic truncates one lower,
+    so engine/mask.cpp also computes in float32."""
     half = buckets // 2 if bidirectional else buckets
     exact = half // 2
     if exact < 1 or max_distance <= exact:
