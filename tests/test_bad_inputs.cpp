@@ -749,6 +749,32 @@ const std::vector<BadInput> kCommandLine = {
          return std::vector<std::string>{"eval", "data/models/lm-none.safetensors", "--task", "lm", "--data",
                                          "README.md", "--positions", "2-31"}; },
      1, {"lm sequences: line ", "which is not in the model's vocabulary"}},
+    // The picture's problems are known before any model runs: refused then, nothing printed.
+    {"eval --task lm --plot of a single position", [](const TempDirectory& d) {
+         return std::vector<std::string>{"eval", "data/models/lm-none.safetensors", "--task", "lm", "--data",
+                                         "data/models/lm-heldout.txt", "--positions", "0", "--plot", d.file("p.png")}; },
+     2, {"eval: --plot draws the loss across positions, and --positions 0 is a single position; give at least two"}},
+    {"eval --task lm --plot of 13 models", [](const TempDirectory& d) {
+         std::vector<std::string> command{"eval"};
+         for (int i = 0; i < 13; ++i) command.push_back("data/models/lm-none.safetensors");
+         for (const char* word : {"--task", "lm", "--data", "data/models/lm-heldout.txt", "--positions", "0-5", "--plot"})
+             command.push_back(word);
+         command.push_back(d.file("p.png"));
+         return command; },
+     2, {"eval: --plot draws at most 12 models (one line each), got 13"}},
+    {"eval --task lm --plot into a missing folder", [](const TempDirectory& d) {
+         return std::vector<std::string>{"eval", "data/models/lm-none.safetensors", "--task", "lm", "--data",
+                                         "data/models/lm-heldout.txt", "--positions", "0-5", "--plot", d.file("no/p.png")}; },
+     1, {"eval: cannot write ", "no/p.png: its folder ", "No such file or directory"}},
+    {"eval --task lm on a line longer than max_len + 1", [](const TempDirectory& d) {
+         std::ofstream(d.file("long.txt"), std::ios::binary) << "abc\n" << std::string(1000, 'a') << "\n";
+         return std::vector<std::string>{"eval", "data/models/lm-none.safetensors", "--task", "lm", "--data",
+                                         d.file("long.txt"), "--positions", "0-1"}; },
+     1, {"lm sequences: line 2 has 1000 tokens, more than max_len + 1 = 129"}},
+    {"eval --task lm on models of different vocabularies", [](const TempDirectory&) {
+         return std::vector<std::string>{"eval", "data/models/lm-none.safetensors", "data/models/reverse-prefixlm.safetensors",
+                                         "--task", "lm", "--data", "data/models/lm-heldout.txt", "--positions", "0-1", "--n", "2"}; },
+     1, {"eval: data/models/reverse-prefixlm.safetensors's vocabulary differs from data/models/lm-none.safetensors's"}},
     {"attention --head past the model's heads", [](const TempDirectory& d) {
          return std::vector<std::string>{"attention", kReverse, "abc", "--head", "4", "--out", d.file("maps")}; },
      2, {"attention: --head 4 but the model has 4"}},

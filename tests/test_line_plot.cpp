@@ -98,3 +98,22 @@ TEST_CASE("line plots refuse sizes, ranges and values they cannot draw, by name"
     CHECK(test_helpers::error_message([&] { write_line_plot_png(two_lines(), "/tmp/plot.txt"); }).find("does not end in .png") !=
           std::string::npos);
 }
+
+TEST_CASE("tick_step: 1, 2 or 5 times a power of ten, at most `most` steps across the span") {
+    // span / most, then the first of 1, 2, 5, 10 times its power of ten that is at least that:
+    // 3.5 / 10 = 0.35 -> 0.5 (the committed loss picture: 0..3.5 nats in halves);
+    // 1 / 10 = 0.1 -> 0.1; 7 -> 1; 12 -> 2; 25.3 / 10 = 2.53 -> 5; 60 -> 10; 1000 -> 100; 0.04 -> 0.005.
+    CHECK(tick_step(3.5, 10) == doctest::Approx(0.5));
+    CHECK(tick_step(1.0, 10) == doctest::Approx(0.1));
+    CHECK(tick_step(7.0, 10) == doctest::Approx(1.0));
+    CHECK(tick_step(12.0, 10) == doctest::Approx(2.0));
+    CHECK(tick_step(25.3, 10) == doctest::Approx(5.0));
+    CHECK(tick_step(60.0, 10) == doctest::Approx(10.0));
+    CHECK(tick_step(1000.0, 10) == doctest::Approx(100.0));
+    CHECK(tick_step(0.04, 10) == doctest::Approx(0.005));
+    CHECK(tick_step(1e30, 10) == doctest::Approx(1e29));
+    CHECK(tick_step(3.0, 1) == doctest::Approx(5.0));
+    CHECK(test_helpers::error_message([] { tick_step(0.0, 10); }) == "tick step: span must be > 0 and finite, got 0");
+    CHECK(test_helpers::error_message([] { tick_step(INFINITY, 10); }) == "tick step: span must be > 0 and finite, got inf");
+    CHECK(test_helpers::error_message([] { tick_step(1.0, 0); }) == "tick step: most must be 1..50, got 0");
+}

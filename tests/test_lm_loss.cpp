@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include "tests/run_cli.h"
+#include "tests/safetensors_edit.h"
 
 #include <cmath>
 #include <fstream>
@@ -70,6 +71,18 @@ TEST_CASE("read_lm_sequences maps characters through the vocabulary and refuses 
           "lm sequences: line 2 has 'z', which is not in the model's vocabulary");
     CHECK(test_helpers::error_message([&] { read_lm_sequences(model, "abc\nab\n"); }) == "lm sequences: line 2 has 2 tokens, the first sequence 3");
     CHECK(test_helpers::error_message([&] { read_lm_sequences(model, "# nothing\n"); }).starts_with("lm sequences: no sequence"));
+    // max_len 128: a line of 129 tokens is read, one of 130 refused as it is read (by its own
+    // length, before the characters are looked at), and reading stops after `limit` sequences.
+    std::istringstream fits(std::string(129, 'a') + "\r\n" + std::string(129, 'b') + "\n");
+    CHECK(read_lm_sequences(model, fits, 5).size() == 2);
+    std::istringstream too_long("ab\n# c\n" + std::string(100000, 'z') + "\n");
+    CHECK(test_helpers::error_message([&] { read_lm_sequences(model, too_long, 5); }) ==
+          "lm sequences: line 3 has 100000 tokens, more than max_len + 1 = 129 (T tokens need T - 1 positions)");
+    std::istringstream limited("abc\nhha\nabz\n" + std::string(100000, 'z') + "\n");
+    const auto first_two = read_lm_sequences(model, limited, 2);
+    REQUIRE(first_two.size() == 2);
+    CHECK(first_two[1] == std::vector<int64_t>{7, 7, 0});
+    CHECK(limited.peek() == 'a');  // stopped at line 3, unread
     // 130 tokens need 129 positions; max_len is 128.
     const std::vector<std::vector<int64_t>> long_one = {std::vector<int64_t>(130, 0)};
     CHECK(test_helpers::error_message([&] { mean_nll_per_position(model, long_one); }) ==
@@ -151,4 +164,29 @@ TEST_CASE("eval --task lm prints one row per model and refuses bad ranges in one
     const CliRun no_data = run_tinyformer({"eval", "data/models/lm-alibi.safetensors", "--task", "lm", "--positions", "2-3"});
     CHECK(no_data.status == 2);
     CHECK(no_data.err == "tinyformer: error: eval: --task lm needs --data FILE (held-out sequences, one a line)\n");
+}
+
+TEST_CASE("eval --task lm --plot draws any finite loss: the y step follows the range") {
+    // lm-none with lm_head zeroed and its bias (0, -60, ..., -60): the logits are the bias
+    // at every position, so on "bbb..." (token 1) the NLL is log(1 + 7 e^-60) + 60 = 60 nats
+    // (7 e^-60 is 1e-25) everywhere. A fixed half-nat step would need 120 ticks.
+    test_helpers::TempDirectory dir;
+    const auto sure = [](test_helpers::Contents& c) {
+        std::vector<uint8_t>& weight = c.tensor("lm_head.weight").bytes;
+        std::fill(weight.begin(), weight.end(), 0);  // 0.0f is four zero bytes
+        test_helpers::set_float(c.tensor("lm_head.bias"), 0, 0.0f);
+        for (size_t v = 1; v < 8; ++v) test_helpers::set_float(c.tensor("lm_head.bias"), v, -60.0f);
+    };
+    const std::string model = test_helpers::edited(dir, "lm-sure.safetensors", "data/models/lm-none.safetensors", sure);
+    {
+        std::ofstream data(dir.file("b.txt"));
+        data << std::string(9, 'b') << "\n" << std::string(9, 'b') << "\n";
+    }
+    const CliRun run = run_tinyformer({"eval", model, "--task", "lm", "--data", dir.file("b.txt"), "--positions", "0-7",
+                                       "--plot", dir.file("loss.png")});
+    INFO(run.err);
+    CHECK(run.status == 0);
+    CHECK(run.out.find("\nlm-sure  60.0000\n") != std::string::npos);
+    CHECK(run.out.ends_with("loss.png\n"));
+    CHECK(std::ifstream(dir.file("loss.png")).good());
 }

@@ -4,7 +4,10 @@
 #include "models/tokenizers/tokenizer.h"
 
 #include <cmath>
+#include <istream>
+#include <limits>
 #include <sstream>
+#include <string>
 
 namespace tinyformer {
 
@@ -19,6 +22,12 @@ bool whole_number(const std::string& text, int64_t& value) {
         value = value * 10 + (c - '0');
     }
     return true;
+}
+
+// Only a model that cannot see the token it predicts can score it.
+void require_causal_decoder(const Model& model) {
+    if (model.config.arch != Architecture::DecoderOnly || model.config.attention != SelfAttentionKind::Causal)
+        fail("lm loss: needs a decoder_only model with causal attention (it must not see the token it predicts)");
 }
 
 }  // namespace
@@ -49,16 +58,32 @@ std::string position_range_text(const PositionRange& range) {
                                      : std::to_string(range.first) + "-" + std::to_string(range.last);
 }
 
-std::vector<std::vector<int64_t>> read_lm_sequences(const Model& model, const std::string& text) {
+std::vector<std::vector<int64_t>> read_lm_sequences(const Model& model, std::istream& in, int64_t limit) {
+    require_causal_decoder(model);  // before the lines are measured against its max_len
     if (model.text.vocab.empty() || model.text.tokenizer != TokenizerKind::Char)
         fail("lm sequences: the model has no character vocabulary to read them with");
+    if (limit < 1) fail("lm sequences: limit must be >= 1, got ", limit);
     const Tokenizer tokenizer(model.text.input_vocab());
+    // T - 1 <= max_len positions: a longer line is refused as soon as it is read,
+    // and only its first longest + 2 characters are kept (room for a trailing CR),
+    // so memory stays within limit * (max_len + 1) ids whatever the file holds.
+    const uint64_t longest = static_cast<uint64_t>(model.config.max_len) + 1;
     std::vector<std::vector<int64_t>> sequences;
-    std::stringstream lines(text);
     std::string line;
-    for (int64_t number = 1; std::getline(lines, line); ++number) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto more = [&] {
+        return static_cast<int64_t>(sequences.size()) < limit && in.peek() != std::char_traits<char>::eof();
+    };
+    for (int64_t number = 1; more(); ++number) {
+        line.clear();
+        uint64_t length = 0;  // the line's characters, also past the ones kept
+        char next = 0;
+        while (in.get(next) && next != '\n')
+            if (++length <= longest + 2) line.push_back(next);
+        if (length <= longest + 2 && !line.empty() && line.back() == '\r') line.pop_back(), --length;
         if (line.empty() || line[0] == '#') continue;
+        if (length > longest)
+            fail("lm sequences: line ", number, " has ", length, " tokens, more than max_len + 1 = ", longest,
+                 " (T tokens need T - 1 positions)");
         std::vector<int64_t> ids;
         for (char c : line) {
             if (!tokenizer.contains(std::string(1, c)))
@@ -75,10 +100,14 @@ std::vector<std::vector<int64_t>> read_lm_sequences(const Model& model, const st
     return sequences;
 }
 
+std::vector<std::vector<int64_t>> read_lm_sequences(const Model& model, const std::string& text) {
+    std::istringstream in(text);
+    return read_lm_sequences(model, in, std::numeric_limits<int64_t>::max());
+}
+
 std::vector<double> mean_nll_per_position(const Model& model, const std::vector<std::vector<int64_t>>& sequences,
                                           int64_t batch) {
-    if (model.config.arch != Architecture::DecoderOnly || model.config.attention != SelfAttentionKind::Causal)
-        fail("lm loss: needs a decoder_only model with causal attention (it must not see the token it predicts)");
+    require_causal_decoder(model);
     if (sequences.empty()) fail("lm loss: no sequence");
     if (batch < 1) fail("lm loss: batch must be >= 1, got ", batch);
     const int64_t length = static_cast<int64_t>(sequences[0].size());  // T

@@ -2,7 +2,7 @@
 // the next token of held-out text, position by position (docs/EXTRAPOLATION.md,
 // `tinyformer eval --task lm`).
 //
-//   sequences  N token sequences of one length T (ids [N, T]), read whole:
+//   sequences  N token sequences of one length T (ids [N, T]):
 //              the model reads tokens 0..T-2 at positions 0..T-2
 //   nll[p]     -log softmax(logits[p])[token p+1], in nats: the logits at
 //              position p (which saw tokens 0..p) scored on the token after p;
@@ -19,6 +19,7 @@
 #include "models/transformer.h"
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -35,9 +36,13 @@ std::string position_range_text(const PositionRange& range);  // "A-B", or "A"
 
 // Text, one sequence a line ('#' lines and empty lines skipped; a trailing CR
 // dropped), each character a token of the model's character vocabulary ->
-// ids [N][T]. Error naming the line for an unknown character or a length
-// other than the first line's, or when there is no sequence.
-std::vector<std::vector<int64_t>> read_lm_sequences(const Model& model, const std::string& text);
+// ids [N][T], reading no further than the first `limit` sequences. Error
+// naming the line for an unknown character, a length other than the first
+// line's or a line of more than max_len + 1 tokens (refused as it is read,
+// so a huge line is never held whole), when there is no sequence, or for a
+// model that is not decoder_only causal.
+std::vector<std::vector<int64_t>> read_lm_sequences(const Model& model, std::istream& in, int64_t limit);
+std::vector<std::vector<int64_t>> read_lm_sequences(const Model& model, const std::string& text);  // every sequence
 
 // The mean nll[p] over all sequences, p = 0..T-2 (see above); the plain
 // definition, computed a batch of `batch` sequences at a time. Error for a

@@ -17,14 +17,19 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 namespace tinyformer::cli {
 
 namespace {
 
 constexpr uint64_t kMaxDataBytes = 64ULL * 1024 * 1024;
+constexpr size_t kMaxPlotLines = 12;  // line_plot.h: 1..12 lines
 
-std::string read_data_file(const std::string& path) {
+// The sequences of --data, read once with the first model's vocabulary and
+// max_len, no further than `limit` (see read_lm_sequences: a line too long for
+// the model is refused as it is read, so memory stays within limit * (max_len + 1)).
+std::vector<std::vector<int64_t>> read_data_file(const std::string& path, const Model& model, int64_t limit) {
     const std::string what = "eval: --data " + path;
     std::error_code error;
     const auto status = std::filesystem::status(path, error);
@@ -35,10 +40,9 @@ std::string read_data_file(const std::string& path) {
     if (size > kMaxDataBytes) fail(what, ": ", size, " bytes, more than the limit of ", kMaxDataBytes, " bytes");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(what, ": cannot open: ", std::strerror(errno));
-    std::string text(size, '\0');
-    if (!in.read(text.data(), static_cast<std::streamsize>(size)) || in.peek() != std::char_traits<char>::eof())
-        fail(what, ": cannot read its ", size, " bytes (file changed while reading?)");
-    return text;
+    std::vector<std::vector<int64_t>> sequences = read_lm_sequences(model, in, limit);
+    if (in.bad()) fail(what, ": cannot read it: ", std::strerror(errno));
+    return sequences;
 }
 
 // The model's name in the table and the legend: its file name without ".safetensors".
@@ -61,10 +65,13 @@ const char* const kEvalLmHelp =
     "           -log softmax(logits[p])[token p+1] in nats (position p predicts token p+1).\n"
     "           Prints one row per model: the mean NLL over each range of positions (both\n"
     "           ends included) and every sequence. A range past max_len - 1 or past T - 2,\n"
-    "           reversed (9-3) or empty is refused.\n"
+    "           reversed (9-3) or empty is refused. FILE is read once, with the first model's\n"
+    "           vocabulary (every model must have the same), a line of more than max_len + 1\n"
+    "           tokens refused as it is read.\n"
     "  --n N    the first N sequences only (default: all)\n"
-    "  --plot FILE.png  the mean NLL at every position of the ranges' span, one line per model,\n"
-    "                  a dashed line after the last trained position (the models' train_max_len)\n";
+    "  --plot FILE.png  the mean NLL at every position of the ranges' span (at least two positions),\n"
+    "                  one line per model (at most 12), a dashed line after the last trained\n"
+    "                  position (the models' train_max_len)\n";
 
 int eval_lm(const ParsedArguments& parsed) {
     if (parsed.positional().empty()) throw UsageError("eval: expected a MODEL file (see 'tinyformer eval --help')");
@@ -86,32 +93,46 @@ int eval_lm(const ParsedArguments& parsed) {
         inputs.push_back(parsed.value("--data"));
         check_outputs("eval", inputs, {plot});
     }
-    const std::string text = read_data_file(parsed.value("--data"));
     int64_t first = ranges[0].first, last = ranges[0].last;  // the span the plot shows
     for (const PositionRange& range : ranges) first = std::min(first, range.first), last = std::max(last, range.last);
+    // Everything the picture needs that is known now is checked now, before any model runs.
+    if (!plot.empty() && first == last)
+        throw UsageError("eval: --plot draws the loss across positions, and --positions " + parsed.value("--positions") +
+                         " is a single position; give at least two (e.g. " + std::to_string(first) + "-" +
+                         std::to_string(first + 1) + ")");
+    if (!plot.empty() && parsed.positional().size() > kMaxPlotLines)
+        throw UsageError("eval: --plot draws at most " + std::to_string(kMaxPlotLines) + " models (one line each), got " +
+                         std::to_string(parsed.positional().size()));
+    const bool all = !parsed.has("--n");
+    const int64_t n = all ? std::numeric_limits<int64_t>::max() : parsed.integer("--n", 1, 1, 1000000);
 
     std::vector<std::string> names;
     std::vector<std::vector<double>> rows, curves;
-    int64_t count = 0, length = 0, trained = 0;
+    std::vector<std::vector<int64_t>> sequences;  // read once, with the first model's vocabulary
+    std::vector<std::string> vocab;
+    int64_t trained = 0;
     for (const std::string& path : parsed.positional()) {
         const Model model = Model::load(path);
         for (const PositionRange& range : ranges)
             if (range.last > model.config.max_len - 1)
                 fail("eval: --positions ", position_range_text(range), " goes past ", path, "'s last position ",
                      model.config.max_len - 1, " (max_len ", model.config.max_len, ")");
-        std::vector<std::vector<int64_t>> sequences = read_lm_sequences(model, text);
-        const int64_t n = parsed.integer("--n", static_cast<int64_t>(sequences.size()), 1, 1000000);
-        if (n > static_cast<int64_t>(sequences.size()))
-            fail("eval: --n ", n, " but ", parsed.value("--data"), " has ", sequences.size(), " sequences");
-        sequences.resize(static_cast<size_t>(n));
-        count = n;
-        length = static_cast<int64_t>(sequences[0].size());
+        if (sequences.empty()) {
+            sequences = read_data_file(parsed.value("--data"), model, n);
+            vocab = model.text.input_vocab();
+            if (!all && n > static_cast<int64_t>(sequences.size()))
+                fail("eval: --n ", n, " but ", parsed.value("--data"), " has ", sequences.size(), " sequences");
+        } else if (model.text.input_vocab() != vocab) {
+            fail("eval: ", path, "'s vocabulary differs from ", parsed.positional()[0],
+                 "'s; --task lm reads --data once, so every model must have the same one");
+        }
         const std::vector<double> per_position = mean_nll_per_position(model, sequences);
         rows.push_back(mean_nll_per_range(per_position, ranges));
         curves.emplace_back(per_position.begin() + first, per_position.begin() + last + 1);
         names.push_back(short_name(path));
         trained = std::max(trained, model.text.train_max_len);
     }
+    const int64_t count = static_cast<int64_t>(sequences.size()), length = static_cast<int64_t>(sequences[0].size());
     std::printf("mean NLL (nats) per position range, %lld sequences of %lld tokens in %s (position p predicts "
                 "token p+1):\n",
                 static_cast<long long>(count), static_cast<long long>(length),
@@ -142,9 +163,11 @@ int eval_lm(const ParsedArguments& parsed) {
             spec.lines.push_back({names[m], curves[m], line_colour(static_cast<int64_t>(m))});
             for (double y : curves[m]) top = std::max(top, y);
         }
+        // 0 up to the highest mean (at least 1 nat), in at most 10 round steps: 0.5 for 2.5..5 nats.
+        const double span = std::max(1.0, top);
         spec.y_min = 0.0;
-        spec.y_max = std::max(1.0, std::ceil(top * 2.0) / 2.0);  // the next half nat up
-        spec.y_step = 0.5;
+        spec.y_step = tick_step(span, 10);
+        spec.y_max = std::ceil(span / spec.y_step - 1e-9) * spec.y_step;
         // The models' train_max_len (checkpoint metadata): the dashed line after the last trained position.
         if (trained > first && trained <= last) spec.marks.push_back(static_cast<double>(trained) - 0.5);
         write_line_plot_png(spec, plot);

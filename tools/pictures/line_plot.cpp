@@ -159,6 +159,16 @@ Image render_line_plot(const LinePlotSpec& spec) {
     return canvas.take();
 }
 
+double tick_step(double span, int64_t most) {
+    if (!std::isfinite(span) || !(span > 0)) fail("tick step: span must be > 0 and finite, got ", span);
+    if (most < 1 || most > 50) fail("tick step: most must be 1..50, got ", most);
+    // The power of ten just below span / most, then the first of 1, 2, 5, 10 times it that is enough.
+    const double power = std::pow(10.0, std::floor(std::log10(span / static_cast<double>(most))));
+    for (double factor : {1.0, 2.0, 5.0, 10.0})
+        if (span / (factor * power) <= static_cast<double>(most) * (1 + 1e-9)) return factor * power;
+    return 10.0 * power;  // not reached: 10 * power >= span / most
+}
+
 void write_line_plot_png(const LinePlotSpec& spec, const std::string& path) { write_png(render_line_plot(spec), path); }
 
 Rgb line_colour(int64_t index) {

@@ -58,6 +58,12 @@ LinePlotLayout line_plot_layout(const LinePlotSpec& spec);
 Image render_line_plot(const LinePlotSpec& spec);
 void write_line_plot_png(const LinePlotSpec& spec, const std::string& path);
 
+// A tick step for an axis from 0 (or any start) across `span` > 0 (finite):
+// the smallest of 1, 2 or 5 times a power of ten giving at most `most` steps
+// (1..50), e.g. span 3.5, most 10 -> 0.5; span 30 -> 5; span 1 -> 0.1. So any
+// finite range gets a few round numbers. Error unless span > 0 and finite.
+double tick_step(double span, int64_t most);
+
 // Eight colours told apart by colour-blind readers (Okabe and Ito), for lines.
 Rgb line_colour(int64_t index);
 
