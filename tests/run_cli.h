@@ -74,4 +74,22 @@ inline CliRun run_tinyformer_ok(const std::vector<std::string>& args, const std:
     return run;
 }
 
+// The first flag of `args` (a tinyformer command's arguments) that names a file or folder to
+// write outside build/, as "--plot docs/x.png", or "" when there is none: the commands the docs
+// show and the tests run may write only under build/, never over the source tree. Every output
+// flag of the CLI: --output, --out, --html, --json, --plot, --png (also as --flag=value).
+inline std::string writes_outside_build(const std::vector<std::string>& args) {
+    static const char* const kOutputFlags[] = {"--output", "--out", "--html", "--json", "--plot", "--png"};
+    for (size_t i = 0; i < args.size(); ++i)
+        for (const char* flag : kOutputFlags) {
+            const std::string name = flag, joined = name + "=";
+            std::string value;
+            if (args[i] == name && i + 1 < args.size()) value = args[i + 1];
+            else if (args[i].rfind(joined, 0) == 0) value = args[i].substr(joined.size());
+            else continue;
+            if (value.rfind("build/", 0) != 0 || value.find("..") != std::string::npos) return name + " " + value;
+        }
+    return "";
+}
+
 }  // namespace test_helpers

@@ -362,6 +362,8 @@ TEST_CASE("a paragraph marked <!-- numbers from: COMMAND --> has only numbers th
             REQUIRE(!args.empty());
             REQUIRE(args[0] == "build/tinyformer");
             args.erase(args.begin());
+            const std::string outside = test_helpers::writes_outside_build(args);
+            REQUIRE_MESSAGE(outside.empty(), outside, ": a command that is run may write only under build/");
             const auto run = run_tinyformer(args);
             INFO("command: ", command, "\nstderr: ", run.err);
             REQUIRE(run.status == 0);

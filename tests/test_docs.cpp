@@ -17,7 +17,8 @@
 //     ids), must be as shown.
 //     Words are split as /bin/sh would for plain words, '...' and "..."; an unquoted `#` starts
 //     a comment. A run command is one program: no pipes, redirections or `&&`. It may write
-//     files only under build/ (the value of --output, --html and --json must start with build/),
+//     files only under build/ (the value of every output flag, --output, --out, --html, --json,
+//     --plot and --png, must start with build/: test_helpers::writes_outside_build),
 //     so the check never changes the source tree.
 //   - A console block preceded by the line `<!-- not run: REASON -->` (an HTML comment: Markdown
 //     does not show it) is not run; its commands are checked to exist, as an ```sh block's are.
@@ -315,10 +316,8 @@ void check_run(const Session& session) {
                     "a console command that is run must be build/tinyformer; mark the block <!-- not run: REASON --> "
                     "if it needs another program");
     const std::vector<std::string> args(words.words.begin() + 1, words.words.end());
-    for (size_t i = 0; i + 1 < args.size(); ++i)
-        if (args[i] == "--output" || args[i] == "--html" || args[i] == "--json")
-            REQUIRE_MESSAGE(starts_with(args[i + 1], "build/"), args[i], " ", args[i + 1],
-                            ": a command that is run may write only under build/");
+    const std::string outside = test_helpers::writes_outside_build(args);
+    REQUIRE_MESSAGE(outside.empty(), outside, ": a command that is run may write only under build/");
     // 60 s is far above any shown command's time (lesson quantization: 9 s); the
     // sanitizer build (build/sanitize, about ten times slower) gets five times it.
     const bool sanitized = tinyformer::float_buffer_pool_state().starts_with("off (sanitizer");
@@ -553,4 +552,15 @@ TEST_CASE("Docs check: every relative link and picture of the pages leads to a f
         }
     }
     CHECK(links >= 50);
+}
+
+TEST_CASE("A shown command that would write outside build/ is caught before it runs") {
+    using test_helpers::writes_outside_build;
+    CHECK(writes_outside_build({"eval", "m", "--plot", "docs/extrapolation/lm-loss.png"}) ==
+          "--plot docs/extrapolation/lm-loss.png");
+    CHECK(writes_outside_build({"attention", "m", "x", "--output=docs/reverse"}) == "--output docs/reverse");
+    CHECK(writes_outside_build({"mask", "causal", "--png", "build/../README.md"}) == "--png build/../README.md");
+    CHECK(writes_outside_build({"trace", "m", "x", "--json", "out.json"}) == "--json out.json");
+    CHECK(writes_outside_build({"eval", "m", "--plot", "build/lm-loss.png", "--html", "build/p.html"}).empty());
+    CHECK(writes_outside_build({"run", "m", "hello"}).empty());
 }
