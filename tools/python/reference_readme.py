@@ -141,7 +141,10 @@ cases (T5's relative position bias, sliding-window attention) are made by
 `/usr/bin/python3 tools/python/make_position_reference.py`, from this folder's
 reference modules (tools/python/torch_modules.py, the bias and the window as
 PyTorch's float attn_mask), checked against the float64 NumPy model; it rewrites only
-their files. tests/test_parity.cpp compares every case in this folder alike.
+their files, and `relative_buckets.json`, T5's bucket of every distance in 36 settings
+by tools/python/position_schemes.py (float32, as PyTorch's T5), which
+tests/test_relative_bias.cpp holds the engine's buckets to. tests/test_parity.cpp
+compares every case in this folder alike.
 
 ## Files (three per case, all safetensors, see docs/FORMAT.md)
 
