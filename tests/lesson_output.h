@@ -4,6 +4,7 @@
 // next lesson's or section's heading.
 #pragma once
 
+#include "engine/memory/float_buffer.h"
 #include "tests/run_cli.h"
 
 #include <algorithm>
@@ -12,9 +13,20 @@
 
 namespace test_helpers {
 
+// The one run of `tinyformer lesson all` of a test program (tests/test_lesson.cpp checks it
+// whole). It takes about 15 s; the sanitizer build (build/sanitize, about ten times slower,
+// sharing CI's two cores with test-cores) gets 30 minutes instead of 5.
+inline const CliRun& lesson_all_run() {
+    static const CliRun run = [] {
+        const bool sanitized = tinyformer::float_buffer_pool_state().starts_with("off (sanitizer");
+        return run_tinyformer({"lesson", "all"}, 1, sanitized ? 1800 : 300);
+    }();
+    return run;
+}
+
 inline const std::map<std::string, std::string>& lesson_outputs() {
     static const std::map<std::string, std::string> parts = [] {
-        const CliRun run = run_tinyformer({"lesson", "all"});
+        const CliRun& run = lesson_all_run();
         INFO("stderr: ", run.err);
         REQUIRE(run.status == 0);
         std::map<std::string, std::string> cut;

@@ -3,6 +3,7 @@
 // here, so that a change to what a lesson prints fails a test.
 #include <doctest/doctest.h>
 
+#include "tests/lesson_output.h"
 #include "tests/run_cli.h"
 
 #include <cmath>
@@ -208,7 +209,7 @@ TEST_CASE("lesson multihead: each head's causal weights, rows summing to 1 and n
 TEST_CASE("lesson all runs every lesson in the order of lesson 10.3's sections, each section named, then 10.4, then int8") {
     const CliRun list = run_tinyformer({"lesson"});
     REQUIRE(list.status == 0);
-    const CliRun all = run_tinyformer({"lesson", "all"});
+    const CliRun& all = test_helpers::lesson_all_run();  // shared with the tests that read each lesson's part
     INFO("stderr: ", all.err);
     // The extrapolation lesson reads helper X's four models (issue #23 item 3); until they are
     // committed `lesson all` stops before printing anything, naming the first one missing, and
