@@ -35,6 +35,18 @@ using tinyformer::write_file;
 
 namespace {
 
+// Runs `body` in a forked child, which exits with body's return value (unless a signal
+// ends it first), and returns the child's wait status.
+template <typename Body>
+int wait_status_of_child(Body body) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) ::_exit(body());
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    return status;
+}
+
 // The names in a folder, to see that no temporary file stays behind.
 std::set<std::string> names_in(const std::filesystem::path& folder) {
     std::set<std::string> names;
@@ -253,9 +265,7 @@ TEST_CASE("SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGXFSZ during a write remove th
         TempDirectory dir;
         const std::string path = dir.file("out");
         write_text(path, "old output");
-        const pid_t child = ::fork();
-        REQUIRE(child >= 0);
-        if (child == 0) {
+        const int status = wait_status_of_child([&] {
             const struct rlimit no_core {0, 0};  // SIGQUIT and SIGXFSZ dump core by default: not here
             ::setrlimit(RLIMIT_CORE, &no_core);
             // A shell without job control starts a background command with SIGINT and SIGQUIT
@@ -265,10 +275,8 @@ TEST_CASE("SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGXFSZ during a write remove th
             OutputFile out(path, "test");
             out.write("half of the new output");
             std::raise(signal_number);  // as Ctrl-C or kill would, mid-write
-            ::_exit(0);                 // not reached: the signal ends the process
-        }
-        int status = 0;
-        REQUIRE(::waitpid(child, &status, 0) == child);
+            return 0;                   // not reached: the signal ends the process
+        });
         CHECK(WIFSIGNALED(status));
         CHECK(WTERMSIG(status) == signal_number);
         CHECK(read_file(path) == "old output");
@@ -282,9 +290,7 @@ TEST_CASE("A signal the process ignores (nohup, a background job) stays ignored 
         TempDirectory dir;
         const std::string path = dir.file("out");
         write_text(path, "old output");
-        const pid_t child = ::fork();
-        REQUIRE(child >= 0);
-        if (child == 0) {
+        const int status = wait_status_of_child([&] {
             std::signal(signal_number, SIG_IGN);
             {
                 OutputFile out(path, "test");
@@ -292,10 +298,8 @@ TEST_CASE("A signal the process ignores (nohup, a background job) stays ignored 
                 std::raise(signal_number);  // ignored: nothing happens
                 out.commit();
             }
-            ::_exit(std::signal(signal_number, SIG_DFL) == SIG_IGN ? 0 : 3);  // still ignored after the write
-        }
-        int status = 0;
-        REQUIRE(::waitpid(child, &status, 0) == child);
+            return std::signal(signal_number, SIG_DFL) == SIG_IGN ? 0 : 3;  // still ignored after the write
+        });
         CHECK(WIFEXITED(status));
         CHECK(WEXITSTATUS(status) == 0);
         CHECK(read_file(path) == "new output");
@@ -309,9 +313,7 @@ namespace {
 // bytes to `path`, SIGXFSZ as `sigxfsz` says; its wait status, or its exit
 // status 3 when the write was refused with an Error.
 int write_past_file_size_limit(const std::string& path, void (*sigxfsz)(int)) {
-    const pid_t child = ::fork();
-    REQUIRE(child >= 0);
-    if (child == 0) {
+    return wait_status_of_child([&] {
         const struct rlimit no_core {0, 0};
         ::setrlimit(RLIMIT_CORE, &no_core);
         std::signal(SIGXFSZ, sigxfsz);
@@ -324,13 +326,10 @@ int write_past_file_size_limit(const std::string& path, void (*sigxfsz)(int)) {
             out.write(std::string(300000, 'n'));
             out.commit();
         } catch (const tinyformer::Error& error) {
-            ::_exit(std::string(error.what()).find("File too large") != std::string::npos ? 3 : 4);
+            return std::string(error.what()).find("File too large") != std::string::npos ? 3 : 4;
         }
-        ::_exit(0);
-    }
-    int status = 0;
-    REQUIRE(::waitpid(child, &status, 0) == child);
-    return status;
+        return 0;
+    });
 }
 
 }  // namespace
